@@ -1,0 +1,71 @@
+"""Declarative pydantic models shared by the kernel and the modules (no I/O)."""
+
+from __future__ import annotations
+
+from domain.agents import AgentReport, RunResult, RunSpec
+from domain.diagnostics import Diagnostic, Measurement, Measurements
+from domain.enums import (
+    ActionType,
+    CheckName,
+    FailureCategory,
+    GapCategory,
+    IterationOutcome,
+    Priority,
+    Risk,
+    Severity,
+    TaskKind,
+    Tool,
+)
+from domain.gaps import Gap, GapRef, GapReport, InboxItem, RoadmapItem, gap_ref
+from domain.inputs import AgentContext, AnalysisInput
+from domain.plans import (
+    ITERATION_ID_PATTERN,
+    AcceptanceCriterion,
+    AttemptNote,
+    IterationPlan,
+    PlanBudget,
+    PlannedAction,
+)
+from domain.records import CriterionVerdict, DiffStat, Event, IterationRecord
+from domain.state import OutcomeTally, ProjectState
+from domain.status import DaemonStatus
+
+__all__ = [
+    "ITERATION_ID_PATTERN",
+    "AcceptanceCriterion",
+    "ActionType",
+    "AgentContext",
+    "AgentReport",
+    "AnalysisInput",
+    "AttemptNote",
+    "CheckName",
+    "CriterionVerdict",
+    "DaemonStatus",
+    "Diagnostic",
+    "DiffStat",
+    "Event",
+    "FailureCategory",
+    "Gap",
+    "GapCategory",
+    "GapRef",
+    "GapReport",
+    "InboxItem",
+    "IterationOutcome",
+    "IterationPlan",
+    "IterationRecord",
+    "Measurement",
+    "Measurements",
+    "OutcomeTally",
+    "PlanBudget",
+    "PlannedAction",
+    "Priority",
+    "ProjectState",
+    "Risk",
+    "RoadmapItem",
+    "RunResult",
+    "RunSpec",
+    "Severity",
+    "TaskKind",
+    "Tool",
+    "gap_ref",
+]

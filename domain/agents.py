@@ -1,0 +1,54 @@
+"""What an agent adapter hands the kernel, and what the kernel hands back."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from domain.base import Fact
+from domain.enums import FailureCategory
+
+
+class RunSpec(Fact):
+    """One subprocess the kernel will start for an agent.
+
+    argv may use {prompt_file}, {plan_file}, {worktree}, {iteration_id}, {run_dir} and
+    {result_file}; the kernel substitutes them.
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = Field(default_factory=dict[str, str])
+    """Constant variables the adapter needs (never secrets: those come from the config)."""
+    prompt: str = ""
+    """Text the kernel writes to {prompt_file}."""
+    version_argv: tuple[str, ...] = ()
+    """A command that prints the tool's version, recorded in the iteration record."""
+    note: str = ""
+    """Something the record should say about this backend (e.g. its exit code is unreliable)."""
+
+
+class RunResult(Fact):
+    """How the agent's process ended, for the adapter to interpret."""
+
+    exit_code: int | None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    output_tail: str = ""
+    """The last part of the combined output (the log itself is in history)."""
+    output_bytes: int = 0
+    log_path: str = ""
+    run_dir: str = ""
+    result_json: str = ""
+    """Contents of SEED_RESULT_FILE if the agent wrote it."""
+
+
+class AgentReport(Fact):
+    """The adapter's reading of a run."""
+
+    success: bool
+    """The agent believes it is done (the kernel still verifies)."""
+    failure_category: FailureCategory | None = None
+    summary: str = ""
+    tokens_used: int = 0
+    cost_usd: float = 0.0
+    turns: int = 0
+    note: str = ""

@@ -1,0 +1,67 @@
+"""Facts the kernel's measurements produce: one Diagnostic per finding."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from domain.base import Fact
+from domain.enums import Tool
+
+
+class Diagnostic(Fact):
+    """One finding of a quality tool, in repository-relative terms."""
+
+    tool: Tool
+    file: str = ""
+    """Repository-relative POSIX path; empty when the finding has no file."""
+    line: int = 0
+    """1-based line; 0 when unknown."""
+    column: int = 0
+    """1-based column; 0 when unknown."""
+    rule: str = ""
+    """Ruff code, pyright rule, or pytest outcome (failed, error, collection-error)."""
+    message: str = ""
+    severity: str = "error"
+    """error or warning."""
+    fixable: bool = False
+    """Ruff has a safe fix for it."""
+    node_id: str = ""
+    """pytest node id, for test findings."""
+    exc_type: str = ""
+    """Exception type name, for test findings."""
+    frame_file: str = ""
+    """First traceback frame inside the project (repository-relative)."""
+    frame_line: int = 0
+    detail: str = ""
+    """Longer text: the head of a traceback, capped."""
+
+
+class Measurement(Fact):
+    """The result of running one catalogue tool on one tree."""
+
+    tool: Tool
+    ran: bool
+    """The tool ran and its output was understood."""
+    exit_code: int | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    error: str = ""
+    """Why the tool could not be run or understood."""
+    duration_s: float = 0.0
+    collected: tuple[str, ...] = ()
+    """pytest: every node id collected."""
+    timed_out: bool = False
+
+
+class Measurements(Fact):
+    """Every measurement of one tree."""
+
+    tree: str = ""
+    """The git tree id that was measured (empty for a dirty tree)."""
+    items: tuple[Measurement, ...] = Field(default=())
+
+    def get(self, tool: Tool) -> Measurement | None:
+        """The measurement of one tool, if it ran."""
+        for item in self.items:
+            if item.tool == tool:
+                return item
+        return None

@@ -1,0 +1,81 @@
+"""Plans: what one iteration will try, and how the kernel will judge it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from domain.base import Fact
+from domain.enums import ActionType, CheckName, FailureCategory, IterationOutcome, Risk, TaskKind
+from domain.gaps import Gap
+
+ITERATION_ID_PATTERN = r"^iter-\d{4,}-\d{8}-\d{6}$"
+
+
+class PlannedAction(Fact):
+    """One change the agent is asked to make."""
+
+    action_type: ActionType
+    target_files: tuple[str, ...] = ()
+    description: str
+
+
+class AcceptanceCriterion(Fact):
+    """A catalogue check with its arguments, and the human-readable text beside it."""
+
+    check: CheckName
+    args: tuple[str, ...] = ()
+    """Files for ruff/pyright/py_compile (empty: the touched files), node ids for pytest."""
+    text: str = ""
+
+
+class AttemptNote(Fact):
+    """What an earlier attempt at the same gap did and why it failed."""
+
+    iteration_id: str
+    outcome: IterationOutcome
+    failure_category: FailureCategory | None = None
+    failing_tests: tuple[str, ...] = ()
+    trace_head: str = ""
+    touched_files: tuple[str, ...] = ()
+    reason: str = ""
+    agent_summary: str = ""
+
+
+class PlanBudget(Fact):
+    """Limits for one iteration; the kernel clamps them to the config."""
+
+    timeout_s: float = 1800.0
+    max_tokens: int = 0
+    """0 means no per-iteration token limit beyond the config's."""
+    max_cost_usd: float = 0.0
+    """0 means no per-iteration cost limit beyond the config's."""
+    max_new_files: int = 10
+    max_changed_lines: int = 400
+
+
+class IterationPlan(Fact):
+    """One iteration's plan: the gap, the actions, and how success is judged."""
+
+    iteration_id: str = Field(pattern=ITERATION_ID_PATTERN)
+    created_at: datetime
+    gap: Gap
+    task_kind: TaskKind
+    goal: str
+    actions: tuple[PlannedAction, ...]
+    criteria: tuple[AcceptanceCriterion, ...]
+    estimated_risk: Risk
+    allowed_paths: tuple[str, ...] = ()
+    """Globs (repository-relative) the agent may change; empty means any non-protected file."""
+    forbidden_paths: tuple[str, ...] = ()
+    history: tuple[AttemptNote, ...] = ()
+    """Earlier failed attempts at this gap, oldest first."""
+    phases: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    """Extra context for the agent (tool output, failing test output); data, never instructions."""
+    notes: tuple[str, ...] = ()
+    """Planner remarks for people (why this gap, what changed since the last attempt)."""
+    route: str = ""
+    """A backend the planner asks for first (e.g. ruff-fix for lint); empty for the configured one."""
+    budget: PlanBudget = Field(default_factory=PlanBudget)

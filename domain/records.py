@@ -1,0 +1,78 @@
+"""Records: what an iteration planned, did and proved."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from domain.base import Fact
+from domain.diagnostics import Diagnostic
+from domain.enums import CheckName, FailureCategory, IterationOutcome
+from domain.gaps import GapRef
+from domain.plans import IterationPlan
+
+
+class CriterionVerdict(Fact):
+    """The kernel's verdict on one acceptance criterion."""
+
+    check: CheckName
+    args: tuple[str, ...] = ()
+    text: str = ""
+    passed: bool
+    evidence: str = ""
+
+
+class DiffStat(Fact):
+    """Size of a change."""
+
+    files: int = 0
+    insertions: int = 0
+    deletions: int = 0
+    new_files: int = 0
+
+
+class IterationRecord(Fact):
+    """The outcome of one iteration, as the kernel saw it."""
+
+    iteration_id: str
+    started_at: datetime
+    ended_at: datetime
+    gap: GapRef
+    outcome: IterationOutcome
+    failure_category: FailureCategory | None = None
+    reason: str = ""
+    """One line saying why the iteration ended this way."""
+    evidence: tuple[str, ...] = ()
+    """Short facts behind the outcome: node ids, new diagnostics, guard findings."""
+    failures: tuple[Diagnostic, ...] = ()
+    """New diagnostics the change introduced."""
+    verdicts: tuple[CriterionVerdict, ...] = ()
+    touched_files: tuple[str, ...] = ()
+    diff: DiffStat = Field(default_factory=DiffStat)
+    base: str = ""
+    """The commit the iteration started from."""
+    commit: str | None = None
+    kept_branch: str | None = None
+    backend: str = ""
+    agent_version: str = ""
+    agent_summary: str = ""
+    agent_exit_code: int | None = None
+    tokens_used: int = 0
+    cost_usd: float = 0.0
+    durations: dict[str, float] = Field(default_factory=dict[str, float])
+    """Seconds per phase: analyse, plan, execute, inspect, verify, land."""
+    checkout_changes: tuple[str, ...] = ()
+    """Files the person changed in their checkout while the agent ran."""
+    task_kind: str = ""
+    plan: IterationPlan | None = None
+
+
+class Event(Fact):
+    """Something that is not an iteration: a halt, a resume, a module fallback, a repair."""
+
+    at: datetime
+    kind: str
+    message: str
+    data: dict[str, Any] = Field(default_factory=dict[str, Any])

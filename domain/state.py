@@ -1,0 +1,49 @@
+"""The project state handed to the planner, and the planner's memory input."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from domain.base import Fact
+
+
+class OutcomeTally(Fact):
+    """Iterations of one task kind that ended on one day, by success."""
+
+    task_kind: str
+    fingerprint: str
+    day: str
+    """ISO date (YYYY-MM-DD)."""
+    successes: int = 0
+    failures: int = 0
+
+
+class ProjectState(Fact):
+    """What the planner may know about the project besides its gaps."""
+
+    now: datetime
+    next_sequence: int
+    """Sequence number the kernel allocated for the next iteration id."""
+    root_name: str = ""
+    worktree: str = ""
+    """Absolute path of the baseline worktree the planner may read (read only)."""
+    branch: str | None = None
+    head: str | None = None
+    can_land: bool = True
+    land_blocker: str = ""
+    backend: str = "none"
+    backend_reason: str = ""
+    backend_sources: tuple[str, ...] = ()
+    """Gap sources the backend can take; ("*",) for any."""
+    halted: bool = False
+    halt_reason: str = ""
+    quarantined: tuple[str, ...] = ()
+    """Gap keys that are skipped until something relevant changes."""
+    fingerprint: str = ""
+    """Repository fingerprint for memory."""
+    tallies: tuple[OutcomeTally, ...] = ()
+    protected: tuple[str, ...] = ()
+    """Protected globs the plan must never touch."""
+    pyright_strict: tuple[str, ...] = ()
+    selfhost: bool = False
+    """The target is seed's own repository (plans touching modules/ need the self-check)."""

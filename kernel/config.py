@@ -1,0 +1,140 @@
+"""seed.toml: pydantic models with a docstring per key; unknown keys are errors."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kernel.errors import ConfigError
+from kernel.fsutil import atomic_write_bytes
+
+CONFIG_NAME = "seed.toml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class AgentConfig(_Section):
+    """[agent]: which coding agent carries plans out, and how it is started."""
+
+    backend: str = "auto"
+    """auto, claude, codex, aider, mini, gemini, opencode, command, ruff-fix or none."""
+    command: list[str] = Field(default_factory=list[str])
+    """argv for backend = "command"; {prompt_file}, {plan_file}, {worktree}, {iteration_id} are substituted."""
+    timeout_s: float = Field(default=1800.0, gt=0)
+    """Seconds per agent run; the whole process group is killed at the limit."""
+    model: str = ""
+    """Model name handed to backends that take one."""
+    env: list[str] = Field(default_factory=list[str])
+    """Names of extra environment variables passed to the agent (API keys)."""
+    max_log_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Cap on the agent output kept in history/<id>/agent.log."""
+
+
+class QualityConfig(_Section):
+    """[quality]: how the target's quality tools run."""
+
+    python: str = ""
+    """The target's interpreter; default: the target's .venv/bin/python, else the daemon's."""
+    pyright_strict: list[str] | None = None
+    """Paths pyright checks in strict mode on top of the target's own pyright config.
+    Unset: kernel, domain and modules when the target is seed itself, none elsewhere."""
+    tools: list[str] = Field(default_factory=lambda: ["ruff", "ruff-format", "pyright", "pytest"])
+    """Measurements to run: ruff, ruff-format, pyright, pytest."""
+    pytest_args: list[str] = Field(default_factory=list[str])
+    """Extra pytest arguments (test selection) for the daemon's test runs."""
+    ruff_select: list[str] = Field(default_factory=lambda: ["E4", "E7", "E9", "F"])
+    """Rule selection used when the target has no ruff configuration of its own."""
+    tool_timeout_s: float = Field(default=900.0, gt=0)
+    """Seconds one measurement (a pytest run, a pyright run) may take."""
+
+
+class GuardConfig(_Section):
+    """[guard]: what agents may never change."""
+
+    protected: list[str] = Field(default_factory=list[str])
+    """Globs added to seed.py, VISION.md, kernel/**, history/**, .git/**, seed.toml."""
+
+
+class BudgetConfig(_Section):
+    """[budget]: limits checked before every agent run."""
+
+    max_cost_usd_per_day: float = Field(default=10.0, ge=0)
+    """Spend per UTC day across all iterations."""
+    max_iterations_per_day: int = Field(default=100, ge=0)
+    """Iterations that run an agent, per UTC day."""
+    max_cost_usd_per_iteration: float = Field(default=2.0, ge=0)
+    """Spend allowed for one iteration."""
+    max_tokens_per_iteration: int = Field(default=2_000_000, ge=0)
+    """Tokens allowed for one iteration."""
+
+
+class GitConfig(_Section):
+    """[git]: how the kernel commits and what it keeps."""
+
+    user_name: str = "seed"
+    """Author and committer name of the kernel's commits."""
+    user_email: str = "seed@localhost"
+    """Author and committer email of the kernel's commits."""
+    keep_branches: int = Field(default=10, ge=0)
+    """How many seed/kept/* branches of MERGE_BLOCKED iterations are kept."""
+
+
+class DaemonConfig(_Section):
+    """[daemon]: how the loop waits."""
+
+    poll_interval_s: float = Field(default=300.0, gt=0)
+    """Seconds between re-analyses when nothing else wakes the daemon."""
+    max_iterations: int = Field(default=0, ge=0)
+    """Stop `run` after this many iterations (0: run forever)."""
+
+
+class Config(_Section):
+    """The whole of seed.toml."""
+
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    quality: QualityConfig = Field(default_factory=QualityConfig)
+    guard: GuardConfig = Field(default_factory=GuardConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    git: GitConfig = Field(default_factory=GitConfig)
+    daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+
+
+def _describe(err: Any, path: Path) -> str:
+    loc = ".".join(str(part) for part in err["loc"])
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"{path}: unknown key '{loc}'"
+    return f"{path}: key '{loc}': {err['msg']}"
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate seed.toml; a missing file gives the defaults."""
+    if not path.exists():
+        return Config()
+    try:
+        with path.open("rb") as handle:
+            raw = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(_describe(e, path) for e in exc.errors())) from exc
+
+
+def config_document(config: Config) -> dict[str, Any]:
+    """The config as a TOML-ready mapping."""
+    return config.model_dump(mode="json")
+
+
+def write_config(path: Path, config: Config) -> None:
+    """Write seed.toml atomically (used by `init` only)."""
+    atomic_write_bytes(path, tomli_w.dumps(config_document(config)).encode("utf-8"))

@@ -1,0 +1,127 @@
+"""Everything one command needs: paths, config, target tools, record store, module host."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kernel import gitops
+from kernel.config import Config, load_config
+from kernel.errors import ConfigError
+from kernel.fsutil import append_line
+from kernel.host import ModuleHost
+from kernel.measure import Target, resolve_python, ruff_binary
+from kernel.paths import Paths, discover
+from kernel.store import RecordStore
+
+DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
+
+
+def log_line(paths: Paths, message: str) -> None:
+    """One line to stderr and history/daemon.log."""
+    line = f"seed {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z {message}"
+    print(line, file=sys.stderr, flush=True)
+    try:
+        append_line(paths.history / "daemon.log", line)
+    except OSError:
+        pass  # a read-only history must not stop the daemon
+
+
+def fingerprint(root: Path) -> str:
+    """A short identity of the repository for the planner's memory (its first commit)."""
+    result = gitops.git(root, "rev-list", "--max-parents=0", "HEAD", check=False)
+    roots = result.text().split()
+    return roots[-1][:12] if result.ok and roots else root.name
+
+
+@dataclass
+class Backend:
+    """The agent backend in use and why."""
+
+    name: str
+    reason: str
+    sources: tuple[str, ...] = ("*",)
+    fallback: str = ""
+    """A backend that takes what this one cannot (auto: ruff-fix's gaps when no agent exists)."""
+
+
+@dataclass
+class Context:
+    """Paths, config, target and the services a command uses."""
+
+    paths: Paths
+    config: Config
+    config_path: Path
+    target: Target
+    store: RecordStore
+    host: ModuleHost
+    quiet: bool = False
+    _backend: Backend | None = field(default=None, repr=False)
+
+    def log(self, message: str) -> None:
+        """Log a line unless quiet."""
+        if not self.quiet:
+            log_line(self.paths, message)
+
+    def start_host(self) -> None:
+        """Start the module host if it is not running."""
+        if not self.host.running:
+            self.host.start()
+
+    def backend(self) -> Backend:
+        """The configured backend, or the first installed one for "auto" (with the reason)."""
+        if self._backend is not None:
+            return self._backend
+        self.start_host()
+        agents, order = self.host.agents()
+        wanted = self.config.agent.backend
+        if wanted != "auto":
+            if wanted not in agents:
+                raise ConfigError(
+                    f"{self.config_path}: key 'agent.backend': unknown backend {wanted!r}; valid: auto, {', '.join(sorted(agents))}"
+                )
+            if wanted == "command" and not self.config.agent.command:
+                raise ConfigError(f"{self.config_path}: key 'agent.command' must be set when backend = \"command\"")
+            info = agents[wanted]
+            self._backend = Backend(wanted, f"configured in {self.config_path.name}", info.sources)
+            return self._backend
+        env_path = os.environ.get("PATH", "")
+        for name in order:
+            info = agents.get(name)
+            if info is None or not info.executable:
+                continue
+            found = shutil.which(info.executable, path=env_path)
+            if found:
+                self._backend = Backend(name, f"auto: {info.executable} found at {found}", info.sources)
+                return self._backend
+        looked = ", ".join(order) or "no agent CLIs"
+        fix = agents.get("ruff-fix")
+        self._backend = Backend(
+            "ruff-fix" if fix else "none",
+            f"auto: no agent installed (looked for {looked}); ruff-fix takes lint and format gaps, the rest are planned and wait",
+            fix.sources if fix else ("*",),
+            fallback="none",
+        )
+        return self._backend
+
+
+def open_context(root: Path, config_path: Path | None = None, quiet: bool = False) -> Context:
+    """Discover the repository, read seed.toml, and prepare (not start) the module host."""
+    paths = discover(root)
+    path = config_path if config_path is not None else paths.root / "seed.toml"
+    config = load_config(path)
+    strict = tuple(config.quality.pyright_strict) if config.quality.pyright_strict is not None else (
+        DEFAULT_STRICT_SELFHOST if paths.selfhost else ()
+    )
+    python = resolve_python(paths.root, config.quality.python)
+    if config.quality.python and not Path(python).exists():
+        raise ConfigError(f"{path}: key 'quality.python': {python} does not exist")
+    target = Target(root=paths.root, python=python, quality=config.quality, strict=strict)
+    store = RecordStore(paths.history, fingerprint=fingerprint(paths.root))
+    host = ModuleHost(paths.seed_home, paths.state / "host.log")
+    ruff_binary()  # fail early (at startup, not mid-iteration) if ruff is missing
+    return Context(paths=paths, config=config, config_path=path, target=target, store=store, host=host, quiet=quiet)

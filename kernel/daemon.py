@@ -1,0 +1,362 @@
+"""The daemon: one lock per repository, recovery at start, the loop, signals, and waiting.
+
+Ctrl-C or SIGTERM sets procs.STOP: the running agent's process group is ended, the
+worktree discarded, an ABORTED record written, and `run` exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any, cast
+
+from domain import DaemonStatus, IterationOutcome, IterationPlan, IterationRecord, gap_ref
+from kernel import gitops, halt, inbox, procs
+from kernel.analysis import Baseline, analyse
+from kernel.context import Context
+from kernel.errors import HostError, Interrupted, SeedError
+from kernel.fsutil import atomic_write_text
+from kernel.iteration import Iteration
+
+STATUS_FILE = "status.json"
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
+
+
+@dataclass
+class Wake:
+    """Why and when the sleeping daemon should look again."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    ready: set[str] = field(default_factory=set[str])
+    """Inbox files known to be complete (closed after writing, or moved in)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def poke(self, name: str = "") -> None:
+        """Wake the daemon (optionally marking an inbox file complete)."""
+        if name:
+            with self.lock:
+                self.ready.add(name)
+        self.event.set()
+
+
+class StatusWriter:
+    """Keeps history/status.json current so `status` can show the live phase."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.path = ctx.paths.history / STATUS_FILE
+        self.data: dict[str, Any] = {"pid": os.getpid(), "phase": "starting", "detail": "", "since": _now()}
+
+    def phase(self, phase: str, detail: str) -> None:
+        """Record a phase change."""
+        self.data.update(phase=phase, detail=detail, since=_now())
+        self.flush()
+
+    def update(self, **values: Any) -> None:
+        """Record other facts (backend, top gaps)."""
+        self.data.update(values)
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the file atomically; a failure here never stops the daemon."""
+        with contextlib.suppress(OSError):
+            atomic_write_text(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+
+    def stopped(self) -> None:
+        """Mark the daemon stopped."""
+        self.data.update(phase="stopped", detail="", since=_now())
+        self.flush()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def recover(ctx: Context) -> list[str]:
+    """Clean up after a daemon that died: survivor agent, torn record, stale worktrees and branches."""
+    notes: list[str] = []
+    repaired = ctx.store.repair()
+    if repaired:
+        notes.append(repaired)
+    running = ctx.paths.running
+    if running.exists():
+        try:
+            info = cast(dict[str, Any], json.loads(running.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            info = {}
+        pgid = int(info.get("pgid") or 0)
+        if pgid and procs.process_start_time(pgid) == info.get("start_time"):
+            procs.end_group(pgid)
+            notes.append(f"ended the agent process group {pgid} left running by a previous daemon")
+        iteration_id = str(info.get("iteration_id", ""))
+        if iteration_id and ctx.store.get(iteration_id) is None:
+            plan_path = ctx.paths.runs / iteration_id / "plan.json"
+            with contextlib.suppress(OSError, ValueError):
+                plan = IterationPlan.model_validate_json(plan_path.read_bytes())
+                now = datetime.now(UTC)
+                ctx.store.append(
+                    IterationRecord(
+                        iteration_id=iteration_id, started_at=plan.created_at, ended_at=now, gap=gap_ref(plan.gap),
+                        outcome=IterationOutcome.ABORTED, reason="the daemon stopped during this iteration; its work was discarded",
+                        task_kind=plan.task_kind.value, plan=plan,
+                    )
+                )
+                notes.append(f"recorded {iteration_id} as ABORTED (the previous daemon died during it)")
+        running.unlink(missing_ok=True)
+    if ctx.paths.worktrees.is_dir():
+        for stale in sorted(ctx.paths.worktrees.iterdir()):
+            gitops.worktree_remove(ctx.paths.root, stale)
+            if stale.exists():
+                shutil.rmtree(stale, ignore_errors=True)
+            notes.append(f"removed a stale worktree {stale.name}")
+    gitops.git(ctx.paths.root, "worktree", "prune", check=False)
+    for branch in gitops.list_branches(ctx.paths.root, "seed/iter-"):
+        gitops.delete_branch(ctx.paths.root, branch)
+        notes.append(f"removed the branch {branch} of an unfinished iteration")
+    for name in inbox.requeue_active(ctx.paths.inbox):
+        notes.append(f"put inbox/{name} back in the queue")
+    for note in notes:
+        ctx.store.event("recovery", note)
+        ctx.log(note)
+    return notes
+
+
+def _install_signals() -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        procs.STOP.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+@contextlib.contextmanager
+def _watch(ctx: Context, wake: Wake) -> Iterator[None]:
+    """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            kind = event.event_type
+            path = str(getattr(event, "dest_path", "") or event.src_path)
+            name = os.path.basename(path)
+            if inbox.ignored(name) and name != halt.HALT_FILE:
+                return
+            if kind in ("closed", "moved"):
+                wake.poke(name)
+            elif kind == "created" and not event.is_directory:
+                wake.poke()
+            elif name == halt.HALT_FILE and kind in ("modified", "created"):
+                wake.poke()
+
+    ctx.paths.inbox.mkdir(parents=True, exist_ok=True)
+    ctx.paths.history.mkdir(parents=True, exist_ok=True)
+    observer = Observer()
+    observer.schedule(Handler(), str(ctx.paths.inbox), recursive=False)
+    observer.schedule(Handler(), str(ctx.paths.history), recursive=False)
+    observer.daemon = True
+    observer.start()
+    try:
+        yield
+    finally:
+        observer.stop()
+        observer.join(timeout=5)
+
+
+class Daemon:
+    """The loop behind `run` and `once`."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.status = StatusWriter(ctx)
+        self.lock = halt.DaemonLock(ctx.paths.lock)
+        self.wake = Wake()
+
+    def _start(self) -> None:
+        self.lock.acquire()
+        procs.become_subreaper()
+        procs.STOP.clear()
+        _install_signals()
+        recover(self.ctx)
+        self.ctx.start_host()
+        backend = self.ctx.backend()
+        self.status.update(backend=backend.name, backend_reason=backend.reason)
+        self.ctx.log(f"watching {self.ctx.paths.root} with backend {backend.name} ({backend.reason})")
+
+    def _stop(self) -> None:
+        self.status.stopped()
+        self.ctx.host.stop()
+        self.ctx.store.close()
+        self.lock.release()
+
+    def iterate(self) -> list[IterationRecord]:
+        """One pass: analyse, then plan and run what can run."""
+        return Iteration(self.ctx, self.status.phase).run()
+
+    def once(self) -> int:
+        """One iteration; the exit code says how it went."""
+        self._start()
+        try:
+            before = halt.read_halt(self.ctx.paths.history)
+            if before.halted:
+                self.ctx.log(f"halted: {before.reason}; run `python seed.py resume` to continue")
+                return EXIT_HALTED
+            try:
+                records = self.iterate()
+            except Interrupted:
+                return EXIT_FAILED
+            after = halt.read_halt(self.ctx.paths.history)
+            ran = [r for r in records if r.outcome != IterationOutcome.WAITING]
+            if after.halted:
+                return EXIT_HALTED
+            if not ran:
+                return EXIT_NOTHING
+            return EXIT_OK if ran[-1].outcome == IterationOutcome.SUCCESS else EXIT_FAILED
+        finally:
+            self._stop()
+
+    def run(self, max_iterations: int = 0) -> int:
+        """Iterate while there is work an agent can take; otherwise sleep until an event or the timer."""
+        self._start()
+        done = 0
+        backoff = 1.0
+        try:
+            with _watch(self.ctx, self.wake):
+                while not procs.STOP.is_set():
+                    self.wake.event.clear()
+                    ran: list[IterationRecord] = []
+                    try:
+                        if halt.read_halt(self.ctx.paths.history).halted:
+                            self.status.phase("halted", halt.read_halt(self.ctx.paths.history).reason)
+                        else:
+                            ran = [r for r in self.iterate() if r.outcome != IterationOutcome.WAITING]
+                        backoff = 1.0
+                    except Interrupted:
+                        break
+                    except (HostError, SeedError, OSError) as exc:
+                        self.ctx.log(f"error: {exc}; trying again in {backoff:.0f}s")
+                        self.ctx.store.event("error", str(exc)[:2000])
+                        self.ctx.host.stop()
+                        self._sleep(backoff)
+                        backoff = min(backoff * 2, 300.0)
+                        continue
+                    except Exception as exc:  # a bug must not kill a daemon left running overnight
+                        self.ctx.log(f"unexpected error: {type(exc).__name__}: {exc}")
+                        self.ctx.store.event("error", traceback.format_exc()[-4000:])
+                        self._sleep(backoff)
+                        backoff = min(backoff * 2, 300.0)
+                        continue
+                    done += len(ran)
+                    if max_iterations and done >= max_iterations:
+                        break
+                    if ran:
+                        continue
+                    self.status.phase("idle", "until an inbox or resume event, or the next re-analysis")
+                    self._sleep(self.ctx.config.daemon.poll_interval_s)
+        finally:
+            self._stop()
+        return EXIT_OK
+
+    def _sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not procs.STOP.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self.wake.event.wait(timeout=min(left, 0.5)):
+                time.sleep(0.2)  # let a burst of events settle
+                return
+
+
+def read_status(ctx: Context) -> DaemonStatus:
+    """The daemon's status, from its live file, the halt state, the lock and the record index."""
+    path = ctx.paths.history / STATUS_FILE
+    live: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        live = cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
+    lock = halt.DaemonLock(ctx.paths.lock)
+    running = False
+    try:
+        lock.acquire()
+    except SeedError:
+        running = True
+    else:
+        lock.release()
+    hstate = halt.read_halt(ctx.paths.history)
+    latest = ctx.store.summaries(limit=1)
+    day = datetime.now(UTC).date().isoformat()
+    spent, count = ctx.store.day_totals(day)
+    phase = str(live.get("phase", "stopped")) if running else "stopped"
+    tail: tuple[str, ...] = ()
+    detail = str(live.get("detail", "")) if running else ""
+    if running and phase == "agent running" and "log: " in detail:
+        log = Path(detail.split("log: ", 1)[1])
+        with contextlib.suppress(OSError):
+            tail = tuple(log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:])
+    since = live.get("since") if running else None
+    return DaemonStatus(
+        root=str(ctx.paths.root),
+        running=running,
+        pid=int(live["pid"]) if running and live.get("pid") else None,
+        phase=phase,
+        phase_detail=detail,
+        phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
+        halted=hstate.halted,
+        halt_reason=hstate.reason,
+        backend=str(live.get("backend", "")),
+        backend_reason=str(live.get("backend_reason", "")),
+        land_blocker=gitops.land_blocker(ctx.paths.root),
+        last_iteration_id=latest[0].iteration_id if latest else None,
+        last_outcome=latest[0].outcome if latest else None,
+        iterations=ctx.store.count(),
+        cost_today_usd=spent,
+        budget_left_today_usd=max(ctx.config.budget.max_cost_usd_per_day - spent, 0.0),
+        iterations_today=count,
+        log_tail=tail,
+    )
+
+
+def analyse_head(ctx: Context) -> Baseline | None:
+    """The ranked gaps of a clean worktree at HEAD (None with no commits); changes nothing."""
+    it = Iteration(ctx)
+    prepared = it.prepare()
+    if prepared is None:
+        return None
+    head, worktree = prepared
+    try:
+        return analyse(ctx, worktree, head, datetime.now(UTC).replace(microsecond=0))
+    finally:
+        it.discard(worktree)
+
+
+def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
+    """Analyse a clean worktree at HEAD and ask the planner, changing nothing."""
+    it = Iteration(ctx)
+    prepared = it.prepare()
+    if prepared is None:
+        return None, None
+    head, worktree = prepared
+    try:
+        now = datetime.now(UTC).replace(microsecond=0)
+        baseline = analyse(ctx, worktree, head, now)
+        history = ctx.store.recent(50)
+        quarantined = it.quarantined(baseline.report, history)
+        backend = ctx.backend()
+        state = it.project_state(now, ctx.store.next_sequence(), worktree, head, gitops.land_blocker(ctx.paths.root),
+                                 backend, halt.read_halt(ctx.paths.history), quarantined)
+        report = baseline.report.model_copy(update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in quarantined)})
+        return baseline, ctx.host.plan(report, history, state)
+    finally:
+        it.discard(worktree)

@@ -1,0 +1,232 @@
+"""Thin, explicit git commands. Nothing here resets, cleans, stashes or forces the user's checkout."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel import procs
+from kernel.errors import SeedError
+
+# Side files of tools and agents that never belong in a diff, whatever .gitignore says.
+SIDE_FILE_EXCLUDES = (
+    ":(exclude,glob)**/__pycache__/**",
+    ":(exclude,glob)**/*.pyc",
+    ":(exclude,glob)**/.pytest_cache/**",
+    ":(exclude,glob)**/.ruff_cache/**",
+    ":(exclude,glob)**/.mypy_cache/**",
+    ":(exclude,glob)**/.hypothesis/**",
+    ":(exclude,glob).aider*",
+    ":(exclude,glob)**/.aider*",
+)
+
+
+class GitError(SeedError):
+    """A git command failed; the message carries its stderr."""
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
+    return env
+
+
+def git(cwd: Path, *args: str, check: bool = True, timeout_s: float = 120.0) -> procs.Completed:
+    """Run git with hooks and signing off, no prompts, and the C locale."""
+    argv = [
+        "git",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "commit.gpgsign=false",
+        "-c",
+        "tag.gpgsign=false",
+        *args,
+    ]
+    result = procs.run(
+        argv, cwd=cwd, timeout_s=timeout_s, env=_env(), interruptible=False, sweep_rounds=0
+    )
+    if check and not result.ok:
+        raise GitError(f"git {' '.join(args)}: {result.err_text().strip() or result.text().strip()}")
+    return result
+
+
+def out(cwd: Path, *args: str) -> str:
+    """stdout of a git command that must succeed, stripped."""
+    return git(cwd, *args).text().strip()
+
+
+def toplevel(path: Path) -> Path:
+    """The top of the working tree that contains path."""
+    return Path(out(path, "rev-parse", "--show-toplevel")).resolve()
+
+
+def common_dir(root: Path) -> Path:
+    """The repository's common git directory (shared by all worktrees)."""
+    value = out(root, "rev-parse", "--git-common-dir")
+    path = Path(value)
+    return (path if path.is_absolute() else root / path).resolve()
+
+
+def git_dir(root: Path) -> Path:
+    """The git directory of this working tree."""
+    value = out(root, "rev-parse", "--git-dir")
+    path = Path(value)
+    return (path if path.is_absolute() else root / path).resolve()
+
+
+def head(root: Path) -> str | None:
+    """The commit HEAD points at, or None in a repository with no commits."""
+    result = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+    return result.text().strip() or None if result.ok else None
+
+
+def tree_of(root: Path, rev: str) -> str:
+    """The tree id of a commit."""
+    return out(root, "rev-parse", f"{rev}^{{tree}}")
+
+
+def current_branch(root: Path) -> str | None:
+    """The checked-out branch name, or None on a detached HEAD."""
+    result = git(root, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    return result.text().strip() or None if result.ok else None
+
+
+def operation_in_progress(root: Path) -> str | None:
+    """A merge, rebase, cherry-pick, revert or bisect under way in this checkout, if any."""
+    gdir = git_dir(root)
+    markers = {
+        "MERGE_HEAD": "a merge",
+        "rebase-merge": "a rebase",
+        "rebase-apply": "a rebase",
+        "CHERRY_PICK_HEAD": "a cherry-pick",
+        "REVERT_HEAD": "a revert",
+        "BISECT_LOG": "a bisect",
+    }
+    for name, what in markers.items():
+        if (gdir / name).exists():
+            return what
+    return None
+
+
+def land_blocker(root: Path) -> str:
+    """Why the daemon may not land on this checkout now ('' when it may)."""
+    if head(root) is None:
+        return "the repository has no commits yet"
+    if current_branch(root) is None:
+        return "HEAD is detached"
+    operation = operation_in_progress(root)
+    if operation:
+        return f"{operation} is in progress"
+    return ""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path changed between two trees."""
+
+    status: str
+    """A, M, D, T (type change) or R (rename: path is the new name)."""
+    path: str
+    old_path: str = ""
+
+
+def stage_all(worktree: Path) -> None:
+    """Stage every change in a worktree the kernel owns, leaving side files out."""
+    git(worktree, "add", "--all", "--", ".", *SIDE_FILE_EXCLUDES)
+
+
+def staged_changes(worktree: Path, base: str) -> list[Change]:
+    """Changes staged in the worktree against base, renames detected."""
+    raw = git(worktree, "diff", "--cached", "--name-status", "-z", "-M", base).stdout
+    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    changes: list[Change] = []
+    i = 0
+    while i < len(parts) and parts[i]:
+        status = parts[i]
+        if status.startswith(("R", "C")):
+            changes.append(Change(status[0], parts[i + 2], parts[i + 1]))
+            i += 3
+        else:
+            changes.append(Change(status[0], parts[i + 1]))
+            i += 2
+    return changes
+
+
+def numstat(worktree: Path, base: str) -> tuple[int, int]:
+    """Inserted and deleted lines staged against base (binary files count as 0)."""
+    text = git(worktree, "diff", "--cached", "--numstat", base).text()
+    added = deleted = 0
+    for line in text.splitlines():
+        cols = line.split("\t")
+        if len(cols) >= 2 and cols[0].isdigit() and cols[1].isdigit():
+            added += int(cols[0])
+            deleted += int(cols[1])
+    return added, deleted
+
+
+def commit(worktree: Path, message: str, name: str, email: str) -> str:
+    """Commit what is staged with the kernel's identity; return the new commit id."""
+    git(
+        worktree,
+        "-c",
+        f"user.name={name}",
+        "-c",
+        f"user.email={email}",
+        "commit",
+        "--no-verify",
+        "--quiet",
+        "-m",
+        message,
+    )
+    return out(worktree, "rev-parse", "HEAD")
+
+
+def worktree_add(root: Path, path: Path, commit_id: str) -> None:
+    """A detached worktree at commit_id."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(root, "worktree", "add", "--detach", "--quiet", str(path), commit_id)
+
+
+def worktree_remove(root: Path, path: Path) -> None:
+    """Remove a worktree the kernel created (its files are the kernel's own)."""
+    if path.exists():
+        git(root, "worktree", "remove", "--force", "--force", str(path), check=False)
+    git(root, "worktree", "prune", check=False)
+
+
+def branch_exists(root: Path, name: str) -> bool:
+    """Whether refs/heads/name exists."""
+    return git(root, "show-ref", "--verify", "--quiet", f"refs/heads/{name}", check=False).ok
+
+
+def delete_branch(root: Path, name: str) -> None:
+    """Delete one of the kernel's own branches (seed/...)."""
+    if not name.startswith("seed/"):
+        raise GitError(f"refusing to delete a branch the kernel does not own: {name}")
+    if branch_exists(root, name):
+        git(root, "branch", "-D", "--quiet", name, check=False)
+
+
+def list_branches(root: Path, prefix: str) -> list[str]:
+    """Local branches under a prefix, oldest commit first."""
+    text = out(
+        root,
+        "for-each-ref",
+        "--sort=committerdate",
+        "--format=%(refname:short)",
+        f"refs/heads/{prefix}",
+    )
+    return [line for line in text.splitlines() if line]
+
+
+def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
+    """Whether ancestor is reachable from descendant."""
+    return git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False).ok
+
+
+def added_files(root: Path, base: str, tip: str) -> list[str]:
+    """Paths a range of commits adds."""
+    raw = git(root, "diff", "--name-only", "-z", "--diff-filter=A", base, tip).stdout
+    return [p for p in raw.decode("utf-8", errors="surrogateescape").split("\0") if p]

@@ -1,0 +1,84 @@
+"""Where everything lives: the user's checkout, the kernel's state under <git-common-dir>/seed/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel import gitops
+from kernel.errors import UsageError
+
+SEED_HOME = Path(__file__).resolve().parent.parent
+"""The directory holding seed.py, kernel/, domain/ and modules/."""
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Every location the kernel reads or writes."""
+
+    root: Path
+    """Top of the user's checkout."""
+    common: Path
+    """The repository's common git directory."""
+    seed_home: Path = SEED_HOME
+
+    @property
+    def state(self) -> Path:
+        """The kernel's own folder inside the git directory (never in the working tree)."""
+        return self.common / "seed"
+
+    @property
+    def worktrees(self) -> Path:
+        """Iteration worktrees."""
+        return self.state / "wt"
+
+    @property
+    def runs(self) -> Path:
+        """Prompt, plan and result files handed to agents (outside every worktree)."""
+        return self.state / "runs"
+
+    @property
+    def gate(self) -> Path:
+        """Tool configuration frozen from baseline commits."""
+        return self.state / "gate"
+
+    @property
+    def cache(self) -> Path:
+        """Measurements of trees already measured."""
+        return self.state / "cache"
+
+    @property
+    def lock(self) -> Path:
+        """The one-daemon-per-repository lock."""
+        return self.state / "daemon.lock"
+
+    @property
+    def running(self) -> Path:
+        """The agent process group being run (so a restarted daemon can end a survivor)."""
+        return self.state / "running.json"
+
+    @property
+    def history(self) -> Path:
+        """history/ in the user's checkout."""
+        return self.root / "history"
+
+    @property
+    def inbox(self) -> Path:
+        """inbox/ in the user's checkout."""
+        return self.root / "inbox"
+
+    @property
+    def selfhost(self) -> bool:
+        """The target is seed's own repository."""
+        return self.root.resolve() == self.seed_home.resolve()
+
+
+def discover(root: Path) -> Paths:
+    """Paths for the git repository containing root, or UsageError."""
+    if not root.exists():
+        raise UsageError(f"{root}: no such directory")
+    result = gitops.git(root, "rev-parse", "--show-toplevel", check=False)
+    if not result.ok:
+        raise UsageError(f"{root}: not inside a git repository (run `git init` first)")
+    top = Path(result.text().strip()).resolve()
+    return Paths(root=top, common=gitops.common_dir(top))

@@ -1,0 +1,331 @@
+"""Every child process starts here: own process group, stdin closed, timeout, output cap.
+
+The daemon makes itself a child subreaper, so descendants that start new sessions are
+reparented to it when their parents die and can still be found and ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from kernel.errors import Interrupted
+
+STOP = threading.Event()
+"""Set by the signal handler: interruptible runs end their process group and raise."""
+
+_LOCK = threading.Lock()
+_LIVE: set[int] = set()
+_KNOWN: set[int] = set()
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants reparent to this process (Linux); False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def register_known(pid: int) -> None:
+    """Mark a long-lived child (the module host) so orphan sweeps leave it alone."""
+    with _LOCK:
+        _KNOWN.add(pid)
+
+
+def forget_known(pid: int) -> None:
+    """Undo register_known."""
+    with _LOCK:
+        _KNOWN.discard(pid)
+
+
+def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """An environment for a child: SEED_DEPTH raised by one so nested daemons know."""
+    env = dict(os.environ if base is None else base)
+    depth = os.environ.get("SEED_DEPTH", "0")
+    env["SEED_DEPTH"] = str(int(depth) + 1 if depth.isdigit() else 1)
+    env.update(extra)
+    return env
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of a process in clock ticks (to tell a reused pid apart)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name may contain spaces and parentheses: split after the last ')'
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def _children_of(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(entry))
+    return found
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def end_group(pgid: int, grace_s: float = 2.0) -> None:
+    """SIGTERM a process group, then SIGKILL whatever is left after the grace period."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a non-zombie process is left in the group (zombies cannot be killed)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def sweep_orphans(rounds: int = 20) -> list[int]:
+    """End descendants that were reparented to us (escaped their group); return their pids.
+
+    Reparenting takes a moment after a parent dies, so a thorough sweep waits for three
+    quiet scans in a row; rounds=1 is a single quick look.
+    """
+    ended: list[int] = []
+    me = os.getpid()
+    quiet = 0
+    for _ in range(max(rounds, 1)):
+        with _LOCK:
+            strangers = [p for p in _children_of(me) if p not in _LIVE and p not in _KNOWN]
+        if not strangers:
+            quiet += 1
+            if quiet >= min(3, rounds):
+                break
+            time.sleep(0.05)
+            continue
+        quiet = 0
+        for pid in strangers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+            ended.append(pid)
+    return ended
+
+
+@dataclass
+class _Sink:
+    """Keeps up to `limit` bytes (in memory or a file), counts the rest, keeps a tail."""
+
+    limit: int
+    file: BinaryIO | None = None
+    tail_limit: int = 16 * 1024
+    kept: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def write(self, data: bytes) -> None:
+        room = self.limit - self.total
+        if room > 0:
+            chunk = data[:room]
+            if self.file is not None:
+                self.file.write(chunk)
+            else:
+                self.kept.extend(chunk)
+        self.total += len(data)
+        self.tail.extend(data)
+        if len(self.tail) > self.tail_limit:
+            del self.tail[: len(self.tail) - self.tail_limit]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.limit
+
+
+@dataclass(frozen=True)
+class Completed:
+    """How a child process ended."""
+
+    argv: tuple[str, ...]
+    exit_code: int | None
+    """None when it was killed at the timeout or on interruption."""
+    stdout: bytes
+    stderr: bytes
+    duration_s: float
+    timed_out: bool = False
+    output_bytes: int = 0
+    truncated: bool = False
+    tail: bytes = b""
+    escaped: tuple[int, ...] = ()
+    """Descendants that left the process group and were ended by the sweep."""
+
+    @property
+    def ok(self) -> bool:
+        """Exited with code 0."""
+        return self.exit_code == 0
+
+    def text(self) -> str:
+        """stdout decoded leniently."""
+        return self.stdout.decode("utf-8", errors="replace")
+
+    def err_text(self) -> str:
+        """stderr decoded leniently."""
+        return self.stderr.decode("utf-8", errors="replace")
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    merge_stderr: bool = False,
+    log_path: Path | None = None,
+    max_bytes: int = 256 * 1024 * 1024,
+    interruptible: bool = True,
+    on_start: Callable[[int], None] | None = None,
+    sweep_rounds: int = 1,
+) -> Completed:
+    """Run one child in its own process group and end the whole group when it is done."""
+    started = time.monotonic()
+    log = log_path.open("wb") if log_path is not None else None
+    out = _Sink(limit=max_bytes, file=log)
+    err = out if merge_stderr else _Sink(limit=max_bytes)
+    with _LOCK:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            start_new_session=True,
+        )
+        _LIVE.add(proc.pid)
+    pgid = proc.pid
+    timed_out = False
+    interrupted = False
+    selector = selectors.DefaultSelector()
+    streams: dict[int, _Sink] = {}
+    assert proc.stdout is not None
+    streams[proc.stdout.fileno()] = out
+    if not merge_stderr:
+        assert proc.stderr is not None
+        streams[proc.stderr.fileno()] = err
+    for fd in streams:
+        os.set_blocking(fd, False)
+        selector.register(fd, selectors.EVENT_READ)
+    escaped: list[int] = []
+    try:
+        if on_start is not None:
+            on_start(pgid)
+        deadline = started + timeout_s
+        drain_until: float | None = None
+        while True:
+            if drain_until is None:
+                if interruptible and STOP.is_set():
+                    interrupted = True
+                    end_group(pgid)
+                elif time.monotonic() > deadline:
+                    timed_out = True
+                    end_group(pgid)
+            for key, _ in selector.select(timeout=0.05):
+                fd = int(key.fd)
+                try:
+                    data = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if data:
+                    streams[fd].write(data)
+                else:
+                    selector.unregister(fd)
+            if drain_until is None and proc.poll() is not None:
+                # the leader is gone: whatever is left of its group must not outlive it
+                end_group(pgid, grace_s=0.5)
+                drain_until = time.monotonic() + 1.0
+            if not selector.get_map() or (drain_until is not None and time.monotonic() > drain_until):
+                break
+    finally:
+        selector.close()
+        if proc.poll() is None:
+            end_group(pgid, grace_s=0.5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        with _LOCK:
+            _LIVE.discard(proc.pid)
+        escaped = sweep_orphans(sweep_rounds) if sweep_rounds > 0 else []
+        if log is not None:
+            log.close()
+    if interrupted:
+        raise Interrupted(f"interrupted while running {argv[0]}")
+    code = None if timed_out else proc.returncode
+    return Completed(
+        argv=tuple(argv),
+        exit_code=code,
+        stdout=bytes(out.kept),
+        stderr=bytes(err.kept) if not merge_stderr else b"",
+        duration_s=time.monotonic() - started,
+        timed_out=timed_out,
+        output_bytes=out.total,
+        truncated=out.truncated,
+        tail=bytes(out.tail),
+        escaped=tuple(escaped),
+    )

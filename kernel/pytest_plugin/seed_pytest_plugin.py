@@ -1,0 +1,145 @@
+"""The kernel's pytest plugin: one JSON line per fact, so partial results survive a crash.
+
+Loaded into the target's own interpreter with `-p seed_pytest_plugin`; it must import
+nothing but the standard library and pytest. Environment:
+  SEED_PYTEST_OUT     file to append JSON lines to
+  SEED_PYTEST_ROOT    the tree under test (the worktree)
+  SEED_PYTEST_FORBID  the user's checkout: project code imported from there is an error
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_OUT = os.environ.get("SEED_PYTEST_OUT", "")
+_ROOT = os.path.realpath(os.environ.get("SEED_PYTEST_ROOT", os.getcwd()))
+_FORBID = os.path.realpath(os.environ["SEED_PYTEST_FORBID"]) if os.environ.get("SEED_PYTEST_FORBID") else ""
+_MAX_TEXT = 4000
+_outside: list[str] = []
+
+
+def _emit(record: dict[str, Any]) -> None:
+    if not _OUT:
+        return
+    with open(_OUT, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
+
+
+def _third_party(path: str) -> bool:
+    parts = Path(path).parts
+    return "site-packages" in parts or "dist-packages" in parts
+
+
+def _project_rel(path: str) -> str:
+    real = os.path.realpath(path)
+    if _inside(real, _ROOT) and not _third_party(real):
+        return os.path.relpath(real, _ROOT).replace(os.sep, "/")
+    return ""
+
+
+def _frames(excinfo: Any) -> list[tuple[str, int]]:
+    frames: list[tuple[str, int]] = []
+    try:
+        entries = list(excinfo.traceback)
+    except Exception:
+        return frames
+    for entry in entries:
+        rel = _project_rel(str(entry.path))
+        if rel:
+            frames.append((rel, int(entry.lineno) + 1))
+    return frames
+
+
+def _describe(excinfo: Any) -> dict[str, Any]:
+    try:
+        exc_type = excinfo.typename
+        message = str(excinfo.value).strip().splitlines()
+        headline = message[0] if message else exc_type
+    except Exception:
+        exc_type, headline = "", ""
+    frames = _frames(excinfo)
+    crash = frames[-1] if frames else ("", 0)
+    return {
+        "exc_type": exc_type,
+        "message": headline[:_MAX_TEXT],
+        "frame_file": crash[0],
+        "frame_line": crash[1],
+        "frames": frames[:20],
+    }
+
+
+def _check_imports() -> None:
+    if not _FORBID:
+        return
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        real = os.path.realpath(file)
+        if _inside(real, _FORBID) and not _inside(real, _ROOT) and not _third_party(real):
+            if name not in _outside:
+                _outside.append(name)
+                _emit({"kind": "outside_import", "module": name, "file": real})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    if report.passed and report.when != "call":
+        return
+    record: dict[str, Any] = {
+        "kind": "test",
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "duration": round(float(report.duration), 4),
+    }
+    if hasattr(report, "wasxfail"):
+        record["xfail"] = True
+    if call.excinfo is not None and report.failed:
+        record.update(_describe(call.excinfo))
+        record["trace_head"] = str(report.longreprtext)[-_MAX_TEXT:]
+    _emit(record)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if not report.failed:
+        return
+    longrepr = str(report.longrepr).strip()
+    errors = [line[2:].strip() for line in longrepr.splitlines() if line.startswith("E ")]
+    tail = longrepr.splitlines()[-1] if longrepr else "collection failed"
+    message = errors[-1] if errors else tail
+    exc_type = message.split(":", 1)[0] if ":" in message else ""
+    _emit(
+        {
+            "kind": "collect_error",
+            "nodeid": report.nodeid,
+            "message": str(message)[:_MAX_TEXT],
+            "exc_type": exc_type,
+            "trace_head": longrepr[-_MAX_TEXT:],
+        }
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _emit({"kind": "collected", "nodeids": [item.nodeid for item in session.items]})
+    _check_imports()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _check_imports()
+    if _outside:
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    _emit({"kind": "finish", "exitstatus": int(exitstatus), "outside_imports": _outside})

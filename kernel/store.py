@@ -1,0 +1,323 @@
+"""The record store: history/records.jsonl (append-only, fsynced) and an index beside it.
+
+The index (history/.index.sqlite) is derived: it is brought up to date from the log's tail
+when the log grew, and rebuilt when it is missing, unreadable or the log shrank. Every
+reader of history (planner input, status, reports) goes through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from domain import Event, IterationRecord, OutcomeTally
+from kernel.fsutil import append_line, atomic_write_text, unique_path
+
+_SEQ = re.compile(r"^iter-(\d{4,})-")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS records (
+    iteration_id TEXT PRIMARY KEY, seq INTEGER, offset INTEGER, length INTEGER,
+    outcome TEXT, category TEXT, gap_key TEXT, gap_source TEXT, gap_category TEXT,
+    gap_title TEXT, task_kind TEXT, started TEXT, ended TEXT, day TEXT,
+    cost REAL, tokens INTEGER, backend TEXT, fingerprint TEXT
+);
+CREATE INDEX IF NOT EXISTS records_by_gap ON records (gap_key, seq);
+CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
+"""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One row of the index: enough for lists and budgets without reading the record."""
+
+    iteration_id: str
+    seq: int
+    outcome: str
+    category: str
+    gap_key: str
+    gap_source: str
+    gap_title: str
+    started: str
+    ended: str
+    cost: float
+    tokens: int
+    backend: str
+
+
+def sequence_of(iteration_id: str) -> int:
+    """The sequence number inside an iteration id (0 when it has none)."""
+    match = _SEQ.match(iteration_id)
+    return int(match.group(1)) if match else 0
+
+
+class RecordStore:
+    """Append-only records and events, per-iteration folders, and the index."""
+
+    def __init__(self, history: Path, fingerprint: str = "") -> None:
+        self.history = history
+        self.records_path = history / "records.jsonl"
+        self.events_path = history / "events.jsonl"
+        self.index_path = history / ".index.sqlite"
+        self.fingerprint = fingerprint
+        self.problems: list[str] = []
+        """Malformed lines met while indexing (path, line, reason); they are skipped, not lost."""
+        self._db: sqlite3.Connection | None = None
+
+    # -- writing ---------------------------------------------------------------
+
+    def folder(self, iteration_id: str) -> Path:
+        """history/<iteration_id>/, created on demand."""
+        path = self.history / iteration_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def write_file(self, iteration_id: str, name: str, text: str) -> Path:
+        """Write one file of an iteration's folder atomically."""
+        path = self.folder(iteration_id) / name
+        atomic_write_text(path, text)
+        return path
+
+    def append(self, record: IterationRecord) -> None:
+        """Append a record (fsynced), write its record.json, and index it."""
+        self.history.mkdir(parents=True, exist_ok=True)
+        line = record.model_dump_json()
+        offset = self.records_path.stat().st_size if self.records_path.exists() else 0
+        append_line(self.records_path, line)
+        self.write_file(record.iteration_id, "record.json", record.model_dump_json(indent=2) + "\n")
+        db = self._index()
+        self._insert(db, record, offset, len(line.encode("utf-8")) + 1)
+        self._set_meta(db, "size", str(self.records_path.stat().st_size))
+        db.commit()
+
+    def event(self, kind: str, message: str, **data: Any) -> Event:
+        """Append an event (halt, resume, module fallback, repair) to events.jsonl."""
+        event = Event(at=datetime.now(UTC), kind=kind, message=message, data=data)
+        append_line(self.events_path, event.model_dump_json())
+        return event
+
+    def events(self, limit: int = 50) -> list[Event]:
+        """The latest events, oldest first (malformed lines skipped)."""
+        if not self.events_path.exists():
+            return []
+        found: list[Event] = []
+        for line in self.events_path.read_text(encoding="utf-8", errors="replace").splitlines()[-limit:]:
+            with contextlib.suppress(ValidationError, ValueError):
+                found.append(Event.model_validate_json(line))
+        return found
+
+    def repair(self) -> str:
+        """Cut a torn last line off records.jsonl (saving its bytes aside); '' if none."""
+        path = self.records_path
+        if not path.exists() or path.stat().st_size == 0:
+            return ""
+        data = path.read_bytes()
+        end = len(data)
+        good = data.rfind(b"\n") + 1
+        torn = data[good:end]
+        if not torn:
+            last = data[: good - 1].rsplit(b"\n", 1)[-1]
+            try:
+                json.loads(last)
+            except ValueError:
+                torn, good = last + b"\n", good - len(last) - 1
+            else:
+                return ""
+        aside = unique_path(self.history / f"records.jsonl.torn-{datetime.now(UTC):%Y%m%d-%H%M%S}")
+        aside.write_bytes(torn)
+        with path.open("r+b") as handle:
+            handle.truncate(good)
+        message = f"{path}: cut a torn last line of {len(torn)} bytes (saved to {aside.name})"
+        self.event("torn_line_repair", message, bytes=len(torn), saved=aside.name)
+        with contextlib.suppress(OSError):
+            self.index_path.unlink()
+        self._db = None
+        return message
+
+    # -- the index --------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        self.history.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.index_path, isolation_level="DEFERRED")
+        db.executescript(_SCHEMA)
+        return db
+
+    def _index(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self._db = self._connect()
+                self._db.execute("SELECT count(*) FROM records").fetchone()
+            except sqlite3.DatabaseError:
+                with contextlib.suppress(OSError):
+                    self.index_path.unlink()
+                self._db = self._connect()
+        self._refresh(self._db)
+        return self._db
+
+    def _meta(self, db: sqlite3.Connection, key: str) -> str:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def _set_meta(self, db: sqlite3.Connection, key: str, value: str) -> None:
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def _insert(self, db: sqlite3.Connection, record: IterationRecord, offset: int, length: int) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                record.iteration_id,
+                sequence_of(record.iteration_id),
+                offset,
+                length,
+                record.outcome.value,
+                record.failure_category.value if record.failure_category else "",
+                record.gap.key,
+                record.gap.source,
+                record.gap.category.value,
+                record.gap.title,
+                record.task_kind,
+                record.started_at.isoformat(),
+                record.ended_at.isoformat(),
+                record.ended_at.astimezone(UTC).date().isoformat(),
+                record.cost_usd,
+                record.tokens_used,
+                record.backend,
+                self.fingerprint,
+            ),
+        )
+
+    def _refresh(self, db: sqlite3.Connection) -> None:
+        size = self.records_path.stat().st_size if self.records_path.exists() else 0
+        indexed = int(self._meta(db, "size") or 0)
+        if size == indexed:
+            return
+        if size < indexed:
+            db.execute("DELETE FROM records")
+            indexed = 0
+        self.problems.clear()
+        with self.records_path.open("rb") as handle:
+            handle.seek(indexed)
+            offset = indexed
+            for number, raw in enumerate(handle, start=1):
+                if not raw.endswith(b"\n"):
+                    break  # a line still being written (or torn): index it next time
+                try:
+                    record = IterationRecord.model_validate_json(raw)
+                except (ValidationError, ValueError) as exc:
+                    reason = str(exc).splitlines()[0]
+                    self.problems.append(f"{self.records_path}: line at byte {offset} (+{number}): {reason}")
+                else:
+                    self._insert(db, record, offset, len(raw))
+                offset += len(raw)
+        self._set_meta(db, "size", str(offset))
+        db.commit()
+
+    # -- reading ----------------------------------------------------------------
+
+    def _load(self, offset: int, length: int) -> IterationRecord | None:
+        with self.records_path.open("rb") as handle:
+            handle.seek(offset)
+            raw = handle.read(length)
+        try:
+            return IterationRecord.model_validate_json(raw)
+        except (ValidationError, ValueError):
+            return None
+
+    def _records(self, rows: Sequence[tuple[int, int]]) -> list[IterationRecord]:
+        out: list[IterationRecord] = []
+        for offset, length in rows:
+            record = self._load(offset, length)
+            if record is not None:
+                out.append(record)
+        return out
+
+    def count(self) -> int:
+        """Number of indexed records."""
+        return int(self._index().execute("SELECT count(*) FROM records").fetchone()[0])
+
+    def next_sequence(self) -> int:
+        """One more than the highest sequence number recorded."""
+        row = self._index().execute("SELECT max(seq) FROM records").fetchone()
+        return int(row[0] or 0) + 1
+
+    def recent(self, limit: int = 20) -> list[IterationRecord]:
+        """The latest records, oldest first."""
+        rows = self._index().execute(
+            "SELECT offset, length FROM (SELECT * FROM records ORDER BY seq DESC LIMIT ?) ORDER BY seq", (limit,)
+        ).fetchall()
+        return self._records(rows)
+
+    def for_gaps(self, keys: Sequence[str], per_gap: int = 5) -> list[IterationRecord]:
+        """The latest records of each of these gaps, oldest first."""
+        db = self._index()
+        rows: list[tuple[int, int, int]] = []
+        for key in dict.fromkeys(keys):
+            rows += db.execute(
+                "SELECT seq, offset, length FROM records WHERE gap_key = ? ORDER BY seq DESC LIMIT ?", (key, per_gap)
+            ).fetchall()
+        rows.sort()
+        return self._records([(o, n) for _, o, n in rows])
+
+    def get(self, iteration_id: str) -> IterationRecord | None:
+        """One record by id."""
+        row = self._index().execute(
+            "SELECT offset, length FROM records WHERE iteration_id = ?", (iteration_id,)
+        ).fetchone()
+        return self._load(int(row[0]), int(row[1])) if row else None
+
+    def summaries(self, outcome: str = "", source: str = "", limit: int = 0) -> list[Summary]:
+        """Index rows, newest first, optionally filtered by outcome and gap source."""
+        sql = "SELECT iteration_id, seq, outcome, category, gap_key, gap_source, gap_title, started, ended, cost, tokens, backend FROM records"
+        where: list[str] = []
+        args: list[Any] = []
+        if outcome:
+            where.append("outcome = ?")
+            args.append(outcome.upper())
+        if source:
+            where.append("gap_source = ?")
+            args.append(source)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY seq DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [Summary(*row) for row in self._index().execute(sql, args).fetchall()]
+
+    def day_totals(self, day: str) -> tuple[float, int]:
+        """Cost and number of iterations that ran an agent, for one UTC day."""
+        row = self._index().execute(
+            "SELECT coalesce(sum(cost), 0), count(*) FROM records WHERE day = ? AND outcome != 'WAITING'", (day,)
+        ).fetchone()
+        return float(row[0]), int(row[1])
+
+    def tallies(self) -> list[OutcomeTally]:
+        """Successes and failures per task kind, fingerprint and day (the planner's memory)."""
+        rows = self._index().execute(
+            "SELECT task_kind, fingerprint, day, sum(outcome = 'SUCCESS'), "
+            "sum(outcome IN ('FAILURE', 'ROLLBACK', 'NO_CHANGE', 'MERGE_BLOCKED')) "
+            "FROM records WHERE task_kind != '' GROUP BY task_kind, fingerprint, day ORDER BY day"
+        ).fetchall()
+        return [OutcomeTally(task_kind=r[0], fingerprint=r[1], day=r[2], successes=int(r[3]), failures=int(r[4])) for r in rows]
+
+    def iter_all(self) -> Iterator[IterationRecord]:
+        """Every record in order (for reports that need them all)."""
+        rows = self._index().execute("SELECT offset, length FROM records ORDER BY seq").fetchall()
+        for offset, length in rows:
+            record = self._load(int(offset), int(length))
+            if record is not None:
+                yield record
+
+    def close(self) -> None:
+        """Close the index connection."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,284 @@
+"""The verifier: acceptance criteria from the fixed catalogue, and the ratchet against the baseline.
+
+Quality findings are compared as multisets of (tool, file, rule, normalised message), so a
+finding that only moved lines is not new, and a pre-existing one is never blamed on the agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from domain import (
+    AcceptanceCriterion,
+    CheckName,
+    CriterionVerdict,
+    Diagnostic,
+    FailureCategory,
+    Gap,
+    GapCategory,
+    IterationPlan,
+    Measurement,
+    Measurements,
+    TaskKind,
+    Tool,
+)
+from kernel.guard import is_test_path
+
+_DIGITS = re.compile(r"\d+")
+
+Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
+"""Re-run node ids on (baseline, changed) trees; returns the ids that failed on each."""
+
+
+def normalise(message: str) -> str:
+    """A message with whitespace collapsed and numbers blanked (line numbers move)."""
+    return _DIGITS.sub("#", " ".join(message.split()))
+
+
+def identity(d: Diagnostic) -> tuple[str, str, str, str]:
+    """What makes two findings the same finding."""
+    if d.tool == Tool.PYTEST:
+        return (d.tool.value, d.node_id or d.file, d.rule, "")
+    return (d.tool.value, d.file, d.rule, normalise(d.message))
+
+
+def new_findings(before: Measurement | None, after: Measurement | None) -> list[Diagnostic]:
+    """Findings in `after` beyond those in `before` (a multiset difference)."""
+    if after is None:
+        return []
+    budget = Counter(identity(d) for d in (before.diagnostics if before else ()))
+    fresh: list[Diagnostic] = []
+    for d in after.diagnostics:
+        key = identity(d)
+        if budget[key] > 0:
+            budget[key] -= 1
+        else:
+            fresh.append(d)
+    return fresh
+
+
+def _category(d: Diagnostic) -> FailureCategory:
+    if d.tool == Tool.PYTEST:
+        return FailureCategory.IMPORT_ERROR if d.rule in ("collection-error", "outside-import") else FailureCategory.TEST_REGRESSION
+    if d.tool == Tool.PYRIGHT:
+        return FailureCategory.TYPE_ERROR
+    if d.tool == Tool.RUFF and d.rule == "invalid-syntax":
+        return FailureCategory.COMPILATION_ERROR
+    return FailureCategory.LINT_ERROR
+
+
+_PRIORITY = (
+    FailureCategory.COMPILATION_ERROR,
+    FailureCategory.IMPORT_ERROR,
+    FailureCategory.TEST_TIMEOUT,
+    FailureCategory.TEST_REGRESSION,
+    FailureCategory.FLAKY_TEST,
+    FailureCategory.TYPE_ERROR,
+    FailureCategory.LINT_ERROR,
+    FailureCategory.HYGIENE_VIOLATION,
+    FailureCategory.UNKNOWN,
+)
+
+
+def _unclosed_category(gap: Gap) -> FailureCategory:
+    """What it means that the agent left its own gap open."""
+    return {
+        "pytest": FailureCategory.TEST_REGRESSION,
+        "pyright": FailureCategory.TYPE_ERROR,
+        "ruff": FailureCategory.LINT_ERROR,
+        "ruff-format": FailureCategory.LINT_ERROR,
+    }.get(gap.source, FailureCategory.UNKNOWN)
+
+
+def describe(d: Diagnostic) -> str:
+    """One line for people: where, what."""
+    if d.node_id:
+        return f"{d.node_id} {d.rule}: {d.exc_type + ': ' if d.exc_type else ''}{d.message}"[:300]
+    where = f"{d.file}:{d.line}" if d.line else d.file
+    return f"{d.tool.value} {where} {d.rule}: {d.message}"[:300]
+
+
+@dataclass
+class Verification:
+    """The verifier's answer."""
+
+    passed: bool
+    category: FailureCategory | None = None
+    reason: str = ""
+    verdicts: list[CriterionVerdict] = field(default_factory=list[CriterionVerdict])
+    failures: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    evidence: list[str] = field(default_factory=list[str])
+
+
+def _failed_ids(m: Measurement | None) -> set[str]:
+    if m is None:
+        return set()
+    return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
+
+
+def gap_closed(gap: Gap, baseline: Measurements, after: Measurements, touched: Sequence[str], task_kind: TaskKind) -> tuple[bool, str]:
+    """Whether the plan's gap is gone from the changed tree."""
+    if gap.category == GapCategory.QUALITY:
+        if gap.key == "pytest:run":
+            pytest = after.get(Tool.PYTEST)
+            return (bool(pytest and pytest.ran), "the test suite runs" if pytest and pytest.ran else "the test suite still does not run")
+        remaining = Counter(identity(d) for m in after.items for d in m.diagnostics)
+        still = [d for d in gap.evidence if remaining[identity(d)] > 0]
+        if still:
+            return False, f"still present: {describe(still[0])}" + (f" (+{len(still) - 1} more)" if len(still) > 1 else "")
+        for d in gap.evidence:
+            if d.node_id and d.rule in ("failed", "error"):
+                pytest = after.get(Tool.PYTEST)
+                if pytest is None or not pytest.ran or d.node_id not in pytest.collected:
+                    return False, f"{d.node_id} did not run in the changed tree"
+        return True, "every finding of the gap is gone"
+    if not touched:
+        return False, "nothing was changed"
+    if task_kind == TaskKind.FEATURE:
+        pytest = after.get(Tool.PYTEST)
+        test_files = {t for t in touched if is_test_path(t)}
+        ran = [n for n in (pytest.collected if pytest else ()) if n.split("::")[0] in test_files]
+        failing = _failed_ids(pytest)
+        if not ran:
+            return False, "a feature needs at least one new or changed test, and none ran"
+        if any(n in failing for n in ran):
+            return False, "a new or changed test fails"
+        return True, f"{len(ran)} new or changed test(s) pass"
+    return True, "the change is inside the allowlist"
+
+
+def _python_files(args: Sequence[str], touched: Sequence[str]) -> list[str]:
+    return [f for f in (args or touched) if f.endswith(".py")]
+
+
+def check_criterion(
+    criterion: AcceptanceCriterion,
+    plan: IterationPlan,
+    baseline: Measurements,
+    after: Measurements,
+    touched: Sequence[str],
+    tree: Path,
+    selfcheck: Callable[[], tuple[bool, str]] | None,
+) -> CriterionVerdict:
+    """The verdict on one criterion, from measurements the kernel made itself."""
+    def verdict(passed: bool, evidence: str) -> CriterionVerdict:
+        return CriterionVerdict(check=criterion.check, args=criterion.args, text=criterion.text, passed=passed, evidence=evidence)
+
+    check = criterion.check
+    if check in (CheckName.RUFF, CheckName.RUFF_FORMAT, CheckName.PYRIGHT):
+        tool = {CheckName.RUFF: Tool.RUFF, CheckName.RUFF_FORMAT: Tool.RUFF_FORMAT, CheckName.PYRIGHT: Tool.PYRIGHT}[check]
+        files = set(_python_files(criterion.args, touched))
+        before_m, after_m = baseline.get(tool), after.get(tool)
+        if after_m is None:
+            return verdict(False, f"{tool.value} was not measured")
+        if not after_m.ran:
+            return verdict(False, f"{tool.value} could not run: {after_m.error[:200]}")
+        fresh = [d for d in new_findings(before_m, after_m) if d.file in files]
+        if fresh:
+            return verdict(False, describe(fresh[0]) + (f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else ""))
+        return verdict(True, f"no new {tool.value} finding in {len(files)} file(s)")
+    if check == CheckName.PYTEST:
+        pytest = after.get(Tool.PYTEST)
+        if pytest is None or not pytest.ran:
+            return verdict(False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else ""))
+        failing = _failed_ids(pytest)
+        for node in criterion.args:
+            if node not in pytest.collected:
+                return verdict(False, f"{node} was not collected")
+            if node in failing:
+                message = next((describe(d) for d in pytest.diagnostics if d.node_id == node), node)
+                return verdict(False, message)
+        return verdict(True, f"{len(criterion.args)} test(s) pass")
+    if check == CheckName.PYTEST_ALL:
+        pytest = after.get(Tool.PYTEST)
+        if pytest is None or not pytest.ran:
+            return verdict(False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else ""))
+        fresh = new_findings(baseline.get(Tool.PYTEST), pytest)
+        if fresh:
+            return verdict(False, describe(fresh[0]))
+        return verdict(True, f"{len(pytest.collected)} tests collected, no new failure")
+    if check == CheckName.PY_COMPILE:
+        for name in _python_files(criterion.args, touched):
+            path = tree / name
+            if not path.exists():
+                continue
+            try:
+                compile(path.read_bytes(), name, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:
+                return verdict(False, f"{name}: {exc}")
+        return verdict(True, "touched files compile")
+    if check == CheckName.SELFCHECK:
+        if selfcheck is None:
+            return verdict(False, "the boot self-check is not available for this target")
+        ok, evidence = selfcheck()
+        return verdict(ok, evidence)
+    closed, evidence = gap_closed(plan.gap, baseline, after, touched, plan.task_kind)
+    return verdict(closed, evidence)
+
+
+def verify(
+    plan: IterationPlan,
+    baseline: Measurements,
+    after: Measurements,
+    touched: Sequence[str],
+    tree: Path,
+    rerun: Rerun | None = None,
+    selfcheck: Callable[[], tuple[bool, str]] | None = None,
+) -> Verification:
+    """The ratchet, then every criterion; the first failing category decides."""
+    result = Verification(passed=True)
+    categories: list[FailureCategory] = []
+    for m in after.items:
+        before = baseline.get(m.tool)
+        if before is not None and before.ran and not m.ran:
+            category = FailureCategory.TEST_TIMEOUT if m.timed_out else (
+                FailureCategory.TEST_REGRESSION if m.tool == Tool.PYTEST else FailureCategory.UNKNOWN)
+            categories.append(category)
+            result.evidence.append(f"{m.tool.value} ran on the baseline but not after the change: {m.error[:300]}")
+        fresh = new_findings(before, m)
+        if m.tool == Tool.PYTEST and rerun is not None:
+            suspects = sorted({d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id})
+            if suspects:
+                failed_before, failed_after = rerun(suspects)
+                flaky = {n for n in suspects if n in failed_before or n not in failed_after}
+                if flaky:
+                    categories.append(FailureCategory.FLAKY_TEST)
+                    result.evidence += [f"flaky: {n} (failed on the baseline too, or passed on a re-run)" for n in sorted(flaky)]
+                    fresh = [d for d in fresh if d.node_id not in flaky]
+        for d in fresh:
+            categories.append(_category(d))
+            result.failures.append(d)
+            result.evidence.append(describe(d))
+        if m.tool == Tool.PYTEST and before is not None and before.ran and m.ran:
+            lost = sorted(set(before.collected) - set(m.collected))
+            if lost:
+                categories.append(FailureCategory.HYGIENE_VIOLATION)
+                result.evidence.append(f"{len(lost)} test(s) collected on the baseline are gone: {', '.join(lost[:5])}")
+    for criterion in plan.criteria:
+        verdict = check_criterion(criterion, plan, baseline, after, touched, tree, selfcheck)
+        result.verdicts.append(verdict)
+        if not verdict.passed:
+            result.evidence.append(f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}")
+            if criterion.check == CheckName.SELFCHECK:
+                categories.append(FailureCategory.IMPORT_ERROR)
+            elif criterion.check in (CheckName.RUFF, CheckName.RUFF_FORMAT):
+                categories.append(FailureCategory.LINT_ERROR)
+            elif criterion.check == CheckName.PYRIGHT:
+                categories.append(FailureCategory.TYPE_ERROR)
+            elif criterion.check == CheckName.PY_COMPILE:
+                categories.append(FailureCategory.COMPILATION_ERROR)
+            elif criterion.check in (CheckName.PYTEST, CheckName.PYTEST_ALL):
+                categories.append(FailureCategory.TEST_REGRESSION)
+            else:
+                categories.append(_unclosed_category(plan.gap))
+    if categories:
+        result.passed = False
+        result.category = next(c for c in _PRIORITY if c in categories)
+        result.reason = result.evidence[0] if result.evidence else result.category.value
+    else:
+        result.reason = "every criterion passed and nothing new broke"
+    return result

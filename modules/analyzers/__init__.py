@@ -1,0 +1,1 @@
+"""Analysers: measurements, inbox items and roadmap items judged into ranked gaps."""

@@ -1,0 +1,223 @@
+"""The module host: loads modules, checks them against the kernel's contracts, serves requests.
+
+One JSON object per line on stdin: {"id": n, "method": "...", "params": {...}}; one per
+line on stdout: {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error":
+{"type": "...", "message": "..."}}. Anything else a module prints goes to stderr.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, TextIO, cast
+
+from pydantic import BaseModel
+
+from domain import (
+    AgentContext,
+    AnalysisInput,
+    Gap,
+    GapReport,
+    IterationPlan,
+    IterationRecord,
+    ProjectState,
+    RunResult,
+)
+from kernel.contracts import (
+    CONTRACT_VERSIONS,
+    HOST_PROTOCOL,
+    Agent,
+    Analyzer,
+    Planner,
+    Ranker,
+    Reporter,
+)
+from modules import registry
+
+_PROTOCOLS: dict[str, type] = {
+    "analyzer": Analyzer,
+    "ranker": Ranker,
+    "planner": Planner,
+    "agent": Agent,
+    "reporter": Reporter,
+}
+
+
+class ContractError(TypeError):
+    """A module does not satisfy its kernel contract."""
+
+
+def check_contract(kind: str, target: str, obj: object) -> None:
+    """Refuse a module that lacks a member of its Protocol or declares another version."""
+    protocol = _PROTOCOLS[kind]
+    members = [
+        name
+        for name in dir(protocol)
+        if not name.startswith("_") and name not in {"contract_version"}
+    ] + list(getattr(protocol, "__annotations__", {}))
+    missing = sorted({m for m in members if not hasattr(obj, m)})
+    if missing:
+        raise ContractError(f"{target} does not satisfy the {kind} contract: missing {', '.join(missing)}")
+    version = getattr(obj, "contract_version", None)
+    if version != CONTRACT_VERSIONS[kind]:
+        raise ContractError(
+            f"{target} declares {kind} contract version {version!r}; "
+            f"the kernel speaks {CONTRACT_VERSIONS[kind]}"
+        )
+    for name in dir(protocol):
+        expected = getattr(protocol, name, None)
+        if name.startswith("_") or not inspect.isfunction(expected):
+            continue
+        actual = getattr(obj, name)
+        if not callable(actual):
+            raise ContractError(f"{target}.{name} must be callable")
+        want = len(inspect.signature(expected).parameters) - 1  # without self
+        try:
+            have = inspect.signature(actual).parameters
+        except (TypeError, ValueError):
+            continue
+        required = [p for p in have.values() if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(required) > want or len(have) < want:
+            raise ContractError(f"{target}.{name} takes {len(have)} arguments; the contract passes {want}")
+
+
+def load(kind: str, target: str) -> Any:
+    """Import a module through the registry and check it against its contract."""
+    obj = registry.resolve(target)
+    check_contract(kind, target, obj)
+    return obj
+
+
+class Host:
+    """The loaded modules and the request handlers."""
+
+    def __init__(self) -> None:
+        self.analyzers: list[Analyzer] = [load("analyzer", t) for t in registry.ANALYZERS.values()]
+        self.ranker: Ranker = load("ranker", registry.RANKER)
+        self.planner: Planner = load("planner", registry.PLANNER)
+        self.reporter: Reporter = load("reporter", registry.REPORTER)
+        self.agents: dict[str, Agent] = {}
+
+    def agent(self, name: str) -> Agent:
+        """An agent backend, loaded and checked on first use."""
+        if name not in self.agents:
+            self.agents[name] = load("agent", registry.agent_target(name))
+        return self.agents[name]
+
+    def hello(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "protocol": HOST_PROTOCOL,
+            "contracts": CONTRACT_VERSIONS,
+            "pid": os.getpid(),
+            "analyzers": [a.name for a in self.analyzers],
+        }
+
+    def agents_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        info: dict[str, Any] = {}
+        for name in registry.AGENTS:
+            agent = self.agent(name)
+            info[name] = {"executable": agent.executable, "sources": list(agent.sources)}
+        return {"agents": info, "auto_order": [n for n in registry.AUTO_ORDER if n in registry.AGENTS]}
+
+    def analyze(self, params: dict[str, Any]) -> BaseModel:
+        inputs = AnalysisInput.model_validate(params["input"])
+        gaps: list[Gap] = []
+        errors: list[str] = []
+        for analyzer in self.analyzers:
+            try:
+                gaps.extend(analyzer.analyze(inputs))
+            except Exception as exc:  # one broken analyser must not hide the others' gaps
+                errors.append(f"analyser {analyzer.name} failed: {type(exc).__name__}: {exc}")
+                traceback.print_exc(file=sys.stderr)
+        report = self.ranker.rank(gaps, inputs)
+        if errors:
+            report = report.model_copy(update={"errors": (*report.errors, *errors)})
+        return report
+
+    def plan(self, params: dict[str, Any]) -> BaseModel | None:
+        report = GapReport.model_validate(params["report"])
+        records = [IterationRecord.model_validate(r) for r in params.get("records", [])]
+        state = ProjectState.model_validate(params["state"])
+        return self.planner.plan(report, records, state)
+
+    def agent_spec(self, params: dict[str, Any]) -> BaseModel | None:
+        plan = IterationPlan.model_validate(params["plan"])
+        context = AgentContext.model_validate(params["context"])
+        return self.agent(str(params["backend"])).run_spec(plan, context)
+
+    def agent_parse(self, params: dict[str, Any]) -> BaseModel:
+        plan = IterationPlan.model_validate(params["plan"])
+        result = RunResult.model_validate(params["result"])
+        return self.agent(str(params["backend"])).parse(plan, result)
+
+    def render_record(self, params: dict[str, Any]) -> dict[str, str]:
+        record = IterationRecord.model_validate(params["record"])
+        return {"markdown": self.reporter.render_record(record)}
+
+    def handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
+        """Method name -> handler."""
+        return {
+            "hello": self.hello,
+            "agents": self.agents_info,
+            "analyze": self.analyze,
+            "plan": self.plan,
+            "agent_spec": self.agent_spec,
+            "agent_parse": self.agent_parse,
+            "render_record": self.render_record,
+        }
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return value
+
+
+def _reply(out: TextIO, payload: dict[str, Any]) -> None:
+    out.write(json.dumps(payload) + "\n")
+    out.flush()
+
+
+def serve(stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """Serve requests until stdin closes or a shutdown request arrives."""
+    source = stdin or sys.stdin
+    out = stdout or sys.stdout
+    # modules must never write to the protocol stream by accident
+    sys.stdout = sys.stderr
+    try:
+        host = Host()
+    except Exception as exc:
+        _reply(out, {"id": 0, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}})
+        traceback.print_exc(file=sys.stderr)
+        return 1
+    handlers = host.handlers()
+    _reply(out, {"id": 0, "ok": True, "result": host.hello({})})
+    for line in source:
+        if not line.strip():
+            continue
+        try:
+            request = cast(dict[str, Any], json.loads(line))
+        except json.JSONDecodeError as exc:
+            _reply(out, {"id": None, "ok": False, "error": {"type": "BadRequest", "message": str(exc)}})
+            continue
+        ident = request.get("id")
+        method = str(request.get("method", ""))
+        if method == "shutdown":
+            _reply(out, {"id": ident, "ok": True, "result": None})
+            return 0
+        handler = handlers.get(method)
+        if handler is None:
+            _reply(out, {"id": ident, "ok": False, "error": {"type": "UnknownMethod", "message": method}})
+            continue
+        try:
+            result = _encode(handler(cast(dict[str, Any], request.get("params") or {})))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            _reply(out, {"id": ident, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}})
+            continue
+        _reply(out, {"id": ident, "ok": True, "result": result})
+    return 0

@@ -1,0 +1,1 @@
+"""Renderings of history for people: Markdown reports, the index, the dashboard."""
