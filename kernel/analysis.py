@@ -48,7 +48,9 @@ def _cache_key(ctx: Context, tree: str, gate: Gate) -> str:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:24]
 
 
-def measure_cached(ctx: Context, tree_dir: Path, tree: str, gate: Gate, work_dir: Path) -> Measurements:
+def measure_cached(
+    ctx: Context, tree_dir: Path, tree: str, gate: Gate, work_dir: Path
+) -> Measurements:
     """Measurements of a tree, from the cache when this exact tree and config were measured."""
     key = _cache_key(ctx, tree, gate)
     path = ctx.paths.cache / f"{key}.json"
@@ -74,16 +76,26 @@ def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
     return items
 
 
-def analyse(ctx: Context, worktree: Path, head: str, now: datetime, quarantined: tuple[str, ...] = ()) -> Baseline:
+def analyse(
+    ctx: Context, worktree: Path, head: str, now: datetime, quarantined: tuple[str, ...] = ()
+) -> Baseline:
     """Measure the clean worktree at head, read inbox and roadmap, and rank the gaps."""
     tree = gitops.tree_of(ctx.paths.root, head)
     gate = freeze_gate(worktree, ctx.paths.gate / worktree.name, ctx.config.quality)
     measurements = measure_cached(ctx, worktree, tree, gate, ctx.paths.runs / "pytest")
     items = read_inbox(ctx, now)
     roadmap_path = worktree / "ROADMAP.md"
-    roadmap = roadmap_path.read_text(encoding="utf-8", errors="replace") if roadmap_path.is_file() else ""
+    roadmap = (
+        roadmap_path.read_text(encoding="utf-8", errors="replace") if roadmap_path.is_file() else ""
+    )
     ctx.start_host()
     report = ctx.host.analyze(
-        AnalysisInput(measurements=measurements, inbox=tuple(items), roadmap=roadmap, now=now, quarantined=quarantined)
+        AnalysisInput(
+            measurements=measurements,
+            inbox=tuple(items),
+            roadmap=roadmap,
+            now=now,
+            quarantined=quarantined,
+        )
     )
     return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap)

@@ -54,14 +54,33 @@ def _install(env_dir: Path, lock: Path) -> None:
     if marker.exists():
         return
     if not _python(env_dir).exists():
-        print(f"seed: creating a virtualenv in {env_dir} (first run only)", file=sys.stderr, flush=True)
+        print(
+            f"seed: creating a virtualenv in {env_dir} (first run only)",
+            file=sys.stderr,
+            flush=True,
+        )
         venv.EnvBuilder(with_pip=True, clear=False).create(env_dir)
-    print(f"seed: installing the pinned dependencies from {lock.name} into {env_dir}", file=sys.stderr, flush=True)
-    command = [str(_python(env_dir)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               "--require-hashes", "-r", str(lock)]
+    print(
+        f"seed: installing the pinned dependencies from {lock.name} into {env_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
+    command = [
+        str(_python(env_dir)),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--require-hashes",
+        "-r",
+        str(lock),
+    ]
     result = subprocess.run(command, stdin=subprocess.DEVNULL, check=False)
     if result.returncode != 0:
-        raise SystemExit(f"seed: installing {lock.name} failed (pip exit {result.returncode}); see the output above")
+        raise SystemExit(
+            f"seed: installing {lock.name} failed (pip exit {result.returncode}); see the output above"
+        )
     marker.write_text("ok\n", encoding="utf-8")
 
 
@@ -81,8 +100,10 @@ def ensure(argv: list[str], *, tests: bool, allowed: bool) -> None:
             f"{sys.executable} -m pip install -r {lock.name}"
         )
     if os.environ.get(_GUARD) == lock.name and not inside:
-        raise SystemExit(f"seed: bootstrapping did not provide {', '.join(absent)}; check {env_dir}")
-    if sys.version_info < (3, 11):
+        raise SystemExit(
+            f"seed: bootstrapping did not provide {', '.join(absent)}; check {env_dir}"
+        )
+    if sys.version_info < (3, 11):  # noqa: UP036 (seed.py may be started by an older python)
         raise SystemExit(f"seed: Python 3.11 or newer is needed (this is {sys.version.split()[0]})")
     _install(env_dir, lock)
     if inside and not absent:

@@ -15,32 +15,64 @@ SELFCHECK_PATHS = ("modules", "domain")
 def _touches(patterns: Sequence[str], roots: Sequence[str]) -> bool:
     for pattern in patterns:
         for root in roots:
-            if matches(root, pattern) or pattern.startswith(root + "/") or pattern == root or pattern.startswith("**"):
+            if (
+                matches(root, pattern)
+                or pattern.startswith(root + "/")
+                or pattern == root
+                or pattern.startswith("**")
+            ):
                 return True
     return False
 
 
-def clamp_plan(plan: IterationPlan, config: Config, protected: Sequence[str], selfhost: bool) -> IterationPlan:
+def clamp_plan(
+    plan: IterationPlan, config: Config, protected: Sequence[str], selfhost: bool
+) -> IterationPlan:
     """The plan as the kernel will run it, whatever the planner said."""
-    allowed = tuple(p for p in plan.allowed_paths if not matches_any(p.rstrip("/").removesuffix("/**"), protected))
+    allowed = tuple(
+        p
+        for p in plan.allowed_paths
+        if not matches_any(p.rstrip("/").removesuffix("/**"), protected)
+    )
     if plan.allowed_paths and not allowed:
         allowed = ("__nothing__",)  # every allowed path was protected: nothing may change
     actions = tuple(
-        a.model_copy(update={"target_files": tuple(f for f in a.target_files if not matches_any(f, protected))})
+        a.model_copy(
+            update={
+                "target_files": tuple(f for f in a.target_files if not matches_any(f, protected))
+            }
+        )
         for a in plan.actions
     )
     criteria = list(plan.criteria)
     targets = [f for a in actions for f in a.target_files]
-    if selfhost and (not allowed or _touches((*allowed, *targets), SELFCHECK_PATHS)):
-        if not any(c.check == CheckName.SELFCHECK for c in criteria):
-            criteria.append(AcceptanceCriterion(check=CheckName.SELFCHECK, text="the module host boots the changed modules"))
+    needs_selfcheck = selfhost and (not allowed or _touches((*allowed, *targets), SELFCHECK_PATHS))
+    if needs_selfcheck and not any(c.check == CheckName.SELFCHECK for c in criteria):
+        criteria.append(
+            AcceptanceCriterion(
+                check=CheckName.SELFCHECK, text="the module host boots the changed modules"
+            )
+        )
     max_files, max_lines = GROWTH_LIMITS[plan.estimated_risk]
     budget = plan.budget
     clamped = PlanBudget(
         timeout_s=min(budget.timeout_s, config.agent.timeout_s),
-        max_tokens=min(budget.max_tokens or config.budget.max_tokens_per_iteration, config.budget.max_tokens_per_iteration),
-        max_cost_usd=min(budget.max_cost_usd or config.budget.max_cost_usd_per_iteration, config.budget.max_cost_usd_per_iteration),
+        max_tokens=min(
+            budget.max_tokens or config.budget.max_tokens_per_iteration,
+            config.budget.max_tokens_per_iteration,
+        ),
+        max_cost_usd=min(
+            budget.max_cost_usd or config.budget.max_cost_usd_per_iteration,
+            config.budget.max_cost_usd_per_iteration,
+        ),
         max_new_files=min(budget.max_new_files, max_files),
         max_changed_lines=min(budget.max_changed_lines, max_lines),
     )
-    return plan.model_copy(update={"allowed_paths": allowed, "actions": actions, "criteria": tuple(criteria), "budget": clamped})
+    return plan.model_copy(
+        update={
+            "allowed_paths": allowed,
+            "actions": actions,
+            "criteria": tuple(criteria),
+            "budget": clamped,
+        }
+    )

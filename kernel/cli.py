@@ -25,6 +25,7 @@ from kernel.errors import SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
+from kernel.selfcheck import selfcheck
 
 GITIGNORE_LINES = ("history/*", "!history/README.md", "inbox/*", "!inbox/README.md")
 INBOX_README = """# inbox
@@ -58,24 +59,51 @@ def _parser() -> argparse.ArgumentParser:
         description="A self-improving project daemon: finds the most critical gap, has an agent fix it "
         "in a git worktree, verifies the result itself, and lands it or throws it away.",
     )
-    parser.add_argument("--root", type=Path, default=None, help="the git repository to work on (default: the one seed.py lives in)")
-    parser.add_argument("--config", type=Path, default=None, help="seed.toml to read (default: ROOT/seed.toml)")
-    parser.add_argument("--no-bootstrap", action="store_true", help="do not create a virtualenv; fail if dependencies are missing")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="the git repository to work on (default: the one seed.py lives in)",
+    )
+    parser.add_argument(
+        "--config", type=Path, default=None, help="seed.toml to read (default: ROOT/seed.toml)"
+    )
+    parser.add_argument(
+        "--no-bootstrap",
+        action="store_true",
+        help="do not create a virtualenv; fail if dependencies are missing",
+    )
     parser.add_argument("--quiet", action="store_true", help="log nothing to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser("run", help="run forever: iterate while an agent can take a gap, then wait for events (default)")
-    p.add_argument("--max-iterations", type=int, default=0, help="stop after this many iterations (0: never)")
-    sub.add_parser("once", help="one iteration; exit 0 landed, 1 failed, 2 bad usage, 3 halted, 5 nothing to do")
+    p = sub.add_parser(
+        "run",
+        help="run forever: iterate while an agent can take a gap, then wait for events (default)",
+    )
+    p.add_argument(
+        "--max-iterations", type=int, default=0, help="stop after this many iterations (0: never)"
+    )
+    sub.add_parser(
+        "once",
+        help="one iteration; exit 0 landed, 1 failed, 2 bad usage, 3 halted, 5 nothing to do",
+    )
     p = sub.add_parser("gaps", help="analyse HEAD and print the ranked gaps")
     p.add_argument("--json", action="store_true", help="print the GapReport as JSON")
-    p = sub.add_parser("plan", help="analyse HEAD and print the plan the next iteration would carry out")
-    p.add_argument("--json", action="store_true", help="print the IterationPlan as JSON (null when none)")
+    p = sub.add_parser(
+        "plan", help="analyse HEAD and print the plan the next iteration would carry out"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the IterationPlan as JSON (null when none)"
+    )
     p = sub.add_parser("status", help="what the daemon is doing, halt state, budget and backend")
     p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
     p = sub.add_parser("history", help="list iterations, or print one report")
     p.add_argument("id", nargs="?", help="an iteration id: print its report")
     p.add_argument("--outcome", default="", help="only iterations with this outcome")
-    p.add_argument("--source", default="", help="only iterations on gaps from this source (ruff, pytest, inbox, ...)")
+    p.add_argument(
+        "--source",
+        default="",
+        help="only iterations on gaps from this source (ruff, pytest, inbox, ...)",
+    )
     p.add_argument("--limit", type=int, default=50, help="at most this many (0: all)")
     p.add_argument("--json", action="store_true", help="print records as JSON lines")
     p = sub.add_parser("add", help="drop a task into inbox/")
@@ -83,9 +111,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", default="normal", choices=("critical", "high", "normal", "low"))
     p.add_argument("--title", default="", help="a short title (default: the first line)")
     sub.add_parser("resume", help="clear a halt so agents run again")
-    p = sub.add_parser("init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries")
+    p = sub.add_parser(
+        "init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries"
+    )
     p.add_argument("--backend", default="auto", help="agent backend to write into seed.toml")
-    sub.add_parser("selfcheck", help="boot every module through the module host and check its contract")
+    sub.add_parser(
+        "selfcheck", help="boot every module through the module host and check its contract"
+    )
     p = sub.add_parser("test", help="run seed's own test suite (pytest arguments may follow)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
     return parser
@@ -93,7 +125,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
     root = (args.root or SEED_HOME).resolve()
-    return open_context(root, args.config.resolve() if args.config else None, quiet=quiet or args.quiet)
+    return open_context(
+        root, args.config.resolve() if args.config else None, quiet=quiet or args.quiet
+    )
 
 
 def _print_gaps(report: GapReport) -> None:
@@ -112,12 +146,18 @@ def _print_plan(plan: IterationPlan) -> None:
     print(f"  gap:   {plan.gap.key} ({plan.gap.source}, {plan.gap.severity.value})")
     print(f"  kind:  {plan.task_kind.value}   risk: {plan.estimated_risk.value}")
     for action in plan.actions:
-        print(f"  {action.action_type.value:6} {', '.join(action.target_files) or '(any file)'}: {action.description}")
+        print(
+            f"  {action.action_type.value:6} {', '.join(action.target_files) or '(any file)'}: {action.description}"
+        )
     print(f"  allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
     for criterion in plan.criteria:
-        print(f"  check: {criterion.check.value} {' '.join(criterion.args)} - {criterion.text}".rstrip())
+        print(
+            f"  check: {criterion.check.value} {' '.join(criterion.args)} - {criterion.text}".rstrip()
+        )
     for note in plan.history:
-        print(f"  tried: {note.iteration_id} {note.outcome.value} {note.failure_category.value if note.failure_category else ''} {note.reason}")
+        print(
+            f"  tried: {note.iteration_id} {note.outcome.value} {note.failure_category.value if note.failure_category else ''} {note.reason}"
+        )
 
 
 def cmd_gaps(args: argparse.Namespace) -> int:
@@ -143,7 +183,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if args.json:
             print(plan.model_dump_json(indent=2) if plan else "null")
         elif plan is None:
-            print("nothing to plan" if baseline is not None else "the repository has no commits yet")
+            print(
+                "nothing to plan" if baseline is not None else "the repository has no commits yet"
+            )
         else:
             _print_plan(plan)
         return EXIT_OK if plan else EXIT_NOTHING
@@ -169,12 +211,20 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"            {status.phase_detail}")
     for line in status.log_tail:
         print(f"            | {line}")
-    print(f"halted:     {'yes: ' + status.halt_reason + ' (python seed.py resume)' if status.halted else 'no'}")
+    print(
+        f"halted:     {'yes: ' + status.halt_reason + ' (python seed.py resume)' if status.halted else 'no'}"
+    )
     if status.land_blocker:
         print(f"landing:    blocked ({status.land_blocker}); the daemon only plans")
-    print(f"backend:    {status.backend or '(decided when the daemon starts)'} {('- ' + status.backend_reason) if status.backend_reason else ''}")
-    print(f"iterations: {status.iterations} in all, {status.iterations_today} today; last: {status.last_iteration_id or '-'} {status.last_outcome or ''}")
-    print(f"budget:     ${status.cost_today_usd:.2f} spent today, ${status.budget_left_today_usd:.2f} left")
+    print(
+        f"backend:    {status.backend or '(decided when the daemon starts)'} {('- ' + status.backend_reason) if status.backend_reason else ''}"
+    )
+    print(
+        f"iterations: {status.iterations} in all, {status.iterations_today} today; last: {status.last_iteration_id or '-'} {status.last_outcome or ''}"
+    )
+    print(
+        f"budget:     ${status.cost_today_usd:.2f} spent today, ${status.budget_left_today_usd:.2f} left"
+    )
     return EXIT_OK
 
 
@@ -206,7 +256,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         print("no iterations yet")
     for row in rows:
         category = f" {row.category}" if row.category else ""
-        print(f"{row.iteration_id}  {row.outcome:13}{category:22} ${row.cost:7.4f}  {row.gap_source:11} {row.gap_title[:70]}")
+        print(
+            f"{row.iteration_id}  {row.outcome:13}{category:22} ${row.cost:7.4f}  {row.gap_source:11} {row.gap_title[:70]}"
+        )
     return EXIT_OK
 
 
@@ -220,7 +272,9 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     before = halt.resume(ctx.store)
-    print(f"resumed (was halted: {before.reason})" if before.halted else "the daemon was not halted")
+    print(
+        f"resumed (was halted: {before.reason})" if before.halted else "the daemon was not halted"
+    )
     return EXIT_OK
 
 
@@ -239,7 +293,13 @@ def cmd_init(args: argparse.Namespace) -> int:
     present = {line.strip() for line in existing.splitlines()}
     additions = [line for line in GITIGNORE_LINES if line not in present]
     if additions:
-        text = existing + ("" if not existing or existing.endswith("\n") else "\n") + "# seed\n" + "\n".join(additions) + "\n"
+        text = (
+            existing
+            + ("" if not existing or existing.endswith("\n") else "\n")
+            + "# seed\n"
+            + "\n".join(additions)
+            + "\n"
+        )
         atomic_write_text(gitignore, text)
         done.append(f"added {', '.join(additions)} to .gitignore")
     for folder, text in ((ctx.paths.inbox, INBOX_README), (ctx.paths.history, HISTORY_README)):
@@ -254,9 +314,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
-    from kernel.iteration import _selfcheck
-
-    ok, evidence = _selfcheck(SEED_HOME, Path(os.environ.get("TMPDIR", "/tmp")) / "seed-selfcheck.log")
+    ok, evidence = selfcheck(
+        SEED_HOME, Path(os.environ.get("TMPDIR", "/tmp")) / "seed-selfcheck.log"
+    )
     print(("ok: " if ok else "FAILED: ") + evidence)
     return EXIT_OK if ok else EXIT_FAILED
 
@@ -281,10 +341,19 @@ def main(argv: list[str] | None = None) -> int:
             daemon = Daemon(ctx)
             if command == "once":
                 return daemon.once()
-            return daemon.run(getattr(args, "max_iterations", 0) or ctx.config.daemon.max_iterations)
+            return daemon.run(
+                getattr(args, "max_iterations", 0) or ctx.config.daemon.max_iterations
+            )
         handler = {
-            "gaps": cmd_gaps, "plan": cmd_plan, "status": cmd_status, "history": cmd_history, "add": cmd_add,
-            "resume": cmd_resume, "init": cmd_init, "selfcheck": cmd_selfcheck, "test": cmd_test,
+            "gaps": cmd_gaps,
+            "plan": cmd_plan,
+            "status": cmd_status,
+            "history": cmd_history,
+            "add": cmd_add,
+            "resume": cmd_resume,
+            "init": cmd_init,
+            "selfcheck": cmd_selfcheck,
+            "test": cmd_test,
         }[command]
         return handler(args)
     except UsageError as exc:
@@ -295,4 +364,3 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_OK
-

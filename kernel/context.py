@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -25,10 +26,8 @@ def log_line(paths: Paths, message: str) -> None:
     """One line to stderr and history/daemon.log."""
     line = f"seed {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z {message}"
     print(line, file=sys.stderr, flush=True)
-    try:
+    with contextlib.suppress(OSError):  # a read-only history must not stop the daemon
         append_line(paths.history / "daemon.log", line)
-    except OSError:
-        pass  # a read-only history must not stop the daemon
 
 
 def fingerprint(root: Path) -> str:
@@ -85,7 +84,9 @@ class Context:
                     f"{self.config_path}: key 'agent.backend': unknown backend {wanted!r}; valid: auto, {', '.join(sorted(agents))}"
                 )
             if wanted == "command" and not self.config.agent.command:
-                raise ConfigError(f"{self.config_path}: key 'agent.command' must be set when backend = \"command\"")
+                raise ConfigError(
+                    f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
+                )
             info = agents[wanted]
             self._backend = Backend(wanted, f"configured in {self.config_path.name}", info.sources)
             return self._backend
@@ -96,7 +97,9 @@ class Context:
                 continue
             found = shutil.which(info.executable, path=env_path)
             if found:
-                self._backend = Backend(name, f"auto: {info.executable} found at {found}", info.sources)
+                self._backend = Backend(
+                    name, f"auto: {info.executable} found at {found}", info.sources
+                )
                 return self._backend
         looked = ", ".join(order) or "no agent CLIs"
         fix = agents.get("ruff-fix")
@@ -114,8 +117,10 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
     paths = discover(root)
     path = config_path if config_path is not None else paths.root / "seed.toml"
     config = load_config(path)
-    strict = tuple(config.quality.pyright_strict) if config.quality.pyright_strict is not None else (
-        DEFAULT_STRICT_SELFHOST if paths.selfhost else ()
+    strict = (
+        tuple(config.quality.pyright_strict)
+        if config.quality.pyright_strict is not None
+        else (DEFAULT_STRICT_SELFHOST if paths.selfhost else ())
     )
     python = resolve_python(paths.root, config.quality.python)
     if config.quality.python and not Path(python).exists():
@@ -124,4 +129,12 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
     store = RecordStore(paths.history, fingerprint=fingerprint(paths.root))
     host = ModuleHost(paths.seed_home, paths.state / "host.log")
     ruff_binary()  # fail early (at startup, not mid-iteration) if ruff is missing
-    return Context(paths=paths, config=config, config_path=path, target=target, store=store, host=host, quiet=quiet)
+    return Context(
+        paths=paths,
+        config=config,
+        config_path=path,
+        target=target,
+        store=store,
+        host=host,
+        quiet=quiet,
+    )

@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +57,12 @@ class StatusWriter:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.path = ctx.paths.history / STATUS_FILE
-        self.data: dict[str, Any] = {"pid": os.getpid(), "phase": "starting", "detail": "", "since": _now()}
+        self.data: dict[str, Any] = {
+            "pid": os.getpid(),
+            "phase": "starting",
+            "detail": "",
+            "since": _now(),
+        }
 
     def phase(self, phase: str, detail: str) -> None:
         """Record a phase change."""
@@ -108,12 +113,19 @@ def recover(ctx: Context) -> list[str]:
                 now = datetime.now(UTC)
                 ctx.store.append(
                     IterationRecord(
-                        iteration_id=iteration_id, started_at=plan.created_at, ended_at=now, gap=gap_ref(plan.gap),
-                        outcome=IterationOutcome.ABORTED, reason="the daemon stopped during this iteration; its work was discarded",
-                        task_kind=plan.task_kind.value, plan=plan,
+                        iteration_id=iteration_id,
+                        started_at=plan.created_at,
+                        ended_at=now,
+                        gap=gap_ref(plan.gap),
+                        outcome=IterationOutcome.ABORTED,
+                        reason="the daemon stopped during this iteration; its work was discarded",
+                        task_kind=plan.task_kind.value,
+                        plan=plan,
                     )
                 )
-                notes.append(f"recorded {iteration_id} as ABORTED (the previous daemon died during it)")
+                notes.append(
+                    f"recorded {iteration_id} as ABORTED (the previous daemon died during it)"
+                )
         running.unlink(missing_ok=True)
     if ctx.paths.worktrees.is_dir():
         for stale in sorted(ctx.paths.worktrees.iterdir()):
@@ -142,7 +154,7 @@ def _install_signals() -> None:
 
 
 @contextlib.contextmanager
-def _watch(ctx: Context, wake: Wake) -> Iterator[None]:
+def _watch(ctx: Context, wake: Wake) -> Generator[None]:
     """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events."""
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
@@ -156,9 +168,9 @@ def _watch(ctx: Context, wake: Wake) -> Iterator[None]:
                 return
             if kind in ("closed", "moved"):
                 wake.poke(name)
-            elif kind == "created" and not event.is_directory:
-                wake.poke()
-            elif name == halt.HALT_FILE and kind in ("modified", "created"):
+            elif (kind == "created" and not event.is_directory) or (
+                name == halt.HALT_FILE and kind in ("modified", "created")
+            ):
                 wake.poke()
 
     ctx.paths.inbox.mkdir(parents=True, exist_ok=True)
@@ -193,7 +205,9 @@ class Daemon:
         self.ctx.start_host()
         backend = self.ctx.backend()
         self.status.update(backend=backend.name, backend_reason=backend.reason)
-        self.ctx.log(f"watching {self.ctx.paths.root} with backend {backend.name} ({backend.reason})")
+        self.ctx.log(
+            f"watching {self.ctx.paths.root} with backend {backend.name} ({backend.reason})"
+        )
 
     def _stop(self) -> None:
         self.status.stopped()
@@ -239,9 +253,13 @@ class Daemon:
                     ran: list[IterationRecord] = []
                     try:
                         if halt.read_halt(self.ctx.paths.history).halted:
-                            self.status.phase("halted", halt.read_halt(self.ctx.paths.history).reason)
+                            self.status.phase(
+                                "halted", halt.read_halt(self.ctx.paths.history).reason
+                            )
                         else:
-                            ran = [r for r in self.iterate() if r.outcome != IterationOutcome.WAITING]
+                            ran = [
+                                r for r in self.iterate() if r.outcome != IterationOutcome.WAITING
+                            ]
                         backoff = 1.0
                     except Interrupted:
                         break
@@ -263,7 +281,9 @@ class Daemon:
                         break
                     if ran:
                         continue
-                    self.status.phase("idle", "until an inbox or resume event, or the next re-analysis")
+                    self.status.phase(
+                        "idle", "until an inbox or resume event, or the next re-analysis"
+                    )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
         finally:
             self._stop()
@@ -304,7 +324,9 @@ def read_status(ctx: Context) -> DaemonStatus:
     if running and phase == "agent running" and "log: " in detail:
         log = Path(detail.split("log: ", 1)[1])
         with contextlib.suppress(OSError):
-            tail = tuple(log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:])
+            tail = tuple(
+                log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:]
+            )
     since = live.get("since") if running else None
     return DaemonStatus(
         root=str(ctx.paths.root),
@@ -354,9 +376,19 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         history = ctx.store.recent(50)
         quarantined = it.quarantined(baseline.report, history)
         backend = ctx.backend()
-        state = it.project_state(now, ctx.store.next_sequence(), worktree, head, gitops.land_blocker(ctx.paths.root),
-                                 backend, halt.read_halt(ctx.paths.history), quarantined)
-        report = baseline.report.model_copy(update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in quarantined)})
+        state = it.project_state(
+            now,
+            ctx.store.next_sequence(),
+            worktree,
+            head,
+            gitops.land_blocker(ctx.paths.root),
+            backend,
+            halt.read_halt(ctx.paths.history),
+            quarantined,
+        )
+        report = baseline.report.model_copy(
+            update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in quarantined)}
+        )
         return baseline, ctx.host.plan(report, history, state)
     finally:
         it.discard(worktree)

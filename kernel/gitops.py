@@ -48,7 +48,9 @@ def git(cwd: Path, *args: str, check: bool = True, timeout_s: float = 120.0) -> 
         argv, cwd=cwd, timeout_s=timeout_s, env=_env(), interruptible=False, sweep_rounds=0
     )
     if check and not result.ok:
-        raise GitError(f"git {' '.join(args)}: {result.err_text().strip() or result.text().strip()}")
+        raise GitError(
+            f"git {' '.join(args)}: {result.err_text().strip() or result.text().strip()}"
+        )
     return result
 
 

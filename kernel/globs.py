@@ -6,7 +6,14 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-ALWAYS_PROTECTED: tuple[str, ...] = ("seed.py", "VISION.md", "kernel/**", "history/**", ".git/**", "seed.toml")
+ALWAYS_PROTECTED: tuple[str, ...] = (
+    "seed.py",
+    "VISION.md",
+    "kernel/**",
+    "history/**",
+    ".git/**",
+    "seed.toml",
+)
 """Paths no agent may change, whatever the config says."""
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 from domain import FailureCategory, IterationPlan, Risk
 from kernel import gitops
@@ -28,6 +29,7 @@ GROWTH_LIMITS: dict[Risk, tuple[int, int]] = {
 
 _SKIP_MARKS = {"skip", "skipif", "xfail"}
 _SKIP_CALLS = {"skip", "xfail", "importorskip"}
+_SKIP_NAMES = {"skip", "skipif", "xfail", "importorskip", "skipIf", "skipUnless", "expectedFailure"}
 _PYTEST_CONFIG_FILES = {"pytest.ini", "tox.ini", "setup.cfg", "conftest.py"}
 
 
@@ -70,14 +72,16 @@ class _TestShape:
 def _is_skip(node: ast.expr) -> bool:
     target = node.func if isinstance(node, ast.Call) else node
     if isinstance(target, ast.Attribute):
-        if target.attr in _SKIP_MARKS and isinstance(target.value, ast.Attribute) and target.value.attr == "mark":
+        if (
+            target.attr in _SKIP_MARKS
+            and isinstance(target.value, ast.Attribute)
+            and target.value.attr == "mark"
+        ):
             return True
         if target.attr in _SKIP_CALLS | {"skipIf", "skipUnless", "expectedFailure"}:
             base = target.value
             return isinstance(base, ast.Name) and base.id in ("pytest", "unittest")
-    if isinstance(target, ast.Name) and target.id in ("skip", "skipif", "xfail", "importorskip", "skipIf", "skipUnless", "expectedFailure"):
-        return True
-    return False
+    return isinstance(target, ast.Name) and target.id in _SKIP_NAMES
 
 
 def _shape(source: str) -> _TestShape | None:
@@ -135,14 +139,32 @@ def _weakening(path: str, before: str | None, after: str | None) -> list[Finding
     if old is None or new is None:
         return findings  # a syntax error is the verifier's to report
     for name in sorted(old.tests - new.tests):
-        findings.append(Finding(FailureCategory.HYGIENE_VIOLATION, path, f"test {name} was deleted"))
+        findings.append(
+            Finding(FailureCategory.HYGIENE_VIOLATION, path, f"test {name} was deleted")
+        )
     if new.skips > old.skips:
-        findings.append(Finding(FailureCategory.HYGIENE_VIOLATION, path, f"skip/xfail markers went from {old.skips} to {new.skips}"))
+        findings.append(
+            Finding(
+                FailureCategory.HYGIENE_VIOLATION,
+                path,
+                f"skip/xfail markers went from {old.skips} to {new.skips}",
+            )
+        )
     for name, count in sorted(old.asserts.items()):
         if name in new.tests and new.asserts.get(name, 0) < count:
-            findings.append(Finding(FailureCategory.HYGIENE_VIOLATION, path, f"{name} lost assertions ({count} -> {new.asserts.get(name, 0)})"))
+            findings.append(
+                Finding(
+                    FailureCategory.HYGIENE_VIOLATION,
+                    path,
+                    f"{name} lost assertions ({count} -> {new.asserts.get(name, 0)})",
+                )
+            )
     if new.trivial_asserts > old.trivial_asserts:
-        findings.append(Finding(FailureCategory.HYGIENE_VIOLATION, path, "an assertion was replaced by a constant"))
+        findings.append(
+            Finding(
+                FailureCategory.HYGIENE_VIOLATION, path, "an assertion was replaced by a constant"
+            )
+        )
     return findings
 
 
@@ -153,6 +175,7 @@ def _pytest_config_changed(path: str, before: str | None, after: str | None) -> 
     if name not in ("pyproject.toml", "tox.ini", "setup.cfg"):
         return False
     if name == "pyproject.toml":
+
         def tables(text: str | None) -> str:
             if text is None:
                 return ""
@@ -161,14 +184,20 @@ def _pytest_config_changed(path: str, before: str | None, after: str | None) -> 
             except tomllib.TOMLDecodeError:
                 return text
             tool = doc.get("tool", {})
-            return repr({k: v for k, v in tool.items() if k.startswith("pytest")}) if isinstance(tool, dict) else ""
+            if not isinstance(tool, dict):
+                return ""
+            tables = cast(dict[str, object], tool)
+            return repr({k: v for k, v in tables.items() if k.startswith("pytest")})
+
         return tables(before) != tables(after)
     marker = "[pytest]" if name == "tox.ini" else "[tool:pytest]"
+
     def section(text: str | None) -> str:
         if text is None or marker not in text:
             return ""
         rest = text.split(marker, 1)[1]
         return rest.split("\n[", 1)[0]
+
     return section(before) != section(after)
 
 
@@ -187,45 +216,112 @@ def inspect_changes(
     for change in changes:
         for path in filter(None, (change.path, change.old_path)):
             if matches_any(path, protected):
-                findings.append(Finding(FailureCategory.SANDBOX_VIOLATION, path, "a protected path was changed"))
+                findings.append(
+                    Finding(FailureCategory.SANDBOX_VIOLATION, path, "a protected path was changed")
+                )
         if change.status != "D":
             full = worktree / change.path
             if full.is_symlink():
                 target = os.path.realpath(full)
                 if not (target == real_root or target.startswith(real_root + os.sep)):
-                    findings.append(Finding(FailureCategory.SANDBOX_VIOLATION, change.path, f"a symlink points outside the worktree ({os.readlink(full)})"))
+                    findings.append(
+                        Finding(
+                            FailureCategory.SANDBOX_VIOLATION,
+                            change.path,
+                            f"a symlink points outside the worktree ({os.readlink(full)})",
+                        )
+                    )
         if plan.allowed_paths and not matches_any(change.path, plan.allowed_paths):
-            findings.append(Finding(FailureCategory.ALLOWLIST_VIOLATION, change.path, f"outside the plan's allowlist ({', '.join(plan.allowed_paths)})"))
+            findings.append(
+                Finding(
+                    FailureCategory.ALLOWLIST_VIOLATION,
+                    change.path,
+                    f"outside the plan's allowlist ({', '.join(plan.allowed_paths)})",
+                )
+            )
         if plan.forbidden_paths and matches_any(change.path, plan.forbidden_paths):
-            findings.append(Finding(FailureCategory.ALLOWLIST_VIOLATION, change.path, "a path the task forbids was changed"))
-    raw = gitops.git(worktree, "diff", "--cached", "--raw", "-z", "--no-renames", base).stdout.decode("utf-8", errors="replace")
+            findings.append(
+                Finding(
+                    FailureCategory.ALLOWLIST_VIOLATION,
+                    change.path,
+                    "a path the task forbids was changed",
+                )
+            )
+    raw = gitops.git(
+        worktree, "diff", "--cached", "--raw", "-z", "--no-renames", base
+    ).stdout.decode("utf-8", errors="replace")
     parts = raw.split("\0")
     for i in range(0, len(parts) - 1, 2):
         meta, path = parts[i].split(), parts[i + 1]
-        if len(meta) >= 2 and meta[1].endswith("755") and not meta[0].endswith("755") and is_test_path(path) and not path.endswith((".py", ".sh")):
-            findings.append(Finding(FailureCategory.SANDBOX_VIOLATION, path, "test data was made executable"))
+        if (
+            len(meta) >= 2
+            and meta[1].endswith("755")
+            and not meta[0].endswith("755")
+            and is_test_path(path)
+            and not path.endswith((".py", ".sh"))
+        ):
+            findings.append(
+                Finding(FailureCategory.SANDBOX_VIOLATION, path, "test data was made executable")
+            )
     for change in changes:
         names = [change.path] if not change.old_path else [change.old_path, change.path]
         if not any(is_test_path(n) for n in names):
             continue
         before = _read_at(worktree, base, change.old_path or change.path)
-        after = None if change.status == "D" else (worktree / change.path).read_text(encoding="utf-8", errors="replace")
+        after = (
+            None
+            if change.status == "D"
+            else (worktree / change.path).read_text(encoding="utf-8", errors="replace")
+        )
         if _pytest_config_changed(change.path, before, after):
-            findings.append(Finding(FailureCategory.HYGIENE_VIOLATION, change.path, "test configuration (conftest.py or pytest settings) was changed"))
+            findings.append(
+                Finding(
+                    FailureCategory.HYGIENE_VIOLATION,
+                    change.path,
+                    "test configuration (conftest.py or pytest settings) was changed",
+                )
+            )
         if change.path.endswith(".py") and PurePosixPath(change.path).name != "conftest.py":
             findings.extend(_weakening(change.path, before, after))
     for change in changes:
-        if change.path in ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg") and not is_test_path(change.path):
+        if change.path in (
+            "pyproject.toml",
+            "pytest.ini",
+            "tox.ini",
+            "setup.cfg",
+        ) and not is_test_path(change.path):
             before = _read_at(worktree, base, change.path)
-            after = None if change.status == "D" else (worktree / change.path).read_text(encoding="utf-8", errors="replace")
+            after = (
+                None
+                if change.status == "D"
+                else (worktree / change.path).read_text(encoding="utf-8", errors="replace")
+            )
             if _pytest_config_changed(change.path, before, after):
-                findings.append(Finding(FailureCategory.HYGIENE_VIOLATION, change.path, "pytest configuration was changed"))
+                findings.append(
+                    Finding(
+                        FailureCategory.HYGIENE_VIOLATION,
+                        change.path,
+                        "pytest configuration was changed",
+                    )
+                )
     new_files = sum(1 for c in changes if c.status == "A")
     max_files, max_lines = GROWTH_LIMITS[plan.estimated_risk]
     if new_files > max_files:
-        findings.append(Finding(FailureCategory.GROWTH_LIMIT, ".", f"{new_files} new files; a {plan.estimated_risk.value}-risk plan may add {max_files}"))
+        findings.append(
+            Finding(
+                FailureCategory.GROWTH_LIMIT,
+                ".",
+                f"{new_files} new files; a {plan.estimated_risk.value}-risk plan may add {max_files}",
+            )
+        )
     if inserted + deleted > max_lines:
-        findings.append(Finding(FailureCategory.GROWTH_LIMIT, ".", f"{inserted + deleted} changed lines; a {plan.estimated_risk.value}-risk plan may change {max_lines}"))
+        findings.append(
+            Finding(
+                FailureCategory.GROWTH_LIMIT,
+                ".",
+                f"{inserted + deleted} changed lines; a {plan.estimated_risk.value}-risk plan may change {max_lines}",
+            )
+        )
     return findings
 
 

@@ -45,7 +45,9 @@ def read_halt(history: Path) -> HaltState:
             iteration_id=str(data.get("iteration_id", "")),
         )
     except (OSError, ValueError, AttributeError) as exc:
-        return HaltState(halted=True, reason=f"{path} is unreadable ({exc}); run `seed.py resume` to clear it")
+        return HaltState(
+            halted=True, reason=f"{path} is unreadable ({exc}); run `seed.py resume` to clear it"
+        )
 
 
 def halt(store: RecordStore, reason: str, category: str = "", iteration_id: str = "") -> HaltState:
@@ -60,7 +62,9 @@ def resume(store: RecordStore) -> HaltState:
     """Clear a halt and record the event; returns the state that was cleared."""
     before = read_halt(store.history)
     atomic_write_text(store.history / HALT_FILE, json.dumps(asdict(HaltState()), indent=2) + "\n")
-    store.event("resume", f"resumed (was: {before.reason or 'not halted'})", was_halted=before.halted)
+    store.event(
+        "resume", f"resumed (was: {before.reason or 'not halted'})", was_halted=before.halted
+    )
     return before
 
 
@@ -92,7 +96,9 @@ class DaemonLock:
             handle.seek(0)
             holder = handle.read().strip() or "unknown"
             handle.close()
-            raise LockHeld(f"another seed daemon (pid {holder}) is running on this repository; lock: {self.path}") from None
+            raise LockHeld(
+                f"another seed daemon (pid {holder}) is running on this repository; lock: {self.path}"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))

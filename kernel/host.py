@@ -91,14 +91,20 @@ class ModuleHost:
         if not greeting.get("ok"):
             error = cast(dict[str, Any], greeting.get("error") or {})
             self.stop()
-            raise HostError(f"module host refused to start: {error.get('type')}: {error.get('message')}")
+            raise HostError(
+                f"module host refused to start: {error.get('type')}: {error.get('message')}"
+            )
         hello = cast(dict[str, Any], greeting.get("result") or {})
         if hello.get("protocol") != HOST_PROTOCOL:
             self.stop()
-            raise HostError(f"module host speaks protocol {hello.get('protocol')!r}, kernel {HOST_PROTOCOL}")
+            raise HostError(
+                f"module host speaks protocol {hello.get('protocol')!r}, kernel {HOST_PROTOCOL}"
+            )
         if hello.get("contracts") != CONTRACT_VERSIONS:
             self.stop()
-            raise HostError(f"module host contracts {hello.get('contracts')} differ from the kernel's {CONTRACT_VERSIONS}")
+            raise HostError(
+                f"module host contracts {hello.get('contracts')} differ from the kernel's {CONTRACT_VERSIONS}"
+            )
         self.hello = hello
         return hello
 
@@ -149,7 +155,9 @@ class ModuleHost:
         try:
             return cast(dict[str, Any], json.loads(line))
         except json.JSONDecodeError as exc:
-            raise HostError(f"module host wrote something that is not JSON: {line[:200]!r}") from exc
+            raise HostError(
+                f"module host wrote something that is not JSON: {line[:200]!r}"
+            ) from exc
 
     def call(self, method: str, params: dict[str, Any], timeout_s: float | None = None) -> Any:
         """Send one request and return its result (raises HostError on an error answer)."""
@@ -170,7 +178,9 @@ class ModuleHost:
             raise HostError(f"module host answered request {answer.get('id')!r}, expected {ident}")
         if not answer.get("ok"):
             error = cast(dict[str, Any], answer.get("error") or {})
-            raise HostError(f"module host: {method} failed: {error.get('type')}: {error.get('message')}")
+            raise HostError(
+                f"module host: {method} failed: {error.get('type')}: {error.get('message')}"
+            )
         return answer.get("result")
 
     @staticmethod
@@ -180,13 +190,19 @@ class ModuleHost:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise HostError(f"module host returned an invalid {what}: {where}: {first['msg']}") from exc
+            raise HostError(
+                f"module host returned an invalid {what}: {where}: {first['msg']}"
+            ) from exc
 
     def analyze(self, inputs: AnalysisInput) -> GapReport:
         """Gaps, ranked."""
-        return self._valid(GapReport, self.call("analyze", {"input": inputs.model_dump(mode="json")}), "GapReport")
+        return self._valid(
+            GapReport, self.call("analyze", {"input": inputs.model_dump(mode="json")}), "GapReport"
+        )
 
-    def plan(self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState) -> IterationPlan | None:
+    def plan(
+        self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
+    ) -> IterationPlan | None:
         """The planner's plan, or None."""
         value = self.call(
             "plan",
@@ -211,11 +227,17 @@ class ModuleHost:
         order = tuple(str(n) for n in cast(list[Any], value.get("auto_order", [])))
         return info, order
 
-    def agent_spec(self, backend: str, plan: IterationPlan, context: AgentContext) -> RunSpec | None:
+    def agent_spec(
+        self, backend: str, plan: IterationPlan, context: AgentContext
+    ) -> RunSpec | None:
         """The adapter's run spec (None: the backend only writes plans)."""
         value = self.call(
             "agent_spec",
-            {"backend": backend, "plan": plan.model_dump(mode="json"), "context": context.model_dump(mode="json")},
+            {
+                "backend": backend,
+                "plan": plan.model_dump(mode="json"),
+                "context": context.model_dump(mode="json"),
+            },
         )
         return None if value is None else self._valid(RunSpec, value, "RunSpec")
 
@@ -223,13 +245,19 @@ class ModuleHost:
         """The adapter's reading of the run."""
         value = self.call(
             "agent_parse",
-            {"backend": backend, "plan": plan.model_dump(mode="json"), "result": result.model_dump(mode="json")},
+            {
+                "backend": backend,
+                "plan": plan.model_dump(mode="json"),
+                "result": result.model_dump(mode="json"),
+            },
         )
         return self._valid(AgentReport, value, "AgentReport")
 
     def render_record(self, record: IterationRecord) -> str:
         """report.md for one record."""
-        value = cast(dict[str, Any], self.call("render_record", {"record": record.model_dump(mode="json")}))
+        value = cast(
+            dict[str, Any], self.call("render_record", {"record": record.model_dump(mode="json")})
+        )
         markdown = value.get("markdown")
         if not isinstance(markdown, str):
             raise HostError("module host returned a report that is not text")

@@ -87,17 +87,23 @@ def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
         body = "".join(lines[end + 1 :])
         unknown = sorted(set(front) - FRONT_KEYS)
         if unknown:
-            raise InboxError(f"unknown front matter key(s): {', '.join(unknown)}; known: {', '.join(sorted(FRONT_KEYS))}")
+            raise InboxError(
+                f"unknown front matter key(s): {', '.join(unknown)}; known: {', '.join(sorted(FRONT_KEYS))}"
+            )
     priority_raw = front.get("priority", "normal")
     try:
         priority = Priority(str(priority_raw).lower())
     except ValueError as exc:
-        raise InboxError(f"priority must be one of critical, high, normal, low (got {priority_raw!r})") from exc
+        raise InboxError(
+            f"priority must be one of critical, high, normal, low (got {priority_raw!r})"
+        ) from exc
     title = front.get("title")
     if title is not None and not isinstance(title, str):
         raise InboxError("front matter key 'title' must be a string")
     if not title:
-        first = next((line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip()), "")
+        first = next(
+            (line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip()), ""
+        )
         title = first or Path(name).stem
     if not body.strip() and not title:
         raise InboxError("the task says nothing")
@@ -124,7 +130,9 @@ def set_aside(inbox: Path, entry: Path, reason: str) -> Rejection:
     return Rejection(entry.name, target, reason)
 
 
-def scan(inbox: Path, now: datetime | None = None, quiet_s: float = QUIET_S) -> tuple[list[InboxItem], list[Rejection]]:
+def scan(
+    inbox: Path, now: datetime | None = None, quiet_s: float = QUIET_S
+) -> tuple[list[InboxItem], list[Rejection]]:
     """The queued tasks, oldest first; bad entries are moved aside and reported."""
     items: list[InboxItem] = []
     rejections: list[Rejection] = []
@@ -137,13 +145,23 @@ def scan(inbox: Path, now: datetime | None = None, quiet_s: float = QUIET_S) -> 
             continue
         try:
             if entry.is_symlink():
-                rejections.append(set_aside(inbox, entry, "it is a symlink; put the task's text in a regular file"))
+                rejections.append(
+                    set_aside(
+                        inbox, entry, "it is a symlink; put the task's text in a regular file"
+                    )
+                )
                 continue
             if entry.is_dir():
-                rejections.append(set_aside(inbox, entry, "it is a directory; tasks are .md or .txt files"))
+                rejections.append(
+                    set_aside(inbox, entry, "it is a directory; tasks are .md or .txt files")
+                )
                 continue
             if entry.suffix.lower() not in SUFFIXES:
-                rejections.append(set_aside(inbox, entry, f"{entry.suffix or 'no suffix'}: tasks are .md or .txt files"))
+                rejections.append(
+                    set_aside(
+                        inbox, entry, f"{entry.suffix or 'no suffix'}: tasks are .md or .txt files"
+                    )
+                )
                 continue
             stat = entry.stat()
             if moment - stat.st_mtime < quiet_s:
@@ -198,7 +216,10 @@ def write_task(inbox: Path, text: str, priority: str = "normal", title: str = ""
     Priority(priority)
     inbox.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    slug = "".join(c if c.isalnum() else "-" for c in (title or text).lower())[:40].strip("-") or "task"
+    slug = (
+        "".join(c if c.isalnum() else "-" for c in (title or text).lower())[:40].strip("-")
+        or "task"
+    )
     path = unique_path(inbox / f"{stamp}-{slug}.md")
     front = f'+++\npriority = "{priority}"\n'
     if title:

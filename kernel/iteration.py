@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from domain import (
     AgentContext,
@@ -30,6 +29,7 @@ from domain import (
     IterationOutcome,
     IterationPlan,
     IterationRecord,
+    Measurement,
     ProjectState,
     RunResult,
     RunSpec,
@@ -43,6 +43,7 @@ from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
 from kernel.globs import protected_patterns
 from kernel.measure import freeze_gate, ruff_binary, run_pytest
+from kernel.selfcheck import selfcheck
 from kernel.verify import Verification, identity, verify
 
 FAILED_OUTCOMES = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
@@ -51,7 +52,18 @@ VIOLATIONS = (
     FailureCategory.HYGIENE_VIOLATION,
     FailureCategory.ALLOWLIST_VIOLATION,
 )
-_ENV_PASS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM")
+_ENV_PASS = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "TERM",
+)
 
 Phase = Callable[[str, str], None]
 """Called with (phase, detail) as the iteration moves on (status shows it live)."""
@@ -101,7 +113,9 @@ class Iteration:
 
     def _timed(self, attempt: Attempt | None, name: str, started: float) -> None:
         if attempt is not None:
-            attempt.durations[name] = round(attempt.durations.get(name, 0.0) + (_mono() - started), 3)
+            attempt.durations[name] = round(
+                attempt.durations.get(name, 0.0) + (_mono() - started), 3
+            )
 
     def quarantined(self, report: GapReport, records: Sequence[IterationRecord]) -> tuple[str, ...]:
         """Gaps that failed 3 times in a row, or twice alike, and have not changed since."""
@@ -119,15 +133,25 @@ class Iteration:
                     streak.append(record)
                 elif record.outcome != IterationOutcome.WAITING:
                     break
-            same = [r for r in streak if r.plan is not None and gap_signature(r.plan.gap) == current[key]]
+            same = [
+                r
+                for r in streak
+                if r.plan is not None and gap_signature(r.plan.gap) == current[key]
+            ]
             if len(same) >= 3:
                 out.append(key)
                 continue
-            if len(same) >= 2 and same[0].failure_category == same[1].failure_category and same[0].evidence == same[1].evidence:
+            if (
+                len(same) >= 2
+                and same[0].failure_category == same[1].failure_category
+                and same[0].evidence == same[1].evidence
+            ):
                 out.append(key)
         return tuple(sorted(out))
 
-    def waiting(self, report: GapReport, records: Sequence[IterationRecord], backend: str) -> set[str]:
+    def waiting(
+        self, report: GapReport, records: Sequence[IterationRecord], backend: str
+    ) -> set[str]:
         """Gaps already planned and waiting for an agent, unchanged since."""
         latest: dict[str, IterationRecord] = {}
         for record in records:
@@ -181,7 +205,9 @@ class Iteration:
             t0 = _mono()
             recent = ctx.store.recent(50)
             baseline = analyse(ctx, worktree, head, now)
-            history = _merge(recent, ctx.store.for_gaps([g.key for g in baseline.report.gaps], per_gap=5))
+            history = _merge(
+                recent, ctx.store.for_gaps([g.key for g in baseline.report.gaps], per_gap=5)
+            )
             quarantined = self.quarantined(baseline.report, history)
             analyse_s = _mono() - t0
             backend = ctx.backend()
@@ -199,32 +225,57 @@ class Iteration:
             while True:
                 self.phase("planning", "")
                 t1 = _mono()
-                state = self.project_state(now, sequence, worktree, head, blocker, backend, hstate, quarantined)
+                state = self.project_state(
+                    now, sequence, worktree, head, blocker, backend, hstate, quarantined
+                )
                 plan = ctx.host.plan(report, history, state)
                 plan_s = _mono() - t1
                 if plan is None:
                     return records_written
                 expected = f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}"
                 if plan.iteration_id != expected:
-                    raise HostError(f"planner returned id {plan.iteration_id}, the kernel allocated {expected}")
+                    raise HostError(
+                        f"planner returned id {plan.iteration_id}, the kernel allocated {expected}"
+                    )
                 if plan.gap.key not in {g.key for g in report.gaps}:
-                    raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report")
-                plan = clamp_plan(plan, ctx.config, protected_patterns(ctx.config.guard.protected), ctx.paths.selfhost)
+                    raise HostError(
+                        f"planner planned gap {plan.gap.key!r}, which is not in the report"
+                    )
+                plan = clamp_plan(
+                    plan,
+                    ctx.config,
+                    protected_patterns(ctx.config.guard.protected),
+                    ctx.paths.selfhost,
+                )
                 name, spec_reason = self.choose(plan, backend)
-                attempt = Attempt(plan=plan, base=head, started=datetime.now(UTC), backend=backend, worktree=worktree)
+                attempt = Attempt(
+                    plan=plan,
+                    base=head,
+                    started=datetime.now(UTC),
+                    backend=backend,
+                    worktree=worktree,
+                )
                 attempt.durations["analyse"] = round(analyse_s, 3)
                 attempt.durations["plan"] = round(plan_s, 3)
-                why_not = spec_reason or (f"cannot land: {blocker}" if blocker else "") or (
-                    f"halted: {hstate.reason}" if hstate.halted else "") or ("" if execute else "plan only")
+                why_not = (
+                    spec_reason
+                    or (f"cannot land: {blocker}" if blocker else "")
+                    or (f"halted: {hstate.reason}" if hstate.halted else "")
+                    or ("" if execute else "plan only")
+                )
                 spec = None
                 if not why_not and name != "none":
                     spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree))
                     if spec is None:
                         why_not = f"{name} cannot take this gap"
                 if spec is None:
-                    record = self.record_waiting(attempt, why_not or f"backend {name} only writes plans")
+                    record = self.record_waiting(
+                        attempt, why_not or f"backend {name} only writes plans"
+                    )
                     records_written.append(record)
-                    report = report.model_copy(update={"gaps": tuple(g for g in report.gaps if g.key != plan.gap.key)})
+                    report = report.model_copy(
+                        update={"gaps": tuple(g for g in report.gaps if g.key != plan.gap.key)}
+                    )
                     sequence += 1
                     attempt = None
                     continue
@@ -234,11 +285,22 @@ class Iteration:
                 return records_written
         except Interrupted:
             if attempt is not None:
-                records_written.append(self.finish(attempt, IterationOutcome.ABORTED, None, "interrupted (Ctrl-C or SIGTERM); the work was discarded"))
+                records_written.append(
+                    self.finish(
+                        attempt,
+                        IterationOutcome.ABORTED,
+                        None,
+                        "interrupted (Ctrl-C or SIGTERM); the work was discarded",
+                    )
+                )
             raise
         finally:
             self.phase("cleaning up", "")
-            if attempt is not None and attempt.branch and not attempt.branch.startswith("seed/kept/"):
+            if (
+                attempt is not None
+                and attempt.branch
+                and not attempt.branch.startswith("seed/kept/")
+            ):
                 with contextlib.suppress(gitops.GitError):
                     gitops.worktree_remove(ctx.paths.root, worktree)
                     gitops.delete_branch(ctx.paths.root, attempt.branch)
@@ -253,11 +315,23 @@ class Iteration:
         if "*" in backend.sources or plan.gap.source in backend.sources:
             return backend.name, ""
         if backend.fallback:
-            return backend.fallback, f"{backend.name} cannot take {plan.gap.source} gaps and no agent is installed"
+            return (
+                backend.fallback,
+                f"{backend.name} cannot take {plan.gap.source} gaps and no agent is installed",
+            )
         return "none", f"{backend.name} cannot take {plan.gap.source} gaps"
 
-    def project_state(self, now: datetime, sequence: int, worktree: Path, head: str, blocker: str,
-                      backend: Backend, hstate: halt.HaltState, quarantined: tuple[str, ...]) -> ProjectState:
+    def project_state(
+        self,
+        now: datetime,
+        sequence: int,
+        worktree: Path,
+        head: str,
+        blocker: str,
+        backend: Backend,
+        hstate: halt.HaltState,
+        quarantined: tuple[str, ...],
+    ) -> ProjectState:
         """What the planner may know besides the gaps."""
         ctx = self.ctx
         return ProjectState(
@@ -312,11 +386,20 @@ class Iteration:
         iteration_id = plan.iteration_id
         budget = halt.budget_problem(ctx.store, ctx.config.budget)
         if budget:
-            record = self.finish(attempt, IterationOutcome.FAILURE, FailureCategory.BUDGET_EXCEEDED, f"budget exhausted before the agent ran: {budget}")
+            record = self.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.BUDGET_EXCEEDED,
+                f"budget exhausted before the agent ran: {budget}",
+            )
             return record
         run_dir = ctx.paths.runs / iteration_id
         run_dir.mkdir(parents=True, exist_ok=True)
-        prompt_file, plan_file, result_file = run_dir / "prompt.md", run_dir / "plan.json", run_dir / "result.json"
+        prompt_file, plan_file, result_file = (
+            run_dir / "prompt.md",
+            run_dir / "plan.json",
+            run_dir / "result.json",
+        )
         result_file.unlink(missing_ok=True)
         atomic_write_text(prompt_file, spec.prompt)
         atomic_write_text(plan_file, plan.model_dump_json(indent=2))
@@ -332,14 +415,17 @@ class Iteration:
             "{result_file}": str(result_file),
         }
         argv = [_substitute(a, values) for a in spec.argv]
-        env = self._agent_env(spec, {
-            "SEED_PROMPT_FILE": str(prompt_file),
-            "SEED_PLAN_FILE": str(plan_file),
-            "SEED_WORKTREE": str(attempt.worktree),
-            "SEED_ITERATION_ID": iteration_id,
-            "SEED_RESULT_FILE": str(result_file),
-            "SEED_RUN_DIR": str(run_dir),
-        })
+        env = self._agent_env(
+            spec,
+            {
+                "SEED_PROMPT_FILE": str(prompt_file),
+                "SEED_PLAN_FILE": str(plan_file),
+                "SEED_WORKTREE": str(attempt.worktree),
+                "SEED_ITERATION_ID": iteration_id,
+                "SEED_RESULT_FILE": str(result_file),
+                "SEED_RUN_DIR": str(run_dir),
+            },
+        )
         log_path = ctx.store.folder(iteration_id) / "agent.log"
         timeout = min(plan.budget.timeout_s, ctx.config.agent.timeout_s)
         if spec.version_argv:
@@ -348,50 +434,99 @@ class Iteration:
         ctx.log(f"{iteration_id}: {attempt.backend.name} working on {plan.gap.key}")
         if not (os.path.isabs(argv[0]) or shutil.which(argv[0], path=env.get("PATH"))):
             log_path.write_text(f"agent executable not found: {argv[0]}\n", encoding="utf-8")
-            return self.finish(attempt, IterationOutcome.FAILURE, FailureCategory.AGENT_ERROR, f"agent executable not found: {argv[0]}")
+            return self.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.AGENT_ERROR,
+                f"agent executable not found: {argv[0]}",
+            )
         t0 = _mono()
 
         def started(pgid: int) -> None:
-            atomic_write_text(ctx.paths.running, json.dumps({
-                "iteration_id": iteration_id, "pgid": pgid, "start_time": procs.process_start_time(pgid),
-                "worktree": str(attempt.worktree), "daemon_pid": os.getpid(), "gap": plan.gap.key,
-                "inbox": attempt.claimed_inbox,
-            }))
+            atomic_write_text(
+                ctx.paths.running,
+                json.dumps(
+                    {
+                        "iteration_id": iteration_id,
+                        "pgid": pgid,
+                        "start_time": procs.process_start_time(pgid),
+                        "worktree": str(attempt.worktree),
+                        "daemon_pid": os.getpid(),
+                        "gap": plan.gap.key,
+                        "inbox": attempt.claimed_inbox,
+                    }
+                ),
+            )
 
         if plan.gap.inbox is not None:
             with contextlib.suppress(OSError):
                 inbox.claim(ctx.paths.inbox, plan.gap.inbox.name)
                 attempt.claimed_inbox = plan.gap.inbox.name
-        completed = procs.run(argv, cwd=attempt.worktree, timeout_s=timeout, env=env, merge_stderr=True,
-                              log_path=log_path, max_bytes=ctx.config.agent.max_log_bytes, on_start=started, sweep_rounds=20)
+        completed = procs.run(
+            argv,
+            cwd=attempt.worktree,
+            timeout_s=timeout,
+            env=env,
+            merge_stderr=True,
+            log_path=log_path,
+            max_bytes=ctx.config.agent.max_log_bytes,
+            on_start=started,
+            sweep_rounds=20,
+        )
         ctx.paths.running.unlink(missing_ok=True)
         self._timed(attempt, "execute", t0)
         if completed.truncated:
             with log_path.open("ab") as handle:
-                handle.write(f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode())
+                handle.write(
+                    f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
+                )
         attempt.exit_code = completed.exit_code
-        result_json = result_file.read_text(encoding="utf-8", errors="replace")[:1_000_000] if result_file.exists() else ""
+        result_json = (
+            result_file.read_text(encoding="utf-8", errors="replace")[:1_000_000]
+            if result_file.exists()
+            else ""
+        )
         run_result = RunResult(
-            exit_code=completed.exit_code, timed_out=completed.timed_out, duration_s=completed.duration_s,
-            output_tail=completed.tail.decode("utf-8", errors="replace"), output_bytes=completed.output_bytes,
-            log_path=str(log_path), run_dir=str(run_dir), result_json=result_json,
+            exit_code=completed.exit_code,
+            timed_out=completed.timed_out,
+            duration_s=completed.duration_s,
+            output_tail=completed.tail.decode("utf-8", errors="replace"),
+            output_bytes=completed.output_bytes,
+            log_path=str(log_path),
+            run_dir=str(run_dir),
+            result_json=result_json,
         )
         try:
             attempt.agent = ctx.host.agent_parse(attempt.backend.name, plan, run_result)
         except HostError as exc:
-            attempt.agent = AgentReport(success=completed.exit_code == 0, summary=f"the adapter could not read the run: {exc}")
+            attempt.agent = AgentReport(
+                success=completed.exit_code == 0,
+                summary=f"the adapter could not read the run: {exc}",
+            )
         if completed.timed_out:
-            return self.finish(attempt, IterationOutcome.FAILURE, FailureCategory.AGENT_TIMEOUT,
-                               f"the agent ran past its {timeout:.0f}s limit; its process group was ended")
+            return self.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.AGENT_TIMEOUT,
+                f"the agent ran past its {timeout:.0f}s limit; its process group was ended",
+            )
         if attempt.agent.tokens_used > ctx.config.budget.max_tokens_per_iteration > 0 or (
             attempt.agent.cost_usd > ctx.config.budget.max_cost_usd_per_iteration > 0
         ):
-            return self.finish(attempt, IterationOutcome.FAILURE, FailureCategory.BUDGET_EXCEEDED,
-                               f"the run used {attempt.agent.tokens_used} tokens / ${attempt.agent.cost_usd:.2f}, over the per-iteration budget")
+            return self.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.BUDGET_EXCEEDED,
+                f"the run used {attempt.agent.tokens_used} tokens / ${attempt.agent.cost_usd:.2f}, over the per-iteration budget",
+            )
         if not attempt.agent.success:
             category = attempt.agent.failure_category or FailureCategory.AGENT_ERROR
-            return self.finish(attempt, IterationOutcome.FAILURE, category,
-                               f"the agent reported failure (exit {completed.exit_code}): {attempt.agent.summary[:300]}")
+            return self.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                category,
+                f"the agent reported failure (exit {completed.exit_code}): {attempt.agent.summary[:300]}",
+            )
         return self.inspect_and_land(attempt, baseline)
 
     def inspect_and_land(self, attempt: Attempt, baseline: Baseline) -> IterationRecord:
@@ -405,22 +540,50 @@ class Iteration:
         attempt.touched = [c.path for c in changes]
         inserted, deleted = gitops.numstat(wt, attempt.base)
         attempt.diff = DiffStat(
-            files=len(changes), insertions=inserted, deletions=deleted, new_files=sum(1 for c in changes if c.status == "A")
+            files=len(changes),
+            insertions=inserted,
+            deletions=deleted,
+            new_files=sum(1 for c in changes if c.status == "A"),
         )
         if not changes:
             self._timed(attempt, "inspect", t0)
-            return self.finish(attempt, IterationOutcome.NO_CHANGE, None, "the agent said it was done but changed nothing")
-        findings = guard.inspect_changes(wt, attempt.base, changes, attempt.plan, protected_patterns(ctx.config.guard.protected), inserted, deleted)
+            return self.finish(
+                attempt,
+                IterationOutcome.NO_CHANGE,
+                None,
+                "the agent said it was done but changed nothing",
+            )
+        findings = guard.inspect_changes(
+            wt,
+            attempt.base,
+            changes,
+            attempt.plan,
+            protected_patterns(ctx.config.guard.protected),
+            inserted,
+            deleted,
+        )
         self._timed(attempt, "inspect", t0)
         if findings:
             category = guard.worst(findings)
-            return self.finish(attempt, IterationOutcome.ROLLBACK, category, str(findings[0]), evidence=[str(f) for f in findings])
+            return self.finish(
+                attempt,
+                IterationOutcome.ROLLBACK,
+                category,
+                str(findings[0]),
+                evidence=[str(f) for f in findings],
+            )
         self.phase("verifying", "")
         t1 = _mono()
         verification = self.verify(attempt, baseline)
         self._timed(attempt, "verify", t1)
         if not verification.passed:
-            return self.finish(attempt, IterationOutcome.ROLLBACK, verification.category, verification.reason, verification=verification)
+            return self.finish(
+                attempt,
+                IterationOutcome.ROLLBACK,
+                verification.category,
+                verification.reason,
+                verification=verification,
+            )
         return self.land(attempt, baseline, verification)
 
     def verify(self, attempt: Attempt, baseline: Baseline) -> Verification:
@@ -435,20 +598,37 @@ class Iteration:
             gitops.worktree_add(ctx.paths.root, base_wt, attempt.base)
             try:
                 work = ctx.paths.runs / "pytest"
-                before = run_pytest(base_wt, ctx.target, work, ctx.config.quality.tool_timeout_s, nodes)
+                before = run_pytest(
+                    base_wt, ctx.target, work, ctx.config.quality.tool_timeout_s, nodes
+                )
                 again = run_pytest(wt, ctx.target, work, ctx.config.quality.tool_timeout_s, nodes)
             finally:
                 gitops.worktree_remove(ctx.paths.root, base_wt)
-            def failed(m: Any) -> set[str]:
-                return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
+
+            def failed(m: Measurement) -> set[str]:
+                return {
+                    d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")
+                }
+
             return failed(before), failed(again)
 
-        selfcheck = None
-        if any(c.check == CheckName.SELFCHECK for c in attempt.plan.criteria):
-            selfcheck = lambda: _selfcheck(wt, ctx.paths.state / "selfcheck.log")  # noqa: E731
-        return verify(attempt.plan, baseline.measurements, after, attempt.touched, wt, rerun=rerun, selfcheck=selfcheck)
+        def boot() -> tuple[bool, str]:
+            return selfcheck(wt, ctx.paths.state / "selfcheck.log")
 
-    def land(self, attempt: Attempt, baseline: Baseline, verification: Verification) -> IterationRecord:
+        wants_boot = any(c.check == CheckName.SELFCHECK for c in attempt.plan.criteria)
+        return verify(
+            attempt.plan,
+            baseline.measurements,
+            after,
+            attempt.touched,
+            wt,
+            rerun=rerun,
+            selfcheck=boot if wants_boot else None,
+        )
+
+    def land(
+        self, attempt: Attempt, baseline: Baseline, verification: Verification
+    ) -> IterationRecord:
         """Commit in the worktree and fast-forward the user's branch (or keep the branch)."""
         ctx = self.ctx
         plan = attempt.plan
@@ -472,35 +652,79 @@ class Iteration:
             rebased = gitops.git(wt, "rebase", "--quiet", head_now, check=False)
             if not rebased.ok:
                 gitops.git(wt, "rebase", "--abort", check=False)
-                return self.keep(attempt, commit, f"the branch moved to {head_now[:12]} and the change does not rebase onto it", verification)
+                return self.keep(
+                    attempt,
+                    commit,
+                    f"the branch moved to {head_now[:12]} and the change does not rebase onto it",
+                    verification,
+                )
             commit = gitops.out(wt, "rev-parse", "HEAD")
             gate = freeze_gate(wt, ctx.paths.gate / (wt.name + "-rebased"), ctx.config.quality)
             attempt.base = head_now
-            moved = Baseline(baseline.worktree, head_now, gitops.tree_of(root, head_now), gate, baseline.measurements, baseline.report)
+            moved = Baseline(
+                baseline.worktree,
+                head_now,
+                gitops.tree_of(root, head_now),
+                gate,
+                baseline.measurements,
+                baseline.report,
+            )
             verification = self.verify(attempt, moved)
             if not verification.passed:
-                return self.finish(attempt, IterationOutcome.ROLLBACK, verification.category,
-                                   f"after rebasing onto {head_now[:12]}: {verification.reason}", verification=verification)
-        collisions = [p for p in gitops.added_files(root, attempt.base, commit) if (root / p).exists() or (root / p).is_symlink()]
+                return self.finish(
+                    attempt,
+                    IterationOutcome.ROLLBACK,
+                    verification.category,
+                    f"after rebasing onto {head_now[:12]}: {verification.reason}",
+                    verification=verification,
+                )
+        collisions = [
+            p
+            for p in gitops.added_files(root, attempt.base, commit)
+            if (root / p).exists() or (root / p).is_symlink()
+        ]
         if collisions:
-            return self.keep(attempt, commit, f"the change adds files that already exist, untracked, in your checkout: {', '.join(collisions[:5])}", verification)
+            return self.keep(
+                attempt,
+                commit,
+                f"the change adds files that already exist, untracked, in your checkout: {', '.join(collisions[:5])}",
+                verification,
+            )
         merged = gitops.git(root, "merge", "--ff-only", "--quiet", commit, check=False)
         self._timed(attempt, "land", t0)
         if not merged.ok:
             reason = " ".join((merged.err_text() or merged.text()).split())[:400]
-            return self.keep(attempt, commit, f"git refused the fast-forward: {reason}", verification)
+            return self.keep(
+                attempt, commit, f"git refused the fast-forward: {reason}", verification
+            )
         gitops.delete_branch(root, attempt.branch)
         attempt.branch = ""
-        return self.finish(attempt, IterationOutcome.SUCCESS, None, verification.reason, commit=commit, verification=verification)
+        return self.finish(
+            attempt,
+            IterationOutcome.SUCCESS,
+            None,
+            verification.reason,
+            commit=commit,
+            verification=verification,
+        )
 
-    def keep(self, attempt: Attempt, commit: str, reason: str, verification: Verification) -> IterationRecord:
+    def keep(
+        self, attempt: Attempt, commit: str, reason: str, verification: Verification
+    ) -> IterationRecord:
         """MERGE_BLOCKED: keep the work as seed/kept/<id>; nothing in the checkout changes."""
         root = self.ctx.paths.root
         kept = f"seed/kept/{attempt.plan.iteration_id}"
         gitops.git(root, "branch", "--force", kept, commit)
         self._prune_kept()
-        record = self.finish(attempt, IterationOutcome.MERGE_BLOCKED, FailureCategory.MERGE_BLOCKED,
-                             f"{reason}; the work is kept on branch {kept}", commit=commit, kept=kept, verification=verification)
+        record = self.finish(
+            attempt,
+            IterationOutcome.MERGE_BLOCKED,
+            FailureCategory.MERGE_BLOCKED,
+            f"{reason}; the work is kept on branch {kept}",
+            commit=commit,
+            kept=kept,
+            verification=verification,
+        )
         return record
 
     def _prune_kept(self) -> None:
@@ -514,13 +738,24 @@ class Iteration:
     def record_waiting(self, attempt: Attempt, why: str) -> IterationRecord:
         """A plan nobody can carry out now: written down, nothing runs."""
         ctx = self.ctx
-        ctx.store.write_file(attempt.plan.iteration_id, "plan.json", attempt.plan.model_dump_json(indent=2) + "\n")
+        ctx.store.write_file(
+            attempt.plan.iteration_id, "plan.json", attempt.plan.model_dump_json(indent=2) + "\n"
+        )
         attempt.backend = Backend("none", attempt.backend.reason)
         return self.finish(attempt, IterationOutcome.WAITING, None, f"waiting for an agent: {why}")
 
-    def finish(self, attempt: Attempt, outcome: IterationOutcome, category: FailureCategory | None, reason: str, *,
-               commit: str | None = None, kept: str | None = None, verification: Verification | None = None,
-               evidence: Sequence[str] = ()) -> IterationRecord:
+    def finish(
+        self,
+        attempt: Attempt,
+        outcome: IterationOutcome,
+        category: FailureCategory | None,
+        reason: str,
+        *,
+        commit: str | None = None,
+        kept: str | None = None,
+        verification: Verification | None = None,
+        evidence: Sequence[str] = (),
+    ) -> IterationRecord:
         """Write the record, report.md and the inbox item's fate; apply halt conditions."""
         ctx = self.ctx
         plan = attempt.plan
@@ -560,7 +795,11 @@ class Iteration:
         ctx.store.write_file(plan.iteration_id, "report.md", markdown)
         self._release_inbox(attempt, record)
         self._apply_halts(record)
-        line = f"{record.iteration_id}: {record.outcome.value}" + (f" {category.value}" if category else "") + f" ({plan.gap.key}): {reason}"
+        line = (
+            f"{record.iteration_id}: {record.outcome.value}"
+            + (f" {category.value}" if category else "")
+            + f" ({plan.gap.key}): {reason}"
+        )
         ctx.log(line[:500])
         return record
 
@@ -570,8 +809,21 @@ class Iteration:
         ctx = self.ctx
         name = attempt.claimed_inbox
         links = [r.iteration_id for r in ctx.store.for_gaps([record.gap.key], per_gap=20)]
-        failures = sum(1 for r in ctx.store.for_gaps([record.gap.key], per_gap=20) if r.outcome in FAILED_OUTCOMES)
-        text = "\n".join([f"# {name}: {record.outcome.value}", "", record.reason, "", *[f"- ../../history/{i}/report.md" for i in links], ""])
+        failures = sum(
+            1
+            for r in ctx.store.for_gaps([record.gap.key], per_gap=20)
+            if r.outcome in FAILED_OUTCOMES
+        )
+        text = "\n".join(
+            [
+                f"# {name}: {record.outcome.value}",
+                "",
+                record.reason,
+                "",
+                *[f"- ../../history/{i}/report.md" for i in links],
+                "",
+            ]
+        )
         if record.outcome == IterationOutcome.SUCCESS:
             inbox.release(ctx.paths.inbox, name, "done", text)
         elif record.outcome in FAILED_OUTCOMES and failures >= 3:
@@ -583,14 +835,29 @@ class Iteration:
         ctx = self.ctx
         category = record.failure_category
         reason = ""
-        if category in VIOLATIONS or category in (FailureCategory.GROWTH_LIMIT, FailureCategory.BUDGET_EXCEEDED):
-            reason = f"{category.value} in {record.iteration_id}: {record.reason}" if category else ""
+        if category in VIOLATIONS or category in (
+            FailureCategory.GROWTH_LIMIT,
+            FailureCategory.BUDGET_EXCEEDED,
+        ):
+            reason = (
+                f"{category.value} in {record.iteration_id}: {record.reason}" if category else ""
+            )
         else:
-            ran = [r for r in ctx.store.recent(10) if r.outcome not in (IterationOutcome.WAITING, IterationOutcome.ABORTED)]
+            ran = [
+                r
+                for r in ctx.store.recent(10)
+                if r.outcome not in (IterationOutcome.WAITING, IterationOutcome.ABORTED)
+            ]
             last = ran[-3:]
-            if len(last) == 3 and all(r.outcome in FAILED_OUTCOMES for r in last) and len({r.gap.key for r in last}) == 3:
+            if (
+                len(last) == 3
+                and all(r.outcome in FAILED_OUTCOMES for r in last)
+                and len({r.gap.key for r in last}) == 3
+            ):
                 reason = f"3 consecutive failures across different gaps ({', '.join(r.iteration_id for r in last)})"
-            elif len(last) == 3 and all(r.failure_category == FailureCategory.FLAKY_TEST for r in last):
+            elif len(last) == 3 and all(
+                r.failure_category == FailureCategory.FLAKY_TEST for r in last
+            ):
                 reason = "a flaky streak of 3 iterations"
         if reason:
             halt.halt(ctx.store, reason, category.value if category else "", record.iteration_id)
@@ -632,25 +899,9 @@ def _tick_roadmap(path: Path, line: int, text: str) -> None:
     if not path.exists():
         return
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    candidates = [line - 1] + [i for i, raw in enumerate(lines) if i != line - 1]
+    candidates = [line - 1] + [i for i in range(len(lines)) if i != line - 1]
     for index in candidates:
         if 0 <= index < len(lines) and "[ ]" in lines[index] and text in lines[index]:
             lines[index] = lines[index].replace("[ ]", "[x]", 1)
             path.write_text("".join(lines), encoding="utf-8")
             return
-
-
-def _selfcheck(tree: Path, log: Path) -> tuple[bool, str]:
-    """Boot the changed modules in a host of their own: every module loads and meets its contract."""
-    from kernel.host import ModuleHost
-
-    host = ModuleHost(tree, log, timeout_s=120)
-    try:
-        hello = host.start()
-        host.agents()
-    except HostError as exc:
-        return False, str(exc)[:500]
-    finally:
-        host.stop()
-    return True, f"modules load and meet their contracts ({', '.join(hello.get('analyzers', []))})"
-

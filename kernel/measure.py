@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
+import sysconfig
 import tomllib
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -126,7 +128,9 @@ def freeze_gate(tree: Path, out_dir: Path, quality: QualityConfig) -> Gate:
     ruff_config.write_text(tomli_w.dumps(ruff_doc), encoding="utf-8")
     pyright: dict[str, Any] = {}
     if (tree / "pyrightconfig.json").is_file():
-        pyright = _json_lenient((tree / "pyrightconfig.json").read_text(encoding="utf-8", errors="replace"))
+        pyright = _json_lenient(
+            (tree / "pyrightconfig.json").read_text(encoding="utf-8", errors="replace")
+        )
     elif "pyright" in tool:
         pyright = dict(cast(dict[str, Any], tool["pyright"]))
     (out_dir / "pyright.json").write_text(json.dumps(pyright, indent=2), encoding="utf-8")
@@ -151,22 +155,47 @@ def _tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def ruff_binary() -> str:
     """The ruff executable installed with the daemon."""
-    from ruff.__main__ import find_ruff_bin  # the ruff package is a daemon dependency
-
-    return str(find_ruff_bin())
+    scripts = Path(sysconfig.get_path("scripts"))
+    for candidate in (scripts / "ruff", Path(sys.executable).parent / "ruff"):
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("ruff")
+    if found is None:
+        raise FileNotFoundError("ruff is not installed next to this interpreter nor on PATH")
+    return found
 
 
 def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()) -> Measurement:
     """`ruff check` on the tree (or some files), parsed into diagnostics."""
-    argv = [ruff_binary(), "check", "--no-cache", "--output-format", "json", "--config", str(gate.ruff_config)]
+    argv = [
+        ruff_binary(),
+        "check",
+        "--no-cache",
+        "--output-format",
+        "json",
+        "--config",
+        str(gate.ruff_config),
+    ]
     result = procs.run([*argv, *(files or ["."])], cwd=tree, timeout_s=timeout_s, env=_tool_env())
     if result.timed_out or result.exit_code not in (0, 1):
-        return Measurement(tool=Tool.RUFF, ran=False, exit_code=result.exit_code, timed_out=result.timed_out,
-                           error=result.err_text().strip()[-_MAX_DETAIL:] or "ruff failed", duration_s=result.duration_s)
+        return Measurement(
+            tool=Tool.RUFF,
+            ran=False,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            error=result.err_text().strip()[-_MAX_DETAIL:] or "ruff failed",
+            duration_s=result.duration_s,
+        )
     try:
         items = cast(list[dict[str, Any]], json.loads(result.text() or "[]"))
     except json.JSONDecodeError as exc:
-        return Measurement(tool=Tool.RUFF, ran=False, exit_code=result.exit_code, error=f"unreadable ruff output: {exc}", duration_s=result.duration_s)
+        return Measurement(
+            tool=Tool.RUFF,
+            ran=False,
+            exit_code=result.exit_code,
+            error=f"unreadable ruff output: {exc}",
+            duration_s=result.duration_s,
+        )
     diagnostics: list[Diagnostic] = []
     for item in items:
         location = cast(dict[str, Any], item.get("location") or {})
@@ -182,21 +211,50 @@ def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
                 fixable=bool(fix and fix.get("applicability") == "safe"),
             )
         )
-    return Measurement(tool=Tool.RUFF, ran=True, exit_code=result.exit_code, diagnostics=tuple(diagnostics), duration_s=result.duration_s)
+    return Measurement(
+        tool=Tool.RUFF,
+        ran=True,
+        exit_code=result.exit_code,
+        diagnostics=tuple(diagnostics),
+        duration_s=result.duration_s,
+    )
 
 
-def run_ruff_format(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()) -> Measurement:
+def run_ruff_format(
+    tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
+) -> Measurement:
     """`ruff format --check`: one diagnostic per file it would reformat."""
-    argv = [ruff_binary(), "format", "--check", "--no-cache", "--output-format", "json", "--config", str(gate.ruff_config)]
+    argv = [
+        ruff_binary(),
+        "format",
+        "--check",
+        "--no-cache",
+        "--output-format",
+        "json",
+        "--config",
+        str(gate.ruff_config),
+    ]
     result = procs.run([*argv, *(files or ["."])], cwd=tree, timeout_s=timeout_s, env=_tool_env())
     if result.timed_out or result.exit_code not in (0, 1, 2):
-        return Measurement(tool=Tool.RUFF_FORMAT, ran=False, exit_code=result.exit_code, timed_out=result.timed_out,
-                           error=result.err_text().strip()[-_MAX_DETAIL:] or "ruff format failed", duration_s=result.duration_s)
+        return Measurement(
+            tool=Tool.RUFF_FORMAT,
+            ran=False,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            error=result.err_text().strip()[-_MAX_DETAIL:] or "ruff format failed",
+            duration_s=result.duration_s,
+        )
     try:
         items = cast(list[dict[str, Any]], json.loads(result.text() or "[]"))
     except json.JSONDecodeError:
         if result.exit_code == 2:
-            return Measurement(tool=Tool.RUFF_FORMAT, ran=False, exit_code=2, error=result.err_text().strip()[-_MAX_DETAIL:], duration_s=result.duration_s)
+            return Measurement(
+                tool=Tool.RUFF_FORMAT,
+                ran=False,
+                exit_code=2,
+                error=result.err_text().strip()[-_MAX_DETAIL:],
+                duration_s=result.duration_s,
+            )
         items = []
     diagnostics = [
         Diagnostic(
@@ -209,7 +267,13 @@ def run_ruff_format(tree: Path, gate: Gate, timeout_s: float, files: Sequence[st
         )
         for item in items
     ]
-    return Measurement(tool=Tool.RUFF_FORMAT, ran=True, exit_code=result.exit_code, diagnostics=tuple(diagnostics), duration_s=result.duration_s)
+    return Measurement(
+        tool=Tool.RUFF_FORMAT,
+        ran=True,
+        exit_code=result.exit_code,
+        diagnostics=tuple(diagnostics),
+        duration_s=result.duration_s,
+    )
 
 
 def _pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, Any]:
@@ -221,28 +285,54 @@ def _pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, 
     return config
 
 
-def run_pyright(tree: Path, gate: Gate, target: Target, timeout_s: float, files: Sequence[str] = ()) -> Measurement:
+def run_pyright(
+    tree: Path, gate: Gate, target: Target, timeout_s: float, files: Sequence[str] = ()
+) -> Measurement:
     """pyright --outputjson with the gate config written inside the tree (it ignores absolute paths)."""
     config_path = tree / PYRIGHT_GATE_NAME
     config_path.write_text(json.dumps(_pyright_config(gate, tree, target.strict)), encoding="utf-8")
-    argv = [sys.executable, "-m", "pyright", "--outputjson", "-p", str(config_path), "--pythonpath", target.python, *files]
+    argv = [
+        sys.executable,
+        "-m",
+        "pyright",
+        "--outputjson",
+        "-p",
+        str(config_path),
+        "--pythonpath",
+        target.python,
+        *files,
+    ]
     try:
         result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_tool_env())
     finally:
         config_path.unlink(missing_ok=True)
     if result.timed_out or result.exit_code not in (0, 1):
-        return Measurement(tool=Tool.PYRIGHT, ran=False, exit_code=result.exit_code, timed_out=result.timed_out,
-                           error=(result.err_text() or result.text()).strip()[-_MAX_DETAIL:] or "pyright failed", duration_s=result.duration_s)
+        return Measurement(
+            tool=Tool.PYRIGHT,
+            ran=False,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            error=(result.err_text() or result.text()).strip()[-_MAX_DETAIL:] or "pyright failed",
+            duration_s=result.duration_s,
+        )
     try:
         data = cast(dict[str, Any], json.loads(result.text()))
     except json.JSONDecodeError as exc:
-        return Measurement(tool=Tool.PYRIGHT, ran=False, exit_code=result.exit_code, error=f"unreadable pyright output: {exc}", duration_s=result.duration_s)
+        return Measurement(
+            tool=Tool.PYRIGHT,
+            ran=False,
+            exit_code=result.exit_code,
+            error=f"unreadable pyright output: {exc}",
+            duration_s=result.duration_s,
+        )
     diagnostics: list[Diagnostic] = []
     for item in cast(list[dict[str, Any]], data.get("generalDiagnostics", [])):
         severity = str(item.get("severity", "error"))
         if severity not in ("error", "warning"):
             continue
-        start = cast(dict[str, Any], cast(dict[str, Any], item.get("range") or {}).get("start") or {})
+        start = cast(
+            dict[str, Any], cast(dict[str, Any], item.get("range") or {}).get("start") or {}
+        )
         diagnostics.append(
             Diagnostic(
                 tool=Tool.PYRIGHT,
@@ -255,10 +345,18 @@ def run_pyright(tree: Path, gate: Gate, target: Target, timeout_s: float, files:
                 detail=str(item.get("message", ""))[:_MAX_DETAIL],
             )
         )
-    return Measurement(tool=Tool.PYRIGHT, ran=True, exit_code=result.exit_code, diagnostics=tuple(diagnostics), duration_s=result.duration_s)
+    return Measurement(
+        tool=Tool.PYRIGHT,
+        ran=True,
+        exit_code=result.exit_code,
+        diagnostics=tuple(diagnostics),
+        duration_s=result.duration_s,
+    )
 
 
-def _pytest_diagnostics(records: list[dict[str, Any]]) -> tuple[list[Diagnostic], list[str], dict[str, Any] | None]:
+def _pytest_diagnostics(
+    records: list[dict[str, Any]],
+) -> tuple[list[Diagnostic], list[str], dict[str, Any] | None]:
     diagnostics: list[Diagnostic] = []
     collected: list[str] = []
     finish: dict[str, Any] | None = None
@@ -270,37 +368,81 @@ def _pytest_diagnostics(records: list[dict[str, Any]]) -> tuple[list[Diagnostic]
             finish = rec
         elif kind == "collect_error":
             node = str(rec.get("nodeid", ""))
-            diagnostics.append(Diagnostic(tool=Tool.PYTEST, file=node.split("::")[0], rule="collection-error", node_id=node,
-                                          message=str(rec.get("message", "")), exc_type=str(rec.get("exc_type", "")),
-                                          detail=str(rec.get("trace_head", ""))[-_MAX_DETAIL:]))
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    file=node.split("::")[0],
+                    rule="collection-error",
+                    node_id=node,
+                    message=str(rec.get("message", "")),
+                    exc_type=str(rec.get("exc_type", "")),
+                    detail=str(rec.get("trace_head", ""))[-_MAX_DETAIL:],
+                )
+            )
         elif kind == "outside_import":
-            diagnostics.append(Diagnostic(tool=Tool.PYTEST, rule="outside-import", file=str(rec.get("module", "")),
-                                          message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test"))
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    rule="outside-import",
+                    file=str(rec.get("module", "")),
+                    message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test",
+                )
+            )
         elif kind == "test" and rec.get("outcome") == "failed":
             node = str(rec.get("nodeid", ""))
             when = str(rec.get("when", "call"))
-            diagnostics.append(Diagnostic(tool=Tool.PYTEST, file=node.split("::")[0], rule="failed" if when == "call" else "error",
-                                          node_id=node, message=str(rec.get("message", "")), exc_type=str(rec.get("exc_type", "")),
-                                          frame_file=str(rec.get("frame_file", "")), frame_line=int(rec.get("frame_line", 0) or 0),
-                                          detail=str(rec.get("trace_head", ""))[-_MAX_DETAIL:]))
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    file=node.split("::")[0],
+                    rule="failed" if when == "call" else "error",
+                    node_id=node,
+                    message=str(rec.get("message", "")),
+                    exc_type=str(rec.get("exc_type", "")),
+                    frame_file=str(rec.get("frame_file", "")),
+                    frame_line=int(rec.get("frame_line", 0) or 0),
+                    detail=str(rec.get("trace_head", ""))[-_MAX_DETAIL:],
+                )
+            )
     return diagnostics, collected, finish
 
 
-def run_pytest(tree: Path, target: Target, work_dir: Path, timeout_s: float, node_ids: Sequence[str] = ()) -> Measurement:
+def run_pytest(
+    tree: Path, target: Target, work_dir: Path, timeout_s: float, node_ids: Sequence[str] = ()
+) -> Measurement:
     """The target's tests with its own interpreter, through the kernel's plugin."""
     work_dir.mkdir(parents=True, exist_ok=True)
     out = work_dir / f"pytest-{os.getpid()}-{id(node_ids)}.jsonl"
     out.unlink(missing_ok=True)
-    argv = [target.python, "-m", "pytest", "-p", "seed_pytest_plugin", "-p", "no:cacheprovider",
-            "--rootdir", str(tree), "--confcutdir", str(tree), "-q", "--no-header", "-rN",
-            *target.quality.pytest_args, *node_ids]
-    env = _tool_env({
-        "PYTHONPATH": os.pathsep.join([str(tree), str(PLUGIN_DIR)]),
-        "SEED_PYTEST_OUT": str(out),
-        "SEED_PYTEST_ROOT": str(tree),
-        "SEED_PYTEST_FORBID": str(target.root),
-    })
-    result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=env, merge_stderr=True, max_bytes=4 * 1024 * 1024)
+    argv = [
+        target.python,
+        "-m",
+        "pytest",
+        "-p",
+        "seed_pytest_plugin",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tree),
+        "--confcutdir",
+        str(tree),
+        "-q",
+        "--no-header",
+        "-rN",
+        *target.quality.pytest_args,
+        *node_ids,
+    ]
+    env = _tool_env(
+        {
+            "PYTHONPATH": os.pathsep.join([str(tree), str(PLUGIN_DIR)]),
+            "SEED_PYTEST_OUT": str(out),
+            "SEED_PYTEST_ROOT": str(tree),
+            "SEED_PYTEST_FORBID": str(target.root),
+        }
+    )
+    result = procs.run(
+        argv, cwd=tree, timeout_s=timeout_s, env=env, merge_stderr=True, max_bytes=4 * 1024 * 1024
+    )
     records: list[dict[str, Any]] = []
     if out.exists():
         for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -311,24 +453,47 @@ def run_pytest(tree: Path, target: Target, work_dir: Path, timeout_s: float, nod
         out.unlink(missing_ok=True)
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if result.timed_out:
-        return Measurement(tool=Tool.PYTEST, ran=False, timed_out=True, exit_code=None, diagnostics=tuple(diagnostics),
-                           collected=tuple(collected), error=f"pytest did not finish in {timeout_s:.0f}s", duration_s=result.duration_s)
+        return Measurement(
+            tool=Tool.PYTEST,
+            ran=False,
+            timed_out=True,
+            exit_code=None,
+            diagnostics=tuple(diagnostics),
+            collected=tuple(collected),
+            error=f"pytest did not finish in {timeout_s:.0f}s",
+            duration_s=result.duration_s,
+        )
     outside = any(d.rule == "outside-import" for d in diagnostics)
     if finish is None or (result.exit_code not in (0, 1, 2, 5) and not outside):
         tail = result.tail.decode("utf-8", errors="replace").strip()[-_MAX_DETAIL:]
-        return Measurement(tool=Tool.PYTEST, ran=False, exit_code=result.exit_code, diagnostics=tuple(diagnostics),
-                           collected=tuple(collected), error=tail or "pytest did not run", duration_s=result.duration_s)
-    return Measurement(tool=Tool.PYTEST, ran=True, exit_code=result.exit_code, diagnostics=tuple(diagnostics),
-                       collected=tuple(collected), duration_s=result.duration_s)
+        return Measurement(
+            tool=Tool.PYTEST,
+            ran=False,
+            exit_code=result.exit_code,
+            diagnostics=tuple(diagnostics),
+            collected=tuple(collected),
+            error=tail or "pytest did not run",
+            duration_s=result.duration_s,
+        )
+    return Measurement(
+        tool=Tool.PYTEST,
+        ran=True,
+        exit_code=result.exit_code,
+        diagnostics=tuple(diagnostics),
+        collected=tuple(collected),
+        duration_s=result.duration_s,
+    )
 
 
-def measure(tree: Path, target: Target, gate: Gate, work_dir: Path, tree_id: str = "") -> Measurements:
+def measure(
+    tree: Path, target: Target, gate: Gate, work_dir: Path, tree_id: str = ""
+) -> Measurements:
     """Every configured tool on one tree; pyright and pytest run side by side."""
     wanted = [Tool(t) for t in target.quality.tools if t in {x.value for x in Tool}]
     timeout = target.quality.tool_timeout_s
     results: dict[Tool, Measurement] = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {}
+        futures: dict[Tool, Future[Measurement]] = {}
         if Tool.PYTEST in wanted:
             futures[Tool.PYTEST] = pool.submit(run_pytest, tree, target, work_dir, timeout)
         if Tool.PYRIGHT in wanted:

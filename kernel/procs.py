@@ -298,7 +298,9 @@ def run(
                 # the leader is gone: whatever is left of its group must not outlive it
                 end_group(pgid, grace_s=0.5)
                 drain_until = time.monotonic() + 1.0
-            if not selector.get_map() or (drain_until is not None and time.monotonic() > drain_until):
+            if not selector.get_map() or (
+                drain_until is not None and time.monotonic() > drain_until
+            ):
                 break
     finally:
         selector.close()

@@ -110,7 +110,9 @@ class RecordStore:
         if not self.events_path.exists():
             return []
         found: list[Event] = []
-        for line in self.events_path.read_text(encoding="utf-8", errors="replace").splitlines()[-limit:]:
+        for line in self.events_path.read_text(encoding="utf-8", errors="replace").splitlines()[
+            -limit:
+        ]:
             with contextlib.suppress(ValidationError, ValueError):
                 found.append(Event.model_validate_json(line))
         return found
@@ -170,7 +172,9 @@ class RecordStore:
     def _set_meta(self, db: sqlite3.Connection, key: str, value: str) -> None:
         db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def _insert(self, db: sqlite3.Connection, record: IterationRecord, offset: int, length: int) -> None:
+    def _insert(
+        self, db: sqlite3.Connection, record: IterationRecord, offset: int, length: int
+    ) -> None:
         db.execute(
             "INSERT OR REPLACE INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -214,7 +218,9 @@ class RecordStore:
                     record = IterationRecord.model_validate_json(raw)
                 except (ValidationError, ValueError) as exc:
                     reason = str(exc).splitlines()[0]
-                    self.problems.append(f"{self.records_path}: line at byte {offset} (+{number}): {reason}")
+                    self.problems.append(
+                        f"{self.records_path}: line at byte {offset} (+{number}): {reason}"
+                    )
                 else:
                     self._insert(db, record, offset, len(raw))
                 offset += len(raw)
@@ -251,9 +257,14 @@ class RecordStore:
 
     def recent(self, limit: int = 20) -> list[IterationRecord]:
         """The latest records, oldest first."""
-        rows = self._index().execute(
-            "SELECT offset, length FROM (SELECT * FROM records ORDER BY seq DESC LIMIT ?) ORDER BY seq", (limit,)
-        ).fetchall()
+        rows = (
+            self._index()
+            .execute(
+                "SELECT offset, length FROM (SELECT * FROM records ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                (limit,),
+            )
+            .fetchall()
+        )
         return self._records(rows)
 
     def for_gaps(self, keys: Sequence[str], per_gap: int = 5) -> list[IterationRecord]:
@@ -262,16 +273,19 @@ class RecordStore:
         rows: list[tuple[int, int, int]] = []
         for key in dict.fromkeys(keys):
             rows += db.execute(
-                "SELECT seq, offset, length FROM records WHERE gap_key = ? ORDER BY seq DESC LIMIT ?", (key, per_gap)
+                "SELECT seq, offset, length FROM records WHERE gap_key = ? ORDER BY seq DESC LIMIT ?",
+                (key, per_gap),
             ).fetchall()
         rows.sort()
         return self._records([(o, n) for _, o, n in rows])
 
     def get(self, iteration_id: str) -> IterationRecord | None:
         """One record by id."""
-        row = self._index().execute(
-            "SELECT offset, length FROM records WHERE iteration_id = ?", (iteration_id,)
-        ).fetchone()
+        row = (
+            self._index()
+            .execute("SELECT offset, length FROM records WHERE iteration_id = ?", (iteration_id,))
+            .fetchone()
+        )
         return self._load(int(row[0]), int(row[1])) if row else None
 
     def summaries(self, outcome: str = "", source: str = "", limit: int = 0) -> list[Summary]:
@@ -294,19 +308,33 @@ class RecordStore:
 
     def day_totals(self, day: str) -> tuple[float, int]:
         """Cost and number of iterations that ran an agent, for one UTC day."""
-        row = self._index().execute(
-            "SELECT coalesce(sum(cost), 0), count(*) FROM records WHERE day = ? AND outcome != 'WAITING'", (day,)
-        ).fetchone()
+        row = (
+            self._index()
+            .execute(
+                "SELECT coalesce(sum(cost), 0), count(*) FROM records WHERE day = ? AND outcome != 'WAITING'",
+                (day,),
+            )
+            .fetchone()
+        )
         return float(row[0]), int(row[1])
 
     def tallies(self) -> list[OutcomeTally]:
         """Successes and failures per task kind, fingerprint and day (the planner's memory)."""
-        rows = self._index().execute(
-            "SELECT task_kind, fingerprint, day, sum(outcome = 'SUCCESS'), "
-            "sum(outcome IN ('FAILURE', 'ROLLBACK', 'NO_CHANGE', 'MERGE_BLOCKED')) "
-            "FROM records WHERE task_kind != '' GROUP BY task_kind, fingerprint, day ORDER BY day"
-        ).fetchall()
-        return [OutcomeTally(task_kind=r[0], fingerprint=r[1], day=r[2], successes=int(r[3]), failures=int(r[4])) for r in rows]
+        rows = (
+            self._index()
+            .execute(
+                "SELECT task_kind, fingerprint, day, sum(outcome = 'SUCCESS'), "
+                "sum(outcome IN ('FAILURE', 'ROLLBACK', 'NO_CHANGE', 'MERGE_BLOCKED')) "
+                "FROM records WHERE task_kind != '' GROUP BY task_kind, fingerprint, day ORDER BY day"
+            )
+            .fetchall()
+        )
+        return [
+            OutcomeTally(
+                task_kind=r[0], fingerprint=r[1], day=r[2], successes=int(r[3]), failures=int(r[4])
+            )
+            for r in rows
+        ]
 
     def iter_all(self) -> Iterator[IterationRecord]:
         """Every record in order (for reports that need them all)."""

@@ -63,7 +63,11 @@ def new_findings(before: Measurement | None, after: Measurement | None) -> list[
 
 def _category(d: Diagnostic) -> FailureCategory:
     if d.tool == Tool.PYTEST:
-        return FailureCategory.IMPORT_ERROR if d.rule in ("collection-error", "outside-import") else FailureCategory.TEST_REGRESSION
+        return (
+            FailureCategory.IMPORT_ERROR
+            if d.rule in ("collection-error", "outside-import")
+            else FailureCategory.TEST_REGRESSION
+        )
     if d.tool == Tool.PYRIGHT:
         return FailureCategory.TYPE_ERROR
     if d.tool == Tool.RUFF and d.rule == "invalid-syntax":
@@ -120,16 +124,29 @@ def _failed_ids(m: Measurement | None) -> set[str]:
     return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
 
 
-def gap_closed(gap: Gap, baseline: Measurements, after: Measurements, touched: Sequence[str], task_kind: TaskKind) -> tuple[bool, str]:
+def gap_closed(
+    gap: Gap,
+    baseline: Measurements,
+    after: Measurements,
+    touched: Sequence[str],
+    task_kind: TaskKind,
+) -> tuple[bool, str]:
     """Whether the plan's gap is gone from the changed tree."""
     if gap.category == GapCategory.QUALITY:
         if gap.key == "pytest:run":
             pytest = after.get(Tool.PYTEST)
-            return (bool(pytest and pytest.ran), "the test suite runs" if pytest and pytest.ran else "the test suite still does not run")
+            return (
+                bool(pytest and pytest.ran),
+                "the test suite runs"
+                if pytest and pytest.ran
+                else "the test suite still does not run",
+            )
         remaining = Counter(identity(d) for m in after.items for d in m.diagnostics)
         still = [d for d in gap.evidence if remaining[identity(d)] > 0]
         if still:
-            return False, f"still present: {describe(still[0])}" + (f" (+{len(still) - 1} more)" if len(still) > 1 else "")
+            return False, f"still present: {describe(still[0])}" + (
+                f" (+{len(still) - 1} more)" if len(still) > 1 else ""
+            )
         for d in gap.evidence:
             if d.node_id and d.rule in ("failed", "error"):
                 pytest = after.get(Tool.PYTEST)
@@ -165,12 +182,23 @@ def check_criterion(
     selfcheck: Callable[[], tuple[bool, str]] | None,
 ) -> CriterionVerdict:
     """The verdict on one criterion, from measurements the kernel made itself."""
+
     def verdict(passed: bool, evidence: str) -> CriterionVerdict:
-        return CriterionVerdict(check=criterion.check, args=criterion.args, text=criterion.text, passed=passed, evidence=evidence)
+        return CriterionVerdict(
+            check=criterion.check,
+            args=criterion.args,
+            text=criterion.text,
+            passed=passed,
+            evidence=evidence,
+        )
 
     check = criterion.check
     if check in (CheckName.RUFF, CheckName.RUFF_FORMAT, CheckName.PYRIGHT):
-        tool = {CheckName.RUFF: Tool.RUFF, CheckName.RUFF_FORMAT: Tool.RUFF_FORMAT, CheckName.PYRIGHT: Tool.PYRIGHT}[check]
+        tool = {
+            CheckName.RUFF: Tool.RUFF,
+            CheckName.RUFF_FORMAT: Tool.RUFF_FORMAT,
+            CheckName.PYRIGHT: Tool.PYRIGHT,
+        }[check]
         files = set(_python_files(criterion.args, touched))
         before_m, after_m = baseline.get(tool), after.get(tool)
         if after_m is None:
@@ -179,12 +207,16 @@ def check_criterion(
             return verdict(False, f"{tool.value} could not run: {after_m.error[:200]}")
         fresh = [d for d in new_findings(before_m, after_m) if d.file in files]
         if fresh:
-            return verdict(False, describe(fresh[0]) + (f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else ""))
+            return verdict(
+                False, describe(fresh[0]) + (f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else "")
+            )
         return verdict(True, f"no new {tool.value} finding in {len(files)} file(s)")
     if check == CheckName.PYTEST:
         pytest = after.get(Tool.PYTEST)
         if pytest is None or not pytest.ran:
-            return verdict(False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else ""))
+            return verdict(
+                False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
+            )
         failing = _failed_ids(pytest)
         for node in criterion.args:
             if node not in pytest.collected:
@@ -196,7 +228,9 @@ def check_criterion(
     if check == CheckName.PYTEST_ALL:
         pytest = after.get(Tool.PYTEST)
         if pytest is None or not pytest.ran:
-            return verdict(False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else ""))
+            return verdict(
+                False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
+            )
         fresh = new_findings(baseline.get(Tool.PYTEST), pytest)
         if fresh:
             return verdict(False, describe(fresh[0]))
@@ -235,19 +269,33 @@ def verify(
     for m in after.items:
         before = baseline.get(m.tool)
         if before is not None and before.ran and not m.ran:
-            category = FailureCategory.TEST_TIMEOUT if m.timed_out else (
-                FailureCategory.TEST_REGRESSION if m.tool == Tool.PYTEST else FailureCategory.UNKNOWN)
+            category = (
+                FailureCategory.TEST_TIMEOUT
+                if m.timed_out
+                else (
+                    FailureCategory.TEST_REGRESSION
+                    if m.tool == Tool.PYTEST
+                    else FailureCategory.UNKNOWN
+                )
+            )
             categories.append(category)
-            result.evidence.append(f"{m.tool.value} ran on the baseline but not after the change: {m.error[:300]}")
+            result.evidence.append(
+                f"{m.tool.value} ran on the baseline but not after the change: {m.error[:300]}"
+            )
         fresh = new_findings(before, m)
         if m.tool == Tool.PYTEST and rerun is not None:
-            suspects = sorted({d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id})
+            suspects = sorted(
+                {d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id}
+            )
             if suspects:
                 failed_before, failed_after = rerun(suspects)
                 flaky = {n for n in suspects if n in failed_before or n not in failed_after}
                 if flaky:
                     categories.append(FailureCategory.FLAKY_TEST)
-                    result.evidence += [f"flaky: {n} (failed on the baseline too, or passed on a re-run)" for n in sorted(flaky)]
+                    result.evidence += [
+                        f"flaky: {n} (failed on the baseline too, or passed on a re-run)"
+                        for n in sorted(flaky)
+                    ]
                     fresh = [d for d in fresh if d.node_id not in flaky]
         for d in fresh:
             categories.append(_category(d))
@@ -257,12 +305,16 @@ def verify(
             lost = sorted(set(before.collected) - set(m.collected))
             if lost:
                 categories.append(FailureCategory.HYGIENE_VIOLATION)
-                result.evidence.append(f"{len(lost)} test(s) collected on the baseline are gone: {', '.join(lost[:5])}")
+                result.evidence.append(
+                    f"{len(lost)} test(s) collected on the baseline are gone: {', '.join(lost[:5])}"
+                )
     for criterion in plan.criteria:
         verdict = check_criterion(criterion, plan, baseline, after, touched, tree, selfcheck)
         result.verdicts.append(verdict)
         if not verdict.passed:
-            result.evidence.append(f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}")
+            result.evidence.append(
+                f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}"
+            )
             if criterion.check == CheckName.SELFCHECK:
                 categories.append(FailureCategory.IMPORT_ERROR)
             elif criterion.check in (CheckName.RUFF, CheckName.RUFF_FORMAT):

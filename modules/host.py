@@ -61,7 +61,9 @@ def check_contract(kind: str, target: str, obj: object) -> None:
     ] + list(getattr(protocol, "__annotations__", {}))
     missing = sorted({m for m in members if not hasattr(obj, m)})
     if missing:
-        raise ContractError(f"{target} does not satisfy the {kind} contract: missing {', '.join(missing)}")
+        raise ContractError(
+            f"{target} does not satisfy the {kind} contract: missing {', '.join(missing)}"
+        )
     version = getattr(obj, "contract_version", None)
     if version != CONTRACT_VERSIONS[kind]:
         raise ContractError(
@@ -80,9 +82,16 @@ def check_contract(kind: str, target: str, obj: object) -> None:
             have = inspect.signature(actual).parameters
         except (TypeError, ValueError):
             continue
-        required = [p for p in have.values() if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        required = [
+            p
+            for p in have.values()
+            if p.default is inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         if len(required) > want or len(have) < want:
-            raise ContractError(f"{target}.{name} takes {len(have)} arguments; the contract passes {want}")
+            raise ContractError(
+                f"{target}.{name} takes {len(have)} arguments; the contract passes {want}"
+            )
 
 
 def load(kind: str, target: str) -> Any:
@@ -121,7 +130,10 @@ class Host:
         for name in registry.AGENTS:
             agent = self.agent(name)
             info[name] = {"executable": agent.executable, "sources": list(agent.sources)}
-        return {"agents": info, "auto_order": [n for n in registry.AUTO_ORDER if n in registry.AGENTS]}
+        return {
+            "agents": info,
+            "auto_order": [n for n in registry.AUTO_ORDER if n in registry.AGENTS],
+        }
 
     def analyze(self, params: dict[str, Any]) -> BaseModel:
         inputs = AnalysisInput.model_validate(params["input"])
@@ -191,7 +203,9 @@ def serve(stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     try:
         host = Host()
     except Exception as exc:
-        _reply(out, {"id": 0, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}})
+        _reply(
+            out, {"id": 0, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
+        )
         traceback.print_exc(file=sys.stderr)
         return 1
     handlers = host.handlers()
@@ -202,7 +216,9 @@ def serve(stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
         try:
             request = cast(dict[str, Any], json.loads(line))
         except json.JSONDecodeError as exc:
-            _reply(out, {"id": None, "ok": False, "error": {"type": "BadRequest", "message": str(exc)}})
+            _reply(
+                out, {"id": None, "ok": False, "error": {"type": "BadRequest", "message": str(exc)}}
+            )
             continue
         ident = request.get("id")
         method = str(request.get("method", ""))
@@ -211,13 +227,23 @@ def serve(stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
             return 0
         handler = handlers.get(method)
         if handler is None:
-            _reply(out, {"id": ident, "ok": False, "error": {"type": "UnknownMethod", "message": method}})
+            _reply(
+                out,
+                {"id": ident, "ok": False, "error": {"type": "UnknownMethod", "message": method}},
+            )
             continue
         try:
             result = _encode(handler(cast(dict[str, Any], request.get("params") or {})))
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
-            _reply(out, {"id": ident, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}})
+            _reply(
+                out,
+                {
+                    "id": ident,
+                    "ok": False,
+                    "error": {"type": type(exc).__name__, "message": str(exc)},
+                },
+            )
             continue
         _reply(out, {"id": ident, "ok": True, "result": result})
     return 0

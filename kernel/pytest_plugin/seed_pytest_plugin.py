@@ -12,14 +12,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 _OUT = os.environ.get("SEED_PYTEST_OUT", "")
 _ROOT = os.path.realpath(os.environ.get("SEED_PYTEST_ROOT", os.getcwd()))
-_FORBID = os.path.realpath(os.environ["SEED_PYTEST_FORBID"]) if os.environ.get("SEED_PYTEST_FORBID") else ""
+_FORBID = (
+    os.path.realpath(os.environ["SEED_PYTEST_FORBID"])
+    if os.environ.get("SEED_PYTEST_FORBID")
+    else ""
+)
 _MAX_TEXT = 4000
 _outside: list[str] = []
 
@@ -87,16 +92,19 @@ def _check_imports() -> None:
         if not file:
             continue
         real = os.path.realpath(file)
-        if _inside(real, _FORBID) and not _inside(real, _ROOT) and not _third_party(real):
-            if name not in _outside:
-                _outside.append(name)
-                _emit({"kind": "outside_import", "module": name, "file": real})
+        outside = _inside(real, _FORBID) and not _inside(real, _ROOT) and not _third_party(real)
+        if outside and name not in _outside:
+            _outside.append(name)
+            _emit({"kind": "outside_import", "module": name, "file": real})
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    # an old-style wrapper, so targets on older pytest versions work too
     outcome = yield
-    report = outcome.get_result()
+    report = cast(pytest.TestReport, outcome.get_result())
     if report.passed and report.when != "call":
         return
     record: dict[str, Any] = {

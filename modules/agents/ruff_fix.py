@@ -27,7 +27,16 @@ class RuffFixAgent:
         mode = "format" if gap.source == "ruff-format" else "check"
         program = Path(context.seed_home) / "modules" / "agents" / _PROGRAM.name
         return RunSpec(
-            argv=(context.python, str(program), "--ruff", context.ruff, "--mode", mode, "--", *gap.files),
+            argv=(
+                context.python,
+                str(program),
+                "--ruff",
+                context.ruff,
+                "--mode",
+                mode,
+                "--",
+                *gap.files,
+            ),
             version_argv=(context.ruff, "--version"),
             note="ruff-fix applies ruff's safe fixes only",
         )
@@ -35,12 +44,17 @@ class RuffFixAgent:
     def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
         """Exit 0 is success."""
         if result.timed_out:
-            return AgentReport(success=False, failure_category=FailureCategory.AGENT_TIMEOUT, summary="ruff timed out")
+            return AgentReport(
+                success=False,
+                failure_category=FailureCategory.AGENT_TIMEOUT,
+                summary="ruff timed out",
+            )
         ok = result.exit_code == 0
         return AgentReport(
             success=ok,
             failure_category=None if ok else FailureCategory.AGENT_ERROR,
-            summary=result.output_tail.strip()[-2000:] or ("ruff fixed the files" if ok else "ruff failed"),
+            summary=result.output_tail.strip()[-2000:]
+            or ("ruff fixed the files" if ok else "ruff failed"),
         )
 
 

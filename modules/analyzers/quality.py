@@ -96,9 +96,10 @@ class QualityAnalyzer:
         for measurement in inputs.measurements.items:
             if measurement.tool == Tool.PYTEST:
                 gaps.extend(_pytest_gaps(measurement))
-            elif measurement.tool in (Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT):
-                if measurement.ran:
-                    gaps.extend(_grouped_gaps(measurement))
+            elif (
+                measurement.tool in (Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT) and measurement.ran
+            ):
+                gaps.extend(_grouped_gaps(measurement))
         return gaps
 
 

@@ -30,10 +30,20 @@ def _sort_key(gap: Gap, order: Sequence[str]) -> tuple[int, int, float, int, str
     bucket = _bucket(gap)
     position = order.index(bucket) if bucket in order else len(order)
     if gap.inbox is not None:
-        return (position, _PRIORITY[gap.inbox.priority], gap.inbox.received_at.timestamp(), 0, gap.key)
+        return (
+            position,
+            _PRIORITY[gap.inbox.priority],
+            gap.inbox.received_at.timestamp(),
+            0,
+            gap.key,
+        )
     if gap.roadmap is not None:
         return (position, 0, 0.0, gap.roadmap.line, gap.key)
-    severity = 0 if gap.severity in (Severity.CRITICAL, Severity.HIGH) and "invalid-syntax" in gap.key else 1
+    severity = (
+        0
+        if gap.severity in (Severity.CRITICAL, Severity.HIGH) and "invalid-syntax" in gap.key
+        else 1
+    )
     return (position, severity, 0.0, 0, gap.key)
 
 
@@ -50,7 +60,11 @@ class SourceRanker:
         skipped = tuple(sorted({g.key for g in gaps if g.key in quarantined}))
         ranked = sorted(kept, key=lambda g: _sort_key(g, order))
         with_reasons = tuple(
-            g.model_copy(update={"rank_reason": f"#{i + 1}: {_bucket(g)} ranks at position {order.index(_bucket(g)) + 1 if _bucket(g) in order else len(order) + 1} of the order {' > '.join(order)}"})
+            g.model_copy(
+                update={
+                    "rank_reason": f"#{i + 1}: {_bucket(g)} ranks at position {order.index(_bucket(g)) + 1 if _bucket(g) in order else len(order) + 1} of the order {' > '.join(order)}"
+                }
+            )
             for i, g in enumerate(ranked)
         )
         return GapReport(gaps=with_reasons, tree=inputs.measurements.tree, skipped=skipped)

@@ -22,7 +22,15 @@ from domain import (
     TaskKind,
 )
 
-ALWAYS_PROTECTED: tuple[str, ...] = ("seed.py", "VISION.md", "kernel/**", "kernel", "history/**", ".git/**", "seed.toml")
+ALWAYS_PROTECTED: tuple[str, ...] = (
+    "seed.py",
+    "VISION.md",
+    "kernel/**",
+    "kernel",
+    "history/**",
+    ".git/**",
+    "seed.toml",
+)
 _FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
 
 
@@ -90,11 +98,19 @@ def _criteria(gap: Gap, files: Sequence[str]) -> list[AcceptanceCriterion]:
         AcceptanceCriterion(check=CheckName.GAP_CLOSED, text=f"the gap is closed: {gap.title}"),
     ]
     if gap.source == "ruff-format":
-        criteria.append(AcceptanceCriterion(check=CheckName.RUFF_FORMAT, args=tuple(files), text="the files are formatted"))
+        criteria.append(
+            AcceptanceCriterion(
+                check=CheckName.RUFF_FORMAT, args=tuple(files), text="the files are formatted"
+            )
+        )
     nodes = tuple(d.node_id for d in gap.evidence if d.node_id and d.rule in ("failed", "error"))
     if nodes:
-        criteria.append(AcceptanceCriterion(check=CheckName.PYTEST, args=nodes, text="the failing tests pass"))
-    criteria.append(AcceptanceCriterion(check=CheckName.PYTEST_ALL, text="no test that passed before fails"))
+        criteria.append(
+            AcceptanceCriterion(check=CheckName.PYTEST, args=nodes, text="the failing tests pass")
+        )
+    criteria.append(
+        AcceptanceCriterion(check=CheckName.PYTEST_ALL, text="no test that passed before fails")
+    )
     return criteria
 
 
@@ -113,7 +129,9 @@ class DefaultPlanner:
 
     contract_version = 1
 
-    def plan(self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState) -> IterationPlan | None:
+    def plan(
+        self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
+    ) -> IterationPlan | None:
         """One plan, or None when there is nothing to plan."""
         candidates = [g for g in report.gaps if g.key not in state.quarantined]
         if not candidates:
@@ -126,7 +144,15 @@ class DefaultPlanner:
         history = _notes(gap, records)
         kind = _task_kind(gap)
         action_type = ActionType.MODIFY if files else ActionType.CREATE
-        actions = (PlannedAction(action_type=action_type, target_files=files, description=f"Fix {gap.source} failures: {gap.title}" if gap.category == GapCategory.QUALITY else gap.title),)
+        actions = (
+            PlannedAction(
+                action_type=action_type,
+                target_files=files,
+                description=f"Fix {gap.source} failures: {gap.title}"
+                if gap.category == GapCategory.QUALITY
+                else gap.title,
+            ),
+        )
         # a failing test may be fixed wherever the test reaches, so its plan allows any file
         allowed: tuple[str, ...] = () if gap.source == "pytest" else files
         if gap.inbox is not None and gap.inbox.allowed:

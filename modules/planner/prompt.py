@@ -22,7 +22,9 @@ def render_prompt(plan: IterationPlan) -> str:
         lines.append(f"- {action.action_type.value} {targets}: {action.description}")
     lines += ["", "## The gap", "", _quoted("GAP", plan.gap.description or plan.gap.title), ""]
     lines += ["## Files you may change", ""]
-    lines += [f"- {p}" for p in plan.allowed_paths] or ["- any source or test file that is not protected"]
+    lines += [f"- {p}" for p in plan.allowed_paths] or [
+        "- any source or test file that is not protected"
+    ]
     if plan.forbidden_paths:
         lines += ["", "Never change:", *[f"- {p}" for p in plan.forbidden_paths]]
     lines += ["", "## How your work will be judged", ""]

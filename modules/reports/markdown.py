@@ -16,7 +16,8 @@ class MarkdownReporter:
             f"# {record.iteration_id}: {record.outcome.value}",
             "",
             f"- gap: `{record.gap.key}` ({record.gap.category.value}, {record.gap.source}) {record.gap.title}",
-            f"- outcome: **{record.outcome.value}**" + (f" ({record.failure_category.value})" if record.failure_category else ""),
+            f"- outcome: **{record.outcome.value}**"
+            + (f" ({record.failure_category.value})" if record.failure_category else ""),
             f"- reason: {record.reason}",
             f"- backend: {record.backend or '-'} {record.agent_version}".rstrip(),
             f"- started: {record.started_at.isoformat()}  ended: {record.ended_at.isoformat()}",
@@ -28,25 +29,44 @@ class MarkdownReporter:
             lines.append(f"- kept branch: `{record.kept_branch}`")
         if record.plan is not None:
             plan = record.plan
-            lines += ["", "## Plan", "", f"- goal: {plan.goal}", f"- risk: {plan.estimated_risk.value}"]
-            lines += [f"- {a.action_type.value} {', '.join(a.target_files) or '(any)'}: {a.description}" for a in plan.actions]
+            lines += [
+                "",
+                "## Plan",
+                "",
+                f"- goal: {plan.goal}",
+                f"- risk: {plan.estimated_risk.value}",
+            ]
+            lines += [
+                f"- {a.action_type.value} {', '.join(a.target_files) or '(any)'}: {a.description}"
+                for a in plan.actions
+            ]
             lines.append(f"- allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
         if record.verdicts:
             lines += ["", "## Acceptance criteria", ""]
-            lines += [f"- [{'x' if v.passed else ' '}] {v.text or v.check.value}" + (f": {v.evidence}" if v.evidence else "") for v in record.verdicts]
+            lines += [
+                f"- [{'x' if v.passed else ' '}] {v.text or v.check.value}"
+                + (f": {v.evidence}" if v.evidence else "")
+                for v in record.verdicts
+            ]
         if record.evidence:
             lines += ["", "## Evidence", ""]
             lines += [f"- {e}" for e in record.evidence]
         if record.touched_files:
             lines += ["", "## Touched files", ""]
             lines += [f"- {f}" for f in record.touched_files]
-            lines.append(f"\n{record.diff.files} files, +{record.diff.insertions} -{record.diff.deletions}")
+            lines.append(
+                f"\n{record.diff.files} files, +{record.diff.insertions} -{record.diff.deletions}"
+            )
         if record.agent_summary:
             lines += ["", "## Agent summary", "", record.agent_summary]
         if record.durations:
             lines += ["", "## Time", ""]
             lines += [f"- {phase}: {seconds:.1f}s" for phase, seconds in record.durations.items()]
-        lines += ["", "Logs: [agent.log](agent.log), [plan.json](plan.json), [record.json](record.json)", ""]
+        lines += [
+            "",
+            "Logs: [agent.log](agent.log), [plan.json](plan.json), [record.json](record.json)",
+            "",
+        ]
         return "\n".join(lines)
 
 
