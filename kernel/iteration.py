@@ -697,8 +697,7 @@ class Iteration:
             return self.keep(
                 attempt, commit, f"git refused the fast-forward: {reason}", verification
             )
-        gitops.delete_branch(root, attempt.branch)
-        attempt.branch = ""
+        # the branch is deleted with the worktree in run()'s cleanup (it is checked out there now)
         return self.finish(
             attempt,
             IterationOutcome.SUCCESS,

@@ -1,0 +1,17 @@
+"""Test tiers: unit, integration, reliability. `selfhost` tests never run inside a daemon."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("SEED_DEPTH"):
+        return
+    # a daemon running its own test suite must not start daemons on copies of itself
+    deselected = [item for item in items if "selfhost" in item.keywords]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if "selfhost" not in item.keywords]

@@ -1,0 +1,108 @@
+"""A scripted coding agent that follows seed's command contract (stdlib only).
+
+Usage: scripted_agent.py SCRIPT.json
+It runs in the worktree (cwd) and performs the script's steps in order:
+  {"write": "path", "text": "..."}        write a file (relative to the worktree, or absolute)
+  {"append": "path", "text": "..."}       append to a file
+  {"replace": "path", "old": "..", "new": ".."}
+  {"delete": "path"}
+  {"chmod": "path", "mode": "755"}
+  {"symlink": "path", "target": "..."}
+  {"touch": "/abs/barrier"}               create a barrier file (tests wait on it)
+  {"wait_for": "/abs/barrier"}            wait until a barrier file exists
+  {"spawn": ["argv", ...], "pidfile": "/abs/file", "new_session": false}
+  {"hang": true}                          sleep forever
+  {"print": "text", "times": 1}           write to stdout
+  {"result": {...}}                       write JSON to SEED_RESULT_FILE
+  {"exit": 0}                             exit with this code
+Each run appends its argv and SEED_* environment to SEED_AGENT_TRACE if that is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _path(raw: str) -> Path:
+    path = Path(raw)
+    return path if path.is_absolute() else Path.cwd() / path
+
+
+def main(argv: list[str]) -> int:
+    script = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    trace = os.environ.get("SEED_AGENT_TRACE")
+    if trace:
+        with open(trace, "a", encoding="utf-8") as handle:
+            seen = {k: v for k, v in os.environ.items() if k.startswith("SEED_")}
+            handle.write(
+                json.dumps(
+                    {"argv": argv, "env": seen, "cwd": os.getcwd(), "stdin_closed": _stdin_closed()}
+                )
+                + "\n"
+            )
+    steps: list[dict[str, Any]] = script["steps"]
+    for step in steps:
+        if "write" in step:
+            target = _path(step["write"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(step["text"], encoding="utf-8")
+        elif "append" in step:
+            with _path(step["append"]).open("a", encoding="utf-8") as handle:
+                handle.write(step["text"])
+        elif "replace" in step:
+            target = _path(step["replace"])
+            target.write_text(
+                target.read_text(encoding="utf-8").replace(step["old"], step["new"]),
+                encoding="utf-8",
+            )
+        elif "delete" in step:
+            _path(step["delete"]).unlink()
+        elif "chmod" in step:
+            _path(step["chmod"]).chmod(int(step["mode"], 8))
+        elif "symlink" in step:
+            _path(step["symlink"]).symlink_to(step["target"])
+        elif "touch" in step:
+            Path(step["touch"]).write_text(str(os.getpid()), encoding="utf-8")
+        elif "wait_for" in step:
+            while not Path(step["wait_for"]).exists():
+                time.sleep(0.05)
+        elif "spawn" in step:
+            child = subprocess.Popen(
+                step["spawn"],
+                start_new_session=bool(step.get("new_session")),
+                stdin=subprocess.DEVNULL,
+            )
+            if step.get("pidfile"):
+                with open(step["pidfile"], "a", encoding="utf-8") as handle:
+                    handle.write(f"{child.pid}\n")
+        elif "hang" in step:
+            while True:
+                time.sleep(1)
+        elif "print" in step:
+            for _ in range(int(step.get("times", 1))):
+                sys.stdout.write(step["print"])
+            sys.stdout.flush()
+        elif "result" in step:
+            Path(os.environ["SEED_RESULT_FILE"]).write_text(
+                json.dumps(step["result"]), encoding="utf-8"
+            )
+        elif "exit" in step:
+            return int(step["exit"])
+    return 0
+
+
+def _stdin_closed() -> bool:
+    try:
+        return sys.stdin is None or sys.stdin.read(1) == ""
+    except (OSError, ValueError):
+        return True
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

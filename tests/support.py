@@ -1,0 +1,147 @@
+"""Helpers for tests that drive seed on real git repositories in temporary folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+SEED_HOME = Path(__file__).resolve().parent.parent
+SEED = SEED_HOME / "seed.py"
+FAKES = SEED_HOME / "tests" / "fakes"
+AGENT = FAKES / "scripted_agent.py"
+
+SAMPLE: dict[str, str] = {
+    "calc.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+    ".gitignore": "history/*\ninbox/*\n*.log\n__pycache__/\n",
+}
+"""A tiny clean project: two passing tests, no lint or type errors."""
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in root and return stdout (raises on failure)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_AUTHOR_NAME="user",
+        GIT_AUTHOR_EMAIL="user@example.com",
+        GIT_COMMITTER_NAME="user",
+        GIT_COMMITTER_EMAIL="user@example.com",
+    )
+    return subprocess.run(
+        ["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def make_repo(path: Path, files: Mapping[str, str], config: str | None = None) -> Path:
+    """A git repository at path with these files committed on branch main (seed.toml too, if given)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        target = path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    if config is not None:
+        (path / "seed.toml").write_text(config, encoding="utf-8")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def agent_config(
+    tmp: Path, steps: Sequence[dict[str, Any]], *, timeout_s: float = 120, extra: str = ""
+) -> str:
+    """seed.toml for the scripted agent with these steps."""
+    script = tmp / f"script-{len(list(tmp.glob('script-*.json')))}.json"
+    script.write_text(json.dumps({"steps": list(steps)}), encoding="utf-8")
+    argv = json.dumps([sys.executable, str(AGENT), str(script)])
+    return f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = {timeout_s}\n{extra}'
+
+
+def seed_argv(root: Path, *args: str) -> list[str]:
+    """argv that runs seed.py on root with this interpreter (no bootstrap)."""
+    return [sys.executable, str(SEED), "--no-bootstrap", "--root", str(root), *args]
+
+
+def seed(
+    root: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run seed.py once to completion."""
+    full_env = dict(os.environ)
+    full_env.pop("SEED_DEPTH", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        seed_argv(root, *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def records(root: Path) -> list[dict[str, Any]]:
+    """Every line of history/records.jsonl."""
+    path = root / "history" / "records.jsonl"
+    if not path.exists():
+        return []
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the checkout (tracked, untracked and ignored, byte for byte) but history/, and the refs."""
+    files: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith((".git/", "history/")) or rel in (".git", "history") or path.is_dir():
+            continue
+        files[rel] = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+    files["<HEAD>"] = git(root, "rev-parse", "HEAD").encode()
+    files["<branch>"] = git(root, "symbolic-ref", "HEAD").encode()
+    refs = [line for line in git(root, "show-ref").splitlines() if "refs/heads/seed/" not in line]
+    files["<refs>"] = "\n".join(refs).encode()
+    files["<index>"] = git(root, "diff", "--cached", "--name-status").encode()
+    return files
+
+
+def worktrees(root: Path) -> list[str]:
+    """Paths of every worktree git knows about."""
+    return [
+        line.split(" ", 1)[1]
+        for line in git(root, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
+
+
+def branches(root: Path, prefix: str = "seed/") -> list[str]:
+    """Local branches under a prefix."""
+    out = git(root, "for-each-ref", "--format=%(refname:short)", f"refs/heads/{prefix}")
+    return [line for line in out.splitlines() if line]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+    """Poll until condition() is true or fail the test."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
