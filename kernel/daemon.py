@@ -24,6 +24,7 @@ from typing import Any, cast
 from domain import DaemonStatus, IterationOutcome, IterationPlan, IterationRecord, gap_ref
 from kernel import gitops, halt, inbox, procs
 from kernel.analysis import Baseline, analyse
+from kernel.attempt import quarantined
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.fsutil import atomic_write_text
@@ -374,7 +375,7 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         now = datetime.now(UTC).replace(microsecond=0)
         baseline = analyse(ctx, worktree, head, now)
         history = ctx.store.recent(50)
-        quarantined = it.quarantined(baseline.report, history)
+        held = quarantined(baseline.report, history)
         backend = ctx.backend()
         state = it.project_state(
             now,
@@ -384,10 +385,10 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
             gitops.land_blocker(ctx.paths.root),
             backend,
             halt.read_halt(ctx.paths.history),
-            quarantined,
+            held,
         )
         report = baseline.report.model_copy(
-            update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in quarantined)}
+            update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in held)}
         )
         return baseline, ctx.host.plan(report, history, state)
     finally:

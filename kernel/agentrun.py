@@ -1,0 +1,222 @@
+"""Running the agent: run spec to process, with the budget checked before any money is spent."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from domain import (
+    AgentReport,
+    FailureCategory,
+    IterationOutcome,
+    IterationRecord,
+    RunResult,
+    RunSpec,
+)
+from kernel import halt, inbox, procs
+from kernel.attempt import Attempt, Phase, mono, timed
+from kernel.context import Context
+from kernel.errors import HostError, Interrupted
+from kernel.fsutil import atomic_write_text
+from kernel.recording import Recorder
+
+_ENV_PASS = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "TERM",
+)
+
+
+class AgentRunner:
+    """Starts the agent's process the adapter described, and reads how it went."""
+
+    def __init__(self, ctx: Context, phase: Phase, recorder: Recorder) -> None:
+        self.ctx = ctx
+        self.phase = phase
+        self.recorder = recorder
+
+    def _agent_env(self, spec: RunSpec, values: dict[str, str]) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in _ENV_PASS}
+        for name in self.ctx.config.agent.env:
+            if name in os.environ:
+                env[name] = os.environ[name]
+        env.update(spec.env)
+        env.update(values)
+        return procs.child_env(env)
+
+    def execute(self, attempt: Attempt, spec: RunSpec) -> IterationRecord | None:
+        """Run the agent; a record when the iteration ends here, None when its work is to be inspected."""
+        """Run the agent, then guard, verify and land its work."""
+        ctx = self.ctx
+        plan = attempt.plan
+        iteration_id = plan.iteration_id
+        budget = halt.budget_problem(ctx.store, ctx.config.budget)
+        if budget:
+            record = self.recorder.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.BUDGET_EXCEEDED,
+                f"budget exhausted before the agent ran: {budget}",
+            )
+            return record
+        run_dir = ctx.paths.runs / iteration_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        prompt_file, plan_file, result_file = (
+            run_dir / "prompt.md",
+            run_dir / "plan.json",
+            run_dir / "result.json",
+        )
+        result_file.unlink(missing_ok=True)
+        atomic_write_text(prompt_file, spec.prompt)
+        atomic_write_text(plan_file, plan.model_dump_json(indent=2))
+        ctx.store.write_file(iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
+        if spec.prompt:
+            ctx.store.write_file(iteration_id, "prompt.md", spec.prompt)
+        values = {
+            "{prompt_file}": str(prompt_file),
+            "{plan_file}": str(plan_file),
+            "{worktree}": str(attempt.worktree),
+            "{iteration_id}": iteration_id,
+            "{run_dir}": str(run_dir),
+            "{result_file}": str(result_file),
+        }
+        argv = [_substitute(a, values) for a in spec.argv]
+        env = self._agent_env(
+            spec,
+            {
+                "SEED_PROMPT_FILE": str(prompt_file),
+                "SEED_PLAN_FILE": str(plan_file),
+                "SEED_WORKTREE": str(attempt.worktree),
+                "SEED_ITERATION_ID": iteration_id,
+                "SEED_RESULT_FILE": str(result_file),
+                "SEED_RUN_DIR": str(run_dir),
+            },
+        )
+        log_path = ctx.store.folder(iteration_id) / "agent.log"
+        timeout = min(plan.budget.timeout_s, ctx.config.agent.timeout_s)
+        if spec.version_argv:
+            attempt.agent_version = _version(spec.version_argv, env, attempt.worktree)
+        self.phase("agent running", f"{attempt.backend.name} on {plan.gap.key}; log: {log_path}")
+        ctx.log(f"{iteration_id}: {attempt.backend.name} working on {plan.gap.key}")
+        if not (os.path.isabs(argv[0]) or shutil.which(argv[0], path=env.get("PATH"))):
+            log_path.write_text(f"agent executable not found: {argv[0]}\n", encoding="utf-8")
+            return self.recorder.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.AGENT_ERROR,
+                f"agent executable not found: {argv[0]}",
+            )
+        t0 = mono()
+
+        def started(pgid: int) -> None:
+            atomic_write_text(
+                ctx.paths.running,
+                json.dumps(
+                    {
+                        "iteration_id": iteration_id,
+                        "pgid": pgid,
+                        "start_time": procs.process_start_time(pgid),
+                        "worktree": str(attempt.worktree),
+                        "daemon_pid": os.getpid(),
+                        "gap": plan.gap.key,
+                        "inbox": attempt.claimed_inbox,
+                    }
+                ),
+            )
+
+        if plan.gap.inbox is not None:
+            with contextlib.suppress(OSError):
+                inbox.claim(ctx.paths.inbox, plan.gap.inbox.name)
+                attempt.claimed_inbox = plan.gap.inbox.name
+        completed = procs.run(
+            argv,
+            cwd=attempt.worktree,
+            timeout_s=timeout,
+            env=env,
+            merge_stderr=True,
+            log_path=log_path,
+            max_bytes=ctx.config.agent.max_log_bytes,
+            on_start=started,
+            sweep_rounds=20,
+        )
+        ctx.paths.running.unlink(missing_ok=True)
+        timed(attempt, "execute", t0)
+        if completed.truncated:
+            with log_path.open("ab") as handle:
+                handle.write(
+                    f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
+                )
+        attempt.exit_code = completed.exit_code
+        result_json = (
+            result_file.read_text(encoding="utf-8", errors="replace")[:1_000_000]
+            if result_file.exists()
+            else ""
+        )
+        run_result = RunResult(
+            exit_code=completed.exit_code,
+            timed_out=completed.timed_out,
+            duration_s=completed.duration_s,
+            output_tail=completed.tail.decode("utf-8", errors="replace"),
+            output_bytes=completed.output_bytes,
+            log_path=str(log_path),
+            run_dir=str(run_dir),
+            result_json=result_json,
+        )
+        try:
+            attempt.agent = ctx.host.agent_parse(attempt.backend.name, plan, run_result)
+        except HostError as exc:
+            attempt.agent = AgentReport(
+                success=completed.exit_code == 0,
+                summary=f"the adapter could not read the run: {exc}",
+            )
+        if completed.timed_out:
+            return self.recorder.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.AGENT_TIMEOUT,
+                f"the agent ran past its {timeout:.0f}s limit; its process group was ended",
+            )
+        if attempt.agent.tokens_used > ctx.config.budget.max_tokens_per_iteration > 0 or (
+            attempt.agent.cost_usd > ctx.config.budget.max_cost_usd_per_iteration > 0
+        ):
+            return self.recorder.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                FailureCategory.BUDGET_EXCEEDED,
+                f"the run used {attempt.agent.tokens_used} tokens / ${attempt.agent.cost_usd:.2f}, over the per-iteration budget",
+            )
+        if not attempt.agent.success:
+            category = attempt.agent.failure_category or FailureCategory.AGENT_ERROR
+            return self.recorder.finish(
+                attempt,
+                IterationOutcome.FAILURE,
+                category,
+                f"the agent reported failure (exit {completed.exit_code}): {attempt.agent.summary[:300]}",
+            )
+        return None
+
+
+def _substitute(arg: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        arg = arg.replace(key, value)
+    return arg
+
+
+def _version(argv: Sequence[str], env: dict[str, str], cwd: Path) -> str:
+    try:
+        result = procs.run(list(argv), cwd=cwd, timeout_s=15, env=env, merge_stderr=True)
+    except (OSError, Interrupted):
+        return ""
+    lines = result.text().strip().splitlines()
+    return lines[0][:120] if result.ok and lines else ""
