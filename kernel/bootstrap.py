@@ -84,6 +84,11 @@ def _install(env_dir: Path, lock: Path) -> None:
     marker.write_text("ok\n", encoding="utf-8")
 
 
+def _fail(message: str) -> None:
+    print(f"seed: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
 def ensure(argv: list[str], *, tests: bool, allowed: bool) -> None:
     """Return if this interpreter has what seed needs; otherwise bootstrap and re-execute."""
     wanted = TEST_MODULES if tests else RUNTIME_MODULES
@@ -91,23 +96,24 @@ def ensure(argv: list[str], *, tests: bool, allowed: bool) -> None:
     env_dir = venv_dir()
     inside = Path(sys.prefix).resolve() == env_dir.resolve()
     lock = TEST_LOCK if tests else RUNTIME_LOCK
-    if not absent and not (inside and not (env_dir / f".seed-{lock.stem}-{_stamp(lock)}").exists()):
+    if not absent:
+        # in our own virtualenv, a lock file that changed since it was installed is installed again
+        if inside and allowed and not (env_dir / f".seed-{lock.stem}-{_stamp(lock)}").exists():
+            _install(env_dir, lock)
         return
     if not allowed:
-        raise SystemExit(
-            "seed: this interpreter lacks " + ", ".join(absent or ["the pinned versions"]) + ". "
+        _fail(
+            f"this interpreter ({sys.executable}) lacks {', '.join(absent)}. "
             f"Run without --no-bootstrap to create {env_dir} automatically, or install them yourself: "
-            f"{sys.executable} -m pip install -r {lock.name}"
+            f"{sys.executable} -m pip install -r {lock}"
         )
-    if os.environ.get(_GUARD) == lock.name and not inside:
-        raise SystemExit(
-            f"seed: bootstrapping did not provide {', '.join(absent)}; check {env_dir}"
+    if os.environ.get(_GUARD) == lock.name:
+        _fail(
+            f"bootstrapping did not provide {', '.join(absent)}; check {env_dir} (or remove it to start afresh)"
         )
     if sys.version_info < (3, 11):  # noqa: UP036 (seed.py may be started by an older python)
-        raise SystemExit(f"seed: Python 3.11 or newer is needed (this is {sys.version.split()[0]})")
+        _fail(f"Python 3.11 or newer is needed (this is {sys.version.split()[0]})")
     _install(env_dir, lock)
-    if inside and not absent:
-        return
     env = dict(os.environ)
     env[_GUARD] = lock.name
     python = str(_python(env_dir))

@@ -253,7 +253,7 @@ def cmd_history(args: argparse.Namespace) -> int:
                 print(record.model_dump_json())
         return EXIT_OK
     if not rows:
-        print("no iterations yet")
+        print("no iterations match" if args.outcome or args.source else "no iterations yet")
     for row in rows:
         category = f" {row.category}" if row.category else ""
         print(

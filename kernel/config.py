@@ -132,7 +132,7 @@ def load_config(path: Path) -> Config:
 
 def config_document(config: Config) -> dict[str, Any]:
     """The config as a TOML-ready mapping."""
-    return config.model_dump(mode="json")
+    return config.model_dump(mode="json", exclude_none=True)
 
 
 def write_config(path: Path, config: Config) -> None:

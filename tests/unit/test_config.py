@@ -1,0 +1,63 @@
+"""seed.toml: defaults, one-line errors naming key and file, and init's round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel.config import Config, load_config, write_config
+from kernel.errors import ConfigError
+
+
+def test_missing_file_gives_defaults(tmp_path: Path) -> None:
+    config = load_config(tmp_path / "seed.toml")
+    assert config == Config()
+    assert config.agent.backend == "auto" and config.budget.max_cost_usd_per_day == 10.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[agent]\nbakend = "x"\n', "unknown key 'agent.bakend'"),
+        ('[agnet]\nbackend = "x"\n', "unknown key 'agnet'"),
+        ('[budget]\nmax_iterations_per_day = "many"\n', "key 'budget.max_iterations_per_day'"),
+        ("[agent]\ntimeout_s = -1\n", "key 'agent.timeout_s'"),
+        ("[agent\nbackend = 1\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_is_one_line_naming_key_and_file(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "seed.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert expected in message and str(path) in message
+    assert "\n" not in message
+
+
+def test_written_config_reads_back_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "seed.toml"
+    config = Config.model_validate(
+        {
+            "agent": {"backend": "command", "command": ["a", "{prompt_file}"]},
+            "guard": {"protected": ["docs/**"]},
+        }
+    )
+    write_config(path, config)
+    assert load_config(path) == config
+
+
+def test_every_config_field_is_documented() -> None:
+    def walk(model: type[Config]) -> None:
+        for name, field in model.model_fields.items():
+            assert field.description, f"{model.__name__}.{name} has no docstring"
+            annotation = field.annotation
+            if isinstance(annotation, type) and issubclass(annotation, Config.__mro__[1]):
+                walk(annotation)  # type: ignore[arg-type]
+
+    for section in Config.model_fields.values():
+        assert isinstance(section.annotation, type)
+        walk(section.annotation)  # type: ignore[arg-type]
