@@ -327,11 +327,36 @@ def cmd_test(args: argparse.Namespace) -> int:
     os.execv(sys.executable, argv)
 
 
+def _command_index(argv: list[str]) -> int | None:
+    """Position of the command word (global options and their values come before it)."""
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+        elif arg in ("--root", "--config"):
+            skip = True
+        elif not arg.startswith("-"):
+            return i
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run the command; returns the exit code."""
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    where = _command_index(argv)
+    if (
+        where is not None
+        and argv[where] == "test"
+        and argv[where + 1 : where + 2] not in (["-h"], ["--help"])
+    ):
+        # everything after `test` belongs to pytest, options included
+        argv, passthrough = argv[: where + 1], argv[where + 1 :]
     try:
         args = parser.parse_args(argv)
+        if args.command == "test":
+            args.pytest_args = passthrough
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     command = args.command or "run"
