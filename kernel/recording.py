@@ -13,7 +13,7 @@ from domain import (
 )
 from kernel import halt, inbox
 from kernel.attempt import FAILED_OUTCOMES, VIOLATIONS, Attempt
-from kernel.context import Backend, Context
+from kernel.context import Context
 from kernel.errors import HostError
 from kernel.verify import Verification
 
@@ -30,7 +30,7 @@ class Recorder:
         ctx.store.write_file(
             attempt.plan.iteration_id, "plan.json", attempt.plan.model_dump_json(indent=2) + "\n"
         )
-        attempt.backend = Backend("none", attempt.backend.reason)
+        # the record names the backend in use, so the same gap is not planned again until it changes
         return self.finish(attempt, IterationOutcome.WAITING, None, f"waiting for an agent: {why}")
 
     def finish(
