@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from domain import GapReport, IterationPlan
@@ -25,7 +26,7 @@ from kernel.errors import SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
-from kernel.selfcheck import selfcheck
+from kernel.selfcheck import run_selfcheck
 
 GITIGNORE_LINES = ("history/*", "!history/README.md", "inbox/*", "!inbox/README.md")
 INBOX_README = """# inbox
@@ -314,11 +315,17 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
-    ok, evidence = selfcheck(
-        SEED_HOME, Path(os.environ.get("TMPDIR", "/tmp")) / "seed-selfcheck.log"
+    log = Path(tempfile.gettempdir()) / f"seed-selfcheck-{os.getpid()}.log"
+    checks = run_selfcheck(SEED_HOME, log)
+    for check in checks:
+        print(check)
+    failed = [c for c in checks if not c.ok]
+    print(
+        f"self-check {'FAILED' if failed else 'passed'}: {len(checks) - len(failed)} of {len(checks)} checks passed"
     )
-    print(("ok: " if ok else "FAILED: ") + evidence)
-    return EXIT_OK if ok else EXIT_FAILED
+    if failed:
+        print(f"module host log: {log}")
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def cmd_test(args: argparse.Namespace) -> int:

@@ -59,6 +59,8 @@ class Context:
     store: RecordStore
     host: ModuleHost
     quiet: bool = False
+    daemon: bool = False
+    """A daemon (run, once) boots the host with the self-check and records fallbacks."""
     _backend: Backend | None = field(default=None, repr=False)
 
     def log(self, message: str) -> None:
@@ -69,7 +71,11 @@ class Context:
     def start_host(self) -> None:
         """Start the module host if it is not running."""
         if not self.host.running:
-            self.host.start()
+            from kernel.modhost import boot  # modhost builds on Context
+
+            message = boot(self, record=self.daemon)
+            if self.daemon:
+                self.log(message)
 
     def backend(self) -> Backend:
         """The configured backend, or the first installed one for "auto" (with the reason)."""

@@ -203,6 +203,7 @@ class Daemon:
         procs.STOP.clear()
         _install_signals()
         recover(self.ctx)
+        self.ctx.daemon = True
         self.ctx.start_host()
         backend = self.ctx.backend()
         self.status.update(backend=backend.name, backend_reason=backend.reason)

@@ -31,6 +31,7 @@ from kernel.errors import HostError, Interrupted
 from kernel.globs import protected_patterns
 from kernel.landing import Lander
 from kernel.measure import ruff_binary
+from kernel.modhost import reload_after_landing
 from kernel.recording import Recorder
 
 
@@ -155,6 +156,9 @@ class Iteration:
                 attempt.backend = Backend(name, backend.reason, backend.sources)
                 record = runner.execute(attempt, spec) or lander.inspect_and_land(attempt, baseline)
                 records_written.append(record)
+                if record.outcome == IterationOutcome.SUCCESS:
+                    self.phase("reloading modules", "")
+                    reload_after_landing(ctx, record.touched_files)
                 return records_written
         except Interrupted:
             if attempt is not None:

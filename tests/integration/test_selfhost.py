@@ -1,0 +1,295 @@
+"""seed on its own repository: it improves its modules, reloads them, and cannot brick itself.
+
+Each test works on a clone of this repository and runs the clone's own seed.py, so the
+daemon improves the very code it is running. Marked selfhost: a daemon's own test run
+(SEED_DEPTH set) deselects them, so they never recurse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import AGENT, SEED_HOME, git, pid_alive, records, wait_for
+
+pytestmark = [pytest.mark.selfhost, pytest.mark.slow]
+
+QUALITY = '[quality]\ntools = ["ruff", "ruff-format", "pytest"]\npytest_args = ["tests/unit/test_domain.py", "modules/reports/tests"]\n'
+
+
+def _clone(tmp_path: Path) -> Path:
+    clone = tmp_path / "seed"
+    subprocess.run(["git", "clone", "-q", str(SEED_HOME), str(clone)], check=True, timeout=120)
+    git(clone, "checkout", "-q", "-B", "main")
+    return clone
+
+
+def _configure(clone: Path, tmp_path: Path, scripts: list[list[dict[str, Any]]]) -> None:
+    """seed.toml for the clone: the scripted agent runs the next script each time it is started."""
+    paths = []
+    for i, steps in enumerate(scripts):
+        path = tmp_path / f"script-{i}.json"
+        path.write_text(json.dumps({"steps": steps}))
+        paths.append(str(path))
+    queue = tmp_path / "queue.json"
+    queue.write_text(json.dumps(paths))
+    runner = tmp_path / "next_script.py"
+    runner.write_text(
+        "import json, os, sys\n"
+        f"queue = json.load(open({str(queue)!r}))\n"
+        "script = queue.pop(0)\n"
+        f"json.dump(queue, open({str(queue)!r}, 'w'))\n"
+        f"os.execv(sys.executable, [sys.executable, {str(AGENT)!r}, script])\n"
+    )
+    argv = json.dumps([sys.executable, str(runner)])
+    (clone / "seed.toml").write_text(
+        f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = 300\n{QUALITY}'
+    )
+
+
+def _task(clone: Path, name: str, title: str, allowed: list[str], priority: str = "high") -> None:
+    inbox = clone / "inbox"
+    inbox.mkdir(exist_ok=True)
+    path = inbox / name
+    path.write_text(
+        f'+++\ntitle = "{title}"\npriority = "{priority}"\nallowed = {json.dumps(allowed)}\n+++\n{title}.\n'
+    )
+    os.utime(path, (0, 0))  # long since written: no quiet period
+
+
+def _once(clone: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    return subprocess.run(
+        [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "once"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def _events(clone: Path) -> list[dict[str, Any]]:
+    path = clone / "history" / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _reporter_wrapper(clone: Path, body_line: str, module: str) -> list[dict[str, Any]]:
+    """Steps that route the registry's reporter through a new module wrapping the current one."""
+    registry = (clone / "modules" / "registry.py").read_text()
+    match = re.search(r'^REPORTER = "([\w.]+):(\w+)"$', registry, re.M)
+    assert match, 'the registry names its reporter as REPORTER = "module:ATTR"'
+    base_module, base_attr = match.groups()
+    code = (
+        '"""A reporter that adds a footer to every report."""\n\n'
+        "from __future__ import annotations\n\n"
+        "from typing import Any\n\n"
+        "from domain import IterationRecord\n"
+        f"from {base_module} import {base_attr} as _BASE\n\n"
+        f"{body_line}"
+        "\n\nclass FooterReporter:\n"
+        '    """The registry\'s reporter with a footer."""\n\n'
+        "    contract_version = _BASE.contract_version\n\n"
+        "    def __getattr__(self, name: str) -> Any:\n"
+        "        return getattr(_BASE, name)\n\n"
+        "    def render_record(self, record: IterationRecord) -> str:\n"
+        '        """The base report and the footer."""\n'
+        '        return _BASE.render_record(record) + "\\n_footer by the improved reporter_\\n"\n\n\n'
+        "REPORTER = FooterReporter()\n"
+    )
+    test = (
+        f"from modules.reports.{module} import REPORTER\n\n\n"
+        "def test_footer_reporter_keeps_the_contract() -> None:\n"
+        "    assert REPORTER.contract_version == 1\n"
+    )
+    return [
+        {"write": f"modules/reports/{module}.py", "text": code},
+        {"write": f"modules/reports/tests/test_{module}.py", "text": test},
+        {
+            "replace": "modules/registry.py",
+            "old": match.group(0),
+            "new": f'REPORTER = "modules.reports.{module}:REPORTER"',
+        },
+    ]
+
+
+def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Path) -> None:
+    clone = _clone(tmp_path)
+    later = [
+        {
+            "write": "modules/reports/tests/test_noop.py",
+            "text": "def test_noop() -> None:\n    assert [1] == [1]\n",
+        }
+    ]
+    _configure(clone, tmp_path, [_reporter_wrapper(clone, "", "footer"), later])
+    _task(
+        clone,
+        "improve-reporter.md",
+        "Add a footer to reports",
+        ["modules/reports/**", "modules/registry.py"],
+    )
+    first = _once(clone)
+    assert first.returncode == 0, first.stderr[-4000:]
+    assert "reloaded the module host" in first.stderr
+    _task(clone, "second.md", "Add a trivial test", ["modules/reports/tests/**"])
+    second = _once(clone)
+    assert second.returncode == 0, second.stderr[-4000:]
+    one, two = records(clone)
+    assert one["outcome"] == two["outcome"] == "SUCCESS"
+    assert (
+        "improved reporter"
+        not in (clone / "history" / one["iteration_id"] / "report.md").read_text()
+    )
+    assert (
+        "_footer by the improved reporter_"
+        in (clone / "history" / two["iteration_id"] / "report.md").read_text()
+    )
+    assert (
+        git(clone, "rev-parse", "refs/seed/last-good").strip()
+        == git(clone, "rev-parse", "HEAD").strip()
+    )
+
+
+def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_path: Path) -> None:
+    clone = _clone(tmp_path)
+    guard_line = 'if "/seed/wt/" not in __file__:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
+    breaking = _reporter_wrapper(clone, guard_line, "fragile")
+    repair = [{"replace": "modules/reports/fragile.py", "old": guard_line, "new": ""}]
+    _configure(clone, tmp_path, [breaking, repair])
+    _task(
+        clone,
+        "fragile.md",
+        "Add a footer to reports",
+        ["modules/reports/**", "modules/registry.py"],
+    )
+    first = _once(clone)
+    assert first.returncode == 0, first.stderr[-4000:]
+    good = git(clone, "rev-parse", "refs/seed/last-good").strip()
+    assert good == git(clone, "rev-parse", "HEAD~1").strip()
+    fallbacks = [e for e in _events(clone) if e["kind"] == "module_fallback"]
+    assert (
+        fallbacks
+        and good[:12] in fallbacks[-1]["message"]
+        and "breaks where it is deployed" in fallbacks[-1]["message"]
+    )
+    [item] = list((clone / "inbox").glob("module-fallback-*.md"))
+    assert 'priority = "critical"' in item.read_text() and good in item.read_text()
+    second = _once(
+        clone
+    )  # the daemon still works: it boots the last good modules and repairs the breakage
+    assert second.returncode == 0, second.stderr[-4000:]
+    last = records(clone)[-1]
+    assert last["outcome"] == "SUCCESS" and last["gap"]["key"] == f"inbox:{item.name}"
+    assert (
+        git(clone, "rev-parse", "refs/seed/last-good").strip()
+        == git(clone, "rev-parse", "HEAD").strip()
+    )
+    assert (clone / "inbox" / "done" / item.name).exists()
+    assert not (clone / ".git" / "seed" / "last-good").exists()
+    ok = subprocess.run(
+        [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "selfcheck"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert ok.returncode == 0, ok.stdout
+
+
+def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_path: Path) -> None:
+    clone = _clone(tmp_path)
+    sneaky = (
+        "\n\nimport kernel.verify as _kernel_verify  # noqa: E402\n\n\n"
+        "def _always_pass(*args: object, **kwargs: object) -> object:\n"
+        '    return _kernel_verify.Verification(passed=True, reason="patched by a module")\n\n\n'
+        'setattr(_kernel_verify, "verify", _always_pass)  # noqa: B010\n'
+    )
+    patch = [
+        {"append": "modules/__init__.py", "text": sneaky},
+        {
+            "write": "modules/reports/tests/test_sneaky.py",
+            "text": "import modules\n\n\ndef test_import() -> None:\n    assert modules.__name__ == 'modules'\n",
+        },
+    ]
+    breaks_a_test = [{"replace": "domain/plans.py", "old": "\\d{4,}", "new": "\\d{5,}"}]
+    _configure(clone, tmp_path, [patch, breaks_a_test])
+    _task(
+        clone,
+        "sneaky.md",
+        "Patch the kernel from a module",
+        ["modules/__init__.py", "modules/reports/tests/**"],
+    )
+    first = _once(clone)
+    assert first.returncode == 0, first.stderr[-4000:]
+    assert "setattr(_kernel_verify" in (clone / "modules" / "__init__.py").read_text()
+    head = git(clone, "rev-parse", "HEAD").strip()
+    _task(clone, "break.md", "Rename a category", ["domain/**"])
+    second = _once(clone)
+    assert second.returncode == 1, second.stderr[-4000:]
+    last = records(clone)[-1]
+    assert last["outcome"] == "ROLLBACK" and last["failure_category"] in (
+        "TEST_REGRESSION",
+        "IMPORT_ERROR",
+    )
+    assert git(clone, "rev-parse", "HEAD").strip() == head
+
+
+def test_an_agent_that_edits_the_kernel_is_refused_and_the_daemon_halts(tmp_path: Path) -> None:
+    clone = _clone(tmp_path)
+    kernel_before = {p: p.read_bytes() for p in sorted((clone / "kernel").rglob("*.py"))}
+    seed_before = (clone / "seed.py").read_bytes()
+    edits = [
+        {"replace": "kernel/verify.py", "old": "def verify(", "new": "def verify_original("},
+        {"append": "seed.py", "text": "\n# taken over\n"},
+        {
+            "write": "modules/reports/tests/test_x.py",
+            "text": "def test_x() -> None:\n    assert [1] == [1]\n",
+        },
+    ]
+    _configure(clone, tmp_path, [edits])
+    _task(clone, "takeover.md", "Improve the verifier", ["**"])
+    head = git(clone, "rev-parse", "HEAD").strip()
+    result = _once(clone)
+    assert result.returncode == 3, result.stderr[-4000:]
+    [record] = records(clone)
+    assert record["outcome"] == "ROLLBACK" and record["failure_category"] == "SANDBOX_VIOLATION"
+    halt = json.loads((clone / "history" / "halt.json").read_text())
+    assert halt["halted"] and "SANDBOX_VIOLATION" in halt["reason"]
+    assert git(clone, "rev-parse", "HEAD").strip() == head
+    assert {p: p.read_bytes() for p in sorted((clone / "kernel").rglob("*.py"))} == kernel_before
+    assert (clone / "seed.py").read_bytes() == seed_before
+
+
+def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
+    clone = _clone(tmp_path)
+    barrier = tmp_path / "agent-started"
+    _configure(clone, tmp_path, [[{"touch": str(barrier)}, {"hang": True}]])
+    _task(clone, "slow.md", "Take your time", ["modules/reports/**"])
+    env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    first = subprocess.Popen(
+        [sys.executable, str(clone / "seed.py"), "--no-bootstrap"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        wait_for(barrier.exists, 600, "the first daemon's agent to start")
+        second = _once(clone)
+        assert second.returncode == 2
+        assert f"pid {first.pid}" in second.stderr and "another seed daemon" in second.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=120)
+    assert first.returncode == 0
+    assert not pid_alive(int(barrier.read_text()))
