@@ -26,6 +26,9 @@ _FORBID = (
     else ""
 )
 _MAX_TEXT = 4000
+_HERE = os.path.dirname(
+    os.path.realpath(__file__)
+)  # the plugin itself may live in the user's checkout
 _outside: list[str] = []
 
 
@@ -92,7 +95,12 @@ def _check_imports() -> None:
         if not file:
             continue
         real = os.path.realpath(file)
-        outside = _inside(real, _FORBID) and not _inside(real, _ROOT) and not _third_party(real)
+        outside = (
+            _inside(real, _FORBID)
+            and not _inside(real, _ROOT)
+            and not _inside(real, _HERE)
+            and not _third_party(real)
+        )
         if outside and name not in _outside:
             _outside.append(name)
             _emit({"kind": "outside_import", "module": name, "file": real})

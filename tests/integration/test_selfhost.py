@@ -95,8 +95,8 @@ def _reporter_wrapper(clone: Path, body_line: str, module: str) -> list[dict[str
         "from typing import Any\n\n"
         "from domain import IterationRecord\n"
         f"from {base_module} import {base_attr} as _BASE\n\n"
-        f"{body_line}"
-        "\n\nclass FooterReporter:\n"
+        + (f"{body_line}\n" if body_line else "")
+        + "\nclass FooterReporter:\n"
         '    """The registry\'s reporter with a footer."""\n\n'
         "    contract_version = _BASE.contract_version\n\n"
         "    def __getattr__(self, name: str) -> Any:\n"
