@@ -163,7 +163,7 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
     clone = _clone(tmp_path)
     guard_line = 'if "/seed/wt/" not in __file__:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
     breaking = _reporter_wrapper(clone, guard_line, "fragile")
-    repair = [{"replace": "modules/reports/fragile.py", "old": guard_line, "new": ""}]
+    repair = [{"replace": "modules/reports/fragile.py", "old": guard_line + "\n", "new": ""}]
     _configure(clone, tmp_path, [breaking, repair])
     _task(
         clone,
