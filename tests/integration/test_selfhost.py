@@ -163,7 +163,11 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
     clone = _clone(tmp_path)
     guard_line = 'if "/seed/wt/" not in __file__:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
     breaking = _reporter_wrapper(clone, guard_line, "fragile")
-    repair = [{"replace": "modules/reports/fragile.py", "old": guard_line + "\n", "new": ""}]
+    regression = "import importlib\n\n\ndef test_fragile_loads() -> None:\n    assert importlib.import_module('modules.reports.fragile').REPORTER\n"
+    repair = [
+        {"replace": "modules/reports/fragile.py", "old": guard_line + "\n", "new": ""},
+        {"write": "modules/reports/tests/test_fragile_loads.py", "text": regression},
+    ]
     _configure(clone, tmp_path, [breaking, repair])
     _task(
         clone,
