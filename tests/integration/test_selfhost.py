@@ -163,7 +163,7 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
     clone = _clone(tmp_path)
     guard_line = 'if "/seed/wt/" not in __file__:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
     breaking = _reporter_wrapper(clone, guard_line, "fragile")
-    regression = "import importlib\n\n\ndef test_fragile_loads() -> None:\n    assert importlib.import_module('modules.reports.fragile').REPORTER\n"
+    regression = 'import importlib\n\n\ndef test_fragile_loads() -> None:\n    assert importlib.import_module("modules.reports.fragile").REPORTER\n'
     repair = [
         {"replace": "modules/reports/fragile.py", "old": guard_line + "\n", "new": ""},
         {"write": "modules/reports/tests/test_fragile_loads.py", "text": regression},
@@ -222,7 +222,7 @@ def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_
         {"append": "modules/__init__.py", "text": sneaky},
         {
             "write": "modules/reports/tests/test_sneaky.py",
-            "text": "import modules\n\n\ndef test_import() -> None:\n    assert modules.__name__ == 'modules'\n",
+            "text": 'import modules\n\n\ndef test_import() -> None:\n    assert modules.__name__ == "modules"\n',
         },
     ]
     breaks_a_test = [{"replace": "domain/plans.py", "old": "\\d{4,}", "new": "\\d{5,}"}]
