@@ -213,7 +213,7 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
 def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
     sneaky = (
-        "\n\nimport kernel.verify as _kernel_verify  # noqa: E402\n\n\n"
+        "\nimport kernel.verify as _kernel_verify\n\n\n"
         "def _always_pass(*args: object, **kwargs: object) -> object:\n"
         '    return _kernel_verify.Verification(passed=True, reason="patched by a module")\n\n\n'
         'setattr(_kernel_verify, "verify", _always_pass)  # noqa: B010\n'
