@@ -298,3 +298,59 @@ def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
         first.communicate(timeout=120)
     assert first.returncode == 0
     assert not pid_alive(int(barrier.read_text()))
+
+
+def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
+    tmp_path: Path,
+) -> None:
+    clone = _clone(tmp_path)
+    target = clone / "modules" / "reports" / "__init__.py"
+    target.write_text("import os\n" + target.read_text())
+    git(clone, "commit", "-qam", "a lint finding for ruff-fix")
+    (clone / "seed.toml").write_text(
+        (clone / "seed.toml").read_text().replace("[daemon]", "")
+        + "\n[daemon]\npoll_interval_s = 1\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if "fakes" not in p)
+    daemon = subprocess.Popen(
+        [sys.executable, str(clone / "seed.py"), "--no-bootstrap"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    status = clone / "history" / "status.json"
+    try:
+        wait_for(
+            lambda: status.exists() and json.loads(status.read_text()).get("phase") == "idle",
+            900,
+            "the daemon to idle",
+        )
+        settled = records(clone)
+        wait_for(
+            lambda: json.loads(status.read_text()).get("phase") == "analysing",
+            60,
+            "a timer re-analysis",
+        )
+        wait_for(
+            lambda: json.loads(status.read_text()).get("phase") == "idle",
+            300,
+            "the daemon to idle again",
+        )
+        daemon.send_signal(signal.SIGTERM)
+        _, stderr = daemon.communicate(timeout=120)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+    assert daemon.returncode == 0
+    assert records(clone) == settled, "the idle daemon planned the same gaps again"
+    landed = [r for r in settled if r["outcome"] == "SUCCESS"]
+    assert [r["backend"] for r in landed] == ["ruff-fix"] and "import os" not in target.read_text()
+    waiting = [r for r in settled if r["outcome"] == "WAITING"]
+    roadmap = (clone / "ROADMAP.md").read_text().count("- [ ]")
+    assert len([r for r in waiting if r["gap"]["source"] == "roadmap"]) == roadmap
+    assert len({r["gap"]["key"] for r in waiting}) == len(waiting)
+    assert "no agent installed" in stderr
+    assert "error" not in stderr.lower() and "Traceback" not in stderr
