@@ -183,7 +183,6 @@ class Iteration:
                     gitops.delete_branch(ctx.paths.root, attempt.branch)
             self.discard(worktree)
             ctx.paths.running.unlink(missing_ok=True)
-            self.phase("idle", "")
 
     def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:
         """The backend for this plan: the planner's route if it names one, else the one in use."""
