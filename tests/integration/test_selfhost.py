@@ -304,7 +304,7 @@ def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
     tmp_path: Path,
 ) -> None:
     clone = _clone(tmp_path)
-    target = clone / "modules" / "reports" / "__init__.py"
+    target = clone / "modules" / "registry.py"
     target.write_text("import os\n" + target.read_text())
     git(clone, "commit", "-qam", "a lint finding for ruff-fix")
     (clone / "seed.toml").write_text(
