@@ -137,11 +137,21 @@ def pid_alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Poll until condition() is true or fail the test."""
+def wait_for(
+    condition: Callable[[], bool],
+    timeout: float = 60.0,
+    what: str = "condition",
+    alive: subprocess.Popen[str] | None = None,
+) -> None:
+    """Poll until condition() is true, or fail the test (at once if the `alive` process exits)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
+        if alive is not None and alive.poll() is not None:
+            _, err = alive.communicate()
+            raise AssertionError(
+                f"the process exited ({alive.returncode}) before {what}: {err[-3000:]}"
+            )
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")

@@ -289,7 +289,7 @@ def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
         env=env,
     )
     try:
-        wait_for(barrier.exists, 600, "the first daemon's agent to start")
+        wait_for(barrier.exists, 600, "the first daemon's agent to start", first)
         second = _once(clone)
         assert second.returncode == 2
         assert f"pid {first.pid}" in second.stderr and "another seed daemon" in second.stderr
@@ -305,7 +305,9 @@ def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
 ) -> None:
     clone = _clone(tmp_path)
     target = clone / "modules" / "registry.py"
-    target.write_text("import os\n" + target.read_text())
+    target.write_text(
+        target.read_text().replace("import importlib\n", "import importlib\nimport os\n", 1)
+    )
     git(clone, "commit", "-qam", "a lint finding for ruff-fix")
     (clone / "seed.toml").write_text(
         (clone / "seed.toml").read_text().replace("[daemon]", "")
