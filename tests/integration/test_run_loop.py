@@ -33,10 +33,13 @@ def test_run_lands_what_it_can_plans_the_rest_once_then_idles_and_stops_on_sigte
         text=True,
     )
     try:
-        wait_for(lambda: len(records(repo)) >= 3, 240, "two landings and one waiting plan")
+        wait_for(lambda: len(records(repo)) >= 3, 240, "two landings and one waiting plan", daemon)
         status = repo / "history" / "status.json"
         wait_for(
-            lambda: json.loads(status.read_text()).get("phase") == "idle", 120, "the daemon to idle"
+            lambda: json.loads(status.read_text()).get("phase") == "idle",
+            120,
+            "the daemon to idle",
+            daemon,
         )
         time.sleep(3)  # three timer ticks: re-analysis must not plan the waiting gap again
         seen = records(repo)

@@ -168,7 +168,7 @@ def test_ctrl_c_during_an_agent_run_aborts_cleanly(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        wait_for(barrier.exists, 120, "the agent to start")
+        wait_for(barrier.exists, 120, "the agent to start", daemon)
         daemon.send_signal(signal.SIGINT)
         _, stderr = daemon.communicate(timeout=60)
     finally:
