@@ -17,6 +17,7 @@ from domain.enums import (
     Tool,
 )
 from domain.gaps import Gap, GapRef, GapReport, InboxItem, RoadmapItem, gap_ref
+from domain.history import HaltNote, HistoryDigest, HistoryRow, HistoryTotals, RankedGap
 from domain.inputs import AgentContext, AnalysisInput
 from domain.plans import (
     ITERATION_ID_PATTERN,
@@ -49,6 +50,10 @@ __all__ = [
     "GapCategory",
     "GapRef",
     "GapReport",
+    "HaltNote",
+    "HistoryDigest",
+    "HistoryRow",
+    "HistoryTotals",
     "InboxItem",
     "IterationOutcome",
     "IterationPlan",
@@ -60,6 +65,7 @@ __all__ = [
     "PlannedAction",
     "Priority",
     "ProjectState",
+    "RankedGap",
     "Risk",
     "RoadmapItem",
     "RunResult",

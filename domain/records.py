@@ -11,6 +11,7 @@ from domain.base import Fact
 from domain.diagnostics import Diagnostic
 from domain.enums import CheckName, FailureCategory, IterationOutcome
 from domain.gaps import GapRef
+from domain.history import RankedGap
 from domain.plans import IterationPlan
 
 
@@ -67,6 +68,11 @@ class IterationRecord(Fact):
     """Files the person changed in their checkout while the agent ran."""
     task_kind: str = ""
     plan: IterationPlan | None = None
+    ranking: tuple[RankedGap, ...] = ()
+    """The head of the baseline's ranking when the gap was chosen (the alternatives, and the
+    chosen gap wherever it stood)."""
+    open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
+    """Open gaps at the baseline, by source (ruff, pytest, inbox, roadmap, ...)."""
 
 
 class Event(Fact):

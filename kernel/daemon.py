@@ -14,23 +14,23 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any, cast
 
-from domain import DaemonStatus, IterationOutcome, IterationPlan, IterationRecord, gap_ref
+from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord, gap_ref
 from kernel import gitops, halt, inbox, procs
 from kernel.analysis import Baseline, analyse
 from kernel.attempt import quarantined
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.fsutil import atomic_write_text
 from kernel.iteration import Iteration
-
-STATUS_FILE = "status.json"
+from kernel.metrics import MetricsServer, snapshot
+from kernel.status import STATUS_FILE as STATUS_FILE  # re-exported for older imports
+from kernel.status import StatusWriter
+from kernel.status import read_status as read_status  # re-exported for older imports
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
 
@@ -50,44 +50,6 @@ class Wake:
             with self.lock:
                 self.ready.add(name)
         self.event.set()
-
-
-class StatusWriter:
-    """Keeps history/status.json current so `status` can show the live phase."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self.path = ctx.paths.history / STATUS_FILE
-        self.data: dict[str, Any] = {
-            "pid": os.getpid(),
-            "phase": "starting",
-            "detail": "",
-            "since": _now(),
-        }
-
-    def phase(self, phase: str, detail: str) -> None:
-        """Record a phase change."""
-        self.data.update(phase=phase, detail=detail, since=_now())
-        self.flush()
-
-    def update(self, **values: Any) -> None:
-        """Record other facts (backend, top gaps)."""
-        self.data.update(values)
-        self.flush()
-
-    def flush(self) -> None:
-        """Write the file atomically; a failure here never stops the daemon."""
-        with contextlib.suppress(OSError):
-            atomic_write_text(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
-
-    def stopped(self) -> None:
-        """Mark the daemon stopped."""
-        self.data.update(phase="stopped", detail="", since=_now())
-        self.flush()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def recover(ctx: Context) -> list[str]:
@@ -191,14 +153,24 @@ def _watch(ctx: Context, wake: Wake) -> Generator[None]:
 class Daemon:
     """The loop behind `run` and `once`."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, metrics_port: int | None = None) -> None:
         self.ctx = ctx
         self.status = StatusWriter(ctx)
         self.lock = halt.DaemonLock(ctx.paths.lock)
         self.wake = Wake()
+        self.metrics_port = metrics_port
+        self.metrics: MetricsServer | None = None
 
     def _start(self) -> None:
         self.lock.acquire()
+        if self.metrics_port is not None:
+            try:
+                self.metrics = MetricsServer(
+                    self.metrics_port, lambda: str(self.status.data["phase"])
+                )
+            except SeedError:
+                self.lock.release()
+                raise
         procs.become_subreaper()
         procs.STOP.clear()
         _install_signals()
@@ -206,11 +178,28 @@ class Daemon:
         self.ctx.start_host()
         backend = self.ctx.backend()
         self.status.update(backend=backend.name, backend_reason=backend.reason)
+        if self.metrics is not None:
+            self.status.update(metrics_url=self.metrics.url)
+            self._refresh_metrics()
+            self.ctx.log(f"serving Prometheus metrics at {self.metrics.url}")
         self.ctx.log(
             f"watching {self.ctx.paths.root} with backend {backend.name} ({backend.reason})"
         )
 
+    def _refresh_metrics(self) -> None:
+        if self.metrics is not None:
+            gaps = cast(dict[str, int], self.status.data.get("open_gaps") or {})
+            self.metrics.update(snapshot(self.ctx, gaps))
+
+    def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+        self.status.analysed(report, passed_over)
+        self._refresh_metrics()
+
     def _stop(self) -> None:
+        if self.metrics is not None:
+            self.metrics.stop()
+            self.metrics = None
+            self.status.data.pop("metrics_url", None)
         self.status.stopped()
         self.ctx.host.stop()
         self.ctx.store.close()
@@ -218,7 +207,10 @@ class Daemon:
 
     def iterate(self) -> list[IterationRecord]:
         """One pass: analyse, then plan and run what can run."""
-        return Iteration(self.ctx, self.status.phase).run()
+        try:
+            return Iteration(self.ctx, self.status.phase, self._analysed).run()
+        finally:
+            self._refresh_metrics()
 
     def once(self) -> int:
         """One iteration; the exit code says how it went."""
@@ -282,8 +274,11 @@ class Daemon:
                         break
                     if ran:
                         continue
+                    poll = self.ctx.config.daemon.poll_interval_s
+                    at = datetime.now(UTC) + timedelta(seconds=poll)
                     self.status.phase(
-                        "idle", "until an inbox or resume event, or the next re-analysis"
+                        "idle",
+                        f"until an inbox or resume event, or the next re-analysis at {at:%H:%M:%S}Z",
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
         finally:
@@ -299,56 +294,6 @@ class Daemon:
             if self.wake.event.wait(timeout=min(left, 0.5)):
                 time.sleep(0.2)  # let a burst of events settle
                 return
-
-
-def read_status(ctx: Context) -> DaemonStatus:
-    """The daemon's status, from its live file, the halt state, the lock and the record index."""
-    path = ctx.paths.history / STATUS_FILE
-    live: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        live = cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
-    lock = halt.DaemonLock(ctx.paths.lock)
-    running = False
-    try:
-        lock.acquire()
-    except SeedError:
-        running = True
-    else:
-        lock.release()
-    hstate = halt.read_halt(ctx.paths.history)
-    latest = ctx.store.summaries(limit=1)
-    day = datetime.now(UTC).date().isoformat()
-    spent, count = ctx.store.day_totals(day)
-    phase = str(live.get("phase", "stopped")) if running else "stopped"
-    tail: tuple[str, ...] = ()
-    detail = str(live.get("detail", "")) if running else ""
-    if running and phase == "agent running" and "log: " in detail:
-        log = Path(detail.split("log: ", 1)[1])
-        with contextlib.suppress(OSError):
-            tail = tuple(
-                log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:]
-            )
-    since = live.get("since") if running else None
-    return DaemonStatus(
-        root=str(ctx.paths.root),
-        running=running,
-        pid=int(live["pid"]) if running and live.get("pid") else None,
-        phase=phase,
-        phase_detail=detail,
-        phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
-        halted=hstate.halted,
-        halt_reason=hstate.reason,
-        backend=str(live.get("backend", "")),
-        backend_reason=str(live.get("backend_reason", "")),
-        land_blocker=gitops.land_blocker(ctx.paths.root),
-        last_iteration_id=latest[0].iteration_id if latest else None,
-        last_outcome=latest[0].outcome if latest else None,
-        iterations=ctx.store.count(),
-        cost_today_usd=spent,
-        budget_left_today_usd=max(ctx.config.budget.max_cost_usd_per_day - spent, 0.0),
-        iterations_today=count,
-        log_tail=tail,
-    )
 
 
 def analyse_head(ctx: Context) -> Baseline | None:

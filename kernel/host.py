@@ -25,6 +25,7 @@ from domain import (
     AgentReport,
     AnalysisInput,
     GapReport,
+    HistoryDigest,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -262,3 +263,18 @@ class ModuleHost:
         if not isinstance(markdown, str):
             raise HostError("module host returned a report that is not text")
         return markdown
+
+    def render_index(self, digest: HistoryDigest) -> str:
+        """history/README.md for a digest of the latest iterations."""
+        return self._text("render_index", digest, "index")
+
+    def render_dashboard(self, digest: HistoryDigest) -> str:
+        """history/index.html for a digest of every iteration."""
+        return self._text("render_dashboard", digest, "dashboard")
+
+    def _text(self, method: str, digest: HistoryDigest, what: str) -> str:
+        value = cast(dict[str, Any], self.call(method, {"digest": digest.model_dump(mode="json")}))
+        text = value.get("text")
+        if not isinstance(text, str):
+            raise HostError(f"module host returned a {what} that is not text")
+        return text

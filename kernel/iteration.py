@@ -10,12 +10,13 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import (
     AgentContext,
+    GapReport,
     IterationOutcome,
     IterationPlan,
     IterationRecord,
@@ -31,15 +32,21 @@ from kernel.errors import HostError, Interrupted
 from kernel.globs import protected_patterns
 from kernel.landing import Lander
 from kernel.measure import ruff_binary
-from kernel.recording import Recorder
+from kernel.recording import QUARANTINED, WAITING, Recorder
+
+Analysed = Callable[[GapReport, Mapping[str, str]], None]
+"""Called after each analysis with the ranking and the gaps passed over (status shows them)."""
 
 
 class Iteration:
     """Runs one iteration of the loop for a context."""
 
-    def __init__(self, ctx: Context, phase: Phase = noop_phase) -> None:
+    def __init__(
+        self, ctx: Context, phase: Phase = noop_phase, analysed: Analysed | None = None
+    ) -> None:
         self.ctx = ctx
         self.phase = phase
+        self.analysed = analysed
 
     def prepare(self) -> tuple[str, Path] | None:
         """A fresh worktree at HEAD, or None when the repository has no commits."""
@@ -86,6 +93,10 @@ class Iteration:
             backend = ctx.backend()
             parked = waiting(baseline.report, history, backend.name)
             skip = set(held) | parked
+            passed_over = {k: WAITING for k in parked} | {k: QUARANTINED for k in held}
+            recorder.note_baseline(baseline.report, passed_over)
+            if self.analysed is not None:
+                self.analysed(baseline.report, passed_over)
             report = baseline.report.model_copy(
                 update={
                     "gaps": tuple(g for g in baseline.report.gaps if g.key not in skip),

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from domain import (
     FailureCategory,
+    GapReport,
     IterationOutcome,
     IterationRecord,
     gap_ref,
 )
-from kernel import halt, inbox
+from kernel import halt, inbox, reporting
 from kernel.attempt import FAILED_OUTCOMES, VIOLATIONS, Attempt
 from kernel.context import Context
 from kernel.errors import HostError
 from kernel.verify import Verification
+
+QUARANTINED = "quarantined"
+WAITING = "waiting for an agent"
 
 
 class Recorder:
@@ -23,6 +27,19 @@ class Recorder:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self.baseline: GapReport | None = None
+        self.skipped: dict[str, str] = {}
+        """Gap keys passed over at planning time, and why (quarantined, waiting for an agent)."""
+
+    def note_baseline(self, report: GapReport, skipped: Mapping[str, str]) -> None:
+        """The ranking this iteration's gaps are chosen from, for the records' "why this gap"."""
+        self.baseline = report
+        self.skipped = dict(skipped)
+
+    def _quarantined(self) -> tuple[str, ...] | None:
+        if self.baseline is None:
+            return None
+        return tuple(sorted(k for k, why in self.skipped.items() if why == QUARANTINED))
 
     def record_waiting(self, attempt: Attempt, why: str) -> IterationRecord:
         """A plan nobody can carry out now: written down, nothing runs."""
@@ -31,7 +48,11 @@ class Recorder:
             attempt.plan.iteration_id, "plan.json", attempt.plan.model_dump_json(indent=2) + "\n"
         )
         # the record names the backend in use, so the same gap is not planned again until it changes
-        return self.finish(attempt, IterationOutcome.WAITING, None, f"waiting for an agent: {why}")
+        record = self.finish(
+            attempt, IterationOutcome.WAITING, None, f"waiting for an agent: {why}"
+        )
+        self.skipped[record.gap.key] = WAITING
+        return record
 
     def finish(
         self,
@@ -74,6 +95,10 @@ class Recorder:
             durations=attempt.durations,
             task_kind=plan.task_kind.value,
             plan=plan,
+            ranking=reporting.ranked(self.baseline, self.skipped, chosen=plan.gap.key)
+            if self.baseline
+            else (),
+            open_gaps=reporting.open_gaps(self.baseline) if self.baseline else {},
         )
         ctx.store.append(record)
         ctx.store.write_file(plan.iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
@@ -84,6 +109,7 @@ class Recorder:
         ctx.store.write_file(plan.iteration_id, "report.md", markdown)
         self._release_inbox(attempt, record)
         self._apply_halts(record)
+        self.write_index()
         line = (
             f"{record.iteration_id}: {record.outcome.value}"
             + (f" {category.value}" if category else "")
@@ -91,6 +117,13 @@ class Recorder:
         )
         ctx.log(line[:500])
         return record
+
+    def write_index(self) -> None:
+        """Rewrite history/README.md; a failure here is logged, never fatal."""
+        try:
+            reporting.write_index(self.ctx, self._quarantined())
+        except OSError as exc:
+            self.ctx.log(f"could not rewrite history/{reporting.INDEX_NAME}: {exc}")
 
     def _release_inbox(self, attempt: Attempt, record: IterationRecord) -> None:
         if not attempt.claimed_inbox:

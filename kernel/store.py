@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -34,6 +34,13 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_by_gap ON records (gap_key, seq);
 CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 """
+# what reports and charts need beyond the records table; a new version rebuilds the index
+_DETAILS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS details (
+    iteration_id TEXT PRIMARY KEY, durations TEXT, open_gaps TEXT
+);
+"""
+_DETAILS_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,36 @@ class Summary:
     cost: float
     tokens: int
     backend: str
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One row of the index with what reports and charts need (durations, open gaps)."""
+
+    iteration_id: str
+    outcome: str
+    category: str
+    gap_key: str
+    gap_source: str
+    gap_category: str
+    gap_title: str
+    started: str
+    ended: str
+    cost: float
+    tokens: int
+    backend: str
+    durations: dict[str, float]
+    open_gaps: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Counts and sums over every indexed record."""
+
+    iterations: int
+    by_outcome: dict[str, int]
+    cost: float
+    tokens: int
 
 
 def sequence_of(iteration_id: str) -> int:
@@ -150,7 +187,14 @@ class RecordStore:
     def _connect(self) -> sqlite3.Connection:
         self.history.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.index_path, isolation_level="DEFERRED")
-        db.executescript(_SCHEMA)
+        db.executescript(_SCHEMA + _DETAILS_SCHEMA)
+        if self._meta(db, "details") != _DETAILS_VERSION:
+            # an index written before the details table existed: re-read the log once
+            db.execute("DELETE FROM records")
+            db.execute("DELETE FROM details")
+            self._set_meta(db, "size", "0")
+            self._set_meta(db, "details", _DETAILS_VERSION)
+            db.commit()
         return db
 
     def _index(self) -> sqlite3.Connection:
@@ -198,6 +242,10 @@ class RecordStore:
                 self.fingerprint,
             ),
         )
+        db.execute(
+            "INSERT OR REPLACE INTO details VALUES (?,?,?)",
+            (record.iteration_id, json.dumps(record.durations), json.dumps(record.open_gaps)),
+        )
 
     def _refresh(self, db: sqlite3.Connection) -> None:
         size = self.records_path.stat().st_size if self.records_path.exists() else 0
@@ -206,6 +254,7 @@ class RecordStore:
             return
         if size < indexed:
             db.execute("DELETE FROM records")
+            db.execute("DELETE FROM details")
             indexed = 0
         self.problems.clear()
         with self.records_path.open("rb") as handle:
@@ -344,8 +393,77 @@ class RecordStore:
             if record is not None:
                 yield record
 
+    def report_rows(self, limit: int = 0) -> list[ReportRow]:
+        """Index rows with durations and open gaps, newest first (all of them when limit is 0)."""
+        sql = (
+            "SELECT r.iteration_id, r.outcome, r.category, r.gap_key, r.gap_source, r.gap_category,"
+            " r.gap_title, r.started, r.ended, r.cost, r.tokens, r.backend, d.durations, d.open_gaps"
+            " FROM records r LEFT JOIN details d ON d.iteration_id = r.iteration_id"
+            " ORDER BY r.seq DESC, r.started DESC"
+        )
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [_report_row(row) for row in self._index().execute(sql).fetchall()]
+
+    def totals(self) -> Totals:
+        """Iterations by outcome, and cost and tokens over every record."""
+        db = self._index()
+        counts = {
+            str(o): int(n)
+            for o, n in db.execute("SELECT outcome, count(*) FROM records GROUP BY outcome")
+        }
+        cost, tokens = db.execute(
+            "SELECT coalesce(sum(cost), 0), coalesce(sum(tokens), 0) FROM records"
+        ).fetchone()
+        return Totals(sum(counts.values()), counts, float(cost), int(tokens))
+
+    def phase_totals(self) -> dict[str, tuple[float, int]]:
+        """Seconds and number of iterations per phase, over every record."""
+        rows = (
+            self._index()
+            .execute(
+                "SELECT j.key, sum(j.value), count(*) FROM details d, json_each(d.durations) j"
+                " GROUP BY j.key ORDER BY j.key"
+            )
+            .fetchall()
+        )
+        return {str(k): (float(total or 0.0), int(n)) for k, total, n in rows}
+
     def close(self) -> None:
         """Close the index connection."""
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _report_row(row: Sequence[Any]) -> ReportRow:
+    return ReportRow(
+        iteration_id=str(row[0]),
+        outcome=str(row[1]),
+        category=str(row[2] or ""),
+        gap_key=str(row[3]),
+        gap_source=str(row[4]),
+        gap_category=str(row[5]),
+        gap_title=str(row[6] or ""),
+        started=str(row[7]),
+        ended=str(row[8]),
+        cost=float(row[9] or 0.0),
+        tokens=int(row[10] or 0),
+        backend=str(row[11] or ""),
+        durations=_json_numbers(row[12]),
+        open_gaps={k: int(v) for k, v in _json_numbers(row[13]).items()},
+    )
+
+
+def _json_numbers(text: str | None) -> dict[str, float]:
+    """A JSON object of numbers from the index ({} when absent or unreadable)."""
+    if not text:
+        return {}
+    try:
+        raw: Any = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    items = cast(dict[str, Any], raw).items()
+    return {str(k): float(v) for k, v in items if isinstance(v, int | float)}

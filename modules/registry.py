@@ -23,7 +23,7 @@ ANALYZERS: dict[str, str] = {
 
 RANKER = "modules.analyzers.rank:RANKER"
 PLANNER = "modules.planner:PLANNER"
-REPORTER = "modules.reports.markdown:REPORTER"
+REPORTER = "modules.reports.reporter:REPORTER"
 
 
 class UnknownName(LookupError):

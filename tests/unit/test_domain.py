@@ -36,6 +36,7 @@ from domain import (
     PlannedAction,
     Priority,
     ProjectState,
+    RankedGap,
     Risk,
     RoadmapItem,
     RunResult,
@@ -182,7 +183,14 @@ SAMPLES: list[BaseModel] = [
     RunSpec(argv=("a", "{prompt_file}"), env={"X": "1"}, prompt="p"),
     RunResult(exit_code=None, timed_out=True),
     AgentReport(success=False, failure_category=FailureCategory.AGENT_ERROR, tokens_used=3),
-    DaemonStatus(root="/r", running=True, pid=3, phase="idle", top_gaps=(gap_ref(_gap()),)),
+    DaemonStatus(
+        root="/r",
+        running=True,
+        pid=3,
+        phase="idle",
+        top_gaps=(RankedGap(**gap_ref(_gap()).model_dump(), rank=1, severity=Severity.HIGH),),
+        open_gaps={"pytest": 1},
+    ),
 ]
 
 
