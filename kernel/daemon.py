@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import FrameType
 from typing import Any, cast
 
@@ -129,6 +130,8 @@ def _watch(ctx: Context, wake: Wake) -> Generator[None]:
             name = os.path.basename(path)
             if inbox.ignored(name) and name != halt.HALT_FILE:
                 return
+            if name != halt.HALT_FILE and Path(path).parent == ctx.paths.history:
+                return  # status.json, README.md and records change all the time: only a resume wakes
             if kind in ("closed", "moved"):
                 wake.poke(name)
             elif (kind == "created" and not event.is_directory) or (

@@ -243,7 +243,8 @@ def run(
 ) -> Completed:
     """Run one child in its own process group and end the whole group when it is done."""
     started = time.monotonic()
-    log = log_path.open("wb") if log_path is not None else None
+    # unbuffered: `status` shows the last lines of a running agent's log as they come
+    log = log_path.open("wb", buffering=0) if log_path is not None else None
     out = _Sink(limit=max_bytes, file=log)
     err = out if merge_stderr else _Sink(limit=max_bytes)
     with _LOCK:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from domain import (
     FailureCategory,
     Gap,
     GapCategory,
+    HistoryRow,
     IterationOutcome,
     IterationPlan,
     IterationRecord,
@@ -268,3 +269,27 @@ def write_records(history: Path, records: Iterator[IterationRecord] | list[Itera
             handle.write(item.model_dump_json() + "\n")
             n += 1
     return n
+
+
+def history_rows(records: Iterable[IterationRecord]) -> tuple[HistoryRow, ...]:
+    """Records as the index rows the reporter gets, newest first."""
+    rows = [
+        HistoryRow(
+            iteration_id=r.iteration_id,
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            outcome=r.outcome,
+            failure_category=r.failure_category,
+            gap_key=r.gap.key,
+            gap_source=r.gap.source,
+            gap_category=r.gap.category,
+            gap_title=r.gap.title,
+            cost_usd=r.cost_usd,
+            tokens_used=r.tokens_used,
+            backend=r.backend,
+            durations=r.durations,
+            open_gaps=r.open_gaps,
+        )
+        for r in records
+    ]
+    return tuple(reversed(rows))

@@ -80,7 +80,8 @@ class Binned:
     """Rows placed into buckets once; the charts read from here."""
 
     def __init__(self, rows: Sequence[HistoryRow]) -> None:
-        self.rows = sorted(rows, key=lambda r: r.started_at)
+        # rows come newest first; ties in time keep the order the iterations ran in
+        self.rows = sorted(reversed(rows), key=lambda r: r.started_at)
         self.buckets = bucketing(self.rows)
         positions = {d: i for i, d in enumerate(self.buckets.starts)}
         self.slots: list[list[HistoryRow]] = [[] for _ in self.buckets.starts]
@@ -140,7 +141,9 @@ def success_by_source(rows: Sequence[HistoryRow]) -> list[tuple[str, float, int,
         if row.outcome.value in ATTEMPTED:
             tries[row.gap_source] += 1
             wins[row.gap_source] += row.outcome.value == "SUCCESS"
-    return [(s, wins[s] / n, wins[s], n) for s, n in sorted(tries.items(), key=lambda x: -x[1])]
+    return [
+        (s, wins[s] / n, wins[s], n) for s, n in sorted(tries.items(), key=lambda x: (-x[1], x[0]))
+    ]
 
 
 def phase_stats(rows: Sequence[HistoryRow]) -> list[tuple[str, float, float, float, int]]:
