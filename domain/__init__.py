@@ -17,7 +17,14 @@ from domain.enums import (
     Tool,
 )
 from domain.gaps import Gap, GapRef, GapReport, InboxItem, RoadmapItem, gap_ref
-from domain.history import HaltNote, HistoryDigest, HistoryRow, HistoryTotals, RankedGap
+from domain.history import (
+    EventNote,
+    HaltNote,
+    HistoryDigest,
+    HistoryRow,
+    HistoryTotals,
+    RankedGap,
+)
 from domain.inputs import AgentContext, AnalysisInput
 from domain.plans import (
     ITERATION_ID_PATTERN,
@@ -45,6 +52,7 @@ __all__ = [
     "Diagnostic",
     "DiffStat",
     "Event",
+    "EventNote",
     "FailureCategory",
     "Gap",
     "GapCategory",

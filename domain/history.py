@@ -37,6 +37,8 @@ class HistoryRow(Fact):
     cost_usd: float = 0.0
     tokens_used: int = 0
     backend: str = ""
+    events: tuple[EventNote, ...] = ()
+    """The latest events, newest first."""
     durations: dict[str, float] = Field(default_factory=dict[str, float])
     """Seconds per phase."""
     open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
@@ -69,6 +71,14 @@ class HaltNote(Fact):
     since: datetime | None = None
 
 
+class EventNote(Fact):
+    """Something that happened besides iterations (a halt, a resume, a recovery, an error)."""
+
+    at: datetime
+    kind: str
+    message: str
+
+
 class HistoryDigest(Fact):
     """What the history index and the dashboard render: rows (newest first) and the facts around them."""
 
@@ -83,3 +93,5 @@ class HistoryDigest(Fact):
     top_gaps: tuple[RankedGap, ...] = ()
     """The head of the latest ranking."""
     backend: str = ""
+    events: tuple[EventNote, ...] = ()
+    """The latest events, newest first."""

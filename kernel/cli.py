@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -279,6 +280,11 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     before = halt.resume(ctx.store)
+    if before.halted:
+        # history/README.md shows the halt until it is rewritten
+        with contextlib.suppress(SeedError, OSError):
+            reporting.write_index(ctx)
+        ctx.host.stop()
     print(
         f"resumed (was halted: {before.reason})" if before.halted else "the daemon was not halted"
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Generator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from domain import (
@@ -12,10 +13,10 @@ from domain import (
     IterationRecord,
     gap_ref,
 )
-from kernel import halt, inbox, reporting
+from kernel import halt, inbox, procs, reporting
 from kernel.attempt import FAILED_OUTCOMES, VIOLATIONS, Attempt
 from kernel.context import Context
-from kernel.errors import HostError
+from kernel.errors import HostError, Interrupted
 from kernel.verify import Verification
 
 QUARANTINED = "quarantined"
@@ -103,8 +104,9 @@ class Recorder:
         ctx.store.append(record)
         ctx.store.write_file(plan.iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
         try:
-            markdown = ctx.host.render_record(record)
-        except HostError as exc:
+            with _despite_stop():
+                markdown = ctx.host.render_record(record)
+        except (HostError, Interrupted) as exc:
             markdown = f"# {record.iteration_id}: {record.outcome.value}\n\n{record.reason}\n\n(report rendering failed: {exc})\n"
         ctx.store.write_file(plan.iteration_id, "report.md", markdown)
         self._release_inbox(attempt, record)
@@ -121,8 +123,9 @@ class Recorder:
     def write_index(self) -> None:
         """Rewrite history/README.md; a failure here is logged, never fatal."""
         try:
-            reporting.write_index(self.ctx, self._quarantined())
-        except OSError as exc:
+            with _despite_stop():
+                reporting.write_index(self.ctx, self._quarantined())
+        except (OSError, Interrupted) as exc:
             self.ctx.log(f"could not rewrite history/{reporting.INDEX_NAME}: {exc}")
 
     def _release_inbox(self, attempt: Attempt, record: IterationRecord) -> None:
@@ -184,3 +187,18 @@ class Recorder:
         if reason:
             halt.halt(ctx.store, reason, category.value if category else "", record.iteration_id)
             ctx.log(f"HALTED: {reason}. Nothing runs until `python seed.py resume`.")
+
+
+@contextlib.contextmanager
+def _despite_stop() -> Generator[None]:
+    """Let an interrupted iteration's report and index be rendered (quick host calls).
+
+    A second Ctrl-C sets the stop again and interrupts them; the stop is always restored.
+    """
+    stopping = procs.STOP.is_set()
+    procs.STOP.clear()
+    try:
+        yield
+    finally:
+        if stopping:
+            procs.STOP.set()

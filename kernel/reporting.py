@@ -17,6 +17,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from domain import (
+    EventNote,
     GapReport,
     HaltNote,
     HistoryDigest,
@@ -37,6 +38,8 @@ DASHBOARD_NAME = "index.html"
 INDEX_ROWS = 100
 """How many of the latest iterations history/README.md lists."""
 TOP_GAPS = 5
+EVENTS = 10
+"""How many of the latest events (halts, resumes, recoveries, errors) the index shows."""
 
 
 def ranked(
@@ -144,6 +147,10 @@ def digest(
         quarantined=quarantined,
         top_gaps=last_ranking(live),
         backend=str(live.get("backend", "")),
+        events=tuple(
+            EventNote(at=e.at, kind=e.kind, message=e.message)
+            for e in reversed(store.events(EVENTS))
+        ),
     )
 
 

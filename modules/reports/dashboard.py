@@ -181,7 +181,7 @@ def _charts(digest: HistoryDigest) -> str:
 
 
 def _top_gaps(digest: HistoryDigest) -> str:
-    if not digest.top_gaps and not digest.quarantined:
+    if not digest.top_gaps and not digest.quarantined and not digest.events:
         return ""
     items = "".join(
         f"<li><code>{escape(g.key)}</code> {escape(shorten(g.title, 100))} "
@@ -191,10 +191,16 @@ def _top_gaps(digest: HistoryDigest) -> str:
         for g in digest.top_gaps
     )
     held = "".join(f"<li><code>{escape(k)}</code></li>" for k in digest.quarantined)
+    events = "".join(
+        f"<li><small>{escape(utc(e.at))}</small> <b>{escape(e.kind)}</b> "
+        f"{escape(shorten(e.message, 200))}</li>"
+        for e in digest.events
+    )
     return (
-        '<section class="card"><h2>Gaps</h2>'
+        '<section class="card"><h2>Gaps and events</h2>'
         + (f"<h3>Top of the latest ranking</h3><ol>{items}</ol>" if items else "")
         + (f"<h3>Quarantined</h3><ul>{held}</ul>" if held else "")
+        + (f"<h3>Recent events</h3><ul>{events}</ul>" if events else "")
         + "</section>"
     )
 

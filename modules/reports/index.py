@@ -100,6 +100,10 @@ def render_index(digest: HistoryDigest) -> str:
             for g in digest.top_gaps
         ]
         lines.append("")
+    if digest.events:
+        lines += ["## Recent events", ""]
+        lines += [f"- {utc(e.at)} {e.kind}: {md(shorten(e.message, 200))}" for e in digest.events]
+        lines.append("")
     lines += ["## Latest iterations", ""]
     if digest.rows:
         lines += ["| Iteration | Started | Gap | Outcome | Cost |", "|---|---|---|---|---|"]

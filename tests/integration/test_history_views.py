@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from domain import DaemonStatus, IterationRecord
+from tests.histories import every_kind, write_records
 from tests.support import (
     SAMPLE,
     agent_config,
@@ -216,9 +217,7 @@ def test_status_while_a_scripted_agent_is_running(tmp_path: Path) -> None:
         assert status.phase == "agent running" and status.phase_since is not None
         assert status.log_tail[-1] == "running the tests"
         assert status.top_gaps[0].source == "roadmap"
-        release.touch()
-        wait_for(lambda: len(records(repo)) >= 1, 240, "the iteration to be recorded")
-        daemon.send_signal(signal.SIGTERM)
+        daemon.send_signal(signal.SIGTERM)  # stopped mid-run: ABORTED, still fully reported
         _, stderr = daemon.communicate(timeout=60)
         assert daemon.returncode == 0, stderr
     finally:
@@ -226,6 +225,13 @@ def test_status_while_a_scripted_agent_is_running(tmp_path: Path) -> None:
         if daemon.poll() is None:
             daemon.kill()
             daemon.communicate(timeout=30)
+    [aborted] = records(repo)
+    assert aborted["outcome"] == "ABORTED"
+    report = (repo / "history" / aborted["iteration_id"] / "report.md").read_text()
+    assert report.startswith(f"# {aborted['iteration_id']}: ABORTED")
+    assert "Ranked #1 of 1 open gaps" in report and "rendering failed" not in report
+    index = (repo / "history" / "README.md").read_text()
+    assert f"| [{aborted['iteration_id']}]" in index and "| ABORTED |" in index
     stopped = seed(repo, "status").stdout
     assert "daemon:      not running" in stopped and "| " not in stopped
     assert "gaps:        1 open (roadmap 1)" in stopped  # the last analysis is kept
@@ -241,3 +247,19 @@ def test_metrics_without_prometheus_client_is_a_clear_usage_error(tmp_path: Path
     assert "--metrics-port needs the prometheus_client package" in result.stderr
     assert "Traceback" not in result.stderr
     assert "not running" in seed(repo, "status").stdout  # the lock was let go
+
+
+def test_resume_rewrites_the_index_without_the_halt(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", SAMPLE)
+    history = repo / "history"
+    write_records(history, every_kind()[:2])
+    (history / "halt.json").write_text(
+        json.dumps({"halted": True, "reason": "ALLOWLIST_VIOLATION in iter-0002"})
+    )
+    result = seed(repo, "resume")
+    assert result.returncode == 0, result.stderr
+    index = (history / "README.md").read_text()
+    assert "Not halted" in index and "HALTED" not in index
+    events = index.split("## Recent events", 1)[1].split("##", 1)[0]
+    assert "resume: resumed (was: ALLOWLIST_VIOLATION in iter-0002)" in events
+    assert every_kind()[1].iteration_id in index

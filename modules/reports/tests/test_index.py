@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from domain import (
+    EventNote,
     GapCategory,
     HaltNote,
     HistoryDigest,
@@ -75,7 +76,13 @@ def test_index_shows_the_halt_and_how_to_resume_and_quarantined_gaps() -> None:
             ),
         ),
     )
+    digest = digest.model_copy(
+        update={
+            "events": (EventNote(at=NOW, kind="halt", message="3 consecutive failures <b>x</b>"),)
+        }
+    )
     text = render_index(digest)
+    assert "- 2026-06-01 12:00Z halt: 3 consecutive failures &lt;b>x&lt;/b>" in text
     assert "**HALTED** since 2026-06-01 12:00Z (after iter-0002-20260302-091300)" in text
     assert "3 consecutive failures across different gaps" in text
     assert "`python seed.py resume`" in text
