@@ -70,8 +70,8 @@ def percent(rate: float | None) -> str:
 
 
 def money(usd: float) -> str:
-    """Dollars: four decimals under a dollar (agent runs are often cents), two above."""
-    return f"${usd:,.4f}" if abs(usd) < 1 else f"${usd:,.2f}"
+    """Dollars: four decimals under a dollar (agent runs are often cents), two otherwise."""
+    return f"${usd:,.4f}" if 0 < abs(usd) < 1 else f"${usd:,.2f}"
 
 
 def money_tick(usd: float) -> str:

@@ -137,7 +137,9 @@ def _charts(digest: HistoryDigest) -> str:
     sections = [
         (
             f"Outcomes per {unit}",
-            svg.stacked_bars("chart-outcomes", f"Outcomes per {unit}", labels, outcomes)
+            svg.stacked_bars(
+                "chart-outcomes", f"Outcomes per {unit}", labels, outcomes, integer=True
+            )
             + svg.legend(outcomes),
         ),
         (
@@ -164,7 +166,9 @@ def _charts(digest: HistoryDigest) -> str:
         ),
         (
             "Open quality gaps",
-            svg.lines("chart-gaps", "Open quality gaps at each baseline", labels, gaps)
+            svg.lines(
+                "chart-gaps", "Open quality gaps at each baseline", labels, gaps, integer=True
+            )
             + svg.legend(gaps),
         ),
         (

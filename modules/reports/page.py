@@ -50,7 +50,7 @@ var per=100,page=0,shown=R,tb=document.querySelector('#iterations tbody');
 var fo=document.getElementById('f-outcome'),fs=document.getElementById('f-source'),
 ft=document.getElementById('f-text'),info=document.getElementById('pageinfo'),
 note=document.getElementById('shown');
-function money(c){return Math.abs(c)<1?'$'+c.toFixed(4):'$'+c.toLocaleString('en-US',
+function money(c){return c!==0&&Math.abs(c)<1?'$'+c.toFixed(4):'$'+c.toLocaleString('en-US',
 {minimumFractionDigits:2,maximumFractionDigits:2})}
 function secs(s){if(s<60)return s.toFixed(1)+'s';var w=Math.round(s);
 if(w<3600)return Math.floor(w/60)+'m'+String(w%60).padStart(2,'0')+'s';

@@ -30,15 +30,24 @@ def _n(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def nice_ceiling(value: float) -> float:
-    """The smallest 1, 2, 2.5 or 5 times a power of ten at or above value (1 for nothing)."""
+def nice_scale(value: float, integer: bool = False) -> tuple[float, float]:
+    """(top, step) of an axis from 0 covering value in about four steps of 1, 2, 2.5 or 5
+    times a power of ten; whole steps only for counts."""
     if value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if step * power >= value:
-            return step * power
-    return 10 * power
+        return (4.0, 1.0) if integer else (1.0, 0.25)
+    raw = value / 4
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = 10 * power
+    for multiple in (1, 2, 2.5, 5, 10):
+        candidate = multiple * power
+        if integer and (candidate < 1 or candidate != int(candidate)):
+            continue
+        if candidate >= raw:
+            step = candidate
+            break
+    if integer:
+        step = max(step, 1.0)
+    return step * math.ceil(value / step - 1e-9), step
 
 
 def _frame(chart_id: str, title: str, body: list[str]) -> str:
@@ -60,22 +69,22 @@ def _empty(chart_id: str, title: str) -> str:
     )
 
 
-def _axes(labels: Sequence[str], top: float, fmt: Callable[[float], str]) -> list[str]:
+def _axes(labels: Sequence[str], top: float, step: float, fmt: Callable[[float], str]) -> list[str]:
     plot_w = WIDTH - _LEFT - _RIGHT
     plot_h = HEIGHT - _TOP - _BOTTOM
     out: list[str] = []
-    for i in range(5):
-        value = top * i / 4
-        y = _TOP + plot_h - plot_h * i / 4
+    for i in range(round(top / step) + 1):
+        value = step * i
+        y = _TOP + plot_h - plot_h * value / top
         out.append(
             f'<line class="grid" x1="{_LEFT}" x2="{WIDTH - _RIGHT}" y1="{_n(y)}" y2="{_n(y)}"/>'
             f'<text class="tick" x="{_LEFT - 6}" y="{_n(y + 4)}" text-anchor="end">'
             f"{escape(fmt(value))}</text>"
         )
     if labels:
-        step = max(1, math.ceil(len(labels) / 6))
+        step_labels = max(1, math.ceil(len(labels) / 6))
         slot = plot_w / len(labels)
-        for i in range(0, len(labels), step):
+        for i in range(0, len(labels), step_labels):
             x = _LEFT + slot * (i + 0.5)
             out.append(
                 f'<text class="tick" x="{_n(x)}" y="{HEIGHT - 10}" text-anchor="middle">'
@@ -91,17 +100,18 @@ def stacked_bars(
     series: Sequence[Series],
     fmt: Callable[[float], str] = _n,
     tick: Callable[[float], str] | None = None,
+    integer: bool = False,
 ) -> str:
     """One bar per label, the series stacked in order (fmt for values, tick for the axis)."""
     totals = [sum((s.values[i] or 0.0) for s in series) for i in range(len(labels))]
     if not labels or not any(totals):
         return _empty(chart_id, title)
-    top = nice_ceiling(max(totals))
+    top, step = nice_scale(max(totals), integer)
     plot_w = WIDTH - _LEFT - _RIGHT
     plot_h = HEIGHT - _TOP - _BOTTOM
     slot = plot_w / len(labels)
-    bar = max(slot * 0.8, 1.0)
-    body = _axes(labels, top, tick or fmt)
+    bar = min(max(slot * 0.8, 1.0), 48.0)
+    body = _axes(labels, top, step, tick or fmt)
     for i, label in enumerate(labels):
         base = _TOP + plot_h
         x = _LEFT + slot * i + (slot - bar) / 2
@@ -125,16 +135,17 @@ def lines(
     labels: Sequence[str],
     series: Sequence[Series],
     fmt: Callable[[float], str] = _n,
+    integer: bool = False,
 ) -> str:
     """One line per series across the labels; None leaves a gap."""
     values = [v for s in series for v in s.values if v is not None]
     if not labels or not values:
         return _empty(chart_id, title)
-    top = nice_ceiling(max(values))
+    top, step = nice_scale(max(values), integer)
     plot_w = WIDTH - _LEFT - _RIGHT
     plot_h = HEIGHT - _TOP - _BOTTOM
     slot = plot_w / len(labels)
-    body = _axes(labels, top, fmt)
+    body = _axes(labels, top, step, fmt)
     for s in series:
         runs: list[list[str]] = [[]]
         for i, value in enumerate(s.values):

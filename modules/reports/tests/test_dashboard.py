@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from domain import HistoryDigest, HistoryTotals, IterationOutcome, IterationRecord
 from modules.reports.dashboard import STATIC_ROWS, render_dashboard
+from modules.reports.svg import nice_scale
 from modules.reports.trends import Binned, bucketing, success_by_source
 from tests.histories import START, every_kind, history_rows, record, synthetic
 
@@ -99,3 +100,12 @@ def test_open_gaps_carry_forward_and_success_rate_counts_only_agent_runs() -> No
     assert success_by_source(rows) == [("pytest", 0.0, 0, 1), ("ruff", 1.0, 1, 1)]
     outcomes = {s.name: s.values for s in binned.outcomes()}
     assert outcomes["SUCCESS"] == [1, 0, 0] and outcomes["WAITING"] == [0, 0, 1]
+
+
+def test_axes_step_in_round_numbers_and_whole_ones_for_counts() -> None:
+    assert nice_scale(3, integer=True) == (3.0, 1.0)
+    assert nice_scale(7, integer=True) == (8.0, 2.0)
+    assert nice_scale(0.029) == (0.03, 0.01)
+    assert nice_scale(0) == (1.0, 0.25)
+    top, step = nice_scale(9_999, integer=True)
+    assert top >= 9_999 and step == int(step) and top / step <= 5
