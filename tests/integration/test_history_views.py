@@ -247,6 +247,8 @@ def test_metrics_without_prometheus_client_is_a_clear_usage_error(tmp_path: Path
     assert "--metrics-port needs the prometheus_client package" in result.stderr
     assert "Traceback" not in result.stderr
     assert "not running" in seed(repo, "status").stdout  # the lock was let go
+    plain = seed(repo, "once", env={"PYTHONPATH": str(blocker)})
+    assert plain.returncode == 5, plain.stderr  # without the flag it is never imported
 
 
 def test_resume_rewrites_the_index_without_the_halt(tmp_path: Path) -> None:
