@@ -28,7 +28,9 @@ from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
 from kernel.selfcheck import selfcheck
 
-GITIGNORE_LINES = ("history/*", "!history/README.md", "inbox/*", "!inbox/README.md")
+# history/README.md is the index the daemon rewrites after every iteration, so it is ignored
+# with the rest of history/ (tracking it would leave `git status` dirty after every iteration)
+GITIGNORE_LINES = ("history/*", "inbox/*", "!inbox/README.md")
 INBOX_README = """# inbox
 
 Drop a task here as a Markdown (.md) or text (.txt) file and the daemon picks it up
