@@ -32,6 +32,7 @@ from domain.plans import (
     AttemptNote,
     IterationPlan,
     PlanBudget,
+    PlanDocument,
     PlannedAction,
 )
 from domain.records import CriterionVerdict, DiffStat, Event, IterationRecord
@@ -70,6 +71,7 @@ __all__ = [
     "Measurements",
     "OutcomeTally",
     "PlanBudget",
+    "PlanDocument",
     "PlannedAction",
     "Priority",
     "ProjectState",

@@ -67,6 +67,9 @@ class IterationRecord(Fact):
     checkout_changes: tuple[str, ...] = ()
     """Files the person changed in their checkout while the agent ran."""
     task_kind: str = ""
+    gap_signature: str = ""
+    """The kernel's signature of the planned gap's state (findings, inbox bytes, roadmap text), so
+    history can be judged without the plan."""
     plan: IterationPlan | None = None
     ranking: tuple[RankedGap, ...] = ()
     """The head of the baseline's ranking when the gap was chosen (the alternatives, and the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,14 +12,14 @@ from domain import (
     AgentReport,
     DiffStat,
     FailureCategory,
-    Gap,
     GapReport,
     IterationOutcome,
     IterationPlan,
     IterationRecord,
 )
 from kernel.context import Backend
-from kernel.verify import identity
+from kernel.signature import gap_signature as gap_signature  # re-exported for callers
+from kernel.signature import record_signature
 
 FAILED_OUTCOMES = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
 VIOLATIONS = (
@@ -41,16 +40,6 @@ def noop_phase(phase: str, detail: str) -> None:
 def mono() -> float:
     """Monotonic seconds."""
     return time.monotonic()
-
-
-def gap_signature(gap: Gap) -> str:
-    """What the gap looks like now: findings (not lines), inbox bytes, roadmap text."""
-    parts = sorted("|".join(identity(d)) for d in gap.evidence)
-    if gap.inbox is not None:
-        parts.append(gap.inbox.sha256)
-    if gap.roadmap is not None:
-        parts.append(gap.roadmap.text)
-    return hashlib.sha256("\n".join([gap.key, *parts]).encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass
@@ -94,9 +83,7 @@ def quarantined(report: GapReport, records: Sequence[IterationRecord]) -> tuple[
                 streak.append(record)
             elif record.outcome != IterationOutcome.WAITING:
                 break
-        same = [
-            r for r in streak if r.plan is not None and gap_signature(r.plan.gap) == current[key]
-        ]
+        same = [r for r in streak if record_signature(r) == current[key]]
         if len(same) >= 3:
             out.append(key)
             continue
@@ -120,8 +107,7 @@ def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str)
         if (
             record is not None
             and record.outcome == IterationOutcome.WAITING
-            and record.plan is not None
-            and gap_signature(record.plan.gap) == gap_signature(gap)
+            and record_signature(record) == gap_signature(gap)
             and record.backend == backend
         ):
             out.add(gap.key)

@@ -179,6 +179,8 @@ def _print_plan(plan: IterationPlan) -> None:
         print(
             f"  tried: {note.iteration_id} {note.outcome.value} {note.failure_category.value if note.failure_category else ''} {note.reason}"
         )
+    for remark in plan.notes:
+        print(f"  note:  {remark}")
 
 
 def cmd_gaps(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from kernel.analysis import Baseline, analyse
 from kernel.attempt import quarantined
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.iteration import Iteration
+from kernel.iteration import Iteration, for_planner, planning_history
 from kernel.metrics import MetricsServer, snapshot
 from kernel.status import STATUS_FILE as STATUS_FILE  # re-exported for older imports
 from kernel.status import StatusWriter
@@ -322,7 +322,7 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
     try:
         now = datetime.now(UTC).replace(microsecond=0)
         baseline = analyse(ctx, worktree, head, now)
-        history = ctx.store.recent(50)
+        history = planning_history(ctx.store, baseline.report)
         held = quarantined(baseline.report, history)
         backend = ctx.backend()
         state = it.project_state(
@@ -338,6 +338,6 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         report = baseline.report.model_copy(
             update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in held)}
         )
-        return baseline, ctx.host.plan(report, history, state)
+        return baseline, ctx.host.plan(report, for_planner(history, report), state)
     finally:
         it.discard(worktree)

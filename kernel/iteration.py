@@ -33,6 +33,7 @@ from kernel.globs import protected_patterns
 from kernel.landing import Lander
 from kernel.measure import ruff_binary
 from kernel.recording import QUARANTINED, WAITING, Recorder
+from kernel.store import RecordStore
 
 Analysed = Callable[[GapReport, Mapping[str, str]], None]
 """Called after each analysis with the ranking and the gaps passed over (status shows them)."""
@@ -83,11 +84,8 @@ class Iteration:
             now = datetime.now(UTC).replace(microsecond=0)
             self.phase("analysing", "")
             t0 = mono()
-            recent = ctx.store.recent(50)
             baseline = analyse(ctx, worktree, head, now)
-            history = _merge(
-                recent, ctx.store.for_gaps([g.key for g in baseline.report.gaps], per_gap=5)
-            )
+            history = planning_history(ctx.store, baseline.report)
             held = quarantined(baseline.report, history)
             analyse_s = mono() - t0
             backend = ctx.backend()
@@ -103,6 +101,7 @@ class Iteration:
                     "skipped": tuple(sorted(set(baseline.report.skipped) | skip)),
                 }
             )
+            history = for_planner(history, report)
             blocker = gitops.land_blocker(ctx.paths.root)
             hstate = halt.read_halt(ctx.paths.history)
             sequence = ctx.store.next_sequence()
@@ -253,6 +252,30 @@ class Iteration:
         )
 
     # -- execute, inspect, verify, land -------------------------------------------
+
+
+RECENT_RECORDS = 50
+"""Latest records read for every plan (halts and reports look at these)."""
+PER_GAP_RECORDS = 5
+"""Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""
+
+
+def planning_history(store: RecordStore, report: GapReport) -> list[IterationRecord]:
+    """What quarantine and the planner judge: the latest records and each reported gap's latest,
+    as briefs (no plan) read from the index, never a scan of records.jsonl; oldest first."""
+    keys = [g.key for g in report.gaps]
+    return _merge(
+        store.recent(RECENT_RECORDS, brief=True),
+        store.for_gaps(keys, per_gap=PER_GAP_RECORDS, brief=True),
+    )
+
+
+def for_planner(history: Sequence[IterationRecord], report: GapReport) -> list[IterationRecord]:
+    """The records the planner needs: those of the gaps it may plan, and the latest ones
+    (history's tail, as planning_history reads it); a held-back gap's older records stay out."""
+    keys = {g.key for g in report.gaps}
+    tail = len(history) - RECENT_RECORDS
+    return [r for i, r in enumerate(history) if i >= tail or r.gap.key in keys]
 
 
 def _merge(a: Sequence[IterationRecord], b: Sequence[IterationRecord]) -> list[IterationRecord]:

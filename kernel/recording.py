@@ -17,6 +17,7 @@ from kernel import halt, inbox, procs, reporting
 from kernel.attempt import FAILED_OUTCOMES, VIOLATIONS, Attempt
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
+from kernel.signature import gap_signature
 from kernel.verify import Verification
 
 QUARANTINED = "quarantined"
@@ -95,6 +96,7 @@ class Recorder:
             cost_usd=agent.cost_usd if agent else 0.0,
             durations=attempt.durations,
             task_kind=plan.task_kind.value,
+            gap_signature=gap_signature(plan.gap),
             plan=plan,
             ranking=reporting.ranked(self.baseline, self.skipped, chosen=plan.gap.key)
             if self.baseline

@@ -1,8 +1,11 @@
 """The record store: history/records.jsonl (append-only, fsynced) and an index beside it.
 
 The index (history/.index.sqlite) is derived: it is brought up to date from the log's tail
-when the log grew, and rebuilt when it is missing, unreadable or the log shrank. Every
-reader of history (planner input, status, reports) goes through it.
+when the log grew, and rebuilt when it is missing, unreadable, of an older layout or the log
+shrank. Every reader of history (planner input, status, reports) goes through it. Beside each
+row it keeps a brief of the record (see brief_of: no plan, failures and tracebacks capped, the
+planned gap's signature filled in), so planning reads a kilobyte or two per record from the
+index instead of parsing whole records out of records.jsonl.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from domain import Event, IterationRecord, OutcomeTally
+from kernel.briefs import brief_of
 from kernel.fsutil import append_line, atomic_write_text, unique_path
 
 _SEQ = re.compile(r"^iter-(\d{4,})-")
@@ -31,6 +35,8 @@ CREATE TABLE IF NOT EXISTS records (
     gap_title TEXT, task_kind TEXT, started TEXT, ended TEXT, day TEXT,
     cost REAL, tokens INTEGER, backend TEXT, fingerprint TEXT
 );
+CREATE TABLE IF NOT EXISTS briefs (iteration_id TEXT PRIMARY KEY, brief TEXT);
+CREATE INDEX IF NOT EXISTS records_by_kind ON records (task_kind, fingerprint, day, outcome);
 CREATE INDEX IF NOT EXISTS records_by_gap ON records (gap_key, seq);
 CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 """
@@ -41,6 +47,8 @@ CREATE TABLE IF NOT EXISTS details (
 );
 """
 _DETAILS_VERSION = "1"
+_BRIEFS_VERSION = "1"
+"""Version of the briefs table (see kernel/briefs.py); an index of another is re-read."""
 
 
 @dataclass(frozen=True)
@@ -188,12 +196,17 @@ class RecordStore:
         self.history.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.index_path, isolation_level="DEFERRED")
         db.executescript(_SCHEMA + _DETAILS_SCHEMA)
-        if self._meta(db, "details") != _DETAILS_VERSION:
-            # an index written before the details table existed: re-read the log once
+        if (
+            self._meta(db, "details") != _DETAILS_VERSION
+            or self._meta(db, "briefs") != _BRIEFS_VERSION
+        ):
+            # an index written before the details or briefs tables existed: re-read the log once
             db.execute("DELETE FROM records")
             db.execute("DELETE FROM details")
+            db.execute("DELETE FROM briefs")
             self._set_meta(db, "size", "0")
             self._set_meta(db, "details", _DETAILS_VERSION)
+            self._set_meta(db, "briefs", _BRIEFS_VERSION)
             db.commit()
         return db
 
@@ -246,6 +259,10 @@ class RecordStore:
             "INSERT OR REPLACE INTO details VALUES (?,?,?)",
             (record.iteration_id, json.dumps(record.durations), json.dumps(record.open_gaps)),
         )
+        db.execute(
+            "INSERT OR REPLACE INTO briefs VALUES (?, ?)",
+            (record.iteration_id, brief_of(record).model_dump_json()),
+        )
 
     def _refresh(self, db: sqlite3.Connection) -> None:
         size = self.records_path.stat().st_size if self.records_path.exists() else 0
@@ -255,6 +272,7 @@ class RecordStore:
         if size < indexed:
             db.execute("DELETE FROM records")
             db.execute("DELETE FROM details")
+            db.execute("DELETE FROM briefs")
             indexed = 0
         self.problems.clear()
         with self.records_path.open("rb") as handle:
@@ -304,28 +322,46 @@ class RecordStore:
         row = self._index().execute("SELECT max(seq) FROM records").fetchone()
         return int(row[0] or 0) + 1
 
-    def recent(self, limit: int = 20) -> list[IterationRecord]:
-        """The latest records, oldest first."""
-        rows = (
-            self._index()
-            .execute(
-                "SELECT offset, length FROM (SELECT * FROM records ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+    def _briefs(self, rows: Sequence[tuple[str]]) -> list[IterationRecord]:
+        out: list[IterationRecord] = []
+        for (text,) in rows:
+            with contextlib.suppress(ValidationError, ValueError):
+                out.append(IterationRecord.model_validate_json(text))
+        return out
+
+    def recent(self, limit: int = 20, *, brief: bool = False) -> list[IterationRecord]:
+        """The latest records, oldest first (briefs: no plan, see brief_of)."""
+        db = self._index()
+        if brief:
+            rows = db.execute(
+                "SELECT b.brief FROM (SELECT iteration_id, seq FROM records ORDER BY seq DESC LIMIT ?) r "
+                "JOIN briefs b USING (iteration_id) ORDER BY r.seq",
                 (limit,),
-            )
-            .fetchall()
-        )
+            ).fetchall()
+            return self._briefs(rows)
+        rows = db.execute(
+            "SELECT offset, length FROM (SELECT * FROM records ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+            (limit,),
+        ).fetchall()
         return self._records(rows)
 
-    def for_gaps(self, keys: Sequence[str], per_gap: int = 5) -> list[IterationRecord]:
-        """The latest records of each of these gaps, oldest first."""
+    def for_gaps(
+        self, keys: Sequence[str], per_gap: int = 5, *, brief: bool = False
+    ) -> list[IterationRecord]:
+        """The latest records of each of these gaps, oldest first (briefs: no plan)."""
         db = self._index()
-        rows: list[tuple[int, int, int]] = []
+        rows: list[tuple[int, Any, Any]] = []
+        sql = (
+            "SELECT r.seq, b.brief, 0 FROM records r JOIN briefs b USING (iteration_id) "
+            "WHERE r.gap_key = ? ORDER BY r.seq DESC LIMIT ?"
+            if brief
+            else "SELECT seq, offset, length FROM records WHERE gap_key = ? ORDER BY seq DESC LIMIT ?"
+        )
         for key in dict.fromkeys(keys):
-            rows += db.execute(
-                "SELECT seq, offset, length FROM records WHERE gap_key = ? ORDER BY seq DESC LIMIT ?",
-                (key, per_gap),
-            ).fetchall()
-        rows.sort()
+            rows += db.execute(sql, (key, per_gap)).fetchall()
+        rows.sort(key=lambda row: row[0])
+        if brief:
+            return self._briefs([(b,) for _, b, _ in rows])
         return self._records([(o, n) for _, o, n in rows])
 
     def get(self, iteration_id: str) -> IterationRecord | None:
