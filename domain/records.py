@@ -62,6 +62,14 @@ class IterationRecord(Fact):
     agent_exit_code: int | None = None
     tokens_used: int = 0
     cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_basis: str = ""
+    """Where cost_usd comes from: reported (by the tool), prices (seed.toml's table), none."""
+    agent_model: str = ""
+    agent_turns: int = 0
+    agent_note: str = ""
+    """What the record should know about the backend (e.g. aider exits 0 on API errors)."""
     durations: dict[str, float] = Field(default_factory=dict[str, float])
     """Seconds per phase: analyse, plan, execute, inspect, verify, land."""
     checkout_changes: tuple[str, ...] = ()

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import (
@@ -17,25 +18,18 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import halt, inbox, procs
+from kernel import costs, halt, inbox, ledger, procs
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
 from kernel.recording import Recorder
 
-_ENV_PASS = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "USER",
-    "LOGNAME",
-    "TERM",
-)
+_ENV_PASS = ("PATH", "HOME")
+"""All an agent gets from the daemon's environment, besides the variables [agent] env names."""
+
+ARTIFACT_CAP = 32 * 1024 * 1024
+"""Bytes of one artifact (a trajectory) kept and handed to the adapter."""
 
 
 class AgentRunner:
@@ -57,7 +51,6 @@ class AgentRunner:
 
     def execute(self, attempt: Attempt, spec: RunSpec) -> IterationRecord | None:
         """Run the agent; a record when the iteration ends here, None when its work is to be inspected."""
-        """Run the agent, then guard, verify and land its work."""
         ctx = self.ctx
         plan = attempt.plan
         iteration_id = plan.iteration_id
@@ -158,6 +151,7 @@ class AgentRunner:
                     f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
                 )
         attempt.exit_code = completed.exit_code
+        attempt.agent_note = spec.note
         result_json = (
             result_file.read_text(encoding="utf-8", errors="replace")[:1_000_000]
             if result_file.exists()
@@ -172,14 +166,17 @@ class AgentRunner:
             log_path=str(log_path),
             run_dir=str(run_dir),
             result_json=result_json,
+            output=_read_capped(log_path, ctx.config.agent.max_log_bytes),
+            artifacts=self._keep_artifacts(iteration_id, run_dir, spec.artifacts),
         )
         try:
-            attempt.agent = ctx.host.agent_parse(attempt.backend.name, plan, run_result)
+            report = ctx.host.agent_parse(attempt.backend.name, plan, run_result)
         except HostError as exc:
-            attempt.agent = AgentReport(
+            report = AgentReport(
                 success=completed.exit_code == 0,
                 summary=f"the adapter could not read the run: {exc}",
             )
+        agent = self._account(attempt, report)
         if completed.timed_out:
             return self.recorder.finish(
                 attempt,
@@ -187,24 +184,72 @@ class AgentRunner:
                 FailureCategory.AGENT_TIMEOUT,
                 f"the agent ran past its {timeout:.0f}s limit; its process group was ended",
             )
-        if attempt.agent.tokens_used > ctx.config.budget.max_tokens_per_iteration > 0 or (
-            attempt.agent.cost_usd > ctx.config.budget.max_cost_usd_per_iteration > 0
+        if agent.tokens_used > ctx.config.budget.max_tokens_per_iteration > 0 or (
+            agent.cost_usd > ctx.config.budget.max_cost_usd_per_iteration > 0
         ):
             return self.recorder.finish(
                 attempt,
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
-                f"the run used {attempt.agent.tokens_used} tokens / ${attempt.agent.cost_usd:.2f}, over the per-iteration budget",
+                f"the run used {agent.tokens_used} tokens / ${agent.cost_usd:.2f}, over the per-iteration budget",
             )
-        if not attempt.agent.success:
-            category = attempt.agent.failure_category or FailureCategory.AGENT_ERROR
+        if not agent.success:
+            category = agent.failure_category or FailureCategory.AGENT_ERROR
             return self.recorder.finish(
                 attempt,
                 IterationOutcome.FAILURE,
                 category,
-                f"the agent reported failure (exit {completed.exit_code}): {attempt.agent.summary[:300]}",
+                f"the agent reported failure (exit {completed.exit_code}): {agent.summary[:300]}",
             )
         return None
+
+    def _keep_artifacts(
+        self, iteration_id: str, run_dir: Path, names: Sequence[str]
+    ) -> dict[str, str]:
+        """Copy the run's artifacts into history/<id>/ and return their text."""
+        kept: dict[str, str] = {}
+        for name in names:
+            source = run_dir / name
+            if Path(name).is_absolute() or ".." in Path(name).parts or not source.is_file():
+                continue
+            text = _read_capped(source, ARTIFACT_CAP)
+            self.ctx.store.write_file(iteration_id, Path(name).name, text)
+            kept[name] = text
+        return kept
+
+    def _account(self, attempt: Attempt, report: AgentReport) -> AgentReport:
+        """Price the run when the tool gave no cost, note its version, and append it to the ledger."""
+        ctx = self.ctx
+        priced, basis = costs.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
+        attempt.agent = priced
+        attempt.cost_basis = basis
+        if not attempt.agent_version and report.version:
+            attempt.agent_version = report.version[:120]
+        if report.note:
+            attempt.agent_note = "; ".join(n for n in (attempt.agent_note, report.note) if n)
+        ledger.append(
+            ctx.paths.history,
+            ledger.LedgerEntry(
+                at=datetime.now(UTC),
+                iteration_id=attempt.plan.iteration_id,
+                backend=attempt.backend.name,
+                model=priced.model or ctx.config.agent.model,
+                tokens_used=priced.tokens_used,
+                input_tokens=priced.input_tokens,
+                output_tokens=priced.output_tokens,
+                cost_usd=priced.cost_usd,
+                cost_basis=basis,
+            ),
+        )
+        return priced
+
+
+def _read_capped(path: Path, cap: int) -> str:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(cap).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _substitute(arg: str, values: dict[str, str]) -> str:

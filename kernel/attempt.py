@@ -54,6 +54,9 @@ class Attempt:
     durations: dict[str, float] = field(default_factory=dict[str, float])
     agent: AgentReport | None = None
     agent_version: str = ""
+    agent_note: str = ""
+    cost_basis: str = ""
+    """reported, prices or none: where the run's cost comes from."""
     exit_code: int | None = None
     touched: list[str] = field(default_factory=list[str])
     diff: DiffStat = field(default_factory=DiffStat)

@@ -218,7 +218,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
-    status = read_status(ctx)
+    try:
+        status = read_status(ctx)
+    finally:
+        ctx.host.stop()  # read_status may start it to tell which backend auto would pick
     if args.json:
         print(status.model_dump_json(indent=2))
         return EXIT_OK

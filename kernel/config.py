@@ -19,6 +19,29 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
+class ModelPrice(_Section):
+    """[agent.prices."MODEL"]: what one model costs, in USD per million tokens."""
+
+    input: float = Field(ge=0)
+    """USD per million prompt tokens."""
+    output: float = Field(ge=0)
+    """USD per million completion tokens (reasoning included)."""
+    cached_input: float | None = Field(default=None, ge=0)
+    """USD per million prompt tokens read from a cache; unset: the input price."""
+
+
+DEFAULT_ALLOWED_TOOLS = [
+    "Read",
+    "Edit",
+    "Write",
+    "Glob",
+    "Grep",
+    "Bash(python -m pytest:*)",
+    "Bash(pytest:*)",
+    "Bash(ruff:*)",
+]
+
+
 class AgentConfig(_Section):
     """[agent]: which coding agent carries plans out, and how it is started."""
 
@@ -34,6 +57,19 @@ class AgentConfig(_Section):
     """Names of extra environment variables passed to the agent (API keys)."""
     max_log_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """Cap on the agent output kept in history/<id>/agent.log."""
+    max_turns: int = Field(default=30, ge=0)
+    """Agent turns per run where the tool takes a limit (claude --max-turns, mini's model-call
+    limit); 0 leaves the tool's own default."""
+    allowed_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_TOOLS))
+    """Tools claude may use without asking (--allowedTools); edits are accepted anyway."""
+    api_base: str = ""
+    """OpenAI-compatible endpoint for mini and aider (e.g. http://localhost:11434/v1 for Ollama);
+    use a model named openai/<name>."""
+    extra_args: list[str] = Field(default_factory=list[str])
+    """Extra flags for the named backend's command line, placed before the prompt."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
+    """Prices by model name for runs whose tool reports no cost (codex, gemini; aider, mini,
+    opencode with an unpriced model); "*" matches any model."""
 
 
 class QualityConfig(_Section):

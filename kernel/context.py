@@ -88,7 +88,15 @@ class Context:
                     f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
                 )
             info = agents[wanted]
-            self._backend = Backend(wanted, f"configured in {self.config_path.name}", info.sources)
+            reason = f"configured in {self.config_path.name}"
+            if info.executable:
+                found = shutil.which(info.executable, path=os.environ.get("PATH", ""))
+                reason += (
+                    f" ({info.executable} at {found})"
+                    if found
+                    else f", but {info.executable} is not on PATH: its runs will fail"
+                )
+            self._backend = Backend(wanted, reason, info.sources)
             return self._backend
         env_path = os.environ.get("PATH", "")
         for name in order:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, cast
 
+from kernel import ledger
 from kernel.config import BudgetConfig
 from kernel.errors import LockHeld
 from kernel.fsutil import atomic_write_text
@@ -72,6 +73,7 @@ def budget_problem(store: RecordStore, budget: BudgetConfig, now: datetime | Non
     """Why no agent may run now for budget reasons ('' when it may)."""
     day = (now or datetime.now(UTC)).astimezone(UTC).date().isoformat()
     spent, iterations = store.day_totals(day)
+    spent = max(spent, ledger.day_spend(store.history, day).cost_usd)  # runs with no record yet
     if budget.max_cost_usd_per_day and spent >= budget.max_cost_usd_per_day:
         return f"spent ${spent:.2f} of ${budget.max_cost_usd_per_day:.2f} allowed on {day}"
     if budget.max_iterations_per_day and iterations >= budget.max_iterations_per_day:

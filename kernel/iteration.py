@@ -249,6 +249,12 @@ class Iteration:
             ruff=ruff_binary(),
             command=tuple(agent.command),
             model=agent.model,
+            options={
+                "max_turns": agent.max_turns,
+                "allowed_tools": list(agent.allowed_tools),
+                "api_base": agent.api_base,
+                "extra_args": list(agent.extra_args),
+            },
         )
 
     # -- execute, inspect, verify, land -------------------------------------------

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
-from kernel import gitops, halt, reporting
-from kernel.context import Context
+from kernel import gitops, halt, ledger, reporting
+from kernel.context import Backend, Context
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.recording import QUARANTINED
@@ -74,6 +74,16 @@ def _moment(value: Any) -> datetime | None:
     return None
 
 
+def _status_backend(ctx: Context, live: dict[str, Any]) -> Backend:
+    """The running daemon's backend, or the one a daemon started now would use (and why)."""
+    if live.get("backend"):
+        return Backend(str(live["backend"]), str(live.get("backend_reason", "")))
+    try:
+        return ctx.backend()
+    except SeedError as exc:  # HostError and ConfigError alike: status must still answer
+        return Backend("", f"cannot tell: {exc}")
+
+
 def read_status(ctx: Context) -> DaemonStatus:
     """The daemon's status, from its live file, the halt state, the lock and the record index."""
     path = ctx.paths.history / STATUS_FILE
@@ -91,7 +101,8 @@ def read_status(ctx: Context) -> DaemonStatus:
     hstate = halt.read_halt(ctx.paths.history)
     latest = ctx.store.summaries(limit=1)
     day = datetime.now(UTC).date().isoformat()
-    spent, count = ctx.store.day_totals(day)
+    _, count = ctx.store.day_totals(day)
+    spent = ledger.spent(ctx.store, day)
     phase = str(live.get("phase", "stopped")) if running else "stopped"
     tail: tuple[str, ...] = ()
     detail = str(live.get("detail", "")) if running else ""
@@ -102,6 +113,7 @@ def read_status(ctx: Context) -> DaemonStatus:
                 log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:]
             )
     since = live.get("since") if running else None
+    backend = _status_backend(ctx, live if running else {})
     as_of = live.get("gaps_as_of")
     budget = ctx.config.budget
     return DaemonStatus(
@@ -113,8 +125,8 @@ def read_status(ctx: Context) -> DaemonStatus:
         phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
         halted=hstate.halted,
         halt_reason=hstate.reason,
-        backend=str(live.get("backend", "")),
-        backend_reason=str(live.get("backend_reason", "")),
+        backend=backend.name,
+        backend_reason=backend.reason,
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,
         last_outcome=latest[0].outcome if latest else None,
