@@ -190,7 +190,7 @@ def isolated_path(tmp: Path, fakes: Sequence[str]) -> str:
     import shutil
 
     bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
+    bin_dir.mkdir(parents=True, exist_ok=True)
     tools = {"git": shutil.which("git"), "python3": sys.executable}
     for name, target in tools.items():
         if target and not (bin_dir / name).exists():

@@ -35,7 +35,7 @@ API_ERROR = re.compile(
 )
 """How aider reports a failed model call (it still exits 0)."""
 _MODEL = re.compile(r"^Model: (\S+)", re.MULTILINE)
-_VERSION = re.compile(r"^Aider (v\d[\w.]*)", re.MULTILINE)
+_VERSION = re.compile(r"^Aider v(\d[\w.]*)", re.MULTILINE)
 _NOISE = re.compile(r"^(Tokens:|Cost:|Aider v|Model:|Git repo:|Repo-map:|Added |Analytics )")
 
 
@@ -76,7 +76,7 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     if exit_code != 0:
         return failure(f"aider exited {exit_code}: {tail_lines(text, 6)}", usage)
     if errors:
-        return failure(f"aider exited 0 but the model call failed: {errors[-1]}", usage)
+        return failure(f"aider exited 0 but the model call failed: {' '.join(errors[-3:])}", usage)
     if not turns:
         return failure(
             f"aider exited 0 without reporting token usage (no model reply): {tail_lines(text, 6)}",
