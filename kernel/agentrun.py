@@ -71,6 +71,11 @@ class AgentRunner:
             run_dir / "result.json",
         )
         result_file.unlink(missing_ok=True)
+        for (
+            name
+        ) in spec.artifacts:  # a file left from an earlier attempt must not be read as this run's
+            if not Path(name).is_absolute() and ".." not in Path(name).parts:
+                (run_dir / name).unlink(missing_ok=True)
         atomic_write_text(prompt_file, spec.prompt)
         atomic_write_text(plan_file, plan.model_dump_json(indent=2))
         ctx.store.write_file(iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")

@@ -198,3 +198,16 @@ def isolated_path(tmp: Path, fakes: Sequence[str]) -> str:
     for name in fakes:
         (bin_dir / name).symlink_to(FAKE_CLIS / name)
     return str(bin_dir)
+
+
+def readme_example(backend: str) -> dict[str, Any]:
+    """The seed.toml example of a backend's README section ("### ... (`backend`)")."""
+    import re
+    import tomllib
+
+    text = (SEED_HOME / "README.md").read_text(encoding="utf-8")
+    heading = re.search(rf"^### .*\(`{re.escape(backend)}`\)$", text, re.MULTILINE)
+    assert heading, f"README.md has no section for {backend}"
+    block = re.search(r"```toml\n(.*?)```", text[heading.end() :], re.DOTALL)
+    assert block, f"README.md's {backend} section has no toml example"
+    return tomllib.loads(block[1])

@@ -1,4 +1,4 @@
-"""Each named adapter drives its fake CLI through `seed.py once`: the fix lands, usage is recorded."""
+"""Each named adapter, configured as README.md shows, drives its fake CLI through `seed.py once`."""
 
 from __future__ import annotations
 
@@ -6,39 +6,54 @@ import json
 from pathlib import Path
 
 import pytest
+import tomli_w
 
 from tests.support import (
     BROKEN_ADD,
     FIX_ADD,
-    fake_cli_config,
     fake_cli_env,
     fake_trace,
     git,
     make_repo,
+    readme_example,
     records,
     seed,
 )
 
-PRICED = 'model = "openai/fake-model"\n[agent.prices."fake-model"]\ninput = 2.0\noutput = 10.0\n'
-"""A model at $2 / $10 per million tokens: 1200 input + 300 output tokens cost $0.0054."""
-
-# backend -> (reported cost, expected cost, cost basis, version the record carries)
+# backend -> (cost the fake reports, version the record carries)
 CASES = {
-    "claude": (0.12, 0.12, "reported", "2.1.330 (Claude Code)"),
-    "codex": (None, 0.0054, "prices", "codex-cli 0.169.0"),
-    "aider": (0.008, 0.008, "reported", "aider 0.86.2"),
-    "mini": (0.02, 0.02, "reported", "mini-swe-agent 2.4.6"),
-    "gemini": (None, 0.0054, "prices", "0.61.0"),
-    "opencode": (0.03, 0.03, "reported", "1.18.33"),
+    "claude": (0.12, "2.1.330 (Claude Code)"),
+    "codex": (None, "codex-cli 0.169.0"),
+    "aider": (0.008, "aider 0.86.2"),
+    "mini": (0.02, "mini-swe-agent 2.4.6"),
+    "gemini": (None, "0.61.0"),
+    "opencode": (0.03, "1.18.33"),
 }
+
+
+def example_config(backend: str) -> tuple[str, float, str]:
+    """README's example for the backend with the fakes' variables added; its price for the run."""
+    document = readme_example(backend)
+    agent = document["agent"]
+    assert agent["backend"] == backend
+    agent["env"] = [*agent.get("env", []), "FAKE_AGENT_SCRIPT", "FAKE_AGENT_TRACE"]
+    price = agent.get("prices", {}).get(agent.get("model", ""))
+    if price is None:
+        return tomli_w.dumps(document), 0.0, "none"
+    return tomli_w.dumps(document), (1200 * price["input"] + 300 * price["output"]) / 1e6, "prices"
 
 
 @pytest.mark.parametrize("backend", sorted(CASES))
 def test_adapter_fixes_a_failing_test_and_records_its_usage(tmp_path: Path, backend: str) -> None:
-    reported, cost, basis, version = CASES[backend]
-    repo = make_repo(tmp_path / "repo", BROKEN_ADD, fake_cli_config(backend, PRICED))
+    reported, version = CASES[backend]
+    config, priced, basis = example_config(backend)
+    cost = reported if reported is not None else priced
+    basis = "reported" if reported is not None else basis
+    repo = make_repo(tmp_path / "repo", BROKEN_ADD, config)
     behaviour = {"edits": FIX_ADD, "usage": {"input": 1200, "output": 300, "cost": reported}}
     env = fake_cli_env(tmp_path, behaviour)
+    keys = readme_example(backend)["agent"].get("env", [])
+    env.update({name: "test-key" for name in keys})
     env["SEED_TEST_SECRET"] = "must not reach the agent"
 
     result = seed(repo, "once", env=env)
@@ -65,6 +80,6 @@ def test_adapter_fixes_a_failing_test_and_records_its_usage(tmp_path: Path, back
         assert run["stdin"] == "devnull" and run["pgid_is_own"]
         assert run["cwd"] != str(repo) and "/seed/wt/" in run["cwd"]
         assert "SEED_TEST_SECRET" not in run["env"]
-        assert {"PATH", "HOME", "FAKE_AGENT_SCRIPT"} <= set(run["env"])
+        assert {"PATH", "HOME", "FAKE_AGENT_SCRIPT", *keys} <= set(run["env"])
     log = repo / "history" / record["iteration_id"] / "agent.log"
     assert log.stat().st_size > 0
