@@ -90,6 +90,19 @@ def _result(record: IterationRecord) -> str:
     return "nothing landed; the worktree was discarded"
 
 
+def _usage(record: IterationRecord) -> str:
+    text = f"{record.tokens_used:,} tokens, {money(record.cost_usd)}"
+    if record.input_tokens or record.output_tokens:
+        text = f"{record.tokens_used:,} tokens ({record.input_tokens:,} in, {record.output_tokens:,} out), {money(record.cost_usd)}"
+    if record.cost_basis:
+        text += f" ({record.cost_basis})"
+    if record.agent_turns:
+        text += f", {record.agent_turns} turns"
+    if record.agent_model:
+        text += f", model {md(record.agent_model)}"
+    return text
+
+
 def _summary(record: IterationRecord) -> list[str]:
     outcome = record.outcome.value + (
         f" · {record.failure_category.value}" if record.failure_category else ""
@@ -111,9 +124,11 @@ def _summary(record: IterationRecord) -> list[str]:
             f"({seconds(max(elapsed, total))})",
         ),
         ("Agent", agent),
-        ("Tokens and cost", f"{record.tokens_used:,} tokens, {money(record.cost_usd)}"),
+        ("Tokens and cost", _usage(record)),
         ("Result", _result(record)),
     ]
+    if record.agent_note:
+        rows.insert(4, ("Note", md(record.agent_note)))
     if record.base:
         rows.append(("Started from", code(record.base[:12])))
     lines = ["| | |", "|---|---|"]

@@ -84,6 +84,7 @@ def main(args: list[str]) -> int:
     root = Path(str(options.get("--dir", "."))).resolve()
     auto = any(options.get(k) for k in ("--auto", "--yolo", "--dangerously-skip-permissions"))
     plan = fakecli.script()
+    fakecli.err("INFO service=log noise\n" * int(plan.get("noise_lines", 0)))
     fakecli.barriers(plan)
     session = _id("ses")
     msg = _id("msg")

@@ -7,7 +7,8 @@ the tool's real output shapes, and follows a script named by FAKE_AGENT_SCRIPT (
      "outcome": "success",      or a tool-specific failure (see each fake)
      "usage": {"input": 1200, "output": 300, "cached": 0, "cost": 0.05},
      "summary": "what the agent says it did",
-     "touch": "/abs/barrier", "wait_for": "/abs/barrier", "hang": false}
+     "touch": "/abs/barrier", "wait_for": "/abs/barrier", "hang": false,
+     "noise_lines": 0}          opencode: log lines on stderr before its events
 
 With no script the fake changes nothing and succeeds. Every run appends one JSON line to
 FAKE_AGENT_TRACE (if set): tool, argv, cwd, the environment's variable names, and what stdin was.

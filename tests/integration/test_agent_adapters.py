@@ -81,5 +81,29 @@ def test_adapter_fixes_a_failing_test_and_records_its_usage(tmp_path: Path, back
         assert run["cwd"] != str(repo) and "/seed/wt/" in run["cwd"]
         assert "SEED_TEST_SECRET" not in run["env"]
         assert {"PATH", "HOME", "FAKE_AGENT_SCRIPT", *keys} <= set(run["env"])
-    log = repo / "history" / record["iteration_id"] / "agent.log"
-    assert log.stat().st_size > 0
+    folder = repo / "history" / record["iteration_id"]
+    assert (folder / "agent.log").stat().st_size > 0
+    assert record["agent_note"]  # what the record must know about the tool (e.g. aider's exit 0)
+    assert f"({basis})" in (folder / "report.md").read_text()
+
+
+def test_a_log_cut_at_its_cap_still_yields_the_usage_from_the_tail(tmp_path: Path) -> None:
+    config = tomli_w.dumps(
+        {
+            "agent": {
+                "backend": "opencode",
+                "max_log_bytes": 2048,
+                "env": ["FAKE_AGENT_SCRIPT", "FAKE_AGENT_TRACE"],
+            }
+        }
+    )
+    repo = make_repo(tmp_path / "repo", BROKEN_ADD, config)
+    behaviour = {"edits": FIX_ADD, "usage": {"cost": 0.03}, "noise_lines": 5000}
+
+    result = seed(repo, "once", env=fake_cli_env(tmp_path, behaviour))
+
+    assert result.returncode == 0, result.stderr
+    [record] = records(repo)
+    log = (repo / "history" / record["iteration_id"] / "agent.log").read_bytes()
+    assert len(log) < 2048 + 200 and b"[seed: output cut at 2048 bytes" in log
+    assert record["cost_usd"] == pytest.approx(0.03) and record["tokens_used"] == 1500
