@@ -1,5 +1,8 @@
 """Fake `claude` (Claude Code 2.1.x, print mode), faithful to docs/agent-clis.md section 1.
 
+An unknown option in print mode is commander's `error: unknown option '--x'`, exit 1
+(reported for 2.1.132 in getpaseo/paseo#807).
+
 Outcomes: success; api_error (subtype success, is_error true, exit 0: the shape an adapter
 must not take for success); max_turns (subtype error_max_turns, is_error true, exit 1).
 """

@@ -1,8 +1,9 @@
 """The real mini-swe-agent package, driven by `seed.py once` against a loopback model server.
 
-The package comes from requirements-mini.lock (pinned, hashed), installed once by the fixture
-into .venv-mini/ beside seed.py (SEED_MINI_VENV overrides). The model is a scripted
-OpenAI-compatible server on 127.0.0.1 started by the test: real HTTP, real tool calls.
+The package comes from requirements-mini.lock (pinned, hashed), installed by the fixture into
+a virtualenv cached per lock file under ~/.cache/seed/ ($XDG_CACHE_HOME; SEED_MINI_VENV
+overrides), so clones and the daemon's own test runs share one install. The model is a
+scripted OpenAI-compatible server on 127.0.0.1 started by the test: real HTTP, real tool calls.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ SCRIPT = [
 @pytest.fixture(scope="session")
 def mini_bin() -> Path:
     """The bin folder of a virtualenv with the pinned mini-swe-agent (installed on first use)."""
-    venv = Path(os.environ.get("SEED_MINI_VENV") or SEED_HOME / ".venv-mini")
     stamp = hashlib.sha256(LOCK.read_bytes()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seed"
+    venv = Path(os.environ.get("SEED_MINI_VENV") or cache / f"venv-mini-{stamp}")
     marker = venv / f".seed-requirements-mini-{stamp}"
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{venv}.lock", "w") as guard:
