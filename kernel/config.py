@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kernel.errors import ConfigError
 from kernel.fsutil import atomic_write_bytes
@@ -90,6 +90,46 @@ class QualityConfig(_Section):
     """Seconds one measurement (a pytest run, a pyright run) may take."""
 
 
+RANK_BUCKETS: tuple[str, ...] = (
+    "build",
+    "inbox:critical",
+    "types",
+    "lint",
+    "format",
+    "inbox:high",
+    "inbox:normal",
+    "inbox:low",
+    "inbox",
+    "roadmap",
+)
+"""Names [analysis] order may use: build (failing tests, collection, import and syntax errors),
+types (pyright), lint (ruff), format (ruff format), inbox items (all, or of one priority), roadmap."""
+
+
+class AnalysisConfig(_Section):
+    """[analysis]: how gaps are found and ranked."""
+
+    order: list[str] = Field(default_factory=list[str])
+    """Gap groups, most urgent first (names from RANK_BUCKETS); groups left out follow in the
+    default order. Empty: build, inbox:critical, types, lint, format, inbox, roadmap."""
+    incremental: bool = True
+    """After a change to some files, ruff and pyright re-check only those (and pyright their importers)."""
+    full_every: int = Field(default=10, ge=1)
+    """At most this many incremental measurements in a row; then a full one."""
+
+    @field_validator("order")
+    @classmethod
+    def _known_buckets(cls, value: list[str]) -> list[str]:
+        unknown = [name for name in value if name not in RANK_BUCKETS]
+        if unknown:
+            raise ValueError(
+                f"unknown group(s) {', '.join(map(repr, unknown))}; valid: {', '.join(RANK_BUCKETS)}"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError("a group is named twice")
+        return value
+
+
 class GuardConfig(_Section):
     """[guard]: what agents may never change."""
 
@@ -135,6 +175,7 @@ class Config(_Section):
 
     agent: AgentConfig = Field(default_factory=AgentConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     guard: GuardConfig = Field(default_factory=GuardConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     git: GitConfig = Field(default_factory=GitConfig)

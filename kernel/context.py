@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +61,8 @@ class Context:
     host: ModuleHost
     quiet: bool = False
     _backend: Backend | None = field(default=None, repr=False)
+    inbox_ready: Callable[[], frozenset[str]] = field(default=frozenset, repr=False)
+    """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""

@@ -52,6 +52,16 @@ class Wake:
                 self.ready.add(name)
         self.event.set()
 
+    def unready(self, name: str) -> None:
+        """An inbox file is being written (again): it is not complete until it is closed."""
+        with self.lock:
+            self.ready.discard(name)
+
+    def snapshot(self) -> frozenset[str]:
+        """The inbox files known to be complete, now."""
+        with self.lock:
+            return frozenset(self.ready)
+
 
 def recover(ctx: Context) -> list[str]:
     """Clean up after a daemon that died: survivor agent, torn record, stale worktrees and branches."""
@@ -117,35 +127,86 @@ def _install_signals() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def inbox_event(
+    wake: Wake, folder: Path, kind: str, src: str, dest: str = "", is_directory: bool = False
+) -> None:
+    """What one file-system event in inbox/ means for the loop.
+
+    A file closed after writing or moved in is complete: the loop wakes to take it. A file
+    created wakes the loop too (moved in from elsewhere it is whole; if it is still being
+    written, intake sees the writer and waits for the close). A write makes it incomplete.
+    Moves into inbox's own folders (done/, .active/, ...) are the daemon's own doing.
+    """
+    if kind in ("opened", "closed_no_write", "attrib"):
+        return
+    if kind in ("moved", "deleted") and Path(src).parent == folder:
+        wake.unready(Path(src).name)  # gone from the queue (claimed, set aside, removed)
+    if kind == "deleted":
+        return
+    where = Path(dest if kind == "moved" else src)
+    if where.parent != folder or inbox.ignored(where.name):
+        return
+    if is_directory:
+        if kind in ("created", "moved"):
+            wake.poke()  # set aside as a directory by the next scan
+        return
+    if kind in ("closed", "moved"):
+        wake.poke(where.name)
+    elif kind == "modified":
+        wake.unready(where.name)
+    elif kind == "created":
+        wake.unready(where.name)
+        wake.poke()
+
+
 @contextlib.contextmanager
 def _watch(ctx: Context, wake: Wake) -> Generator[None]:
-    """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events."""
+    """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events.
+
+    Only these two folders are watched, not recursively: one inotify watch each.
+    """
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
+    from watchdog.observers.api import BaseObserver
+    from watchdog.observers.polling import PollingObserver
 
-    class Handler(FileSystemEventHandler):
+    folder = ctx.paths.inbox
+
+    class InboxHandler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
-            kind = event.event_type
-            path = str(getattr(event, "dest_path", "") or event.src_path)
-            name = os.path.basename(path)
-            if inbox.ignored(name) and name != halt.HALT_FILE:
-                return
-            if name != halt.HALT_FILE and Path(path).parent == ctx.paths.history:
-                return  # status.json, README.md and records change all the time: only a resume wakes
-            if kind in ("closed", "moved"):
-                wake.poke(name)
-            elif (kind == "created" and not event.is_directory) or (
-                name == halt.HALT_FILE and kind in ("modified", "created")
-            ):
-                wake.poke()
+            inbox_event(
+                wake,
+                folder,
+                event.event_type,
+                os.fsdecode(event.src_path),
+                os.fsdecode(event.dest_path or ""),
+                event.is_directory,
+            )
 
-    ctx.paths.inbox.mkdir(parents=True, exist_ok=True)
+    class HaltHandler(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            # the daemon writes status.json and daemon.log here all the time: only the
+            # halt state (a resume) is news
+            for raw in (event.src_path, event.dest_path):
+                if raw and os.path.basename(os.fsdecode(raw)) == halt.HALT_FILE:
+                    wake.poke()
+                    return
+
+    folder.mkdir(parents=True, exist_ok=True)
     ctx.paths.history.mkdir(parents=True, exist_ok=True)
-    observer = Observer()
-    observer.schedule(Handler(), str(ctx.paths.inbox), recursive=False)
-    observer.schedule(Handler(), str(ctx.paths.history), recursive=False)
-    observer.daemon = True
-    observer.start()
+    observer: BaseObserver = Observer()
+    try:
+        observer.schedule(InboxHandler(), str(folder), recursive=False)
+        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
+        observer.daemon = True
+        observer.start()
+    except OSError as exc:  # no inotify (or out of watches): poll, without close events
+        ctx.log(f"file events unavailable ({exc}); polling inbox/ every second")
+        observer = PollingObserver(timeout=1.0)
+        observer.schedule(InboxHandler(), str(folder), recursive=False)
+        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
+        observer.daemon = True
+        observer.start()
     try:
         yield
     finally:
@@ -163,6 +224,7 @@ class Daemon:
         self.wake = Wake()
         self.metrics_port = metrics_port
         self.metrics: MetricsServer | None = None
+        ctx.inbox_ready = self.wake.snapshot
 
     def _start(self) -> None:
         self.lock.acquire()
@@ -295,7 +357,7 @@ class Daemon:
             if left <= 0:
                 return
             if self.wake.event.wait(timeout=min(left, 0.5)):
-                time.sleep(0.2)  # let a burst of events settle
+                time.sleep(0.05)  # let a burst of events (a save, then a rename) arrive
                 return
 
 

@@ -24,7 +24,7 @@ from domain import (
 )
 from kernel import gitops, halt
 from kernel.agentrun import AgentRunner
-from kernel.analysis import analyse
+from kernel.analysis import analyse, fail_quarantined
 from kernel.attempt import Attempt, Phase, mono, noop_phase, quarantined, waiting
 from kernel.clamp import clamp_plan
 from kernel.context import Backend, Context
@@ -87,6 +87,7 @@ class Iteration:
             baseline = analyse(ctx, worktree, head, now)
             history = planning_history(ctx.store, baseline.report)
             held = quarantined(baseline.report, history)
+            fail_quarantined(ctx, baseline.report, held)
             analyse_s = mono() - t0
             backend = ctx.backend()
             parked = waiting(baseline.report, history, backend.name)

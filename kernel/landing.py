@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from kernel import gitops, guard
 from kernel.analysis import Baseline, measure_cached
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
+from kernel.gate import freeze_gate_at
 from kernel.globs import protected_patterns
-from kernel.measure import freeze_gate, run_pytest
+from kernel.measure import run_pytest
 from kernel.recording import Recorder
 from kernel.selfcheck import selfcheck
 from kernel.verify import Verification, verify
@@ -94,7 +96,9 @@ class Lander:
         ctx = self.ctx
         wt = attempt.worktree
         tree = gitops.out(wt, "write-tree")
-        after = measure_cached(ctx, wt, tree, baseline.gate, ctx.paths.runs / "pytest")
+        after = measure_cached(
+            ctx, wt, tree, baseline.gate, ctx.paths.runs / "pytest", related=(baseline.tree,)
+        )
 
         def rerun(nodes: Sequence[str]) -> tuple[set[str], set[str]]:
             base_wt = ctx.paths.worktrees / (wt.name + "-base")
@@ -162,7 +166,10 @@ class Lander:
                     verification,
                 )
             commit = gitops.out(wt, "rev-parse", "HEAD")
-            gate = freeze_gate(wt, ctx.paths.gate / (wt.name + "-rebased"), ctx.config.quality)
+            # the rules of the commit the branch moved to, never those of the agent's tree
+            gate = freeze_gate_at(
+                root, head_now, ctx.paths.gate / (wt.name + "-rebased"), ctx.config.quality
+            )
             attempt.base = head_now
             moved = Baseline(
                 baseline.worktree,
@@ -238,14 +245,27 @@ class Lander:
     # -- recording ----------------------------------------------------------------
 
 
-def _tick_roadmap(path: Path, line: int, text: str) -> None:
-    """Turn the item's `- [ ]` into `- [x]`, if the line still holds the same item."""
-    if not path.exists():
-        return
+_UNCHECKED = re.compile(r"^(?P<lead>\s*[-*]\s+)\[ \](?P<rest>\s+(?P<text>\S.*?))\s*$")
+
+
+def _tick_roadmap(path: Path, line: int, text: str) -> bool:
+    """Turn the item's `- [ ]` into `- [x]` in the landed commit.
+
+    The item is found at its line, or (if the agent's change moved it) at the first
+    unchecked line with exactly its text; True when a line was ticked.
+    """
+    if not path.is_file():
+        return False
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     candidates = [line - 1] + [i for i in range(len(lines)) if i != line - 1]
     for index in candidates:
-        if 0 <= index < len(lines) and "[ ]" in lines[index] and text in lines[index]:
-            lines[index] = lines[index].replace("[ ]", "[x]", 1)
+        if not 0 <= index < len(lines):
+            continue
+        body = lines[index].rstrip("\r\n")
+        match = _UNCHECKED.match(body)
+        if match and match.group("text").strip() == text.strip():
+            ending = lines[index][len(body) :]
+            lines[index] = f"{match.group('lead')}[x]{match.group('rest')}{ending}"
             path.write_text("".join(lines), encoding="utf-8")
-            return
+            return True
+    return False

@@ -141,21 +141,21 @@ class Recorder:
             return
         ctx = self.ctx
         name = attempt.claimed_inbox
-        links = [r.iteration_id for r in ctx.store.for_gaps([record.gap.key], per_gap=20)]
-        failures = sum(
-            1
-            for r in ctx.store.for_gaps([record.gap.key], per_gap=20)
-            if r.outcome in FAILED_OUTCOMES
-        )
-        text = "\n".join(
+        history = ctx.store.for_gaps([record.gap.key], per_gap=20)
+        failures = sum(1 for r in history if r.outcome in FAILED_OUTCOMES)
+        text = inbox.result_note(
+            name,
+            record.outcome.value,
+            record.reason,
             [
-                f"# {name}: {record.outcome.value}",
-                "",
-                record.reason,
-                "",
-                *[f"- ../../history/{i}/report.md" for i in links],
-                "",
-            ]
+                (
+                    r.iteration_id,
+                    r.outcome.value
+                    + (f" {r.failure_category.value}" if r.failure_category else ""),
+                    r.reason,
+                )
+                for r in history
+            ],
         )
         if record.outcome == IterationOutcome.SUCCESS:
             inbox.release(ctx.paths.inbox, name, "done", text)
