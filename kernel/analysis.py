@@ -152,12 +152,14 @@ def _attempts(ctx: Context, items: list[InboxItem]) -> list[InboxItem]:
 
 def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
     """Queued inbox items; bad files are set aside, logged and recorded as events."""
-    items, rejected = inbox.scan(ctx.paths.inbox, now, ready=ctx.inbox_ready())
-    for rejection in rejected:
+    intake = inbox.scan(ctx.paths.inbox, now, ready=ctx.inbox_ready())
+    for rejection in intake.rejected:
         message = f"inbox/{rejection.name} set aside in {rejection.moved_to.parent.name}/: {rejection.reason}"
         ctx.log(message)
         ctx.store.event("inbox_rejected", message, name=rejection.name, reason=rejection.reason)
-    return _attempts(ctx, items)
+    for name in intake.pending:
+        ctx.log(f"inbox/{name} is still being written; it is read once it is closed")
+    return _attempts(ctx, intake.items)
 
 
 def fail_quarantined(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list[str]:

@@ -47,6 +47,18 @@ class Rejection:
     reason: str
 
 
+@dataclass(frozen=True)
+class Intake:
+    """One look at the inbox."""
+
+    items: list[InboxItem]
+    """Queued tasks, oldest first."""
+    rejected: list[Rejection]
+    """Entries set aside just now."""
+    pending: list[str]
+    """Files still being written (some process has them open for writing)."""
+
+
 def ignored(name: str) -> bool:
     """Editor temporaries, dotfiles, seed's own folders and notes, and the README are not tasks."""
     return (
@@ -180,17 +192,14 @@ def _complete(entry: Path, info: os.stat_result, moment: float, ready: bool) -> 
     return not writing
 
 
-def scan(
-    inbox: Path, now: datetime | None = None, ready: frozenset[str] = frozenset()
-) -> tuple[list[InboxItem], list[Rejection]]:
+def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = frozenset()) -> Intake:
     """The queued tasks, oldest first; bad entries are moved aside and reported.
 
     `ready` names files the watcher saw closed after writing or moved in.
     """
-    items: list[InboxItem] = []
-    rejections: list[Rejection] = []
+    intake = Intake([], [], [])
     if not inbox.is_dir():
-        return items, rejections
+        return intake
     moment = (now or datetime.now(UTC)).timestamp()
     for entry in sorted(inbox.iterdir()):
         name = entry.name
@@ -200,21 +209,24 @@ def scan(
             info = entry.lstat()
             problem = _kind_problem(entry, info)
             if problem:
-                rejections.append(set_aside(inbox, entry, problem))
+                intake.rejected.append(set_aside(inbox, entry, problem))
                 continue
             if not _complete(entry, info, moment, name in ready):
-                continue  # still being written: its close event wakes the daemon again
+                intake.pending.append(name)  # its close event wakes the daemon again
+                continue
             data = entry.read_bytes()
             after = entry.lstat()
             if (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
-                continue  # written to while we read: take it next time
-            items.append(parse_item(name, data, datetime.fromtimestamp(info.st_mtime, UTC)))
+                intake.pending.append(name)  # written to while we read: take it next time
+                continue
+            received = datetime.fromtimestamp(info.st_mtime, UTC)
+            intake.items.append(parse_item(name, data, received))
         except InboxError as exc:
-            rejections.append(set_aside(inbox, entry, str(exc)))
+            intake.rejected.append(set_aside(inbox, entry, str(exc)))
         except FileNotFoundError:
             continue  # moved away while we looked
-    items.sort(key=lambda item: (item.received_at, item.name))
-    return items, rejections
+    intake.items.sort(key=lambda item: (item.received_at, item.name))
+    return intake
 
 
 def claim(inbox: Path, name: str) -> Path:
