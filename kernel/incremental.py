@@ -167,7 +167,13 @@ def dependents(tree_dir: Path, code_files: Sequence[str], changed: Iterable[str]
 
 
 def _top_level(paths: Iterable[str]) -> set[str]:
-    return {PurePosixPath(p).parts[0] for p in paths if PurePosixPath(p).parts}
+    """The top-level names Python code could import (first-party modules and packages)."""
+    names: set[str] = set()
+    for path in paths:
+        if path.endswith(CODE_SUFFIXES):
+            parts = PurePosixPath(path).parts
+            names.add(parts[0] if len(parts) > 1 else PurePosixPath(path).stem)
+    return names
 
 
 def plan_scope(root: Path, tree_dir: Path, tree: str, delta: Delta, gate: Gate) -> Scope:
