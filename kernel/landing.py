@@ -256,7 +256,8 @@ def _tick_roadmap(path: Path, line: int, text: str) -> bool:
     """
     if not path.is_file():
         return False
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    # bytes in and out: line endings and every other line stay exactly as they were
+    lines = path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
     candidates = [line - 1] + [i for i in range(len(lines)) if i != line - 1]
     for index in candidates:
         if not 0 <= index < len(lines):
@@ -266,6 +267,6 @@ def _tick_roadmap(path: Path, line: int, text: str) -> bool:
         if match and match.group("text").strip() == text.strip():
             ending = lines[index][len(body) :]
             lines[index] = f"{match.group('lead')}[x]{match.group('rest')}{ending}"
-            path.write_text("".join(lines), encoding="utf-8")
+            path.write_bytes("".join(lines).encode("utf-8", errors="surrogateescape"))
             return True
     return False

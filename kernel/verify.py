@@ -201,6 +201,8 @@ def check_criterion(
         }[check]
         files = set(_python_files(criterion.args, touched))
         before_m, after_m = baseline.get(tool), after.get(tool)
+        if after_m is None and before_m is None:
+            return verdict(True, f"{tool.value} is not among the [quality] tools of this target")
         if after_m is None:
             return verdict(False, f"{tool.value} was not measured")
         if not after_m.ran:
