@@ -13,8 +13,7 @@ from tests.support import make_repo
 
 PLANTED: dict[str, str] = {
     "pyproject.toml": (
-        '[tool.ruff.lint]\nselect = ["E", "F"]\n\n'
-        '[tool.pytest.ini_options]\npythonpath = ["."]\n'
+        '[tool.ruff.lint]\nselect = ["E", "F"]\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n'
     ),
     "lib/__init__.py": "",
     "lib/calc.py": (
@@ -74,9 +73,7 @@ def planted_repo(path: Path, files: dict[str, str] | None = None) -> Path:
     return make_repo(path, PLANTED if files is None else files)
 
 
-def measure_repo(
-    root: Path, work: Path, target: Target | None = None
-) -> tuple[Measurements, Gate]:
+def measure_repo(root: Path, work: Path, target: Target | None = None) -> tuple[Measurements, Gate]:
     """Every tool on a repository's files, with its own gate."""
     chosen = target or target_for(root)
     gate = freeze_gate(root, work / "gate", chosen.quality)

@@ -79,14 +79,16 @@ def test_a_task_that_keeps_failing_ends_in_failed_with_its_history(tmp_path: Pat
     repo = make_repo(tmp_path / "repo", SAMPLE, agent_config(tmp_path, steps, extra=TOOLS))
     task = repo / "inbox" / "hard.md"
     task.parent.mkdir()
-    task.write_text("+++\npriority = \"critical\"\n+++\nDo the impossible.\n")
+    task.write_text('+++\npriority = "critical"\n+++\nDo the impossible.\n')
     for _ in range(3):
         result = seed(repo, "once")
         if not task.exists():
             break
         assert result.returncode == 1, result.stderr
     failed = repo / "inbox" / "failed"
-    assert (failed / "hard.md").read_text() == "+++\npriority = \"critical\"\n+++\nDo the impossible.\n"
+    assert (
+        failed / "hard.md"
+    ).read_text() == '+++\npriority = "critical"\n+++\nDo the impossible.\n'
     attempts = [r for r in records(repo) if r["gap"]["key"] == "inbox:hard.md"]
     assert len(attempts) >= 2 and all(r["outcome"] == "FAILURE" for r in attempts)
     note = (failed / "hard.md.result.md").read_text()

@@ -20,8 +20,7 @@ BUGGY: dict[str, str] = {
         "from calc import add\n\n\ndef test_add() -> None:\n    assert add(2, 3) == 5\n"
     ),
     "pyproject.toml": (
-        '[tool.ruff.lint]\nselect = ["E", "F"]\n\n'
-        '[tool.pytest.ini_options]\npythonpath = ["."]\n'
+        '[tool.ruff.lint]\nselect = ["E", "F"]\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n'
     ),
     ".gitignore": "history/*\ninbox/*\n__pycache__/\n",
 }
@@ -73,7 +72,10 @@ def test_relaxing_tool_ruff_in_the_change_does_not_relax_the_judgement(tmp_path:
             "old": 'select = ["E", "F"]',
             "new": 'select = ["E", "F"]\nignore = ["E711"]',
         },
-        {"append": "calc.py", "text": "\n\ndef is_empty(x: object) -> bool:\n    return x == None\n"},
+        {
+            "append": "calc.py",
+            "text": "\n\ndef is_empty(x: object) -> bool:\n    return x == None\n",
+        },
     ]
     repo, head, result, record = _once(tmp_path, BUGGY, steps)
     assert result.returncode == 1, result.stderr

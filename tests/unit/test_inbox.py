@@ -55,7 +55,11 @@ def test_every_bad_input_is_set_aside_with_its_reason_and_its_bytes(tmp_path: Pa
 
     assert intake.items == [] and intake.pending == []
     rejected = box / "rejected"
-    expected = {**{n: r for n, (_, r) in BAD.items()}, "link.md": "symlink", "folder.md": "directory"}
+    expected = {
+        **{n: r for n, (_, r) in BAD.items()},
+        "link.md": "symlink",
+        "folder.md": "directory",
+    }
     assert {r.name for r in intake.rejected} == set(expected)
     for name, reason in expected.items():
         assert reason in (rejected / f"{name}.reason.txt").read_text(), name
@@ -95,10 +99,17 @@ def test_good_tasks_are_read_oldest_first_with_their_front_matter(tmp_path: Path
     intake = inbox.scan(box, LATER)
 
     first, second = intake.items
-    assert (first.name, first.title, first.priority) == ("z-old.txt", "Fix the caf\u00e9 bug", Priority.NORMAL)
+    assert (first.name, first.title, first.priority) == (
+        "z-old.txt",
+        "Fix the caf\u00e9 bug",
+        Priority.NORMAL,
+    )
     assert first.received_at == datetime.fromtimestamp(1_000_000, UTC)
     assert second.title == "Add --verbose" and second.priority == Priority.HIGH
-    assert second.acceptance == ("pytest tests/test_cli.py::test_verbose", "tests/test_cli.py::test_quiet")
+    assert second.acceptance == (
+        "pytest tests/test_cli.py::test_verbose",
+        "tests/test_cli.py::test_quiet",
+    )
     assert (second.allowed, second.forbidden) == (("cli.py", "tests/**"), ("setup.py",))
     assert second.body == "The CLI should talk." and len(second.sha256) == 64
     assert intake.rejected == []
@@ -148,9 +159,9 @@ def test_a_file_the_watcher_saw_closed_is_read_without_asking_again(tmp_path: Pa
     box.mkdir()
     path = _write(box, "done-writing.md", b"ready\n")
     with path.open("a"):  # someone holds it open for writing, but the watcher saw it closed
-        assert [i.name for i in inbox.scan(box, LATER, ready=frozenset({"done-writing.md"})).items] == [
-            "done-writing.md"
-        ]
+        assert [
+            i.name for i in inbox.scan(box, LATER, ready=frozenset({"done-writing.md"})).items
+        ] == ["done-writing.md"]
         assert inbox.scan(box, LATER).pending == ["done-writing.md"]
 
 
@@ -164,11 +175,15 @@ def test_claimed_items_move_through_active_to_done_or_failed_and_nothing_is_dele
     inbox.claim(box, "a.md")
     assert (box / ".active" / "a.md").read_text() == "task a.md\n"
     assert [i.name for i in inbox.scan(box, LATER).items] == ["b.md", "c.md", "d.md"]
-    note = inbox.result_note("a.md", "SUCCESS", "landed", [("iter-0001-20250101-000000", "SUCCESS", "ok")])
+    note = inbox.result_note(
+        "a.md", "SUCCESS", "landed", [("iter-0001-20250101-000000", "SUCCESS", "ok")]
+    )
     inbox.release(box, "a.md", "done", note)
     assert (box / "done" / "a.md").read_text() == "task a.md\n"
     result = (box / "done" / "a.md.result.md").read_text()
-    assert "[iter-0001-20250101-000000](../../history/iter-0001-20250101-000000/report.md)" in result
+    assert (
+        "[iter-0001-20250101-000000](../../history/iter-0001-20250101-000000/report.md)" in result
+    )
     inbox.claim(box, "b.md")
     inbox.release(box, "b.md", "failed", "# b.md: ROLLBACK\n")
     assert (box / "failed" / "b.md.result.md").exists() and (box / "failed" / "b.md").exists()

@@ -157,4 +157,3 @@ def test_the_gate_is_the_baseline_commits_configuration(tmp_path: Path) -> None:
     assert ruff_m is not None and [d.rule for d in ruff_m.diagnostics] == ["F401"]
     assert not (bare / ".seed-gate.pyright.json").exists()
     assert sorted(os.listdir(bare)) == [".git", "a.py"]
-

@@ -63,7 +63,9 @@ def test_a_collection_error_is_its_own_gap(gaps: dict[str, Gap]) -> None:
 def test_lint_type_and_format_gaps_name_file_rule_and_fixability(gaps: dict[str, Gap]) -> None:
     unused = gaps["ruff:lib/calc.py:F401"]
     assert unused.files == ("lib/calc.py",) and unused.severity == Severity.NORMAL
-    assert "lib/calc.py:1: F401" in unused.description and "safe automatic fix" in unused.description
+    assert (
+        "lib/calc.py:1: F401" in unused.description and "safe automatic fix" in unused.description
+    )
     wrong = gaps["pyright:lib/calc.py:reportReturnType"]
     assert wrong.severity == Severity.HIGH and "lib/calc.py:9" in wrong.description
     assert gaps["ruff-format:lib/ugly.py"].severity == Severity.LOW
@@ -72,8 +74,6 @@ def test_lint_type_and_format_gaps_name_file_rule_and_fixability(gaps: dict[str,
 
 def test_a_test_suite_that_cannot_run_is_one_critical_gap() -> None:
     broken = Measurement(tool=Tool.PYTEST, ran=False, exit_code=4, error="ImportError in conftest")
-    found = ANALYZER.analyze(
-        AnalysisInput(measurements=Measurements(items=(broken,)), now=NOW)
-    )
+    found = ANALYZER.analyze(AnalysisInput(measurements=Measurements(items=(broken,)), now=NOW))
     assert [(g.key, g.severity) for g in found] == [("pytest:run", Severity.CRITICAL)]
     assert "could not run" in found[0].title and "conftest" in found[0].description

@@ -24,7 +24,9 @@ NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 def _quality(source: str, key: str, rule: str = "X1") -> Gap:
     tool = Tool(source)
-    evidence = (Diagnostic(tool=tool, file="a.py", rule=rule, node_id=key if source == "pytest" else ""),)
+    evidence = (
+        Diagnostic(tool=tool, file="a.py", rule=rule, node_id=key if source == "pytest" else ""),
+    )
     return Gap(
         key=key,
         category=GapCategory.QUALITY,
@@ -142,9 +144,7 @@ def test_one_priority_can_get_a_group_of_its_own() -> None:
 
 
 def test_quarantined_gaps_are_skipped_and_listed_and_each_gap_says_why_it_ranks_there() -> None:
-    inputs = AnalysisInput(
-        measurements=Measurements(), now=NOW, quarantined=("ruff:a.py:F401",)
-    )
+    inputs = AnalysisInput(measurements=Measurements(), now=NOW, quarantined=("ruff:a.py:F401",))
     report = RANKER.rank(ALL, inputs)
     assert "ruff:a.py:F401" not in [g.key for g in report.gaps]
     assert report.skipped == ("ruff:a.py:F401",)

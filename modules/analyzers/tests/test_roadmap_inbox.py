@@ -40,7 +40,9 @@ def test_unchecked_items_in_file_order_with_their_headings() -> None:
 
 
 def test_roadmap_keys_are_stable_when_items_move_and_unique_when_texts_repeat() -> None:
-    gaps = list(ROADMAP.analyze(AnalysisInput(measurements=Measurements(), roadmap=ROADMAP_TEXT, now=NOW)))
+    gaps = list(
+        ROADMAP.analyze(AnalysisInput(measurements=Measurements(), roadmap=ROADMAP_TEXT, now=NOW))
+    )
     keys = [g.key for g in gaps]
     assert len(set(keys)) == 4 and keys[3] == keys[0] + "#2"
     moved = "- [ ] escape attributes\n\n\n" + ROADMAP_TEXT
