@@ -44,15 +44,14 @@ def f{k}(x: int, y: int = {k}) -> int:
 
 def module_source(package: int, module: int) -> str:
     """One module of about a hundred lines that imports the module below it."""
-    lines = ['"""Generated module."""', "", "from __future__ import annotations", ""]
+    body = '"""Generated module."""\n\nfrom __future__ import annotations\n'
     previous = ""
     if module > 0:
-        lines.append(f"from pkg{package}.mod{module - 1} import f0 as previous")
+        body += f"\nfrom pkg{package}.mod{module - 1} import f0 as previous\n"
         previous = "previous"
     elif package > 0:
-        lines.append(f"from pkg{package - 1}.mod0 import f0 as previous")
+        body += f"\nfrom pkg{package - 1}.mod0 import f0 as previous\n"
         previous = "previous"
-    body = "\n".join(lines)
     for k in range(FUNCTIONS_PER_MODULE):
         body += _function(k, previous if k == 0 else "")
     body += f'''
@@ -70,7 +69,7 @@ class Counter{module}:
     return body
 
 
-def test_source(package: int) -> str:
+def tests_source(package: int) -> str:
     """Tests for one package: plain ones and a parametrised one."""
     out = [
         '"""Generated tests."""',
@@ -84,7 +83,7 @@ def test_source(package: int) -> str:
         f"""
 
 def test_f1_small() -> None:
-    assert f1(0) == 1
+    assert f1(0) == 2
 
 
 def test_counter() -> None:
@@ -107,7 +106,7 @@ def _plant(files: dict[str, str]) -> None:
     files["pkg0/mod2.py"] += "\nVALUES = [1,\n  2]\n"
     files["pkg0/mod3.py"] += "\n\ndef bad() -> str:\n    return 1\n"
     files["tests/test_pkg0.py"] += (
-        "\n\ndef test_fails() -> None:\n    assert f1(0) == 2\n"
+        "\n\ndef test_fails() -> None:\n    assert f1(0) == 3\n"
         '\n\n@pytest.mark.parametrize("x", [1, 2])\n'
         "def test_case_fails(x: int) -> None:\n    assert x < 2\n"
     )
@@ -127,7 +126,7 @@ def generate(root: Path, lines: int, planted: bool = True) -> int:
         files[f"pkg{p}/__init__.py"] = ""
         for m in range(MODULES_PER_PACKAGE):
             files[f"pkg{p}/mod{m}.py"] = module_source(p, m)
-        files[f"tests/test_pkg{p}.py"] = test_source(p)
+        files[f"tests/test_pkg{p}.py"] = tests_source(p)
     if planted:
         _plant(files)
     root.mkdir(parents=True, exist_ok=True)
