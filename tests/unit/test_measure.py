@@ -14,7 +14,7 @@ from kernel.config import QualityConfig
 from kernel.gate import freeze_gate, freeze_gate_at
 from kernel.measure import Target, measure, resolve_python
 from tests.planted import measure_repo, planted_repo, target_for
-from tests.support import git, make_repo
+from tests.support import SEED_HOME, git, make_repo
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +157,13 @@ def test_the_gate_is_the_baseline_commits_configuration(tmp_path: Path) -> None:
     assert ruff_m is not None and [d.rule for d in ruff_m.diagnostics] == ["F401"]
     assert not (bare / ".seed-gate.pyright.json").exists()
     assert sorted(os.listdir(bare)) == [".git", "a.py"]
+
+
+def test_the_kernels_own_plugin_is_not_an_import_from_the_checkout(tmp_path: Path) -> None:
+    # when seed measures itself, its checkout (which holds the plugin) is the forbidden root
+    root = make_repo(tmp_path / "tree", {"tests/test_ok.py": "def test_ok() -> None:\n    pass\n"})
+    target = Target(root=SEED_HOME, python=sys.executable, quality=QualityConfig(tools=["pytest"]))
+    m, _ = measure_repo(root, tmp_path / "work", target)
+    pytest_m = m.get(Tool.PYTEST)
+    assert pytest_m is not None and pytest_m.ran and pytest_m.diagnostics == ()
+    assert pytest_m.collected == ("tests/test_ok.py::test_ok",)
