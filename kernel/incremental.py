@@ -28,9 +28,11 @@ RUFF_SUFFIXES = (".py", ".pyi", ".ipynb")
 FULL_FRACTION = 0.5
 """Re-checking more than this share of the files is no cheaper than a full run."""
 
+_LINE = r"(?:[^\n#;\\]|\\[\s\S])*"
+"""The rest of a logical line: up to a comment or `;`, across backslash continuations."""
 _IMPORT = re.compile(
-    r"^[ \t]*(?:from[ \t]+(?P<base>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]*)"
-    r"|import[ \t]+(?P<modules>[^\n#;]*))",
+    rf"^[ \t]*(?:from[ \t]+(?P<base>\.*[\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|{_LINE})"
+    rf"|import[ \t]+(?P<modules>{_LINE}))",
     re.MULTILINE,
 )
 _NAME = re.compile(r"^\.*[A-Za-z_][\w.]*$")

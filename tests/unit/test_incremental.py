@@ -39,6 +39,7 @@ def test_imported_names_cover_every_import_form() -> None:
         "from ..pkg.mod import (\n    a,\n    b as c,\n)\n"
         "from x.y import *\n"
         "def f():\n    import lazy.inner  # inside a function\n"
+        "from cont import first, \\\n    second\n"
     )
     names = imported_names(text, "top/sub/here.py")
     assert {
@@ -50,7 +51,7 @@ def test_imported_names_cover_every_import_form() -> None:
         "top.pkg.mod",
         "top.pkg.mod.a",
     } <= names
-    assert {"top.pkg.mod.b", "x.y", "lazy", "lazy.inner"} <= names
+    assert {"top.pkg.mod.b", "x.y", "lazy", "lazy.inner", "cont.first", "cont.second"} <= names
     assert module_names("src/app/core.py") == {"src.app.core", "app.core", "core"}
     assert module_names("app/__init__.py") == {"app"}
 
