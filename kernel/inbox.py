@@ -225,6 +225,9 @@ def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = froze
             intake.rejected.append(set_aside(inbox, entry, str(exc)))
         except FileNotFoundError:
             continue  # moved away while we looked
+        except OSError as exc:
+            reason = f"it cannot be read: {exc.strerror or exc}"
+            intake.rejected.append(set_aside(inbox, entry, reason))
     intake.items.sort(key=lambda item: (item.received_at, item.name))
     return intake
 

@@ -50,6 +50,7 @@ def test_every_bad_input_is_set_aside_with_its_reason_and_its_bytes(tmp_path: Pa
     (box / "link.md").symlink_to(tmp_path / "elsewhere.md")
     (box / "folder.md").mkdir()
     (box / "folder.md" / "inner.md").write_text("kept\n")
+    os.mkfifo(box / "pipe.md")  # reading it would block forever
 
     intake = inbox.scan(box, LATER)
 
@@ -59,6 +60,7 @@ def test_every_bad_input_is_set_aside_with_its_reason_and_its_bytes(tmp_path: Pa
         **{n: r for n, (_, r) in BAD.items()},
         "link.md": "symlink",
         "folder.md": "directory",
+        "pipe.md": "not a regular file",
     }
     assert {r.name for r in intake.rejected} == set(expected)
     for name, reason in expected.items():
