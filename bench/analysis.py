@@ -127,6 +127,10 @@ def _static_seconds(baseline: Baseline) -> float:
     return sum(m.duration_s for m in baseline.measurements.items if m.tool in STATIC)
 
 
+def _medians(costs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(c[0] for c in costs), statistics.median(c[1] for c in costs)
+
+
 def _config(root: Path, text: str) -> None:
     (root / "seed.toml").write_text(text, encoding="utf-8")
 
@@ -242,9 +246,20 @@ def bench_size(lines: int, work: Path, args: argparse.Namespace) -> dict[str, fl
     ctx = open_context(root, quiet=True)
     ctx.start_host()
     try:
-        seed_full, seed_cpu = _costs(lambda: seed_analysis(ctx, fresh=True)[0], args.repeat)
-        sequential, direct_cpu = _costs(lambda: direct_sequential(root), args.repeat)
-        parallel, _ = _costs(lambda: direct_side_by_side(root), args.repeat)
+        runs: dict[str, list[tuple[float, float]]] = {"seed": [], "sequential": [], "parallel": []}
+        jobs: dict[str, Callable[[], float]] = {
+            "seed": lambda: seed_analysis(ctx, fresh=True)[0],
+            "sequential": lambda: direct_sequential(root),
+            "parallel": lambda: direct_side_by_side(root),
+        }
+        for n in range(args.repeat):
+            # the order rotates, so a burst of load on a shared machine hits each in turn
+            names = list(jobs)[n % 3 :] + list(jobs)[: n % 3]
+            for name in names:
+                runs[name].append(_costs(jobs[name], 1))
+        seed_full, seed_cpu = _medians(runs["seed"])
+        sequential, direct_cpu = _medians(runs["sequential"])
+        parallel, _ = _medians(runs["parallel"])
         incremental: list[tuple[float, float]] = []
         full: list[tuple[float, float]] = []
         static_ratio: list[float] = []
