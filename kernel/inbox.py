@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import stat
 import tomllib
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from domain import CheckName, InboxItem, Priority
+from domain import InboxItem, Priority
 from kernel.fsutil import atomic_write_text, unique_path
 from kernel.openfiles import open_for_writing
 
@@ -31,7 +30,6 @@ FRONT_KEYS = {"title", "priority", "acceptance", "allowed", "forbidden"}
 QUIET_S = 1.0
 """When nobody can tell whether a file is still being written (another user's writer we may
 not look at), one unchanged for this long is taken as complete."""
-_CHECKS = {c.value for c in CheckName} | {"ruff-format"}
 
 
 class InboxError(ValueError):
@@ -77,23 +75,6 @@ def _strings(value: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in cast(list[Any], value)):
         return tuple(cast(list[str], value))
     raise InboxError(f"front matter key '{key}' must be a string or a list of strings")
-
-
-def _acceptance(entries: tuple[str, ...]) -> tuple[str, ...]:
-    """Each entry names a catalogue check ("pytest tests/a.py::test_b") or is a pytest node id."""
-    for entry in entries:
-        try:
-            words = shlex.split(entry)
-        except ValueError as exc:
-            raise InboxError(f"acceptance entry {entry!r}: {exc}") from exc
-        if not words:
-            raise InboxError("acceptance entries must not be empty")
-        if words[0] not in _CHECKS and "::" not in words[0] and not words[0].endswith(".py"):
-            raise InboxError(
-                f"acceptance entry {entry!r} names no check; use one of "
-                f"{', '.join(sorted(c.value for c in CheckName))} or a pytest node id"
-            )
-    return entries
 
 
 def _front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -150,7 +131,7 @@ def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
         title=str(title)[:200],
         body=body.strip(),
         priority=priority,
-        acceptance=_acceptance(_strings(front.get("acceptance", []), "acceptance")),
+        acceptance=_strings(front.get("acceptance", []), "acceptance"),
         allowed=_strings(front.get("allowed", []), "allowed"),
         forbidden=_strings(front.get("forbidden", []), "forbidden"),
         received_at=received_at,

@@ -30,23 +30,36 @@ FIX = {"replace": "calc.py", "old": "return a - b", "new": "return a + b"}
 TOOLS = '\n[quality]\ntools = ["ruff", "ruff-format", "pytest"]\n'
 
 
-def _once(tmp_path: Path, files: dict[str, str], steps: list[dict[str, Any]], extra: str = TOOLS):
+def _once(
+    tmp_path: Path,
+    files: dict[str, str],
+    steps: list[dict[str, Any]],
+    extra: str = TOOLS,
+    task: str = "",
+    gap: str = "pytest:tests/test_calc.py::test_add",
+):
     repo = make_repo(tmp_path / "repo", files, agent_config(tmp_path, steps, extra=extra))
+    if task:
+        (repo / "inbox").mkdir()
+        (repo / "inbox" / "task.md").write_text(task, encoding="utf-8")
     head = git(repo, "rev-parse", "HEAD").strip()
     result = seed(repo, "once")
     [record] = records(repo)
-    assert record["gap"]["key"] == "pytest:tests/test_calc.py::test_add", record
+    assert record["gap"]["key"] == gap, record
     return repo, head, result, record
 
 
 def test_fixing_the_target_but_adding_a_lint_error_elsewhere_is_rejected(tmp_path: Path) -> None:
-    steps = [FIX, {"write": "util.py", "text": "def helper() -> None:\n    unused = 1\n"}]
+    # the fix is in calc.py; the new finding is in another file the plan allows
+    helper = "\n\ndef _helper() -> None:\n    unused = 1\n"
+    steps = [FIX, {"append": "tests/test_calc.py", "text": helper}]
     repo, head, result, record = _once(tmp_path, BUGGY, steps)
     assert result.returncode == 1, result.stderr
     assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "LINT_ERROR")
-    assert any("util.py" in e and "F841" in e for e in record["evidence"]), record["evidence"]
+    evidence = record["evidence"]
+    assert any("tests/test_calc.py" in e and "F841" in e for e in evidence), evidence
     assert git(repo, "rev-parse", "HEAD").strip() == head
-    assert not (repo / "util.py").exists()
+    assert "_helper" not in (repo / "tests" / "test_calc.py").read_text()
 
 
 def test_touching_a_file_with_an_unrelated_old_error_is_not_blamed(tmp_path: Path) -> None:
@@ -64,9 +77,18 @@ def test_touching_a_file_with_an_unrelated_old_error_is_not_blamed(tmp_path: Pat
     assert "return x == None" in (repo / "calc.py").read_text()
 
 
+RELAX_TASK = """+++
+title = "Add is_empty to calc.py"
+priority = "critical"
+allowed = ["calc.py", "pyproject.toml", "tests/test_calc.py"]
++++
+Add is_empty(x) to calc.py, with a test.
+"""
+
+
 def test_relaxing_tool_ruff_in_the_change_does_not_relax_the_judgement(tmp_path: Path) -> None:
+    files = {**BUGGY, "calc.py": BUGGY["calc.py"].replace("return a - b", "return a + b")}
     steps = [
-        FIX,
         {
             "replace": "pyproject.toml",
             "old": 'select = ["E", "F"]',
@@ -76,12 +98,18 @@ def test_relaxing_tool_ruff_in_the_change_does_not_relax_the_judgement(tmp_path:
             "append": "calc.py",
             "text": "\n\ndef is_empty(x: object) -> bool:\n    return x == None\n",
         },
+        {
+            "append": "tests/test_calc.py",
+            "text": "\n\ndef test_is_empty() -> None:\n    from calc import is_empty\n\n"
+            "    assert is_empty(None)\n",
+        },
     ]
-    repo, head, result, record = _once(tmp_path, BUGGY, steps)
+    repo, head, result, record = _once(tmp_path, files, steps, task=RELAX_TASK, gap="inbox:task.md")
     assert result.returncode == 1, result.stderr
     assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "LINT_ERROR")
     assert any("E711" in e for e in record["evidence"]), record["evidence"]
     assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert "ignore" not in (repo / "pyproject.toml").read_text()
 
 
 def test_a_landed_roadmap_item_is_ticked_in_the_same_commit(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ BAD: dict[str, tuple[bytes, str]] = {
     "priority.md": (b'+++\npriority = "urgent"\n+++\nbody\n', "priority must be one of"),
     "title.md": (b"+++\ntitle = 3\n+++\nbody\n", "'title' must be a string"),
     "allowed.md": (b"+++\nallowed = [1]\n+++\nbody\n", "'allowed' must be a string or a list"),
-    "check.md": (b'+++\nacceptance = ["rm -rf /"]\n+++\nbody\n', "names no check"),
+    "check.md": (b"+++\nacceptance = 3\n+++\nbody\n", "'acceptance' must be a string or a list"),
     "onlyfront.md": (b'+++\npriority = "high"\n+++\n', "the task says nothing"),
     "task.docx": (b"PK\x03\x04", "tasks are .md or .txt files"),
 }
