@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 from collections.abc import Sequence
@@ -18,11 +17,13 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import costs, halt, inbox, ledger, procs
+from kernel import costs, faults, halt, inbox, ledger, procs
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
+from kernel.globs import protected_patterns
+from kernel.integrity import Checkout, Snapshot
 from kernel.recording import Recorder
 
 _ENV_PASS = ("PATH", "HOME")
@@ -54,7 +55,9 @@ class AgentRunner:
         ctx = self.ctx
         plan = attempt.plan
         iteration_id = plan.iteration_id
-        budget = halt.budget_problem(ctx.store, ctx.config.budget)
+        # the most this run may cost must still fit in the day's budget, before it starts
+        reserve = halt.reservation(ctx.config.budget, plan.budget.max_cost_usd)
+        budget = halt.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
         if budget:
             record = self.recorder.finish(
                 attempt,
@@ -118,37 +121,34 @@ class AgentRunner:
         t0 = mono()
 
         def started(pgid: int) -> None:
-            atomic_write_text(
-                ctx.paths.running,
-                json.dumps(
-                    {
-                        "iteration_id": iteration_id,
-                        "pgid": pgid,
-                        "start_time": procs.process_start_time(pgid),
-                        "worktree": str(attempt.worktree),
-                        "daemon_pid": os.getpid(),
-                        "gap": plan.gap.key,
-                        "inbox": attempt.claimed_inbox,
-                    }
-                ),
-            )
+            attempt.note(stage="agent", pgid=pgid, start_time=procs.process_start_time(pgid))
+            faults.fault("agent-run")
 
         if plan.gap.inbox is not None:
             with contextlib.suppress(OSError):
                 inbox.claim(ctx.paths.inbox, plan.gap.inbox.name)
                 attempt.claimed_inbox = plan.gap.inbox.name
-        completed = procs.run(
-            argv,
-            cwd=attempt.worktree,
-            timeout_s=timeout,
-            env=env,
-            merge_stderr=True,
-            log_path=log_path,
-            max_bytes=ctx.config.agent.max_log_bytes,
-            on_start=started,
-            sweep_rounds=20,
+                attempt.note(inbox=attempt.claimed_inbox)
+        checkout = Checkout(
+            ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
-        ctx.paths.running.unlink(missing_ok=True)
+        snapshot = checkout.begin(iteration_id)
+        # journalled: if the daemon dies during the run, the next start counts this much spent
+        attempt.note(stage="agent", reserve_usd=reserve)
+        try:
+            completed = procs.run(
+                argv,
+                cwd=attempt.worktree,
+                timeout_s=timeout,
+                env=env,
+                merge_stderr=True,
+                log_path=log_path,
+                max_bytes=ctx.config.agent.max_log_bytes,
+                on_start=started,
+                sweep_rounds=20,
+            )
+        finally:
+            check_checkout(ctx, attempt, checkout, snapshot)
         timed(attempt, "execute", t0)
         if completed.truncated:
             with log_path.open("ab") as handle:
@@ -182,6 +182,15 @@ class AgentRunner:
                 summary=f"the adapter could not read the run: {exc}",
             )
         agent = self._account(attempt, report)
+        attempt.note(stage="inspecting", pgid=0, accounted=True)
+        if attempt.integrity_evidence:
+            return self.recorder.finish(
+                attempt,
+                IterationOutcome.ROLLBACK,
+                FailureCategory.SANDBOX_VIOLATION,
+                f"the user's checkout was changed during the agent run: {attempt.integrity_evidence[0]}",
+                evidence=attempt.integrity_evidence,
+            )
         if completed.timed_out:
             return self.recorder.finish(
                 attempt,
@@ -189,14 +198,15 @@ class AgentRunner:
                 FailureCategory.AGENT_TIMEOUT,
                 f"the agent ran past its {timeout:.0f}s limit; its process group was ended",
             )
-        if agent.tokens_used > ctx.config.budget.max_tokens_per_iteration > 0 or (
-            agent.cost_usd > ctx.config.budget.max_cost_usd_per_iteration > 0
-        ):
+        over = _over_budget(
+            agent.tokens_used, agent.cost_usd, plan.budget.max_tokens, plan.budget.max_cost_usd
+        )
+        if over:
             return self.recorder.finish(
                 attempt,
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
-                f"the run used {agent.tokens_used} tokens / ${agent.cost_usd:.2f}, over the per-iteration budget",
+                f"the run used {agent.tokens_used} tokens / ${agent.cost_usd:.2f}, over the per-iteration budget: {over}",
             )
         if not agent.success:
             category = agent.failure_category or FailureCategory.AGENT_ERROR
@@ -247,6 +257,27 @@ class AgentRunner:
             ),
         )
         return priced
+
+
+def check_checkout(ctx: Context, attempt: Attempt, checkout: Checkout, snapshot: Snapshot) -> None:
+    """Compare the user's checkout with its snapshot: restore what is protected, list the rest."""
+    folder = ctx.store.folder(attempt.plan.iteration_id)
+    found = checkout.check(snapshot, folder)
+    checkout.done()
+    attempt.checkout_changes = found.changes
+    attempt.integrity_evidence = [*found.violations, *found.problems]
+    for line in attempt.integrity_evidence:
+        ctx.log(f"{attempt.plan.iteration_id}: SANDBOX_VIOLATION: {line}")
+
+
+def _over_budget(tokens: int, cost: float, max_tokens: int, max_cost: float) -> str:
+    """What a finished run used beyond its per-iteration budget ('' when nothing)."""
+    over: list[str] = []
+    if max_tokens and tokens > max_tokens:
+        over.append(f"{tokens} tokens of {max_tokens} allowed")
+    if max_cost and cost > max_cost:
+        over.append(f"${cost:.2f} of ${max_cost:.2f} allowed")
+    return "; ".join(over)
 
 
 def _read_capped(path: Path, cap: int) -> str:

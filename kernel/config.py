@@ -130,24 +130,53 @@ class AnalysisConfig(_Section):
         return value
 
 
+class RiskLimit(_Section):
+    """Growth one iteration of a risk class may add."""
+
+    new_files: int = Field(ge=0)
+    """New files one iteration may add."""
+    changed_lines: int = Field(ge=0)
+    """Inserted plus deleted lines one iteration may change."""
+
+
+class GrowthConfig(_Section):
+    """[guard.growth]: growth limits by the plan's risk class; over them is GROWTH_LIMIT (a halt)."""
+
+    low: RiskLimit = Field(default_factory=lambda: RiskLimit(new_files=5, changed_lines=300))
+    """Limits of a low-risk plan (lint and format fixes, test-only changes)."""
+    medium: RiskLimit = Field(default_factory=lambda: RiskLimit(new_files=10, changed_lines=800))
+    """Limits of a medium-risk plan."""
+    high: RiskLimit = Field(default_factory=lambda: RiskLimit(new_files=20, changed_lines=1500))
+    """Limits of a high-risk plan (domain models, gaps tried before)."""
+
+    def for_risk(self, risk: str) -> RiskLimit:
+        """The limits of one risk class."""
+        return {"low": self.low, "medium": self.medium, "high": self.high}[str(risk)]
+
+
 class GuardConfig(_Section):
-    """[guard]: what agents may never change."""
+    """[guard]: what agents may never change, and how much they may change."""
 
     protected: list[str] = Field(default_factory=list[str])
     """Globs added to seed.py, VISION.md, kernel/**, history/**, .git/**, seed.toml."""
+    growth: GrowthConfig = Field(default_factory=GrowthConfig)
+    """Growth limits by risk class ([guard.growth] low, medium, high)."""
+    max_file_bytes: int = Field(default=1_000_000, ge=0)
+    """Largest file an iteration may add or make bigger (bytes; 0: no limit); over it is GROWTH_LIMIT."""
 
 
 class BudgetConfig(_Section):
-    """[budget]: limits checked before every agent run."""
+    """[budget]: limits checked before every agent run; running out halts the daemon."""
 
     max_cost_usd_per_day: float = Field(default=10.0, ge=0)
-    """Spend per UTC day across all iterations."""
+    """Spend per UTC day across all iterations (0: no limit). A run starts only if what was
+    spent today plus max_cost_usd_per_iteration fits in it."""
     max_iterations_per_day: int = Field(default=100, ge=0)
-    """Iterations that run an agent, per UTC day."""
+    """Agent runs started per UTC day (0: no limit)."""
     max_cost_usd_per_iteration: float = Field(default=2.0, ge=0)
-    """Spend allowed for one iteration."""
+    """Spend allowed for one iteration, reserved in the ledger before the agent starts (0: no limit)."""
     max_tokens_per_iteration: int = Field(default=2_000_000, ge=0)
-    """Tokens allowed for one iteration."""
+    """Tokens allowed for one iteration (0: no limit)."""
 
 
 class GitConfig(_Section):
@@ -199,6 +228,8 @@ def load_config(path: Path) -> Config:
             raw = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     try:

@@ -7,9 +7,7 @@ worktree discarded, an ABORTED record written, and `run` exits 0.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -19,16 +17,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any, cast
+from typing import cast
 
-from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord, gap_ref
+from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel import gitops, halt, inbox, procs
-from kernel.analysis import Baseline, analyse
-from kernel.attempt import quarantined
+from kernel.analysis import Baseline, analyse, read_inbox
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.iteration import Iteration, for_planner, planning_history
 from kernel.metrics import MetricsServer, snapshot
+from kernel.quarantine import quarantined, tree_digest
+from kernel.recovery import mark_daemon
+from kernel.recovery import recover as recover  # re-exported: the daemon recovers at start
 from kernel.status import STATUS_FILE as STATUS_FILE  # re-exported for older imports
 from kernel.status import StatusWriter
 from kernel.status import read_status as read_status  # re-exported for older imports
@@ -61,62 +61,6 @@ class Wake:
         """The inbox files known to be complete, now."""
         with self.lock:
             return frozenset(self.ready)
-
-
-def recover(ctx: Context) -> list[str]:
-    """Clean up after a daemon that died: survivor agent, torn record, stale worktrees and branches."""
-    notes: list[str] = []
-    repaired = ctx.store.repair()
-    if repaired:
-        notes.append(repaired)
-    running = ctx.paths.running
-    if running.exists():
-        try:
-            info = cast(dict[str, Any], json.loads(running.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            info = {}
-        pgid = int(info.get("pgid") or 0)
-        if pgid and procs.process_start_time(pgid) == info.get("start_time"):
-            procs.end_group(pgid)
-            notes.append(f"ended the agent process group {pgid} left running by a previous daemon")
-        iteration_id = str(info.get("iteration_id", ""))
-        if iteration_id and ctx.store.get(iteration_id) is None:
-            plan_path = ctx.paths.runs / iteration_id / "plan.json"
-            with contextlib.suppress(OSError, ValueError):
-                plan = IterationPlan.model_validate_json(plan_path.read_bytes())
-                now = datetime.now(UTC)
-                ctx.store.append(
-                    IterationRecord(
-                        iteration_id=iteration_id,
-                        started_at=plan.created_at,
-                        ended_at=now,
-                        gap=gap_ref(plan.gap),
-                        outcome=IterationOutcome.ABORTED,
-                        reason="the daemon stopped during this iteration; its work was discarded",
-                        task_kind=plan.task_kind.value,
-                        plan=plan,
-                    )
-                )
-                notes.append(
-                    f"recorded {iteration_id} as ABORTED (the previous daemon died during it)"
-                )
-        running.unlink(missing_ok=True)
-    if ctx.paths.worktrees.is_dir():
-        for stale in sorted(ctx.paths.worktrees.iterdir()):
-            gitops.worktree_remove(ctx.paths.root, stale)
-            if stale.exists():
-                shutil.rmtree(stale, ignore_errors=True)
-            notes.append(f"removed a stale worktree {stale.name}")
-    gitops.git(ctx.paths.root, "worktree", "prune", check=False)
-    for branch in gitops.list_branches(ctx.paths.root, "seed/iter-"):
-        gitops.delete_branch(ctx.paths.root, branch)
-        notes.append(f"removed the branch {branch} of an unfinished iteration")
-    for name in inbox.requeue_active(ctx.paths.inbox):
-        notes.append(f"put inbox/{name} back in the queue")
-    for note in notes:
-        ctx.store.event("recovery", note)
-        ctx.log(note)
-    return notes
 
 
 def _install_signals() -> None:
@@ -240,6 +184,7 @@ class Daemon:
         procs.STOP.clear()
         _install_signals()
         recover(self.ctx)
+        mark_daemon(self.ctx)
         self.ctx.start_host()
         backend = self.ctx.backend()
         self.status.update(backend=backend.name, backend_reason=backend.reason)
@@ -310,10 +255,16 @@ class Daemon:
                     self.wake.event.clear()
                     ran: list[IterationRecord] = []
                     try:
-                        if halt.read_halt(self.ctx.paths.history).halted:
-                            self.status.phase(
-                                "halted", halt.read_halt(self.ctx.paths.history).reason
+                        hstate = halt.read_halt(self.ctx.paths.history)
+                        if hstate.halted:
+                            fresh = self._while_halted(hstate)
+                            # a file too fresh to read now is looked at again in a moment
+                            self._sleep(
+                                inbox.QUIET_S + 0.2
+                                if fresh
+                                else self.ctx.config.daemon.poll_interval_s
                             )
+                            continue
                         else:
                             ran = [
                                 r for r in self.iterate() if r.outcome != IterationOutcome.WAITING
@@ -350,6 +301,25 @@ class Daemon:
             self._stop()
         return EXIT_OK
 
+    def _while_halted(self, hstate: halt.HaltState) -> bool:
+        """Halted: run no agent, but keep taking in (and setting aside) inbox files and reporting.
+
+        Returns whether an inbox file was too fresh to read yet.
+        """
+        now = datetime.now(UTC)
+        items = read_inbox(self.ctx, now)
+        self.status.update(inbox_queued=len(items))
+        self.status.phase("halted", f"{hstate.reason} (python seed.py resume)")
+        folder = self.ctx.paths.inbox
+        entries = (
+            [e for e in folder.iterdir() if not inbox.ignored(e.name)] if folder.is_dir() else []
+        )
+        fresh = False
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                fresh = fresh or now.timestamp() - entry.stat().st_mtime < inbox.QUIET_S
+        return fresh
+
     def _sleep(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while not procs.STOP.is_set():
@@ -385,7 +355,7 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         now = datetime.now(UTC).replace(microsecond=0)
         baseline = analyse(ctx, worktree, head, now)
         history = planning_history(ctx.store, baseline.report)
-        held = quarantined(baseline.report, history)
+        held = quarantined(baseline.report, history, tree_digest(ctx.paths.root), head)
         backend = ctx.backend()
         state = it.project_state(
             now,

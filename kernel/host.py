@@ -38,7 +38,17 @@ from kernel.errors import HostError, Interrupted
 
 M = TypeVar("M", bound=BaseModel)
 
-_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SEED_DEPTH")
+_ENV_KEEP = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "SEED_DEPTH",
+    "SEED_DAEMON_TOKEN",  # so a restarted daemon can find a host its dead predecessor left
+)
 
 
 @dataclass(frozen=True)

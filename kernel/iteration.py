@@ -22,16 +22,18 @@ from domain import (
     IterationRecord,
     ProjectState,
 )
-from kernel import gitops, halt
+from kernel import faults, gitops, halt
 from kernel.agentrun import AgentRunner
 from kernel.analysis import analyse, fail_quarantined
-from kernel.attempt import Attempt, Phase, mono, noop_phase, quarantined, waiting
+from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
 from kernel.clamp import clamp_plan
 from kernel.context import Backend, Context
 from kernel.errors import HostError, Interrupted
 from kernel.globs import protected_patterns
+from kernel.journal import Journal
 from kernel.landing import Lander
 from kernel.measure import ruff_binary
+from kernel.quarantine import publish_quarantine, quarantine, tree_digest
 from kernel.recording import QUARANTINED, WAITING, Recorder
 from kernel.store import RecordStore
 
@@ -75,8 +77,10 @@ class Iteration:
             ctx.log("the repository has no commits yet: nothing to analyse")
             return []
         head, worktree = prepared
+        faults.fault("prepare")
         records_written: list[IterationRecord] = []
         attempt: Attempt | None = None
+        journal = Journal(ctx.paths.running)
         recorder = Recorder(ctx)
         runner = AgentRunner(ctx, self.phase, recorder)
         lander = Lander(ctx, self.phase, recorder)
@@ -86,9 +90,12 @@ class Iteration:
             t0 = mono()
             baseline = analyse(ctx, worktree, head, now)
             history = planning_history(ctx.store, baseline.report)
-            held = quarantined(baseline.report, history)
+            reasons = quarantine(baseline.report, history, tree_digest(ctx.paths.root), head)
+            held = tuple(sorted(reasons))
+            publish_quarantine(ctx, reasons)
             fail_quarantined(ctx, baseline.report, held)
             analyse_s = mono() - t0
+            faults.fault("analysis")
             backend = ctx.backend()
             parked = waiting(baseline.report, history, backend.name)
             skip = set(held) | parked
@@ -164,21 +171,43 @@ class Iteration:
                     attempt = None
                     continue
                 attempt.backend = Backend(name, backend.reason, backend.sources)
+                attempt.journal = journal
+                journal.begin(
+                    plan, ctx.paths.runs / plan.iteration_id / "plan.json", head, worktree, name
+                )
+                faults.fault("plan")
                 record = runner.execute(attempt, spec) or lander.inspect_and_land(attempt, baseline)
                 records_written.append(record)
                 return records_written
         except Interrupted:
-            if attempt is not None:
+            if attempt is not None and not attempt.recorded:
                 records_written.append(
                     recorder.finish(
                         attempt,
                         IterationOutcome.ABORTED,
-                        None,
+                        attempt.violation(),
                         "interrupted (Ctrl-C or SIGTERM); the work was discarded",
+                        evidence=attempt.integrity_evidence,
                     )
                 )
             raise
+        except Exception as exc:
+            if attempt is not None and attempt.journal is not None and not attempt.recorded:
+                # the loop carries on after an error: the attempt must not vanish unrecorded
+                with contextlib.suppress(Exception):
+                    recorder.finish(
+                        attempt,
+                        IterationOutcome.ABORTED,
+                        attempt.violation(),
+                        f"the iteration stopped on an error; its work was discarded: {type(exc).__name__}: {exc}"[
+                            :1000
+                        ],
+                        evidence=attempt.integrity_evidence,
+                    )
+            raise
         finally:
+            if attempt is not None and attempt.recorded:
+                faults.fault("cleanup")
             self.phase("cleaning up", "")
             if (
                 attempt is not None
@@ -189,7 +218,7 @@ class Iteration:
                     gitops.worktree_remove(ctx.paths.root, worktree)
                     gitops.delete_branch(ctx.paths.root, attempt.branch)
             self.discard(worktree)
-            ctx.paths.running.unlink(missing_ok=True)
+            journal.end()
             self.phase("idle", "")
 
     def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from domain import (
     IterationRecord,
     Measurement,
 )
-from kernel import gitops, guard
+from kernel import faults, gitops, guard
 from kernel.analysis import Baseline, measure_cached
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
@@ -41,6 +41,7 @@ class Lander:
         self.phase("inspecting", "")
         t0 = mono()
         gitops.stage_all(wt)
+        faults.fault("inspect")
         changes = gitops.staged_changes(wt, attempt.base)
         attempt.touched = [c.path for c in changes]
         inserted, deleted = gitops.numstat(wt, attempt.base)
@@ -66,6 +67,7 @@ class Lander:
             protected_patterns(ctx.config.guard.protected),
             inserted,
             deleted,
+            ctx.config.guard,
         )
         timed(attempt, "inspect", t0)
         if findings:
@@ -78,6 +80,8 @@ class Lander:
                 evidence=[str(f) for f in findings],
             )
         self.phase("verifying", "")
+        attempt.note(stage="verifying")
+        faults.fault("verification")
         t1 = mono()
         verification = self.verify(attempt, baseline)
         timed(attempt, "verify", t1)
@@ -150,6 +154,8 @@ class Lander:
         gitops.git(wt, "checkout", "--quiet", "-b", attempt.branch)
         message = f"seed: {plan.goal}\n\nIteration: {plan.iteration_id}\nGap: {plan.gap.key}\n"
         commit = gitops.commit(wt, message, ctx.config.git.user_name, ctx.config.git.user_email)
+        attempt.note(stage="committed", commit=commit, branch=attempt.branch)
+        faults.fault("commit")
         blocker = gitops.land_blocker(root)
         if blocker:
             return self.keep(attempt, commit, f"cannot land: {blocker}", verification)
@@ -200,7 +206,13 @@ class Lander:
                 f"the change adds files that already exist, untracked, in your checkout: {', '.join(collisions[:5])}",
                 verification,
             )
+        # journalled first: if the daemon dies during or after the merge, the restarted one
+        # can tell from the user's branch whether this commit landed
+        attempt.note(stage="landing", commit=commit, target=gitops.current_branch(root) or "")
         merged = gitops.git(root, "merge", "--ff-only", "--quiet", commit, check=False)
+        if merged.ok:
+            attempt.note(stage="landed")
+            faults.fault("fast-forward")
         timed(attempt, "land", t0)
         if not merged.ok:
             reason = " ".join((merged.err_text() or merged.text()).split())[:400]

@@ -13,10 +13,12 @@ from domain import (
     IterationRecord,
     gap_ref,
 )
-from kernel import halt, inbox, procs, reporting
-from kernel.attempt import FAILED_OUTCOMES, VIOLATIONS, Attempt
+from kernel import faults, halt, inbox, procs, reporting
+from kernel.attempt import Attempt
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
+from kernel.halt import FAILED_OUTCOMES
+from kernel.quarantine import quarantine_reason
 from kernel.signature import gap_signature
 from kernel.verify import Verification
 
@@ -101,6 +103,7 @@ class Recorder:
             agent_turns=agent.turns if agent else 0,
             agent_note=attempt.agent_note,
             durations=attempt.durations,
+            checkout_changes=tuple(attempt.checkout_changes),
             task_kind=plan.task_kind.value,
             gap_signature=gap_signature(plan.gap),
             plan=plan,
@@ -109,17 +112,12 @@ class Recorder:
             else (),
             open_gaps=reporting.open_gaps(self.baseline) if self.baseline else {},
         )
+        faults.torn_append(ctx.store.records_path, record.model_dump_json())
         ctx.store.append(record)
-        ctx.store.write_file(plan.iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
-        try:
-            with _despite_stop():
-                markdown = ctx.host.render_record(record)
-        except (HostError, Interrupted) as exc:
-            markdown = f"# {record.iteration_id}: {record.outcome.value}\n\n{record.reason}\n\n(report rendering failed: {exc})\n"
-        ctx.store.write_file(plan.iteration_id, "report.md", markdown)
-        self._release_inbox(attempt, record)
-        self._apply_halts(record)
-        self.write_index()
+        attempt.recorded = True
+        attempt.note(stage="recorded")
+        faults.fault("record-written")
+        self.after_record(record, attempt.claimed_inbox)
         line = (
             f"{record.iteration_id}: {record.outcome.value}"
             + (f" {category.value}" if category else "")
@@ -127,6 +125,40 @@ class Recorder:
         )
         ctx.log(line[:500])
         return record
+
+    def after_record(self, record: IterationRecord, claimed_inbox: str) -> None:
+        """plan.json, report.md, the inbox item's fate, the halt conditions and the index of a
+        written record.
+
+        Safe to repeat: a restarted daemon calls it for a record its predecessor wrote but
+        did not finish with.
+        """
+        ctx = self.ctx
+        if record.plan is not None:
+            ctx.store.write_file(
+                record.iteration_id, "plan.json", record.plan.model_dump_json(indent=2) + "\n"
+            )
+        ctx.store.write_file(record.iteration_id, "report.md", self._report(record))
+        if claimed_inbox:
+            self._release_inbox(claimed_inbox, record)
+        self._apply_halts(record)
+        self.write_index()
+
+    def _report(self, record: IterationRecord) -> str:
+        try:
+            with _despite_stop():
+                markdown = self.ctx.host.render_record(record)
+        except (HostError, Interrupted) as exc:
+            markdown = f"# {record.iteration_id}: {record.outcome.value}\n\n{record.reason}\n\n(report rendering failed: {exc})\n"
+        if record.checkout_changes and record.checkout_changes[0] not in markdown:
+            # the kernel's own facts: never left to an improvable renderer to mention
+            markdown = (
+                markdown.rstrip("\n")
+                + "\n\n## Your checkout during the agent run\n\n"
+                + "Changed in your checkout while the agent ran (listed, not undone):\n\n"
+                + "".join(f"- {line}\n" for line in record.checkout_changes)
+            )
+        return markdown
 
     def write_index(self) -> None:
         """Rewrite history/README.md; a failure here is logged, never fatal."""
@@ -136,17 +168,22 @@ class Recorder:
         except (OSError, Interrupted) as exc:
             self.ctx.log(f"could not rewrite history/{reporting.INDEX_NAME}: {exc}")
 
-    def _release_inbox(self, attempt: Attempt, record: IterationRecord) -> None:
-        if not attempt.claimed_inbox:
-            return
+    def _release_inbox(self, name: str, record: IterationRecord) -> None:
         ctx = self.ctx
-        name = attempt.claimed_inbox
+        if not (ctx.paths.inbox / ".active" / name).exists():
+            return  # already released (a restarted daemon finishing a record)
         history = ctx.store.for_gaps([record.gap.key], per_gap=20)
         failures = sum(1 for r in history if r.outcome in FAILED_OUTCOMES)
+        held = (
+            quarantine_reason(record.plan.gap, history)
+            if record.plan is not None and record.outcome in FAILED_OUTCOMES
+            else ""
+        )
         text = inbox.result_note(
             name,
             record.outcome.value,
-            record.reason,
+            record.reason
+            + (f"\n\nQuarantined: {held}. Drop the task again to retry it." if held else ""),
             [
                 (
                     r.iteration_id,
@@ -159,40 +196,19 @@ class Recorder:
         )
         if record.outcome == IterationOutcome.SUCCESS:
             inbox.release(ctx.paths.inbox, name, "done", text)
-        elif record.outcome in FAILED_OUTCOMES and failures >= 3:
+        elif held or (record.outcome in FAILED_OUTCOMES and failures >= 3):
             inbox.release(ctx.paths.inbox, name, "failed", text)
         else:
             inbox.release(ctx.paths.inbox, name, "")
 
     def _apply_halts(self, record: IterationRecord) -> None:
         ctx = self.ctx
-        category = record.failure_category
-        reason = ""
-        if category in VIOLATIONS or category in (
-            FailureCategory.GROWTH_LIMIT,
-            FailureCategory.BUDGET_EXCEEDED,
-        ):
-            reason = (
-                f"{category.value} in {record.iteration_id}: {record.reason}" if category else ""
-            )
-        else:
-            ran = [
-                r
-                for r in ctx.store.recent(10)
-                if r.outcome not in (IterationOutcome.WAITING, IterationOutcome.ABORTED)
-            ]
-            last = ran[-3:]
-            if (
-                len(last) == 3
-                and all(r.outcome in FAILED_OUTCOMES for r in last)
-                and len({r.gap.key for r in last}) == 3
-            ):
-                reason = f"3 consecutive failures across different gaps ({', '.join(r.iteration_id for r in last)})"
-            elif len(last) == 3 and all(
-                r.failure_category == FailureCategory.FLAKY_TEST for r in last
-            ):
-                reason = "a flaky streak of 3 iterations"
+        state = halt.read_halt(ctx.paths.history)
+        if state.halted and state.iteration_id == record.iteration_id:
+            return  # this record's halt is already in place
+        reason = halt.halt_reason(record, ctx.store.recent(10), state.resumed_at)
         if reason:
+            category = record.failure_category
             halt.halt(ctx.store, reason, category.value if category else "", record.iteration_id)
             ctx.log(f"HALTED: {reason}. Nothing runs until `python seed.py resume`.")
 

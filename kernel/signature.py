@@ -9,10 +9,11 @@ from kernel.verify import identity
 
 
 def gap_signature(gap: Gap) -> str:
-    """What the gap looks like now: findings (not lines), inbox bytes, roadmap text."""
+    """What the gap looks like now: findings (not lines), inbox bytes and arrival, roadmap text."""
     parts = sorted("|".join(identity(d)) for d in gap.evidence)
     if gap.inbox is not None:
         parts.append(gap.inbox.sha256)
+        parts.append(gap.inbox.received_at.isoformat())  # dropped again: asked again
     if gap.roadmap is not None:
         parts.append(gap.roadmap.text)
     return hashlib.sha256("\n".join([gap.key, *parts]).encode("utf-8")).hexdigest()[:16]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -183,11 +184,12 @@ class RecordStore:
         aside.write_bytes(torn)
         with path.open("r+b") as handle:
             handle.truncate(good)
+            os.fsync(handle.fileno())
         message = f"{path}: cut a torn last line of {len(torn)} bytes (saved to {aside.name})"
         self.event("torn_line_repair", message, bytes=len(torn), saved=aside.name)
+        self.close()  # the index may point past the cut: rebuild it
         with contextlib.suppress(OSError):
             self.index_path.unlink()
-        self._db = None
         return message
 
     # -- the index --------------------------------------------------------------
