@@ -169,12 +169,13 @@ class BudgetConfig(_Section):
     """[budget]: limits checked before every agent run; running out halts the daemon."""
 
     max_cost_usd_per_day: float = Field(default=10.0, ge=0)
-    """Spend per UTC day across all iterations (0: no limit). A run starts only if what was
-    spent today plus max_cost_usd_per_iteration fits in it."""
+    """Spend per UTC day across all iterations (0: no limit). An agent starts only if what was
+    spent today plus what its run may cost (max_cost_usd_per_iteration) fits in it."""
     max_iterations_per_day: int = Field(default=100, ge=0)
     """Agent runs started per UTC day (0: no limit)."""
     max_cost_usd_per_iteration: float = Field(default=2.0, ge=0)
-    """Spend allowed for one iteration, reserved in the ledger before the agent starts (0: no limit)."""
+    """Spend allowed for one iteration (0: no limit); it must still fit in what is left of the
+    day's budget before an agent starts."""
     max_tokens_per_iteration: int = Field(default=2_000_000, ge=0)
     """Tokens allowed for one iteration (0: no limit)."""
 
