@@ -44,7 +44,7 @@ def test_a_halt_survives_restarts_blocks_agents_and_only_resume_clears_it(tmp_pa
     status = project.status()
     assert status["halted"] and "SANDBOX_VIOLATION" in status["halt_reason"]
     shown = seed(project.root, "status")
-    assert "halted:     yes: SANDBOX_VIOLATION" in shown.stdout and "seed.py resume" in shown.stdout
+    assert "YES: SANDBOX_VIOLATION" in shown.stdout and "seed.py resume" in shown.stdout
 
     honest = project.config([ran], extra=FAST)
     again = project.seed(honest, "once")
@@ -57,6 +57,8 @@ def test_a_halt_survives_restarts_blocks_agents_and_only_resume_clears_it(tmp_pa
     resumed = seed(project.root, "resume")
     assert resumed.returncode == 0 and "was halted: SANDBOX_VIOLATION" in resumed.stdout
     assert not project.status()["halted"]
+    # the planner never plans a gap again after a violation: a new task gets the agent
+    project.task("Add a div(a, b) function to calc.py, with a test.", name="div.md")
     after = project.seed(honest, "once")
     assert after.returncode == 1, after.stderr  # NO_CHANGE: the agent ran
     assert _runs(trace) == 2
@@ -125,7 +127,8 @@ def test_quarantine_skips_a_gap_until_a_person_asks_again(tmp_path: Path) -> Non
     assert len(project.records()) == 2
     status = project.status()
     assert status["quarantined"] == [key] and not status["halted"]
-    assert "quarantined: " + key in seed(project.root, "status").stdout
+    shown = seed(project.root, "status").stdout
+    assert "quarantined: 1" in shown and key in shown
     assert [e["data"]["gap"] for e in project.events("quarantine")] == [key]
 
     # the ask must come after the last failure, and be old enough (1 s) to be read at once
@@ -183,7 +186,7 @@ def test_the_day_budget_stops_a_run_before_the_money_is_spent(tmp_path: Path) ->
     assert (last["outcome"], last["failure_category"]) == ("FAILURE", "BUDGET_EXCEEDED")
     assert "may cost up to $2.00" in last["reason"] and "$1.50 of $3.00 is left" in last["reason"]
     status = project.status()
-    assert status["halted"] and status["cost_today_usd"] == 1.5 and status["iterations_today"] == 1
+    assert status["halted"] and status["cost_today_usd"] == 1.5
     ledger = (project.root / "history" / "ledger.jsonl").read_text().splitlines()
     assert [json.loads(line)["cost_usd"] for line in ledger] == [1.5]
 
