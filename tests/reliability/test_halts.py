@@ -88,9 +88,10 @@ def test_a_halted_daemon_keeps_watching_and_reporting_until_resumed(tmp_path: Pa
         wait_for(lambda: _phase(status_file) == "halted", 120, "the daemon to report the halt")
         (project.root / "inbox" / "bad.md").write_bytes(b"\x00\x01 not text")
         project.task()
-        rejected = project.root / "inbox" / "rejected" / "bad.md"
-        wait_for(rejected.exists, 60, "the bad inbox file to be set aside while halted")
-        assert "binary" in rejected.with_name("bad.md.reason.txt").read_text()
+        reason = project.root / "inbox" / "rejected" / "bad.md.reason.txt"
+        wait_for(reason.exists, 60, "the bad inbox file to be set aside while halted")
+        assert "binary" in reason.read_text()
+        assert (project.root / "inbox" / "rejected" / "bad.md").exists()
         wait_for(lambda: _status(status_file).get("inbox_queued") == 1, 60, "the queue count")
         assert "halted by an earlier violation" in str(_status(status_file)["detail"])
         assert _runs(trace) == 0
