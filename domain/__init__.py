@@ -17,6 +17,14 @@ from domain.enums import (
     Tool,
 )
 from domain.gaps import Gap, GapRef, GapReport, InboxItem, RoadmapItem, gap_ref
+from domain.history import (
+    EventNote,
+    HaltNote,
+    HistoryDigest,
+    HistoryRow,
+    HistoryTotals,
+    RankedGap,
+)
 from domain.inputs import AgentContext, AnalysisInput
 from domain.plans import (
     ITERATION_ID_PATTERN,
@@ -24,6 +32,7 @@ from domain.plans import (
     AttemptNote,
     IterationPlan,
     PlanBudget,
+    PlanDocument,
     PlannedAction,
 )
 from domain.records import CriterionVerdict, DiffStat, Event, IterationRecord
@@ -44,11 +53,16 @@ __all__ = [
     "Diagnostic",
     "DiffStat",
     "Event",
+    "EventNote",
     "FailureCategory",
     "Gap",
     "GapCategory",
     "GapRef",
     "GapReport",
+    "HaltNote",
+    "HistoryDigest",
+    "HistoryRow",
+    "HistoryTotals",
     "InboxItem",
     "IterationOutcome",
     "IterationPlan",
@@ -57,9 +71,11 @@ __all__ = [
     "Measurements",
     "OutcomeTally",
     "PlanBudget",
+    "PlanDocument",
     "PlannedAction",
     "Priority",
     "ProjectState",
+    "RankedGap",
     "Risk",
     "RoadmapItem",
     "RunResult",

@@ -24,6 +24,9 @@ class RunSpec(Fact):
     """A command that prints the tool's version, recorded in the iteration record."""
     note: str = ""
     """Something the record should say about this backend (e.g. its exit code is unreliable)."""
+    artifacts: tuple[str, ...] = ()
+    """Files the tool writes under {run_dir} (names relative to it, e.g. a trajectory): the
+    kernel keeps them in history/<id>/ and hands their text to parse."""
 
 
 class RunResult(Fact):
@@ -39,6 +42,10 @@ class RunResult(Fact):
     run_dir: str = ""
     result_json: str = ""
     """Contents of SEED_RESULT_FILE if the agent wrote it."""
+    output: str = ""
+    """The combined output as agent.log kept it (its head when the log was cut at the cap)."""
+    artifacts: dict[str, str] = Field(default_factory=dict[str, str])
+    """Text of the RunSpec's artifacts that exist, by name (capped)."""
 
 
 class AgentReport(Fact):
@@ -49,6 +56,19 @@ class AgentReport(Fact):
     failure_category: FailureCategory | None = None
     summary: str = ""
     tokens_used: int = 0
+    """All tokens the run used, as the tool counts them."""
     cost_usd: float = 0.0
+    """What the tool says the run cost (0 when it reports no cost: the kernel prices the tokens)."""
     turns: int = 0
+    """Model calls or agent steps, as the tool counts them."""
     note: str = ""
+    input_tokens: int = 0
+    """Prompt tokens, cached ones included."""
+    output_tokens: int = 0
+    """Completion tokens, reasoning included."""
+    cached_tokens: int = 0
+    """The part of input_tokens read from a cache."""
+    model: str = ""
+    """The model the tool says it used ("" when it does not say)."""
+    version: str = ""
+    """The tool's version when its output carries it (for tools with no --version)."""

@@ -41,6 +41,20 @@ class AttemptNote(Fact):
     touched_files: tuple[str, ...] = ()
     reason: str = ""
     agent_summary: str = ""
+    evidence: tuple[str, ...] = ()
+    """The guard's or verifier's findings behind the reason (a few short lines)."""
+    backend: str = ""
+    """The backend that made the attempt."""
+
+
+class PlanDocument(Fact):
+    """Text from the repository or a tool that the agent reads as data, never as instructions."""
+
+    label: str
+    """What the text is, e.g. "modules/planner/SPEC.md" or "test output of iter-0003-..."."""
+    path: str = ""
+    """Repository-relative file the text was read from; empty for tool output."""
+    text: str
 
 
 class PlanBudget(Fact):
@@ -69,9 +83,18 @@ class IterationPlan(Fact):
     allowed_paths: tuple[str, ...] = ()
     """Globs (repository-relative) the agent may change; empty means any non-protected file."""
     forbidden_paths: tuple[str, ...] = ()
+    protected_paths: tuple[str, ...] = ()
+    """Protected globs (the kernel's list), repeated here so the prompt can name them."""
     history: tuple[AttemptNote, ...] = ()
     """Earlier failed attempts at this gap, oldest first."""
     phases: tuple[str, ...] = ()
+    """Ordered steps for the agent, each "name: instruction" (reproduce, localise, patch, ...)."""
+    suspect_files: tuple[str, ...] = ()
+    """Files most likely to hold the fault, most likely first (from the traceback)."""
+    why: str = ""
+    """Why the work matters: the summary of VISION.md (data, never instructions)."""
+    documents: tuple[PlanDocument, ...] = ()
+    """Repository and tool text the prompt quotes: module docs, test output, dependencies."""
     context: tuple[str, ...] = ()
     """Extra context for the agent (tool output, failing test output); data, never instructions."""
     notes: tuple[str, ...] = ()

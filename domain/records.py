@@ -11,6 +11,7 @@ from domain.base import Fact
 from domain.diagnostics import Diagnostic
 from domain.enums import CheckName, FailureCategory, IterationOutcome
 from domain.gaps import GapRef
+from domain.history import RankedGap
 from domain.plans import IterationPlan
 
 
@@ -61,12 +62,28 @@ class IterationRecord(Fact):
     agent_exit_code: int | None = None
     tokens_used: int = 0
     cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_basis: str = ""
+    """Where cost_usd comes from: reported (by the tool), prices (seed.toml's table), none."""
+    agent_model: str = ""
+    agent_turns: int = 0
+    agent_note: str = ""
+    """What the record should know about the backend (e.g. aider exits 0 on API errors)."""
     durations: dict[str, float] = Field(default_factory=dict[str, float])
     """Seconds per phase: analyse, plan, execute, inspect, verify, land."""
     checkout_changes: tuple[str, ...] = ()
     """Files the person changed in their checkout while the agent ran."""
     task_kind: str = ""
+    gap_signature: str = ""
+    """The kernel's signature of the planned gap's state (findings, inbox bytes, roadmap text), so
+    history can be judged without the plan."""
     plan: IterationPlan | None = None
+    ranking: tuple[RankedGap, ...] = ()
+    """The head of the baseline's ranking when the gap was chosen (the alternatives, and the
+    chosen gap wherever it stood)."""
+    open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
+    """Open gaps at the baseline, by source (ruff, pytest, inbox, roadmap, ...)."""
 
 
 class Event(Fact):

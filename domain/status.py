@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pydantic import Field
+
 from domain.base import Fact
-from domain.gaps import GapRef
+from domain.history import RankedGap
 
 
 class DaemonStatus(Fact):
@@ -31,7 +33,17 @@ class DaemonStatus(Fact):
     cost_today_usd: float = 0.0
     budget_left_today_usd: float = 0.0
     iterations_today: int = 0
-    top_gaps: tuple[GapRef, ...] = ()
+    top_gaps: tuple[RankedGap, ...] = ()
+    """The head of the latest ranking (the daemon's last analysis)."""
     quarantined: tuple[str, ...] = ()
     log_tail: tuple[str, ...] = ()
     """Last lines of the running agent's log."""
+    gaps_as_of: datetime | None = None
+    """When the latest analysis behind top_gaps and open_gaps ran."""
+    open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
+    """Open gaps by source at the latest analysis."""
+    budget_left_today_iterations: int = 0
+    max_cost_usd_per_day: float = 0.0
+    max_iterations_per_day: int = 0
+    metrics_url: str = ""
+    """Where the daemon serves Prometheus metrics ("" when it does not)."""

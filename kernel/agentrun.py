@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import (
@@ -17,25 +17,20 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import halt, inbox, procs
+from kernel import costs, faults, halt, inbox, ledger, procs
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
+from kernel.globs import protected_patterns
+from kernel.integrity import Checkout, Snapshot
 from kernel.recording import Recorder
 
-_ENV_PASS = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "USER",
-    "LOGNAME",
-    "TERM",
-)
+_ENV_PASS = ("PATH", "HOME")
+"""All an agent gets from the daemon's environment, besides the variables [agent] env names."""
+
+ARTIFACT_CAP = 32 * 1024 * 1024
+"""Bytes of one artifact (a trajectory) kept and handed to the adapter."""
 
 
 class AgentRunner:
@@ -57,11 +52,12 @@ class AgentRunner:
 
     def execute(self, attempt: Attempt, spec: RunSpec) -> IterationRecord | None:
         """Run the agent; a record when the iteration ends here, None when its work is to be inspected."""
-        """Run the agent, then guard, verify and land its work."""
         ctx = self.ctx
         plan = attempt.plan
         iteration_id = plan.iteration_id
-        budget = halt.budget_problem(ctx.store, ctx.config.budget)
+        # the most this run may cost must still fit in the day's budget, before it starts
+        reserve = halt.reservation(ctx.config.budget, plan.budget.max_cost_usd)
+        budget = halt.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
         if budget:
             record = self.recorder.finish(
                 attempt,
@@ -78,6 +74,11 @@ class AgentRunner:
             run_dir / "result.json",
         )
         result_file.unlink(missing_ok=True)
+        for (
+            name
+        ) in spec.artifacts:  # a file left from an earlier attempt must not be read as this run's
+            if not Path(name).is_absolute() and ".." not in Path(name).parts:
+                (run_dir / name).unlink(missing_ok=True)
         atomic_write_text(prompt_file, spec.prompt)
         atomic_write_text(plan_file, plan.model_dump_json(indent=2))
         ctx.store.write_file(iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
@@ -120,37 +121,34 @@ class AgentRunner:
         t0 = mono()
 
         def started(pgid: int) -> None:
-            atomic_write_text(
-                ctx.paths.running,
-                json.dumps(
-                    {
-                        "iteration_id": iteration_id,
-                        "pgid": pgid,
-                        "start_time": procs.process_start_time(pgid),
-                        "worktree": str(attempt.worktree),
-                        "daemon_pid": os.getpid(),
-                        "gap": plan.gap.key,
-                        "inbox": attempt.claimed_inbox,
-                    }
-                ),
-            )
+            attempt.note(stage="agent", pgid=pgid, start_time=procs.process_start_time(pgid))
+            faults.fault("agent-run")
 
         if plan.gap.inbox is not None:
             with contextlib.suppress(OSError):
                 inbox.claim(ctx.paths.inbox, plan.gap.inbox.name)
                 attempt.claimed_inbox = plan.gap.inbox.name
-        completed = procs.run(
-            argv,
-            cwd=attempt.worktree,
-            timeout_s=timeout,
-            env=env,
-            merge_stderr=True,
-            log_path=log_path,
-            max_bytes=ctx.config.agent.max_log_bytes,
-            on_start=started,
-            sweep_rounds=20,
+                attempt.note(inbox=attempt.claimed_inbox)
+        checkout = Checkout(
+            ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
-        ctx.paths.running.unlink(missing_ok=True)
+        snapshot = checkout.begin(iteration_id)
+        # journalled: if the daemon dies during the run, the next start counts this much spent
+        attempt.note(stage="agent", reserve_usd=reserve)
+        try:
+            completed = procs.run(
+                argv,
+                cwd=attempt.worktree,
+                timeout_s=timeout,
+                env=env,
+                merge_stderr=True,
+                log_path=log_path,
+                max_bytes=ctx.config.agent.max_log_bytes,
+                on_start=started,
+                sweep_rounds=20,
+            )
+        finally:
+            check_checkout(ctx, attempt, checkout, snapshot)
         timed(attempt, "execute", t0)
         if completed.truncated:
             with log_path.open("ab") as handle:
@@ -158,6 +156,7 @@ class AgentRunner:
                     f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
                 )
         attempt.exit_code = completed.exit_code
+        attempt.agent_note = spec.note
         result_json = (
             result_file.read_text(encoding="utf-8", errors="replace")[:1_000_000]
             if result_file.exists()
@@ -172,13 +171,25 @@ class AgentRunner:
             log_path=str(log_path),
             run_dir=str(run_dir),
             result_json=result_json,
+            output=_read_capped(log_path, ctx.config.agent.max_log_bytes),
+            artifacts=self._keep_artifacts(iteration_id, run_dir, spec.artifacts),
         )
         try:
-            attempt.agent = ctx.host.agent_parse(attempt.backend.name, plan, run_result)
+            report = ctx.host.agent_parse(attempt.backend.name, plan, run_result)
         except HostError as exc:
-            attempt.agent = AgentReport(
+            report = AgentReport(
                 success=completed.exit_code == 0,
                 summary=f"the adapter could not read the run: {exc}",
+            )
+        agent = self._account(attempt, report)
+        attempt.note(stage="inspecting", pgid=0, accounted=True)
+        if attempt.integrity_evidence:
+            return self.recorder.finish(
+                attempt,
+                IterationOutcome.ROLLBACK,
+                FailureCategory.SANDBOX_VIOLATION,
+                f"the user's checkout was changed during the agent run: {attempt.integrity_evidence[0]}",
+                evidence=attempt.integrity_evidence,
             )
         if completed.timed_out:
             return self.recorder.finish(
@@ -187,24 +198,94 @@ class AgentRunner:
                 FailureCategory.AGENT_TIMEOUT,
                 f"the agent ran past its {timeout:.0f}s limit; its process group was ended",
             )
-        if attempt.agent.tokens_used > ctx.config.budget.max_tokens_per_iteration > 0 or (
-            attempt.agent.cost_usd > ctx.config.budget.max_cost_usd_per_iteration > 0
-        ):
+        over = _over_budget(
+            agent.tokens_used, agent.cost_usd, plan.budget.max_tokens, plan.budget.max_cost_usd
+        )
+        if over:
             return self.recorder.finish(
                 attempt,
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
-                f"the run used {attempt.agent.tokens_used} tokens / ${attempt.agent.cost_usd:.2f}, over the per-iteration budget",
+                f"the run used {agent.tokens_used} tokens / ${agent.cost_usd:.2f}, over the per-iteration budget: {over}",
             )
-        if not attempt.agent.success:
-            category = attempt.agent.failure_category or FailureCategory.AGENT_ERROR
+        if not agent.success:
+            category = agent.failure_category or FailureCategory.AGENT_ERROR
             return self.recorder.finish(
                 attempt,
                 IterationOutcome.FAILURE,
                 category,
-                f"the agent reported failure (exit {completed.exit_code}): {attempt.agent.summary[:300]}",
+                f"the agent reported failure (exit {completed.exit_code}): {agent.summary[:300]}",
             )
         return None
+
+    def _keep_artifacts(
+        self, iteration_id: str, run_dir: Path, names: Sequence[str]
+    ) -> dict[str, str]:
+        """Copy the run's artifacts into history/<id>/ and return their text."""
+        kept: dict[str, str] = {}
+        for name in names:
+            source = run_dir / name
+            if Path(name).is_absolute() or ".." in Path(name).parts or not source.is_file():
+                continue
+            text = _read_capped(source, ARTIFACT_CAP)
+            self.ctx.store.write_file(iteration_id, Path(name).name, text)
+            kept[name] = text
+        return kept
+
+    def _account(self, attempt: Attempt, report: AgentReport) -> AgentReport:
+        """Price the run when the tool gave no cost, note its version, and append it to the ledger."""
+        ctx = self.ctx
+        priced, basis = costs.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
+        attempt.agent = priced
+        attempt.cost_basis = basis
+        if not attempt.agent_version and report.version:
+            attempt.agent_version = report.version[:120]
+        if report.note:
+            attempt.agent_note = "; ".join(n for n in (attempt.agent_note, report.note) if n)
+        ledger.append(
+            ctx.paths.history,
+            ledger.LedgerEntry(
+                at=datetime.now(UTC),
+                iteration_id=attempt.plan.iteration_id,
+                backend=attempt.backend.name,
+                model=priced.model or ctx.config.agent.model,
+                tokens_used=priced.tokens_used,
+                input_tokens=priced.input_tokens,
+                output_tokens=priced.output_tokens,
+                cost_usd=priced.cost_usd,
+                cost_basis=basis,
+            ),
+        )
+        return priced
+
+
+def check_checkout(ctx: Context, attempt: Attempt, checkout: Checkout, snapshot: Snapshot) -> None:
+    """Compare the user's checkout with its snapshot: restore what is protected, list the rest."""
+    folder = ctx.store.folder(attempt.plan.iteration_id)
+    found = checkout.check(snapshot, folder)
+    checkout.done()
+    attempt.checkout_changes = found.changes
+    attempt.integrity_evidence = [*found.violations, *found.problems]
+    for line in attempt.integrity_evidence:
+        ctx.log(f"{attempt.plan.iteration_id}: SANDBOX_VIOLATION: {line}")
+
+
+def _over_budget(tokens: int, cost: float, max_tokens: int, max_cost: float) -> str:
+    """What a finished run used beyond its per-iteration budget ('' when nothing)."""
+    over: list[str] = []
+    if max_tokens and tokens > max_tokens:
+        over.append(f"{tokens} tokens of {max_tokens} allowed")
+    if max_cost and cost > max_cost:
+        over.append(f"${cost:.2f} of ${max_cost:.2f} allowed")
+    return "; ".join(over)
+
+
+def _read_capped(path: Path, cap: int) -> str:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(cap).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _substitute(arg: str, values: dict[str, str]) -> str:

@@ -1,4 +1,9 @@
-"""The baseline: a clean worktree at HEAD, measured by the kernel and judged by the analysers."""
+"""The baseline: a clean worktree at HEAD, measured by the kernel and judged by the analysers.
+
+Measurements are cached by (tool configuration, git tree). A tree not measured yet is
+measured incrementally from a related measured tree when it can be (see incremental.py),
+with a full measurement at least once every `[analysis] full_every` measurements.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,17 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any, cast
 
-from domain import AnalysisInput, GapReport, InboxItem, Measurements
+from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements
 from kernel import gitops, inbox
 from kernel.context import Context
 from kernel.fsutil import atomic_write_text
+from kernel.incremental import FULL, Scope, plan_scope, tree_delta
 from kernel.measure import Gate, freeze_gate, measure
 
 _CACHE_KEEP = 32
+_FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
 
 
 @dataclass
@@ -32,10 +40,19 @@ class Baseline:
     roadmap: str = ""
 
 
-def _cache_key(ctx: Context, tree: str, gate: Gate) -> str:
+@dataclass(frozen=True)
+class _Entry:
+    """A cached measurement and how many incremental ones led to it since the last full one."""
+
+    tree: str
+    measurements: Measurements
+    since_full: int
+
+
+def config_key(ctx: Context, gate: Gate) -> str:
+    """Everything besides the tree that decides what the tools report."""
     material = json.dumps(
         {
-            "tree": tree,
             "ruff": gate.ruff_config.read_text(encoding="utf-8"),
             "pyright": gate.pyright_config,
             "quality": ctx.config.quality.model_dump(mode="json"),
@@ -45,35 +62,129 @@ def _cache_key(ctx: Context, tree: str, gate: Gate) -> str:
         },
         sort_keys=True,
     )
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:24]
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
+
+
+def _load(path: Path) -> _Entry | None:
+    try:
+        raw = cast(dict[str, Any], json.loads(path.read_bytes()))
+        measurements = Measurements.model_validate(raw["measurements"])
+        return _Entry(measurements.tree, measurements, int(raw.get("since_full", 0)))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store(ctx: Context, path: Path, entry: _Entry) -> None:
+    payload = {
+        "since_full": entry.since_full,
+        "measurements": entry.measurements.model_dump(mode="json"),
+    }
+    atomic_write_text(path, json.dumps(payload))
+    entries = sorted(ctx.paths.cache.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    for old in entries[:-_CACHE_KEEP]:
+        old.unlink(missing_ok=True)
+
+
+def _base(ctx: Context, key: str, tree: str, candidates: tuple[str, ...]) -> _Entry | None:
+    """The measured tree to start from: a named candidate, else the latest one measured."""
+    for candidate in candidates:
+        if candidate and candidate != tree:
+            entry = _load(ctx.paths.cache / f"{key}-{candidate}.json")
+            if entry is not None:
+                return entry
+    measured: list[tuple[float, Path]] = []
+    for path in ctx.paths.cache.glob(f"{key}-*.json"):
+        with contextlib.suppress(OSError):
+            measured.append((path.stat().st_mtime, path))
+    return _load(max(measured)[1]) if measured else None
 
 
 def measure_cached(
-    ctx: Context, tree_dir: Path, tree: str, gate: Gate, work_dir: Path
+    ctx: Context,
+    tree_dir: Path,
+    tree: str,
+    gate: Gate,
+    work_dir: Path,
+    related: tuple[str, ...] = (),
 ) -> Measurements:
-    """Measurements of a tree, from the cache when this exact tree and config were measured."""
-    key = _cache_key(ctx, tree, gate)
-    path = ctx.paths.cache / f"{key}.json"
-    if path.exists():
-        with contextlib.suppress(ValueError, OSError):
-            return Measurements.model_validate_json(path.read_bytes())
-    result = measure(tree_dir, ctx.target, gate, work_dir, tree_id=tree)
+    """Measurements of a tree: cached, incremental from a related measured tree, or full.
+
+    `related` names trees to start from, best first (the baseline for a changed tree,
+    the parent commit's tree for a new HEAD).
+    """
+    key = config_key(ctx, gate)
+    path = ctx.paths.cache / f"{key}-{tree}.json"
+    hit = _load(path)
+    if hit is not None:
+        return hit.measurements
+    base = _base(ctx, key, tree, related) if ctx.config.analysis.incremental else None
+    scope: Scope = FULL
+    if base is not None and base.since_full + 1 < ctx.config.analysis.full_every:
+        delta = tree_delta(ctx.paths.root, base.tree, tree)
+        if delta is not None:
+            scope = plan_scope(ctx.paths.root, tree_dir, tree, delta, gate)
+    if scope.full or base is None:
+        result = measure(tree_dir, ctx.target, gate, work_dir, tree_id=tree)
+        since = 0
+    else:
+        result = measure(
+            tree_dir, ctx.target, gate, work_dir, tree_id=tree, base=base.measurements, scope=scope
+        )
+        since = base.since_full + 1
     if all(m.ran or m.timed_out for m in result.items):
-        atomic_write_text(path, result.model_dump_json())
-        entries = sorted(ctx.paths.cache.glob("*.json"), key=lambda p: p.stat().st_mtime)
-        for old in entries[:-_CACHE_KEEP]:
-            old.unlink(missing_ok=True)
+        _store(ctx, path, _Entry(tree, result, since))
     return result
+
+
+def _attempts(ctx: Context, items: list[InboxItem]) -> list[InboxItem]:
+    """Each item with the number of failed iterations at it so far."""
+    keys = [f"inbox:{item.name}" for item in items]
+    if not keys:
+        return items
+    failed: dict[str, int] = {}
+    for record in ctx.store.for_gaps(keys, per_gap=20):
+        if record.outcome in _FAILED:
+            failed[record.gap.key] = failed.get(record.gap.key, 0) + 1
+    return [
+        item.model_copy(update={"attempts": failed.get(f"inbox:{item.name}", 0)}) for item in items
+    ]
 
 
 def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
     """Queued inbox items; bad files are set aside, logged and recorded as events."""
-    items, rejected = inbox.scan(ctx.paths.inbox, now)
-    for rejection in rejected:
+    intake = inbox.scan(ctx.paths.inbox, now, ready=ctx.inbox_ready())
+    for rejection in intake.rejected:
         message = f"inbox/{rejection.name} set aside in {rejection.moved_to.parent.name}/: {rejection.reason}"
         ctx.log(message)
         ctx.store.event("inbox_rejected", message, name=rejection.name, reason=rejection.reason)
-    return items
+    for name in intake.pending:
+        ctx.log(f"inbox/{name} is still being written; it is read once it is closed")
+    return _attempts(ctx, intake.items)
+
+
+def fail_quarantined(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list[str]:
+    """Move queued inbox items whose gap is quarantined to inbox/failed/ with a result note."""
+    moved: list[str] = []
+    for gap in report.gaps:
+        if gap.key not in held or gap.inbox is None:
+            continue
+        records = ctx.store.for_gaps([gap.key], per_gap=20)
+        note = inbox.result_note(
+            gap.inbox.name,
+            "FAILED",
+            "quarantined: it failed repeatedly and has not changed since",
+            [(r.iteration_id, r.outcome.value, r.reason) for r in records],
+        )
+        with contextlib.suppress(OSError):
+            inbox.fail_queued(ctx.paths.inbox, gap.inbox.name, note)
+            moved.append(gap.inbox.name)
+            ctx.log(f"inbox/{gap.inbox.name} moved to inbox/failed/: its gap is quarantined")
+    return moved
+
+
+def _parent_tree(root: Path, head: str) -> str:
+    result = gitops.git(root, "rev-parse", "--verify", "--quiet", f"{head}^^{{tree}}", check=False)
+    return result.text().strip() if result.ok else ""
 
 
 def analyse(
@@ -82,7 +193,14 @@ def analyse(
     """Measure the clean worktree at head, read inbox and roadmap, and rank the gaps."""
     tree = gitops.tree_of(ctx.paths.root, head)
     gate = freeze_gate(worktree, ctx.paths.gate / worktree.name, ctx.config.quality)
-    measurements = measure_cached(ctx, worktree, tree, gate, ctx.paths.runs / "pytest")
+    measurements = measure_cached(
+        ctx,
+        worktree,
+        tree,
+        gate,
+        ctx.paths.runs / "pytest",
+        related=(_parent_tree(ctx.paths.root, head),),
+    )
     items = read_inbox(ctx, now)
     roadmap_path = worktree / "ROADMAP.md"
     roadmap = (
@@ -96,6 +214,7 @@ def analyse(
             roadmap=roadmap,
             now=now,
             quarantined=quarantined,
+            order=tuple(ctx.config.analysis.order),
         )
     )
     return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,21 +12,16 @@ from domain import (
     AgentReport,
     DiffStat,
     FailureCategory,
-    Gap,
     GapReport,
     IterationOutcome,
     IterationPlan,
     IterationRecord,
 )
 from kernel.context import Backend
-from kernel.verify import identity
-
-FAILED_OUTCOMES = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
-VIOLATIONS = (
-    FailureCategory.SANDBOX_VIOLATION,
-    FailureCategory.HYGIENE_VIOLATION,
-    FailureCategory.ALLOWLIST_VIOLATION,
-)
+from kernel.journal import Journal
+from kernel.quarantine import quarantined as quarantined  # re-exported for callers
+from kernel.signature import gap_signature as gap_signature  # re-exported for callers
+from kernel.signature import record_signature
 
 Phase = Callable[[str, str], None]
 """Called with (phase, detail) as the iteration moves on (status shows it live)."""
@@ -43,16 +37,6 @@ def mono() -> float:
     return time.monotonic()
 
 
-def gap_signature(gap: Gap) -> str:
-    """What the gap looks like now: findings (not lines), inbox bytes, roadmap text."""
-    parts = sorted("|".join(identity(d)) for d in gap.evidence)
-    if gap.inbox is not None:
-        parts.append(gap.inbox.sha256)
-    if gap.roadmap is not None:
-        parts.append(gap.roadmap.text)
-    return hashlib.sha256("\n".join([gap.key, *parts]).encode("utf-8")).hexdigest()[:16]
-
-
 @dataclass
 class Attempt:
     """State of the iteration under way, so it can be recorded however it ends."""
@@ -65,48 +49,37 @@ class Attempt:
     durations: dict[str, float] = field(default_factory=dict[str, float])
     agent: AgentReport | None = None
     agent_version: str = ""
+    agent_note: str = ""
+    cost_basis: str = ""
+    """reported, prices or none: where the run's cost comes from."""
     exit_code: int | None = None
     touched: list[str] = field(default_factory=list[str])
     diff: DiffStat = field(default_factory=DiffStat)
     branch: str = ""
     claimed_inbox: str = ""
+    checkout_changes: list[str] = field(default_factory=list[str])
+    """Changes a person (or the agent) made in the user's checkout while the agent ran."""
+    integrity_evidence: list[str] = field(default_factory=list[str])
+    """What the checkout's integrity check refused (protected files, HEAD, refs, config, hooks)."""
+    recorded: bool = False
+    """The record is written (so an error after it does not write a second one)."""
+    journal: Journal | None = None
+    """running.json, so a restarted daemon knows how far this attempt got."""
+
+    def violation(self) -> FailureCategory | None:
+        """SANDBOX_VIOLATION when the checkout's integrity check refused something."""
+        return FailureCategory.SANDBOX_VIOLATION if self.integrity_evidence else None
+
+    def note(self, **values: object) -> None:
+        """Journal facts about the attempt (stage, pgid, commit...)."""
+        if self.journal is not None:
+            self.journal.update(**values)
 
 
 def timed(attempt: Attempt | None, name: str, started: float) -> None:
     """Add the time since started to one phase of the attempt."""
     if attempt is not None:
         attempt.durations[name] = round(attempt.durations.get(name, 0.0) + (mono() - started), 3)
-
-
-def quarantined(report: GapReport, records: Sequence[IterationRecord]) -> tuple[str, ...]:
-    """Gaps that failed 3 times in a row, or twice alike, and have not changed since."""
-    by_key: dict[str, list[IterationRecord]] = {}
-    for record in records:
-        by_key.setdefault(record.gap.key, []).append(record)
-    current = {g.key: gap_signature(g) for g in report.gaps}
-    out: list[str] = []
-    for key, history in by_key.items():
-        if key not in current:
-            continue
-        streak: list[IterationRecord] = []
-        for record in reversed(history):
-            if record.outcome in FAILED_OUTCOMES:
-                streak.append(record)
-            elif record.outcome != IterationOutcome.WAITING:
-                break
-        same = [
-            r for r in streak if r.plan is not None and gap_signature(r.plan.gap) == current[key]
-        ]
-        if len(same) >= 3:
-            out.append(key)
-            continue
-        if (
-            len(same) >= 2
-            and same[0].failure_category == same[1].failure_category
-            and same[0].evidence == same[1].evidence
-        ):
-            out.append(key)
-    return tuple(sorted(out))
 
 
 def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str) -> set[str]:
@@ -120,8 +93,7 @@ def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str)
         if (
             record is not None
             and record.outcome == IterationOutcome.WAITING
-            and record.plan is not None
-            and gap_signature(record.plan.gap) == gap_signature(gap)
+            and record_signature(record) == gap_signature(gap)
             and record.backend == backend
         ):
             out.add(gap.key)

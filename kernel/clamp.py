@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from domain import AcceptanceCriterion, CheckName, IterationPlan, PlanBudget
 from kernel.config import Config
 from kernel.globs import matches, matches_any
-from kernel.guard import GROWTH_LIMITS
 
 SELFCHECK_PATHS = ("modules", "domain")
 _TOOL_OF: dict[CheckName, str] = {
@@ -63,7 +62,8 @@ def clamp_plan(
                 check=CheckName.SELFCHECK, text="the module host boots the changed modules"
             )
         )
-    max_files, max_lines = GROWTH_LIMITS[plan.estimated_risk]
+    limit = config.guard.growth.for_risk(plan.estimated_risk)
+    max_files, max_lines = limit.new_files, limit.changed_lines
     budget = plan.budget
     clamped = PlanBudget(
         timeout_s=min(budget.timeout_s, config.agent.timeout_s),

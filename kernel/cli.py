@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 from pathlib import Path
 
-from domain import GapReport, IterationPlan
-from kernel import halt
+from domain import GapReport, IterationOutcome, IterationPlan
+from kernel import halt, reporting, views
 from kernel.config import Config, write_config
 from kernel.context import Context, open_context
 from kernel.daemon import (
@@ -28,7 +29,9 @@ from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
 from kernel.selfcheck import run_selfcheck
 
-GITIGNORE_LINES = ("history/*", "!history/README.md", "inbox/*", "!inbox/README.md")
+# history/README.md is the index the daemon rewrites after every iteration, so it is ignored
+# with the rest of history/ (tracking it would leave `git status` dirty after every iteration)
+GITIGNORE_LINES = ("history/*", "inbox/*", "!inbox/README.md")
 INBOX_README = """# inbox
 
 Drop a task here as a Markdown (.md) or text (.txt) file and the daemon picks it up
@@ -83,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-iterations", type=int, default=0, help="stop after this many iterations (0: never)"
     )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="serve Prometheus metrics on http://127.0.0.1:N/metrics (0: any free port; "
+        "needs the prometheus_client package)",
+    )
     sub.add_parser(
         "once",
         help="one iteration; exit 0 landed, 1 failed, 2 bad usage, 3 halted, 5 nothing to do",
@@ -99,7 +110,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
     p = sub.add_parser("history", help="list iterations, or print one report")
     p.add_argument("id", nargs="?", help="an iteration id: print its report")
-    p.add_argument("--outcome", default="", help="only iterations with this outcome")
+    p.add_argument(
+        "--outcome",
+        default="",
+        help="only iterations with this outcome ("
+        + ", ".join(o.value for o in IterationOutcome)
+        + ")",
+    )
     p.add_argument(
         "--source",
         default="",
@@ -107,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=int, default=50, help="at most this many (0: all)")
     p.add_argument("--json", action="store_true", help="print records as JSON lines")
+    p = sub.add_parser(
+        "report", help="write history/index.html: charts of the trends and every iteration"
+    )
+    p.add_argument("--output", type=Path, default=None, help="write the page here instead")
     p = sub.add_parser("add", help="drop a task into inbox/")
     p.add_argument("text", help="what to do")
     p.add_argument("--priority", default="normal", choices=("critical", "high", "normal", "low"))
@@ -159,6 +180,8 @@ def _print_plan(plan: IterationPlan) -> None:
         print(
             f"  tried: {note.iteration_id} {note.outcome.value} {note.failure_category.value if note.failure_category else ''} {note.reason}"
         )
+    for remark in plan.notes:
+        print(f"  note:  {remark}")
 
 
 def cmd_gaps(args: argparse.Namespace) -> int:
@@ -196,36 +219,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
-    status = read_status(ctx)
+    try:
+        status = read_status(ctx)
+    finally:
+        ctx.host.stop()  # read_status may start it to tell which backend auto would pick
     if args.json:
         print(status.model_dump_json(indent=2))
         return EXIT_OK
-    print(f"repository: {status.root}")
-    state = f"running (pid {status.pid}), {status.phase}" if status.running else "not running"
-    if status.running and status.phase_since:
-        from datetime import UTC, datetime
-
-        seconds = int((datetime.now(UTC) - status.phase_since).total_seconds())
-        state += f" for {seconds // 60}m{seconds % 60:02d}s"
-    print(f"daemon:     {state}")
-    if status.phase_detail:
-        print(f"            {status.phase_detail}")
-    for line in status.log_tail:
-        print(f"            | {line}")
-    print(
-        f"halted:     {'yes: ' + status.halt_reason + ' (python seed.py resume)' if status.halted else 'no'}"
-    )
-    if status.land_blocker:
-        print(f"landing:    blocked ({status.land_blocker}); the daemon only plans")
-    print(
-        f"backend:    {status.backend or '(decided when the daemon starts)'} {('- ' + status.backend_reason) if status.backend_reason else ''}"
-    )
-    print(
-        f"iterations: {status.iterations} in all, {status.iterations_today} today; last: {status.last_iteration_id or '-'} {status.last_outcome or ''}"
-    )
-    print(
-        f"budget:     ${status.cost_today_usd:.2f} spent today, ${status.budget_left_today_usd:.2f} left"
-    )
+    print("\n".join(views.status_lines(status)))
     return EXIT_OK
 
 
@@ -234,17 +235,25 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.id:
         record = ctx.store.get(args.id)
         if record is None:
-            print(f"no iteration {args.id}", file=sys.stderr)
+            print(f"no iteration {args.id} (`python seed.py history` lists them)", file=sys.stderr)
             return EXIT_USAGE
         report = ctx.paths.history / args.id / "report.md"
         if args.json:
             print(record.model_dump_json(indent=2))
         elif report.exists():
-            print(report.read_text(encoding="utf-8"))
+            print(report.read_text(encoding="utf-8"), end="")
         else:
             print(record.model_dump_json(indent=2))
         return EXIT_OK
-    rows = ctx.store.summaries(outcome=args.outcome, source=args.source, limit=args.limit)
+    outcomes = [o.value for o in IterationOutcome]
+    if args.outcome and args.outcome.upper() not in outcomes:
+        print(
+            f"seed: unknown outcome {args.outcome!r}; valid: {', '.join(outcomes)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    matching = ctx.store.summaries(outcome=args.outcome, source=args.source)
+    rows = matching[: args.limit] if args.limit > 0 else matching
     for problem in ctx.store.problems:
         print(f"warning: {problem}", file=sys.stderr)
     if args.json:
@@ -253,13 +262,19 @@ def cmd_history(args: argparse.Namespace) -> int:
             if record is not None:
                 print(record.model_dump_json())
         return EXIT_OK
-    if not rows:
-        print("no iterations match" if args.outcome or args.source else "no iterations yet")
-    for row in rows:
-        category = f" {row.category}" if row.category else ""
-        print(
-            f"{row.iteration_id}  {row.outcome:13}{category:22} ${row.cost:7.4f}  {row.gap_source:11} {row.gap_title[:70]}"
+    print("\n".join(views.history_lines(rows, len(matching), bool(args.outcome or args.source))))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    try:
+        path, size, count = reporting.write_dashboard(
+            ctx, args.output.resolve() if args.output else None
         )
+    finally:
+        ctx.host.stop()
+    print(f"wrote {path} ({size / 1024:,.0f} KiB, {count:,} iteration{'' if count == 1 else 's'})")
     return EXIT_OK
 
 
@@ -273,6 +288,11 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     before = halt.resume(ctx.store)
+    if before.halted:
+        # history/README.md shows the halt until it is rewritten
+        with contextlib.suppress(SeedError, OSError):
+            reporting.write_index(ctx)
+        ctx.host.stop()
     print(
         f"resumed (was halted: {before.reason})" if before.halted else "the daemon was not halted"
     )
@@ -370,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command in ("run", "once"):
             ctx = _context(args)
-            daemon = Daemon(ctx)
+            daemon = Daemon(ctx, metrics_port=getattr(args, "metrics_port", None))
             if command == "once":
                 return daemon.once()
             return daemon.run(
@@ -381,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             "plan": cmd_plan,
             "status": cmd_status,
             "history": cmd_history,
+            "report": cmd_report,
             "add": cmd_add,
             "resume": cmd_resume,
             "init": cmd_init,

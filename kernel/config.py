@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kernel.errors import ConfigError
 from kernel.fsutil import atomic_write_bytes
@@ -17,6 +17,29 @@ CONFIG_NAME = "seed.toml"
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class ModelPrice(_Section):
+    """[agent.prices."MODEL"]: what one model costs, in USD per million tokens."""
+
+    input: float = Field(ge=0)
+    """USD per million prompt tokens."""
+    output: float = Field(ge=0)
+    """USD per million completion tokens (reasoning included)."""
+    cached_input: float | None = Field(default=None, ge=0)
+    """USD per million prompt tokens read from a cache; unset: the input price."""
+
+
+DEFAULT_ALLOWED_TOOLS = [
+    "Read",
+    "Edit",
+    "Write",
+    "Glob",
+    "Grep",
+    "Bash(python -m pytest:*)",
+    "Bash(pytest:*)",
+    "Bash(ruff:*)",
+]
 
 
 class AgentConfig(_Section):
@@ -34,6 +57,19 @@ class AgentConfig(_Section):
     """Names of extra environment variables passed to the agent (API keys)."""
     max_log_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     """Cap on the agent output kept in history/<id>/agent.log."""
+    max_turns: int = Field(default=30, ge=0)
+    """Agent turns per run where the tool takes a limit (claude --max-turns, mini's model-call
+    limit); 0 leaves the tool's own default."""
+    allowed_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_TOOLS))
+    """Tools claude may use without asking (--allowedTools); edits are accepted anyway."""
+    api_base: str = ""
+    """OpenAI-compatible endpoint for mini and aider (e.g. http://localhost:11434/v1 for Ollama);
+    use a model named openai/<name>."""
+    extra_args: list[str] = Field(default_factory=list[str])
+    """Extra flags for the named backend's command line, placed before the prompt."""
+    prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
+    """Prices by model name for runs whose tool reports no cost (codex, gemini; aider, mini,
+    opencode with an unpriced model); "*" matches any model."""
 
 
 class QualityConfig(_Section):
@@ -54,24 +90,94 @@ class QualityConfig(_Section):
     """Seconds one measurement (a pytest run, a pyright run) may take."""
 
 
+RANK_BUCKETS: tuple[str, ...] = (
+    "build",
+    "inbox:critical",
+    "types",
+    "lint",
+    "format",
+    "inbox:high",
+    "inbox:normal",
+    "inbox:low",
+    "inbox",
+    "roadmap",
+)
+"""Names [analysis] order may use: build (failing tests, collection, import and syntax errors),
+types (pyright), lint (ruff), format (ruff format), inbox items (all, or of one priority), roadmap."""
+
+
+class AnalysisConfig(_Section):
+    """[analysis]: how gaps are found and ranked."""
+
+    order: list[str] = Field(default_factory=list[str])
+    """Gap groups, most urgent first (names from RANK_BUCKETS); groups left out follow in the
+    default order. Empty: build, inbox:critical, types, lint, format, inbox, roadmap."""
+    incremental: bool = True
+    """After a change to some files, ruff and pyright re-check only those (and pyright their importers)."""
+    full_every: int = Field(default=10, ge=1)
+    """At most this many incremental measurements in a row; then a full one."""
+
+    @field_validator("order")
+    @classmethod
+    def _known_buckets(cls, value: list[str]) -> list[str]:
+        unknown = [name for name in value if name not in RANK_BUCKETS]
+        if unknown:
+            raise ValueError(
+                f"unknown group(s) {', '.join(map(repr, unknown))}; valid: {', '.join(RANK_BUCKETS)}"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError("a group is named twice")
+        return value
+
+
+class RiskLimit(_Section):
+    """Growth one iteration of a risk class may add."""
+
+    new_files: int = Field(ge=0)
+    """New files one iteration may add."""
+    changed_lines: int = Field(ge=0)
+    """Inserted plus deleted lines one iteration may change."""
+
+
+class GrowthConfig(_Section):
+    """[guard.growth]: growth limits by the plan's risk class; over them is GROWTH_LIMIT (a halt)."""
+
+    low: RiskLimit = Field(default_factory=lambda: RiskLimit(new_files=5, changed_lines=300))
+    """Limits of a low-risk plan (lint and format fixes, test-only changes)."""
+    medium: RiskLimit = Field(default_factory=lambda: RiskLimit(new_files=10, changed_lines=800))
+    """Limits of a medium-risk plan."""
+    high: RiskLimit = Field(default_factory=lambda: RiskLimit(new_files=20, changed_lines=1500))
+    """Limits of a high-risk plan (domain models, gaps tried before)."""
+
+    def for_risk(self, risk: str) -> RiskLimit:
+        """The limits of one risk class."""
+        return {"low": self.low, "medium": self.medium, "high": self.high}[str(risk)]
+
+
 class GuardConfig(_Section):
-    """[guard]: what agents may never change."""
+    """[guard]: what agents may never change, and how much they may change."""
 
     protected: list[str] = Field(default_factory=list[str])
     """Globs added to seed.py, VISION.md, kernel/**, history/**, .git/**, seed.toml."""
+    growth: GrowthConfig = Field(default_factory=GrowthConfig)
+    """Growth limits by risk class ([guard.growth] low, medium, high)."""
+    max_file_bytes: int = Field(default=1_000_000, ge=0)
+    """Largest file an iteration may add or make bigger (bytes; 0: no limit); over it is GROWTH_LIMIT."""
 
 
 class BudgetConfig(_Section):
-    """[budget]: limits checked before every agent run."""
+    """[budget]: limits checked before every agent run; running out halts the daemon."""
 
     max_cost_usd_per_day: float = Field(default=10.0, ge=0)
-    """Spend per UTC day across all iterations."""
+    """Spend per UTC day across all iterations (0: no limit). An agent starts only if what was
+    spent today plus what its run may cost (max_cost_usd_per_iteration) fits in it."""
     max_iterations_per_day: int = Field(default=100, ge=0)
-    """Iterations that run an agent, per UTC day."""
+    """Agent runs started per UTC day (0: no limit)."""
     max_cost_usd_per_iteration: float = Field(default=2.0, ge=0)
-    """Spend allowed for one iteration."""
+    """Spend allowed for one iteration (0: no limit); it must still fit in what is left of the
+    day's budget before an agent starts."""
     max_tokens_per_iteration: int = Field(default=2_000_000, ge=0)
-    """Tokens allowed for one iteration."""
+    """Tokens allowed for one iteration (0: no limit)."""
 
 
 class GitConfig(_Section):
@@ -99,6 +205,7 @@ class Config(_Section):
 
     agent: AgentConfig = Field(default_factory=AgentConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     guard: GuardConfig = Field(default_factory=GuardConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     git: GitConfig = Field(default_factory=GitConfig)
@@ -122,6 +229,8 @@ def load_config(path: Path) -> Config:
             raw = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     try:

@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +63,8 @@ class Context:
     daemon: bool = False
     """A daemon (run, once) boots the host with the self-check and records fallbacks."""
     _backend: Backend | None = field(default=None, repr=False)
+    inbox_ready: Callable[[], frozenset[str]] = field(default=frozenset, repr=False)
+    """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""
@@ -94,7 +97,15 @@ class Context:
                     f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
                 )
             info = agents[wanted]
-            self._backend = Backend(wanted, f"configured in {self.config_path.name}", info.sources)
+            reason = f"configured in {self.config_path.name}"
+            if info.executable:
+                found = shutil.which(info.executable, path=os.environ.get("PATH", ""))
+                reason += (
+                    f" ({info.executable} at {found})"
+                    if found
+                    else f", but {info.executable} is not on PATH: its runs will fail"
+                )
+            self._backend = Backend(wanted, reason, info.sources)
             return self._backend
         env_path = os.environ.get("PATH", "")
         for name in order:

@@ -15,6 +15,7 @@ from domain import (
     AnalysisInput,
     Gap,
     GapReport,
+    HistoryDigest,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -96,10 +97,18 @@ class Agent(Protocol):
 
 @runtime_checkable
 class Reporter(Protocol):
-    """Renders records for people (Markdown)."""
+    """Renders history for people: report.md, the history/README.md index, the html dashboard."""
 
     contract_version: int
 
     def render_record(self, record: IterationRecord) -> str:
         """report.md for one iteration."""
+        ...
+
+    def render_index(self, digest: HistoryDigest) -> str:
+        """history/README.md: the latest iterations (newest first), totals, the halt, quarantined gaps."""
+        ...
+
+    def render_dashboard(self, digest: HistoryDigest) -> str:
+        """history/index.html: one self-contained page (inline SVG charts, no network)."""
         ...

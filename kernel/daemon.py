@@ -7,30 +7,31 @@ worktree discarded, an ABORTED record written, and `run` exits 0.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
 import signal
 import threading
 import time
 import traceback
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any, cast
+from typing import cast
 
-from domain import DaemonStatus, IterationOutcome, IterationPlan, IterationRecord, gap_ref
+from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel import gitops, halt, inbox, procs
-from kernel.analysis import Baseline, analyse
-from kernel.attempt import quarantined
+from kernel.analysis import Baseline, analyse, read_inbox
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.fsutil import atomic_write_text
-from kernel.iteration import Iteration
-
-STATUS_FILE = "status.json"
+from kernel.iteration import Iteration, for_planner, planning_history
+from kernel.metrics import MetricsServer, snapshot
+from kernel.quarantine import quarantined, tree_digest
+from kernel.recovery import mark_daemon
+from kernel.recovery import recover as recover  # re-exported: the daemon recovers at start
+from kernel.status import STATUS_FILE as STATUS_FILE  # re-exported for older imports
+from kernel.status import StatusWriter
+from kernel.status import read_status as read_status  # re-exported for older imports
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
 
@@ -51,99 +52,15 @@ class Wake:
                 self.ready.add(name)
         self.event.set()
 
+    def unready(self, name: str) -> None:
+        """An inbox file is being written (again): it is not complete until it is closed."""
+        with self.lock:
+            self.ready.discard(name)
 
-class StatusWriter:
-    """Keeps history/status.json current so `status` can show the live phase."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self.path = ctx.paths.history / STATUS_FILE
-        self.data: dict[str, Any] = {
-            "pid": os.getpid(),
-            "phase": "starting",
-            "detail": "",
-            "since": _now(),
-        }
-
-    def phase(self, phase: str, detail: str) -> None:
-        """Record a phase change."""
-        self.data.update(phase=phase, detail=detail, since=_now())
-        self.flush()
-
-    def update(self, **values: Any) -> None:
-        """Record other facts (backend, top gaps)."""
-        self.data.update(values)
-        self.flush()
-
-    def flush(self) -> None:
-        """Write the file atomically; a failure here never stops the daemon."""
-        with contextlib.suppress(OSError):
-            atomic_write_text(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
-
-    def stopped(self) -> None:
-        """Mark the daemon stopped."""
-        self.data.update(phase="stopped", detail="", since=_now())
-        self.flush()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def recover(ctx: Context) -> list[str]:
-    """Clean up after a daemon that died: survivor agent, torn record, stale worktrees and branches."""
-    notes: list[str] = []
-    repaired = ctx.store.repair()
-    if repaired:
-        notes.append(repaired)
-    running = ctx.paths.running
-    if running.exists():
-        try:
-            info = cast(dict[str, Any], json.loads(running.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            info = {}
-        pgid = int(info.get("pgid") or 0)
-        if pgid and procs.process_start_time(pgid) == info.get("start_time"):
-            procs.end_group(pgid)
-            notes.append(f"ended the agent process group {pgid} left running by a previous daemon")
-        iteration_id = str(info.get("iteration_id", ""))
-        if iteration_id and ctx.store.get(iteration_id) is None:
-            plan_path = ctx.paths.runs / iteration_id / "plan.json"
-            with contextlib.suppress(OSError, ValueError):
-                plan = IterationPlan.model_validate_json(plan_path.read_bytes())
-                now = datetime.now(UTC)
-                ctx.store.append(
-                    IterationRecord(
-                        iteration_id=iteration_id,
-                        started_at=plan.created_at,
-                        ended_at=now,
-                        gap=gap_ref(plan.gap),
-                        outcome=IterationOutcome.ABORTED,
-                        reason="the daemon stopped during this iteration; its work was discarded",
-                        task_kind=plan.task_kind.value,
-                        plan=plan,
-                    )
-                )
-                notes.append(
-                    f"recorded {iteration_id} as ABORTED (the previous daemon died during it)"
-                )
-        running.unlink(missing_ok=True)
-    if ctx.paths.worktrees.is_dir():
-        for stale in sorted(ctx.paths.worktrees.iterdir()):
-            gitops.worktree_remove(ctx.paths.root, stale)
-            if stale.exists():
-                shutil.rmtree(stale, ignore_errors=True)
-            notes.append(f"removed a stale worktree {stale.name}")
-    gitops.git(ctx.paths.root, "worktree", "prune", check=False)
-    for branch in gitops.list_branches(ctx.paths.root, "seed/iter-"):
-        gitops.delete_branch(ctx.paths.root, branch)
-        notes.append(f"removed the branch {branch} of an unfinished iteration")
-    for name in inbox.requeue_active(ctx.paths.inbox):
-        notes.append(f"put inbox/{name} back in the queue")
-    for note in notes:
-        ctx.store.event("recovery", note)
-        ctx.log(note)
-    return notes
+    def snapshot(self) -> frozenset[str]:
+        """The inbox files known to be complete, now."""
+        with self.lock:
+            return frozenset(self.ready)
 
 
 def _install_signals() -> None:
@@ -154,33 +71,86 @@ def _install_signals() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def inbox_event(
+    wake: Wake, folder: Path, kind: str, src: str, dest: str = "", is_directory: bool = False
+) -> None:
+    """What one file-system event in inbox/ means for the loop.
+
+    A file closed after writing or moved in is complete: the loop wakes to take it. A file
+    created wakes the loop too (moved in from elsewhere it is whole; if it is still being
+    written, intake sees the writer and waits for the close). A write makes it incomplete.
+    Moves into inbox's own folders (done/, .active/, ...) are the daemon's own doing.
+    """
+    if kind in ("opened", "closed_no_write", "attrib"):
+        return
+    if kind in ("moved", "deleted") and Path(src).parent == folder:
+        wake.unready(Path(src).name)  # gone from the queue (claimed, set aside, removed)
+    if kind == "deleted":
+        return
+    where = Path(dest if kind == "moved" else src)
+    if where.parent != folder or inbox.ignored(where.name):
+        return
+    if is_directory:
+        if kind in ("created", "moved"):
+            wake.poke()  # set aside as a directory by the next scan
+        return
+    if kind in ("closed", "moved"):
+        wake.poke(where.name)
+    elif kind == "modified":
+        wake.unready(where.name)
+    elif kind == "created":
+        wake.unready(where.name)
+        wake.poke()
+
+
 @contextlib.contextmanager
 def _watch(ctx: Context, wake: Wake) -> Generator[None]:
-    """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events."""
+    """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events.
+
+    Only these two folders are watched, not recursively: one inotify watch each.
+    """
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
+    from watchdog.observers.api import BaseObserver
+    from watchdog.observers.polling import PollingObserver
 
-    class Handler(FileSystemEventHandler):
+    folder = ctx.paths.inbox
+
+    class InboxHandler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
-            kind = event.event_type
-            path = str(getattr(event, "dest_path", "") or event.src_path)
-            name = os.path.basename(path)
-            if inbox.ignored(name) and name != halt.HALT_FILE:
-                return
-            if kind in ("closed", "moved"):
-                wake.poke(name)
-            elif (kind == "created" and not event.is_directory) or (
-                name == halt.HALT_FILE and kind in ("modified", "created")
-            ):
-                wake.poke()
+            inbox_event(
+                wake,
+                folder,
+                event.event_type,
+                os.fsdecode(event.src_path),
+                os.fsdecode(event.dest_path or ""),
+                event.is_directory,
+            )
 
-    ctx.paths.inbox.mkdir(parents=True, exist_ok=True)
+    class HaltHandler(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            # the daemon writes status.json and daemon.log here all the time: only the
+            # halt state (a resume) is news
+            for raw in (event.src_path, event.dest_path):
+                if raw and os.path.basename(os.fsdecode(raw)) == halt.HALT_FILE:
+                    wake.poke()
+                    return
+
+    folder.mkdir(parents=True, exist_ok=True)
     ctx.paths.history.mkdir(parents=True, exist_ok=True)
-    observer = Observer()
-    observer.schedule(Handler(), str(ctx.paths.inbox), recursive=False)
-    observer.schedule(Handler(), str(ctx.paths.history), recursive=False)
-    observer.daemon = True
-    observer.start()
+    observer: BaseObserver = Observer()
+    try:
+        observer.schedule(InboxHandler(), str(folder), recursive=False)
+        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
+        observer.daemon = True
+        observer.start()
+    except OSError as exc:  # no inotify (or out of watches): poll, without close events
+        ctx.log(f"file events unavailable ({exc}); polling inbox/ every second")
+        observer = PollingObserver(timeout=1.0)
+        observer.schedule(InboxHandler(), str(folder), recursive=False)
+        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
+        observer.daemon = True
+        observer.start()
     try:
         yield
     finally:
@@ -191,27 +161,56 @@ def _watch(ctx: Context, wake: Wake) -> Generator[None]:
 class Daemon:
     """The loop behind `run` and `once`."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, metrics_port: int | None = None) -> None:
         self.ctx = ctx
         self.status = StatusWriter(ctx)
         self.lock = halt.DaemonLock(ctx.paths.lock)
         self.wake = Wake()
+        self.metrics_port = metrics_port
+        self.metrics: MetricsServer | None = None
+        ctx.inbox_ready = self.wake.snapshot
 
     def _start(self) -> None:
         self.lock.acquire()
+        if self.metrics_port is not None:
+            try:
+                self.metrics = MetricsServer(
+                    self.metrics_port, lambda: str(self.status.data["phase"])
+                )
+            except SeedError:
+                self.lock.release()
+                raise
         procs.become_subreaper()
         procs.STOP.clear()
         _install_signals()
         recover(self.ctx)
+        mark_daemon(self.ctx)
         self.ctx.daemon = True
         self.ctx.start_host()
         backend = self.ctx.backend()
         self.status.update(backend=backend.name, backend_reason=backend.reason)
+        if self.metrics is not None:
+            self.status.update(metrics_url=self.metrics.url)
+            self._refresh_metrics()
+            self.ctx.log(f"serving Prometheus metrics at {self.metrics.url}")
         self.ctx.log(
             f"watching {self.ctx.paths.root} with backend {backend.name} ({backend.reason})"
         )
 
+    def _refresh_metrics(self) -> None:
+        if self.metrics is not None:
+            gaps = cast(dict[str, int], self.status.data.get("open_gaps") or {})
+            self.metrics.update(snapshot(self.ctx, gaps))
+
+    def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+        self.status.analysed(report, passed_over)
+        self._refresh_metrics()
+
     def _stop(self) -> None:
+        if self.metrics is not None:
+            self.metrics.stop()
+            self.metrics = None
+            self.status.data.pop("metrics_url", None)
         self.status.stopped()
         self.ctx.host.stop()
         self.ctx.store.close()
@@ -219,7 +218,10 @@ class Daemon:
 
     def iterate(self) -> list[IterationRecord]:
         """One pass: analyse, then plan and run what can run."""
-        return Iteration(self.ctx, self.status.phase).run()
+        try:
+            return Iteration(self.ctx, self.status.phase, self._analysed).run()
+        finally:
+            self._refresh_metrics()
 
     def once(self) -> int:
         """One iteration; the exit code says how it went."""
@@ -254,10 +256,16 @@ class Daemon:
                     self.wake.event.clear()
                     ran: list[IterationRecord] = []
                     try:
-                        if halt.read_halt(self.ctx.paths.history).halted:
-                            self.status.phase(
-                                "halted", halt.read_halt(self.ctx.paths.history).reason
+                        hstate = halt.read_halt(self.ctx.paths.history)
+                        if hstate.halted:
+                            fresh = self._while_halted(hstate)
+                            # a file too fresh to read now is looked at again in a moment
+                            self._sleep(
+                                inbox.QUIET_S + 0.2
+                                if fresh
+                                else self.ctx.config.daemon.poll_interval_s
                             )
+                            continue
                         else:
                             ran = [
                                 r for r in self.iterate() if r.outcome != IterationOutcome.WAITING
@@ -283,13 +291,35 @@ class Daemon:
                         break
                     if ran:
                         continue
+                    poll = self.ctx.config.daemon.poll_interval_s
+                    at = datetime.now(UTC) + timedelta(seconds=poll)
                     self.status.phase(
-                        "idle", "until an inbox or resume event, or the next re-analysis"
+                        "idle",
+                        f"until an inbox or resume event, or the next re-analysis at {at:%H:%M:%S}Z",
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
         finally:
             self._stop()
         return EXIT_OK
+
+    def _while_halted(self, hstate: halt.HaltState) -> bool:
+        """Halted: run no agent, but keep taking in (and setting aside) inbox files and reporting.
+
+        Returns whether an inbox file was too fresh to read yet.
+        """
+        now = datetime.now(UTC)
+        items = read_inbox(self.ctx, now)
+        self.status.update(inbox_queued=len(items))
+        self.status.phase("halted", f"{hstate.reason} (python seed.py resume)")
+        folder = self.ctx.paths.inbox
+        entries = (
+            [e for e in folder.iterdir() if not inbox.ignored(e.name)] if folder.is_dir() else []
+        )
+        fresh = False
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                fresh = fresh or now.timestamp() - entry.stat().st_mtime < inbox.QUIET_S
+        return fresh
 
     def _sleep(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -298,58 +328,8 @@ class Daemon:
             if left <= 0:
                 return
             if self.wake.event.wait(timeout=min(left, 0.5)):
-                time.sleep(0.2)  # let a burst of events settle
+                time.sleep(0.05)  # let a burst of events (a save, then a rename) arrive
                 return
-
-
-def read_status(ctx: Context) -> DaemonStatus:
-    """The daemon's status, from its live file, the halt state, the lock and the record index."""
-    path = ctx.paths.history / STATUS_FILE
-    live: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        live = cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
-    lock = halt.DaemonLock(ctx.paths.lock)
-    running = False
-    try:
-        lock.acquire()
-    except SeedError:
-        running = True
-    else:
-        lock.release()
-    hstate = halt.read_halt(ctx.paths.history)
-    latest = ctx.store.summaries(limit=1)
-    day = datetime.now(UTC).date().isoformat()
-    spent, count = ctx.store.day_totals(day)
-    phase = str(live.get("phase", "stopped")) if running else "stopped"
-    tail: tuple[str, ...] = ()
-    detail = str(live.get("detail", "")) if running else ""
-    if running and phase == "agent running" and "log: " in detail:
-        log = Path(detail.split("log: ", 1)[1])
-        with contextlib.suppress(OSError):
-            tail = tuple(
-                log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:]
-            )
-    since = live.get("since") if running else None
-    return DaemonStatus(
-        root=str(ctx.paths.root),
-        running=running,
-        pid=int(live["pid"]) if running and live.get("pid") else None,
-        phase=phase,
-        phase_detail=detail,
-        phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
-        halted=hstate.halted,
-        halt_reason=hstate.reason,
-        backend=str(live.get("backend", "")),
-        backend_reason=str(live.get("backend_reason", "")),
-        land_blocker=gitops.land_blocker(ctx.paths.root),
-        last_iteration_id=latest[0].iteration_id if latest else None,
-        last_outcome=latest[0].outcome if latest else None,
-        iterations=ctx.store.count(),
-        cost_today_usd=spent,
-        budget_left_today_usd=max(ctx.config.budget.max_cost_usd_per_day - spent, 0.0),
-        iterations_today=count,
-        log_tail=tail,
-    )
 
 
 def analyse_head(ctx: Context) -> Baseline | None:
@@ -375,8 +355,8 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
     try:
         now = datetime.now(UTC).replace(microsecond=0)
         baseline = analyse(ctx, worktree, head, now)
-        history = ctx.store.recent(50)
-        held = quarantined(baseline.report, history)
+        history = planning_history(ctx.store, baseline.report)
+        held = quarantined(baseline.report, history, tree_digest(ctx.paths.root), head)
         backend = ctx.backend()
         state = it.project_state(
             now,
@@ -391,6 +371,6 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         report = baseline.report.model_copy(
             update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in held)}
         )
-        return baseline, ctx.host.plan(report, history, state)
+        return baseline, ctx.host.plan(report, for_planner(history, report), state)
     finally:
         it.discard(worktree)

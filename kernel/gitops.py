@@ -213,13 +213,9 @@ def delete_branch(root: Path, name: str) -> None:
 
 def list_branches(root: Path, prefix: str) -> list[str]:
     """Local branches under a prefix, oldest commit first."""
-    text = out(
-        root,
-        "for-each-ref",
-        "--sort=committerdate",
-        "--format=%(refname:short)",
-        f"refs/heads/{prefix}",
-    )
+    # for-each-ref matches a pattern without wildcards only at a "/" boundary
+    pattern = f"refs/heads/{prefix}" + ("" if prefix.endswith("/") else "*")
+    text = out(root, "for-each-ref", "--sort=committerdate", "--format=%(refname:short)", pattern)
     return [line for line in text.splitlines() if line]
 
 

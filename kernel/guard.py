@@ -7,30 +7,18 @@ text), and growth over the risk class's limits is GROWTH_LIMIT.
 
 from __future__ import annotations
 
-import ast
 import os
-import tomllib
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import cast
 
-from domain import FailureCategory, IterationPlan, Risk
-from kernel import gitops
+from domain import FailureCategory, IterationPlan
+from kernel import gitops, hygiene
+from kernel.config import GrowthConfig, GuardConfig
 from kernel.globs import matches_any
 
-GROWTH_LIMITS: dict[Risk, tuple[int, int]] = {
-    Risk.LOW: (5, 300),
-    Risk.MEDIUM: (10, 800),
-    Risk.HIGH: (20, 1500),
-}
-"""(new files, changed lines) an iteration of each risk class may add."""
-
-_SKIP_MARKS = {"skip", "skipif", "xfail"}
-_SKIP_CALLS = {"skip", "xfail", "importorskip"}
-_SKIP_NAMES = {"skip", "skipif", "xfail", "importorskip", "skipIf", "skipUnless", "expectedFailure"}
-_PYTEST_CONFIG_FILES = {"pytest.ini", "tox.ini", "setup.cfg", "conftest.py"}
+CONFIG_NAMES = hygiene.PYTEST_FILES | {"pyproject.toml", "tox.ini", "setup.cfg"}
+"""Files that may hold pytest configuration, wherever they are."""
 
 
 @dataclass(frozen=True)
@@ -61,144 +49,50 @@ def _read_at(worktree: Path, rev: str, path: str) -> str | None:
     return result.stdout.decode("utf-8", errors="replace") if result.ok else None
 
 
-@dataclass(frozen=True)
-class _TestShape:
-    tests: frozenset[str]
-    skips: int
-    asserts: Counter[str]
-    trivial_asserts: int
-
-
-def _is_skip(node: ast.expr) -> bool:
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Attribute):
-        if (
-            target.attr in _SKIP_MARKS
-            and isinstance(target.value, ast.Attribute)
-            and target.value.attr == "mark"
-        ):
-            return True
-        if target.attr in _SKIP_CALLS | {"skipIf", "skipUnless", "expectedFailure"}:
-            base = target.value
-            return isinstance(base, ast.Name) and base.id in ("pytest", "unittest")
-    return isinstance(target, ast.Name) and target.id in _SKIP_NAMES
-
-
-def _shape(source: str) -> _TestShape | None:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+def _read_now(worktree: Path, change: gitops.Change) -> str | None:
+    if change.status == "D":
         return None
-    tests: set[str] = set()
-    skips = 0
-    asserts: Counter[str] = Counter()
-    trivial = 0
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        nonlocal skips, trivial
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                name = f"{prefix}{child.name}"
-                if child.name.startswith("Test"):
-                    tests.add(name)
-                skips += sum(1 for d in child.decorator_list if _is_skip(d))
-                visit(child, name + ".")
-            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                name = f"{prefix}{child.name}"
-                if child.name.startswith("test"):
-                    tests.add(name)
-                skips += sum(1 for d in child.decorator_list if _is_skip(d))
-                for sub in ast.walk(child):
-                    if isinstance(sub, ast.Assert):
-                        asserts[name] += 1
-                        if isinstance(sub.test, ast.Constant) and bool(sub.test.value):
-                            trivial += 1
-                    elif isinstance(sub, ast.Call) and _is_skip(sub):
-                        skips += 1
-                    elif isinstance(sub, ast.withitem) and isinstance(sub.context_expr, ast.Call):
-                        func = sub.context_expr.func
-                        if isinstance(func, ast.Attribute) and func.attr in ("raises", "warns"):
-                            asserts[name] += 1
-            elif isinstance(child, ast.Assign | ast.Expr):
-                for sub in ast.walk(child):
-                    if isinstance(sub, ast.Call | ast.Attribute) and _is_skip(sub):
-                        skips += 1  # module-level pytestmark or pytest.importorskip
-                        break
-
-    visit(tree, "")
-    return _TestShape(frozenset(tests), skips, asserts, trivial)
+    path = worktree / change.path
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
-def _weakening(path: str, before: str | None, after: str | None) -> list[Finding]:
+def growth_limits(plan: IterationPlan, growth: GrowthConfig | None = None) -> tuple[int, int]:
+    """(new files, changed lines) this plan may add: its risk class's limit, or less if it asks."""
+    limit = (growth or GrowthConfig()).for_risk(plan.estimated_risk)
+    return (
+        min(plan.budget.max_new_files, limit.new_files),
+        min(plan.budget.max_changed_lines, limit.changed_lines),
+    )
+
+
+def _path_safety(worktree: Path, change: gitops.Change, real_root: str) -> list[Finding]:
     findings: list[Finding] = []
-    if before is None:
+    if any(part == ".git" for part in PurePosixPath(change.path).parts):
+        findings.append(
+            Finding(FailureCategory.SANDBOX_VIOLATION, change.path, "a path inside a .git folder")
+        )
+    if change.status == "D":
         return findings
-    if after is None:
-        return [Finding(FailureCategory.HYGIENE_VIOLATION, path, "a test file was deleted")]
-    old, new = _shape(before), _shape(after)
-    if old is None or new is None:
-        return findings  # a syntax error is the verifier's to report
-    for name in sorted(old.tests - new.tests):
-        findings.append(
-            Finding(FailureCategory.HYGIENE_VIOLATION, path, f"test {name} was deleted")
-        )
-    if new.skips > old.skips:
-        findings.append(
-            Finding(
-                FailureCategory.HYGIENE_VIOLATION,
-                path,
-                f"skip/xfail markers went from {old.skips} to {new.skips}",
-            )
-        )
-    for name, count in sorted(old.asserts.items()):
-        if name in new.tests and new.asserts.get(name, 0) < count:
+    full = worktree / change.path
+    if full.is_symlink():
+        target = os.path.realpath(full)
+        if not (target == real_root or target.startswith(real_root + os.sep)):
             findings.append(
                 Finding(
-                    FailureCategory.HYGIENE_VIOLATION,
-                    path,
-                    f"{name} lost assertions ({count} -> {new.asserts.get(name, 0)})",
+                    FailureCategory.SANDBOX_VIOLATION,
+                    change.path,
+                    f"a symlink points outside the worktree ({os.readlink(full)})",
                 )
             )
-    if new.trivial_asserts > old.trivial_asserts:
+    elif not os.path.realpath(full).startswith(real_root + os.sep):
         findings.append(
             Finding(
-                FailureCategory.HYGIENE_VIOLATION, path, "an assertion was replaced by a constant"
+                FailureCategory.SANDBOX_VIOLATION, change.path, "the file lies outside the worktree"
             )
         )
     return findings
-
-
-def _pytest_config_changed(path: str, before: str | None, after: str | None) -> bool:
-    name = PurePosixPath(path).name
-    if name == "conftest.py" or (name == "pytest.ini" and before != after):
-        return True
-    if name not in ("pyproject.toml", "tox.ini", "setup.cfg"):
-        return False
-    if name == "pyproject.toml":
-
-        def tables(text: str | None) -> str:
-            if text is None:
-                return ""
-            try:
-                doc = tomllib.loads(text)
-            except tomllib.TOMLDecodeError:
-                return text
-            tool = doc.get("tool", {})
-            if not isinstance(tool, dict):
-                return ""
-            tables = cast(dict[str, object], tool)
-            return repr({k: v for k, v in tables.items() if k.startswith("pytest")})
-
-        return tables(before) != tables(after)
-    marker = "[pytest]" if name == "tox.ini" else "[tool:pytest]"
-
-    def section(text: str | None) -> str:
-        if text is None or marker not in text:
-            return ""
-        rest = text.split(marker, 1)[1]
-        return rest.split("\n[", 1)[0]
-
-    return section(before) != section(after)
 
 
 def inspect_changes(
@@ -209,8 +103,10 @@ def inspect_changes(
     protected: Sequence[str],
     inserted: int,
     deleted: int,
+    guard_config: GuardConfig | None = None,
 ) -> list[Finding]:
     """Everything the guard refuses in a staged diff (empty when the diff may be verified)."""
+    config = guard_config or GuardConfig()
     findings: list[Finding] = []
     real_root = os.path.realpath(worktree)
     for change in changes:
@@ -219,18 +115,7 @@ def inspect_changes(
                 findings.append(
                     Finding(FailureCategory.SANDBOX_VIOLATION, path, "a protected path was changed")
                 )
-        if change.status != "D":
-            full = worktree / change.path
-            if full.is_symlink():
-                target = os.path.realpath(full)
-                if not (target == real_root or target.startswith(real_root + os.sep)):
-                    findings.append(
-                        Finding(
-                            FailureCategory.SANDBOX_VIOLATION,
-                            change.path,
-                            f"a symlink points outside the worktree ({os.readlink(full)})",
-                        )
-                    )
+        findings += _path_safety(worktree, change, real_root)
         if plan.allowed_paths and not matches_any(change.path, plan.allowed_paths):
             findings.append(
                 Finding(
@@ -247,71 +132,41 @@ def inspect_changes(
                     "a path the task forbids was changed",
                 )
             )
-    raw = gitops.git(
-        worktree, "diff", "--cached", "--raw", "-z", "--no-renames", base
-    ).stdout.decode("utf-8", errors="replace")
-    parts = raw.split("\0")
-    for i in range(0, len(parts) - 1, 2):
-        meta, path = parts[i].split(), parts[i + 1]
-        if (
-            len(meta) >= 2
-            and meta[1].endswith("755")
-            and not meta[0].endswith("755")
-            and is_test_path(path)
-            and not path.endswith((".py", ".sh"))
-        ):
-            findings.append(
-                Finding(FailureCategory.SANDBOX_VIOLATION, path, "test data was made executable")
-            )
+        if change.status != "D" and config.max_file_bytes:
+            findings += _size_findings(worktree, base, change, config.max_file_bytes)
+    findings += _mode_findings(worktree, base)
     for change in changes:
         names = [change.path] if not change.old_path else [change.old_path, change.path]
-        if not any(is_test_path(n) for n in names):
+        config_file = any(PurePosixPath(n).name in CONFIG_NAMES for n in names)
+        if not (config_file or any(is_test_path(n) for n in names)):
             continue
         before = _read_at(worktree, base, change.old_path or change.path)
-        after = (
-            None
-            if change.status == "D"
-            else (worktree / change.path).read_text(encoding="utf-8", errors="replace")
-        )
-        if _pytest_config_changed(change.path, before, after):
-            findings.append(
-                Finding(
-                    FailureCategory.HYGIENE_VIOLATION,
-                    change.path,
-                    "test configuration (conftest.py or pytest settings) was changed",
-                )
-            )
-        if change.path.endswith(".py") and PurePosixPath(change.path).name != "conftest.py":
-            findings.extend(_weakening(change.path, before, after))
-    for change in changes:
-        if change.path in (
-            "pyproject.toml",
-            "pytest.ini",
-            "tox.ini",
-            "setup.cfg",
-        ) and not is_test_path(change.path):
-            before = _read_at(worktree, base, change.path)
-            after = (
-                None
-                if change.status == "D"
-                else (worktree / change.path).read_text(encoding="utf-8", errors="replace")
-            )
-            if _pytest_config_changed(change.path, before, after):
-                findings.append(
-                    Finding(
-                        FailureCategory.HYGIENE_VIOLATION,
-                        change.path,
-                        "pytest configuration was changed",
-                    )
-                )
+        after = _read_now(worktree, change)
+        if change.old_path and hygiene.pytest_config_changed(change.old_path, before, None):
+            findings.append(_config_finding(change.old_path))
+        elif hygiene.pytest_config_changed(change.path, before, after):
+            findings.append(_config_finding(change.path))
+        old_name = change.old_path or change.path
+        if (
+            old_name.endswith(".py")
+            and is_test_path(old_name)
+            and PurePosixPath(old_name).name != "conftest.py"
+        ):
+            # a test file moved where pytest does not look has lost its tests
+            kept = after if change.status == "D" or is_test_path(change.path) else None
+            findings += [
+                Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
+                for message in hygiene.weakening(before, kept)
+            ]
     new_files = sum(1 for c in changes if c.status == "A")
-    max_files, max_lines = GROWTH_LIMITS[plan.estimated_risk]
+    max_files, max_lines = growth_limits(plan, config.growth)
+    risk = plan.estimated_risk.value
     if new_files > max_files:
         findings.append(
             Finding(
                 FailureCategory.GROWTH_LIMIT,
                 ".",
-                f"{new_files} new files; a {plan.estimated_risk.value}-risk plan may add {max_files}",
+                f"{new_files} new files; a {risk}-risk plan may add {max_files}",
             )
         )
     if inserted + deleted > max_lines:
@@ -319,9 +174,70 @@ def inspect_changes(
             Finding(
                 FailureCategory.GROWTH_LIMIT,
                 ".",
-                f"{inserted + deleted} changed lines; a {plan.estimated_risk.value}-risk plan may change {max_lines}",
+                f"{inserted + deleted} changed lines; a {risk}-risk plan may change {max_lines}",
             )
         )
+    return findings
+
+
+def _size_findings(worktree: Path, base: str, change: gitops.Change, limit: int) -> list[Finding]:
+    """A file over the size limit that this change created or made bigger."""
+    full = worktree / change.path
+    size = full.lstat().st_size if full.exists() or full.is_symlink() else 0
+    if size <= limit:
+        return []
+    old = gitops.git(
+        worktree, "cat-file", "-s", f"{base}:{change.old_path or change.path}", check=False
+    )
+    before = int(old.text().strip()) if old.ok and old.text().strip().isdigit() else -1
+    if 0 <= size <= before:
+        return []  # an existing big file (a lock file) that did not grow
+    return [
+        Finding(
+            FailureCategory.GROWTH_LIMIT,
+            change.path,
+            f"{size} bytes; [guard] max_file_bytes is {limit}",
+        )
+    ]
+
+
+def _config_finding(path: str) -> Finding:
+    return Finding(
+        FailureCategory.HYGIENE_VIOLATION,
+        path,
+        "pytest configuration was changed (conftest.py, pytest.ini/.toml, or a pytest section)",
+    )
+
+
+def _mode_findings(worktree: Path, base: str) -> list[Finding]:
+    """Executable test data, and nested repositories (gitlinks), in the staged diff."""
+    findings: list[Finding] = []
+    raw = gitops.git(
+        worktree, "diff", "--cached", "--raw", "-z", "--no-renames", base
+    ).stdout.decode("utf-8", errors="replace")
+    parts = raw.split("\0")
+    for i in range(0, len(parts) - 1, 2):
+        meta, path = parts[i].split(), parts[i + 1]
+        if len(meta) < 2:
+            continue
+        old_mode, new_mode = meta[0].lstrip(":"), meta[1]
+        if new_mode == "160000" and old_mode != "160000":
+            findings.append(
+                Finding(
+                    FailureCategory.SANDBOX_VIOLATION,
+                    path,
+                    "a nested git repository (gitlink) was added",
+                )
+            )
+        if (
+            new_mode.endswith("755")
+            and not old_mode.endswith("755")
+            and is_test_path(path)
+            and not path.endswith((".py", ".sh"))
+        ):
+            findings.append(
+                Finding(FailureCategory.SANDBOX_VIOLATION, path, "test data was made executable")
+            )
     return findings
 
 

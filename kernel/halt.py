@@ -1,4 +1,8 @@
-"""The persisted halt state, budgets checked before every agent run, and the daemon lock."""
+"""The persisted halt state, the halt conditions, budgets checked before every agent run, the lock.
+
+A halt is written to history/halt.json and survives restarts; only `seed.py resume` clears
+it. While halted the daemon keeps watching and reporting but starts no agent.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,32 @@ import contextlib
 import fcntl
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, cast
 
+from domain import FailureCategory, IterationOutcome, IterationRecord
+from kernel import ledger
 from kernel.config import BudgetConfig
 from kernel.errors import LockHeld
 from kernel.fsutil import atomic_write_text
 from kernel.store import RecordStore
 
 HALT_FILE = "halt.json"
+
+FAILED_OUTCOMES = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
+"""Outcomes that count as a failed attempt (for quarantine and the failure streak)."""
+VIOLATIONS = (
+    FailureCategory.SANDBOX_VIOLATION,
+    FailureCategory.HYGIENE_VIOLATION,
+    FailureCategory.ALLOWLIST_VIOLATION,
+)
+HALTING = (*VIOLATIONS, FailureCategory.GROWTH_LIMIT, FailureCategory.BUDGET_EXCEEDED)
+"""Categories that halt the daemon the moment one iteration ends with them."""
+STREAK = 3
+"""Consecutive failures (across more than one gap), or flaky iterations, that halt."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +47,8 @@ class HaltState:
     category: str = ""
     at: str = ""
     iteration_id: str = ""
+    resumed_at: str = ""
+    """When a person last resumed: failure streaks count only iterations after it."""
 
 
 def read_halt(history: Path) -> HaltState:
@@ -43,6 +64,7 @@ def read_halt(history: Path) -> HaltState:
             category=str(data.get("category", "")),
             at=str(data.get("at", "")),
             iteration_id=str(data.get("iteration_id", "")),
+            resumed_at=str(data.get("resumed_at", "")),
         )
     except (OSError, ValueError, AttributeError) as exc:
         return HaltState(
@@ -51,8 +73,19 @@ def read_halt(history: Path) -> HaltState:
 
 
 def halt(store: RecordStore, reason: str, category: str = "", iteration_id: str = "") -> HaltState:
-    """Persist a halt and record the event."""
-    state = HaltState(True, reason, category, datetime.now(UTC).isoformat(), iteration_id)
+    """Persist a halt and record the event (a halt already in place keeps its first reason)."""
+    before = read_halt(store.history)
+    if before.halted:
+        store.event("halt", f"also: {reason}", category=category, iteration_id=iteration_id)
+        return before
+    state = HaltState(
+        True,
+        reason,
+        category,
+        datetime.now(UTC).isoformat(),
+        iteration_id,
+        before.resumed_at,
+    )
     atomic_write_text(store.history / HALT_FILE, json.dumps(asdict(state), indent=2) + "\n")
     store.event("halt", reason, category=category, iteration_id=iteration_id)
     return state
@@ -61,21 +94,89 @@ def halt(store: RecordStore, reason: str, category: str = "", iteration_id: str 
 def resume(store: RecordStore) -> HaltState:
     """Clear a halt and record the event; returns the state that was cleared."""
     before = read_halt(store.history)
-    atomic_write_text(store.history / HALT_FILE, json.dumps(asdict(HaltState()), indent=2) + "\n")
+    cleared = HaltState(resumed_at=datetime.now(UTC).isoformat())
+    atomic_write_text(store.history / HALT_FILE, json.dumps(asdict(cleared), indent=2) + "\n")
     store.event(
         "resume", f"resumed (was: {before.reason or 'not halted'})", was_halted=before.halted
     )
     return before
 
 
-def budget_problem(store: RecordStore, budget: BudgetConfig, now: datetime | None = None) -> str:
-    """Why no agent may run now for budget reasons ('' when it may)."""
+def halt_reason(
+    record: IterationRecord, recent: Sequence[IterationRecord], resumed_at: str = ""
+) -> str:
+    """Why the daemon must halt after this record ('' when it may go on).
+
+    `recent` are the latest records, oldest first, this one included; iterations that
+    ended before the last resume do not count towards a streak.
+    """
+    category = record.failure_category
+    if category in HALTING:
+        assert category is not None
+        return f"{category.value} in {record.iteration_id}: {record.reason}"
+    since = _parse_time(resumed_at)
+    ran = [
+        r
+        for r in recent
+        if r.outcome not in (IterationOutcome.WAITING, IterationOutcome.ABORTED)
+        and (since is None or r.ended_at > since)
+    ]
+    last = ran[-STREAK:]
+    if len(last) < STREAK or last[-1].iteration_id != record.iteration_id:
+        return ""
+    if all(r.outcome in FAILED_OUTCOMES for r in last) and len({r.gap.key for r in last}) > 1:
+        return (
+            f"{STREAK} consecutive failures across different gaps "
+            f"({', '.join(f'{r.iteration_id} {r.gap.key}' for r in last)})"
+        )
+    if all(r.failure_category == FailureCategory.FLAKY_TEST for r in last):
+        return f"a flaky streak of {STREAK} iterations ({', '.join(r.iteration_id for r in last)})"
+    return ""
+
+
+def _parse_time(value: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def reservation(budget: BudgetConfig, plan_cap_usd: float) -> float:
+    """The most one agent run may cost: its per-iteration cap, or the day's cap if smaller."""
+    caps = [c for c in (plan_cap_usd, budget.max_cost_usd_per_day) if c > 0]
+    return min(caps) if caps else 0.0
+
+
+def budget_problem(
+    store: RecordStore,
+    budget: BudgetConfig,
+    now: datetime | None = None,
+    reserve_usd: float = 0.0,
+) -> str:
+    """Why no agent may start now for budget reasons ('' when it may).
+
+    The spend is the ledger's (written as each run ends) or the records', whichever shows
+    more. A run may start only if that plus the most it may cost (reserve_usd, see
+    reservation()) stays within the day's cap: the cap holds before the money is spent.
+    """
     day = (now or datetime.now(UTC)).astimezone(UTC).date().isoformat()
     spent, iterations = store.day_totals(day)
-    if budget.max_cost_usd_per_day and spent >= budget.max_cost_usd_per_day:
-        return f"spent ${spent:.2f} of ${budget.max_cost_usd_per_day:.2f} allowed on {day}"
+    spent = max(spent, ledger.day_spend(store.history, day).cost_usd)  # runs with no record yet
+    cap = budget.max_cost_usd_per_day
+    if cap and spent >= cap:
+        return f"spent ${spent:.2f} of ${cap:.2f} allowed on {day} (UTC)"
     if budget.max_iterations_per_day and iterations >= budget.max_iterations_per_day:
-        return f"ran {iterations} of {budget.max_iterations_per_day} iterations allowed on {day}"
+        return (
+            f"ran {iterations} of {budget.max_iterations_per_day} iterations allowed on {day} (UTC)"
+        )
+    if cap and spent + reserve_usd > cap:
+        return (
+            f"a run may cost up to ${reserve_usd:.2f} and only ${cap - spent:.2f} "
+            f"of ${cap:.2f} is left on {day} (UTC)"
+        )
     return ""
 
 

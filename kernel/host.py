@@ -25,6 +25,7 @@ from domain import (
     AgentReport,
     AnalysisInput,
     GapReport,
+    HistoryDigest,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -37,7 +38,17 @@ from kernel.errors import HostError, Interrupted
 
 M = TypeVar("M", bound=BaseModel)
 
-_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SEED_DEPTH")
+_ENV_KEEP = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "SEED_DEPTH",
+    "SEED_DAEMON_TOKEN",  # so a restarted daemon can find a host its dead predecessor left
+)
 
 
 @dataclass(frozen=True)
@@ -159,15 +170,20 @@ class ModuleHost:
                 f"module host wrote something that is not JSON: {line[:200]!r}"
             ) from exc
 
-    def call(self, method: str, params: dict[str, Any], timeout_s: float | None = None) -> Any:
-        """Send one request and return its result (raises HostError on an error answer)."""
+    def call(
+        self, method: str, params: dict[str, Any] | str, timeout_s: float | None = None
+    ) -> Any:
+        """Send one request and return its result (raises HostError on an error answer).
+
+        params may be given already encoded, as the text of a JSON object."""
         if not self.running:
             raise HostError("module host is not running")
         proc = self._proc
         assert proc is not None and proc.stdin is not None
         ident = self._next_id
         self._next_id += 1
-        payload = json.dumps({"id": ident, "method": method, "params": params}) + "\n"
+        encoded = params if isinstance(params, str) else json.dumps(params)
+        payload = f'{{"id": {ident}, "method": {json.dumps(method)}, "params": {encoded}}}\n'
         try:
             proc.stdin.write(payload.encode("utf-8"))
             proc.stdin.flush()
@@ -204,14 +220,15 @@ class ModuleHost:
         self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
     ) -> IterationPlan | None:
         """The planner's plan, or None."""
-        value = self.call(
-            "plan",
-            {
-                "report": report.model_dump(mode="json"),
-                "records": [r.model_dump(mode="json") for r in records],
-                "state": state.model_dump(mode="json"),
-            },
+        # encoded by pydantic directly: a long history makes this the biggest request there is
+        # and without default values, which the host's validation fills in again
+        records_json = ",".join(r.model_dump_json(exclude_defaults=True) for r in records)
+        params = (
+            f'{{"report": {report.model_dump_json(exclude_defaults=True)}, '
+            f'"records": [{records_json}], '
+            f'"state": {state.model_dump_json(exclude_defaults=True)}}}'
         )
+        value = self.call("plan", params)
         return None if value is None else self._valid(IterationPlan, value, "IterationPlan")
 
     def agents(self) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
@@ -262,3 +279,18 @@ class ModuleHost:
         if not isinstance(markdown, str):
             raise HostError("module host returned a report that is not text")
         return markdown
+
+    def render_index(self, digest: HistoryDigest) -> str:
+        """history/README.md for a digest of the latest iterations."""
+        return self._text("render_index", digest, "index")
+
+    def render_dashboard(self, digest: HistoryDigest) -> str:
+        """history/index.html for a digest of every iteration."""
+        return self._text("render_dashboard", digest, "dashboard")
+
+    def _text(self, method: str, digest: HistoryDigest, what: str) -> str:
+        value = cast(dict[str, Any], self.call(method, {"digest": digest.model_dump(mode="json")}))
+        text = value.get("text")
+        if not isinstance(text, str):
+            raise HostError(f"module host returned a {what} that is not text")
+        return text

@@ -1,7 +1,9 @@
 """Inbox intake: read what people drop into inbox/, set bad input aside, move claimed items.
 
 Nothing here deletes a file. Bad input moves to inbox/rejected/ with NAME.reason.txt beside
-it; a claimed item moves to inbox/.active/, then to done/ or failed/ (or back to the queue).
+it; a claimed item moves to inbox/.active/, then to done/ or failed/ (or back to the queue)
+with NAME.result.md beside it. A file is read only when it is complete: the watcher saw it
+closed after writing or moved in, or no process has it open for writing.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,13 +21,15 @@ from typing import Any, cast
 
 from domain import InboxItem, Priority
 from kernel.fsutil import atomic_write_text, unique_path
+from kernel.openfiles import open_for_writing
 
 MAX_BYTES = 256 * 1024
 SUFFIXES = (".md", ".txt")
 FOLDERS = ("done", "failed", "rejected", ".active")
 FRONT_KEYS = {"title", "priority", "acceptance", "allowed", "forbidden"}
 QUIET_S = 1.0
-"""A file changed more recently than this may still be being written: leave it for now."""
+"""When nobody can tell whether a file is still being written (another user's writer we may
+not look at), one unchanged for this long is taken as complete."""
 
 
 class InboxError(ValueError):
@@ -39,11 +45,24 @@ class Rejection:
     reason: str
 
 
+@dataclass(frozen=True)
+class Intake:
+    """One look at the inbox."""
+
+    items: list[InboxItem]
+    """Queued tasks, oldest first."""
+    rejected: list[Rejection]
+    """Entries set aside just now."""
+    pending: list[str]
+    """Files still being written (some process has them open for writing)."""
+
+
 def ignored(name: str) -> bool:
-    """Editor temporaries, dotfiles and the inbox's own README are not tasks."""
+    """Editor temporaries, dotfiles, seed's own folders and notes, and the README are not tasks."""
     return (
         name.startswith((".", "#"))
         or name.endswith(("~", ".swp", ".swx", ".tmp", ".part", ".crdownload"))
+        or name == "4913"  # vim's probe that the folder is writable
         or name in FOLDERS
         or name.lower() == "readme.md"
         or name.endswith((".reason.txt", ".result.md"))
@@ -58,38 +77,40 @@ def _strings(value: Any, key: str) -> tuple[str, ...]:
     raise InboxError(f"front matter key '{key}' must be a string or a list of strings")
 
 
+def _front_matter(text: str) -> tuple[dict[str, Any], str]:
+    if not text.startswith("+++"):
+        return {}, text
+    lines = text.splitlines(keepends=True)
+    if lines[0].strip() != "+++":
+        raise InboxError("front matter must start with a line holding only +++")
+    end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "+++"), None)
+    if end is None:
+        raise InboxError("front matter is not closed by a +++ line")
+    try:
+        front = tomllib.loads("".join(lines[1:end]))
+    except tomllib.TOMLDecodeError as exc:
+        raise InboxError(f"front matter is not valid TOML: {exc}") from exc
+    unknown = sorted(set(front) - FRONT_KEYS)
+    if unknown:
+        raise InboxError(
+            f"unknown front matter key(s): {', '.join(unknown)}; known: {', '.join(sorted(FRONT_KEYS))}"
+        )
+    return front, "".join(lines[end + 1 :])
+
+
 def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
     """One inbox file as an InboxItem, or InboxError saying what is wrong with it."""
-    if not data.strip():
-        raise InboxError("the file is empty")
     if len(data) > MAX_BYTES:
         raise InboxError(f"the file is {len(data)} bytes; the limit is {MAX_BYTES}")
+    if not data.strip():
+        raise InboxError("the file is empty")
     if b"\0" in data:
         raise InboxError("the file is binary (it contains NUL bytes)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InboxError(f"the file is not valid UTF-8 (byte {exc.start})") from exc
-    text = text.lstrip("\ufeff")
-    front: dict[str, Any] = {}
-    body = text
-    if text.startswith("+++"):
-        lines = text.splitlines(keepends=True)
-        if lines[0].strip() != "+++":
-            raise InboxError("front matter must start with a line holding only +++")
-        end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "+++"), None)
-        if end is None:
-            raise InboxError("front matter is not closed by a +++ line")
-        try:
-            front = tomllib.loads("".join(lines[1:end]))
-        except tomllib.TOMLDecodeError as exc:
-            raise InboxError(f"front matter is not valid TOML: {exc}") from exc
-        body = "".join(lines[end + 1 :])
-        unknown = sorted(set(front) - FRONT_KEYS)
-        if unknown:
-            raise InboxError(
-                f"unknown front matter key(s): {', '.join(unknown)}; known: {', '.join(sorted(FRONT_KEYS))}"
-            )
+    front, body = _front_matter(text.lstrip("\ufeff"))
     priority_raw = front.get("priority", "normal")
     try:
         priority = Priority(str(priority_raw).lower())
@@ -100,13 +121,11 @@ def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
     title = front.get("title")
     if title is not None and not isinstance(title, str):
         raise InboxError("front matter key 'title' must be a string")
-    if not title:
-        first = next(
-            (line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip()), ""
-        )
-        title = first or Path(name).stem
     if not body.strip() and not title:
-        raise InboxError("the task says nothing")
+        raise InboxError("the task says nothing (front matter only)")
+    if not title:
+        first = next(line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip())
+        title = first or Path(name).stem
     return InboxItem(
         name=name,
         title=str(title)[:200],
@@ -130,50 +149,68 @@ def set_aside(inbox: Path, entry: Path, reason: str) -> Rejection:
     return Rejection(entry.name, target, reason)
 
 
-def scan(
-    inbox: Path, now: datetime | None = None, quiet_s: float = QUIET_S
-) -> tuple[list[InboxItem], list[Rejection]]:
-    """The queued tasks, oldest first; bad entries are moved aside and reported."""
-    items: list[InboxItem] = []
-    rejections: list[Rejection] = []
+def _kind_problem(entry: Path, info: os.stat_result) -> str:
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symlink; put the task's text in a regular file"
+    if stat.S_ISDIR(info.st_mode):
+        return "it is a directory; tasks are .md or .txt files"
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file; tasks are .md or .txt files"
+    if entry.suffix.lower() not in SUFFIXES:
+        return f"{entry.suffix or 'no suffix'}: tasks are .md or .txt files"
+    if info.st_size > MAX_BYTES:
+        return f"the file is {info.st_size} bytes; the limit is {MAX_BYTES}"
+    return ""
+
+
+def _complete(entry: Path, info: os.stat_result, moment: float, ready: bool) -> bool:
+    """Whether the file may be read now (never while some process may still be writing it)."""
+    if ready:
+        return True
+    writing = open_for_writing(entry)
+    if writing is None:
+        return moment - info.st_mtime >= QUIET_S
+    return not writing
+
+
+def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = frozenset()) -> Intake:
+    """The queued tasks, oldest first; bad entries are moved aside and reported.
+
+    `ready` names files the watcher saw closed after writing or moved in.
+    """
+    intake = Intake([], [], [])
     if not inbox.is_dir():
-        return items, rejections
+        return intake
     moment = (now or datetime.now(UTC)).timestamp()
     for entry in sorted(inbox.iterdir()):
         name = entry.name
         if ignored(name):
             continue
         try:
-            if entry.is_symlink():
-                rejections.append(
-                    set_aside(
-                        inbox, entry, "it is a symlink; put the task's text in a regular file"
-                    )
-                )
+            info = entry.lstat()
+            problem = _kind_problem(entry, info)
+            if problem:
+                intake.rejected.append(set_aside(inbox, entry, problem))
                 continue
-            if entry.is_dir():
-                rejections.append(
-                    set_aside(inbox, entry, "it is a directory; tasks are .md or .txt files")
-                )
+            if not _complete(entry, info, moment, name in ready):
+                intake.pending.append(name)  # its close event wakes the daemon again
                 continue
-            if entry.suffix.lower() not in SUFFIXES:
-                rejections.append(
-                    set_aside(
-                        inbox, entry, f"{entry.suffix or 'no suffix'}: tasks are .md or .txt files"
-                    )
-                )
-                continue
-            stat = entry.stat()
-            if moment - stat.st_mtime < quiet_s:
-                continue  # still being written, perhaps; the next scan takes it
             data = entry.read_bytes()
-            items.append(parse_item(name, data, datetime.fromtimestamp(stat.st_mtime, UTC)))
+            after = entry.lstat()
+            if (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
+                intake.pending.append(name)  # written to while we read: take it next time
+                continue
+            received = datetime.fromtimestamp(info.st_mtime, UTC)
+            intake.items.append(parse_item(name, data, received))
         except InboxError as exc:
-            rejections.append(set_aside(inbox, entry, str(exc)))
+            intake.rejected.append(set_aside(inbox, entry, str(exc)))
         except FileNotFoundError:
             continue  # moved away while we looked
-    items.sort(key=lambda item: (item.received_at, item.name))
-    return items, rejections
+        except OSError as exc:
+            reason = f"it cannot be read: {exc.strerror or exc}"
+            intake.rejected.append(set_aside(inbox, entry, reason))
+    intake.items.sort(key=lambda item: (item.received_at, item.name))
+    return intake
 
 
 def claim(inbox: Path, name: str) -> Path:
@@ -183,6 +220,21 @@ def claim(inbox: Path, name: str) -> Path:
     target = active / name
     os.rename(inbox / name, target)
     return target
+
+
+def result_note(
+    name: str, outcome: str, reason: str, records: Sequence[tuple[str, str, str]]
+) -> str:
+    """NAME.result.md: what became of the task, with links to the history of every attempt."""
+    lines = [f"# {name}: {outcome}", "", reason, ""]
+    if records:
+        lines += ["Attempts:", ""]
+        lines += [
+            f"- [{iteration_id}](../../history/{iteration_id}/report.md): {result}: {why}"[:400]
+            for iteration_id, result, why in records
+        ]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def release(inbox: Path, name: str, folder: str, result_text: str = "") -> Path:
@@ -195,6 +247,16 @@ def release(inbox: Path, name: str, folder: str, result_text: str = "") -> Path:
         os.rename(source, target)
     if folder and result_text:
         atomic_write_text(target.with_name(target.name + ".result.md"), result_text)
+    return target
+
+
+def fail_queued(inbox: Path, name: str, result_text: str) -> Path:
+    """Move a queued (not active) item to failed/ with its result note."""
+    failed = inbox / "failed"
+    failed.mkdir(parents=True, exist_ok=True)
+    target = unique_path(failed / name)
+    os.rename(inbox / name, target)
+    atomic_write_text(target.with_name(target.name + ".result.md"), result_text)
     return target
 
 
@@ -212,8 +274,10 @@ def requeue_active(inbox: Path) -> list[str]:
 
 
 def write_task(inbox: Path, text: str, priority: str = "normal", title: str = "") -> Path:
-    """Write a new task atomically (what `seed.py add` does)."""
+    """Write a new task atomically (what `seed.py add` does): the daemon sees it moved in, whole."""
     Priority(priority)
+    if not text.strip():
+        raise InboxError("the task says nothing")
     inbox.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     slug = (
@@ -223,7 +287,7 @@ def write_task(inbox: Path, text: str, priority: str = "normal", title: str = ""
     path = unique_path(inbox / f"{stamp}-{slug}.md")
     front = f'+++\npriority = "{priority}"\n'
     if title:
-        front += f"title = {json.dumps(title)}\n"
+        front += f"title = {json.dumps(title, ensure_ascii=False)}\n"
     front += "+++\n"
     atomic_write_text(path, front + text.strip() + "\n")
     return path

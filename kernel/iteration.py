@@ -10,37 +10,47 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import (
     AgentContext,
+    GapReport,
     IterationOutcome,
     IterationPlan,
     IterationRecord,
     ProjectState,
 )
-from kernel import gitops, halt
+from kernel import faults, gitops, halt
 from kernel.agentrun import AgentRunner
-from kernel.analysis import analyse
-from kernel.attempt import Attempt, Phase, mono, noop_phase, quarantined, waiting
+from kernel.analysis import analyse, fail_quarantined
+from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
 from kernel.clamp import clamp_plan
 from kernel.context import Backend, Context
 from kernel.errors import HostError, Interrupted
 from kernel.globs import protected_patterns
+from kernel.journal import Journal
 from kernel.landing import Lander
 from kernel.measure import ruff_binary
 from kernel.modhost import reload_after_landing
-from kernel.recording import Recorder
+from kernel.quarantine import publish_quarantine, quarantine, tree_digest
+from kernel.recording import QUARANTINED, WAITING, Recorder
+from kernel.store import RecordStore
+
+Analysed = Callable[[GapReport, Mapping[str, str]], None]
+"""Called after each analysis with the ranking and the gaps passed over (status shows them)."""
 
 
 class Iteration:
     """Runs one iteration of the loop for a context."""
 
-    def __init__(self, ctx: Context, phase: Phase = noop_phase) -> None:
+    def __init__(
+        self, ctx: Context, phase: Phase = noop_phase, analysed: Analysed | None = None
+    ) -> None:
         self.ctx = ctx
         self.phase = phase
+        self.analysed = analysed
 
     def prepare(self) -> tuple[str, Path] | None:
         """A fresh worktree at HEAD, or None when the repository has no commits."""
@@ -68,8 +78,10 @@ class Iteration:
             ctx.log("the repository has no commits yet: nothing to analyse")
             return []
         head, worktree = prepared
+        faults.fault("prepare")
         records_written: list[IterationRecord] = []
         attempt: Attempt | None = None
+        journal = Journal(ctx.paths.running)
         recorder = Recorder(ctx)
         runner = AgentRunner(ctx, self.phase, recorder)
         lander = Lander(ctx, self.phase, recorder)
@@ -77,22 +89,28 @@ class Iteration:
             now = datetime.now(UTC).replace(microsecond=0)
             self.phase("analysing", "")
             t0 = mono()
-            recent = ctx.store.recent(50)
             baseline = analyse(ctx, worktree, head, now)
-            history = _merge(
-                recent, ctx.store.for_gaps([g.key for g in baseline.report.gaps], per_gap=5)
-            )
-            held = quarantined(baseline.report, history)
+            history = planning_history(ctx.store, baseline.report)
+            reasons = quarantine(baseline.report, history, tree_digest(ctx.paths.root), head)
+            held = tuple(sorted(reasons))
+            publish_quarantine(ctx, reasons)
+            fail_quarantined(ctx, baseline.report, held)
             analyse_s = mono() - t0
+            faults.fault("analysis")
             backend = ctx.backend()
             parked = waiting(baseline.report, history, backend.name)
             skip = set(held) | parked
+            passed_over = {k: WAITING for k in parked} | {k: QUARANTINED for k in held}
+            recorder.note_baseline(baseline.report, passed_over)
+            if self.analysed is not None:
+                self.analysed(baseline.report, passed_over)
             report = baseline.report.model_copy(
                 update={
                     "gaps": tuple(g for g in baseline.report.gaps if g.key not in skip),
                     "skipped": tuple(sorted(set(baseline.report.skipped) | skip)),
                 }
             )
+            history = for_planner(history, report)
             blocker = gitops.land_blocker(ctx.paths.root)
             hstate = halt.read_halt(ctx.paths.history)
             sequence = ctx.store.next_sequence()
@@ -154,6 +172,11 @@ class Iteration:
                     attempt = None
                     continue
                 attempt.backend = Backend(name, backend.reason, backend.sources)
+                attempt.journal = journal
+                journal.begin(
+                    plan, ctx.paths.runs / plan.iteration_id / "plan.json", head, worktree, name
+                )
+                faults.fault("plan")
                 record = runner.execute(attempt, spec) or lander.inspect_and_land(attempt, baseline)
                 records_written.append(record)
                 if record.outcome == IterationOutcome.SUCCESS:
@@ -161,17 +184,34 @@ class Iteration:
                     reload_after_landing(ctx, record.touched_files)
                 return records_written
         except Interrupted:
-            if attempt is not None:
+            if attempt is not None and not attempt.recorded:
                 records_written.append(
                     recorder.finish(
                         attempt,
                         IterationOutcome.ABORTED,
-                        None,
+                        attempt.violation(),
                         "interrupted (Ctrl-C or SIGTERM); the work was discarded",
+                        evidence=attempt.integrity_evidence,
                     )
                 )
             raise
+        except Exception as exc:
+            if attempt is not None and attempt.journal is not None and not attempt.recorded:
+                # the loop carries on after an error: the attempt must not vanish unrecorded
+                with contextlib.suppress(Exception):
+                    recorder.finish(
+                        attempt,
+                        IterationOutcome.ABORTED,
+                        attempt.violation(),
+                        f"the iteration stopped on an error; its work was discarded: {type(exc).__name__}: {exc}"[
+                            :1000
+                        ],
+                        evidence=attempt.integrity_evidence,
+                    )
+            raise
         finally:
+            if attempt is not None and attempt.recorded:
+                faults.fault("cleanup")
             self.phase("cleaning up", "")
             if (
                 attempt is not None
@@ -182,7 +222,7 @@ class Iteration:
                     gitops.worktree_remove(ctx.paths.root, worktree)
                     gitops.delete_branch(ctx.paths.root, attempt.branch)
             self.discard(worktree)
-            ctx.paths.running.unlink(missing_ok=True)
+            journal.end()
 
     def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:
         """The backend for this plan: the planner's route if it names one, else the one in use."""
@@ -242,9 +282,39 @@ class Iteration:
             ruff=ruff_binary(),
             command=tuple(agent.command),
             model=agent.model,
+            options={
+                "max_turns": agent.max_turns,
+                "allowed_tools": list(agent.allowed_tools),
+                "api_base": agent.api_base,
+                "extra_args": list(agent.extra_args),
+            },
         )
 
     # -- execute, inspect, verify, land -------------------------------------------
+
+
+RECENT_RECORDS = 50
+"""Latest records read for every plan (halts and reports look at these)."""
+PER_GAP_RECORDS = 5
+"""Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""
+
+
+def planning_history(store: RecordStore, report: GapReport) -> list[IterationRecord]:
+    """What quarantine and the planner judge: the latest records and each reported gap's latest,
+    as briefs (no plan) read from the index, never a scan of records.jsonl; oldest first."""
+    keys = [g.key for g in report.gaps]
+    return _merge(
+        store.recent(RECENT_RECORDS, brief=True),
+        store.for_gaps(keys, per_gap=PER_GAP_RECORDS, brief=True),
+    )
+
+
+def for_planner(history: Sequence[IterationRecord], report: GapReport) -> list[IterationRecord]:
+    """The records the planner needs: those of the gaps it may plan, and the latest ones
+    (history's tail, as planning_history reads it); a held-back gap's older records stay out."""
+    keys = {g.key for g in report.gaps}
+    tail = len(history) - RECENT_RECORDS
+    return [r for i, r in enumerate(history) if i >= tail or r.gap.key in keys]
 
 
 def _merge(a: Sequence[IterationRecord], b: Sequence[IterationRecord]) -> list[IterationRecord]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,12 +14,13 @@ from domain import (
     IterationRecord,
     Measurement,
 )
-from kernel import gitops, guard
+from kernel import faults, gitops, guard
 from kernel.analysis import Baseline, measure_cached
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
+from kernel.gate import freeze_gate_at
 from kernel.globs import protected_patterns
-from kernel.measure import freeze_gate, run_pytest
+from kernel.measure import run_pytest
 from kernel.recording import Recorder
 from kernel.selfcheck import selfcheck
 from kernel.verify import Verification, verify
@@ -39,6 +41,7 @@ class Lander:
         self.phase("inspecting", "")
         t0 = mono()
         gitops.stage_all(wt)
+        faults.fault("inspect")
         changes = gitops.staged_changes(wt, attempt.base)
         attempt.touched = [c.path for c in changes]
         inserted, deleted = gitops.numstat(wt, attempt.base)
@@ -64,6 +67,7 @@ class Lander:
             protected_patterns(ctx.config.guard.protected),
             inserted,
             deleted,
+            ctx.config.guard,
         )
         timed(attempt, "inspect", t0)
         if findings:
@@ -76,6 +80,8 @@ class Lander:
                 evidence=[str(f) for f in findings],
             )
         self.phase("verifying", "")
+        attempt.note(stage="verifying")
+        faults.fault("verification")
         t1 = mono()
         verification = self.verify(attempt, baseline)
         timed(attempt, "verify", t1)
@@ -94,7 +100,9 @@ class Lander:
         ctx = self.ctx
         wt = attempt.worktree
         tree = gitops.out(wt, "write-tree")
-        after = measure_cached(ctx, wt, tree, baseline.gate, ctx.paths.runs / "pytest")
+        after = measure_cached(
+            ctx, wt, tree, baseline.gate, ctx.paths.runs / "pytest", related=(baseline.tree,)
+        )
 
         def rerun(nodes: Sequence[str]) -> tuple[set[str], set[str]]:
             base_wt = ctx.paths.worktrees / (wt.name + "-base")
@@ -146,6 +154,8 @@ class Lander:
         gitops.git(wt, "checkout", "--quiet", "-b", attempt.branch)
         message = f"seed: {plan.goal}\n\nIteration: {plan.iteration_id}\nGap: {plan.gap.key}\n"
         commit = gitops.commit(wt, message, ctx.config.git.user_name, ctx.config.git.user_email)
+        attempt.note(stage="committed", commit=commit, branch=attempt.branch)
+        faults.fault("commit")
         blocker = gitops.land_blocker(root)
         if blocker:
             return self.keep(attempt, commit, f"cannot land: {blocker}", verification)
@@ -162,7 +172,10 @@ class Lander:
                     verification,
                 )
             commit = gitops.out(wt, "rev-parse", "HEAD")
-            gate = freeze_gate(wt, ctx.paths.gate / (wt.name + "-rebased"), ctx.config.quality)
+            # the rules of the commit the branch moved to, never those of the agent's tree
+            gate = freeze_gate_at(
+                root, head_now, ctx.paths.gate / (wt.name + "-rebased"), ctx.config.quality
+            )
             attempt.base = head_now
             moved = Baseline(
                 baseline.worktree,
@@ -193,7 +206,13 @@ class Lander:
                 f"the change adds files that already exist, untracked, in your checkout: {', '.join(collisions[:5])}",
                 verification,
             )
+        # journalled first: if the daemon dies during or after the merge, the restarted one
+        # can tell from the user's branch whether this commit landed
+        attempt.note(stage="landing", commit=commit, target=gitops.current_branch(root) or "")
         merged = gitops.git(root, "merge", "--ff-only", "--quiet", commit, check=False)
+        if merged.ok:
+            attempt.note(stage="landed")
+            faults.fault("fast-forward")
         timed(attempt, "land", t0)
         if not merged.ok:
             reason = " ".join((merged.err_text() or merged.text()).split())[:400]
@@ -238,14 +257,28 @@ class Lander:
     # -- recording ----------------------------------------------------------------
 
 
-def _tick_roadmap(path: Path, line: int, text: str) -> None:
-    """Turn the item's `- [ ]` into `- [x]`, if the line still holds the same item."""
-    if not path.exists():
-        return
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+_UNCHECKED = re.compile(r"^(?P<lead>\s*[-*]\s+)\[ \](?P<rest>\s+(?P<text>\S.*?))\s*$")
+
+
+def _tick_roadmap(path: Path, line: int, text: str) -> bool:
+    """Turn the item's `- [ ]` into `- [x]` in the landed commit.
+
+    The item is found at its line, or (if the agent's change moved it) at the first
+    unchecked line with exactly its text; True when a line was ticked.
+    """
+    if not path.is_file():
+        return False
+    # bytes in and out: line endings and every other line stay exactly as they were
+    lines = path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
     candidates = [line - 1] + [i for i in range(len(lines)) if i != line - 1]
     for index in candidates:
-        if 0 <= index < len(lines) and "[ ]" in lines[index] and text in lines[index]:
-            lines[index] = lines[index].replace("[ ]", "[x]", 1)
-            path.write_text("".join(lines), encoding="utf-8")
-            return
+        if not 0 <= index < len(lines):
+            continue
+        body = lines[index].rstrip("\r\n")
+        match = _UNCHECKED.match(body)
+        if match and match.group("text").strip() == text.strip():
+            ending = lines[index][len(body) :]
+            lines[index] = f"{match.group('lead')}[x]{match.group('rest')}{ending}"
+            path.write_bytes("".join(lines).encode("utf-8", errors="surrogateescape"))
+            return True
+    return False

@@ -2,139 +2,42 @@
 
 Only facts come out of here (Diagnostics); judging them into gaps is the analysers' job.
 ruff and pyright run with the gate configuration taken from the baseline commit, so an
-agent cannot relax the rules it is judged by.
+agent cannot relax the rules it is judged by. pyright and pytest run side by side.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
 import sys
-import sysconfig
-import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import tomli_w
-
 from domain import Diagnostic, Measurement, Measurements, Tool
 from kernel import procs
-from kernel.config import QualityConfig
+from kernel.gate import Gate, freeze_gate, pyright_config
+from kernel.incremental import Scope, carried, merge
+from kernel.pytest_run import PLUGIN_DIR, run_pytest
+from kernel.toolenv import MAX_DETAIL, Target, resolve_python, ruff_binary, tool_env
 
-PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
+__all__ = [
+    "PLUGIN_DIR",
+    "PYRIGHT_GATE_NAME",
+    "Gate",
+    "Target",
+    "freeze_gate",
+    "measure",
+    "resolve_python",
+    "ruff_binary",
+    "run_pyright",
+    "run_pytest",
+    "run_ruff",
+    "run_ruff_format",
+]
+
 PYRIGHT_GATE_NAME = ".seed-gate.pyright.json"
-_MAX_DETAIL = 2000
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the target's tools run and with which interpreter."""
-
-    root: Path
-    """The user's checkout (code imported from here during tests is an error)."""
-    python: str
-    """The target's interpreter (pytest runs with it; pyright resolves imports with it)."""
-    quality: QualityConfig
-    strict: tuple[str, ...] = ()
-    """Paths pyright checks in strict mode on top of the target's own configuration."""
-
-
-@dataclass(frozen=True)
-class Gate:
-    """Tool configuration frozen from the baseline commit, kept outside the agent's reach."""
-
-    ruff_config: Path
-    pyright_config: dict[str, Any] = field(default_factory=dict[str, Any])
-
-
-def resolve_python(root: Path, configured: str) -> str:
-    """The target's interpreter: the configured one, the target's .venv, else the daemon's."""
-    if configured:
-        path = Path(configured).expanduser()
-        return str(path if path.is_absolute() else (root / path))
-    venv = root / ".venv" / "bin" / "python"
-    if venv.exists():
-        return str(venv)
-    return sys.executable
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError):
-        return {}
-
-
-def _strip_jsonc(text: str) -> str:
-    """Remove // and /* */ comments outside strings, and trailing commas."""
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-            out.append(ch)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        else:
-            out.append(ch)
-        i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
-
-
-def _json_lenient(text: str) -> dict[str, Any]:
-    """pyrightconfig.json allows comments and trailing commas."""
-    try:
-        data = json.loads(_strip_jsonc(text))
-    except json.JSONDecodeError:
-        return {}
-    return cast(dict[str, Any], data) if isinstance(data, dict) else {}
-
-
-def freeze_gate(tree: Path, out_dir: Path, quality: QualityConfig) -> Gate:
-    """Copy the ruff and pyright settings of the baseline tree to where the agent cannot reach."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pyproject = _read_toml(tree / "pyproject.toml")
-    tool = cast(dict[str, Any], pyproject.get("tool", {}))
-    ruff_config = out_dir / "pyproject.toml"
-    for name in ("ruff.toml", ".ruff.toml"):
-        if (tree / name).is_file():
-            ruff_doc: dict[str, Any] = {"tool": {"ruff": _read_toml(tree / name)}}
-            break
-    else:
-        if "ruff" in tool:
-            ruff_doc = {"tool": {"ruff": tool["ruff"]}}
-        else:
-            ruff_doc = {"tool": {"ruff": {"lint": {"select": list(quality.ruff_select)}}}}
-    ruff_config.write_text(tomli_w.dumps(ruff_doc), encoding="utf-8")
-    pyright: dict[str, Any] = {}
-    if (tree / "pyrightconfig.json").is_file():
-        pyright = _json_lenient(
-            (tree / "pyrightconfig.json").read_text(encoding="utf-8", errors="replace")
-        )
-    elif "pyright" in tool:
-        pyright = dict(cast(dict[str, Any], tool["pyright"]))
-    (out_dir / "pyright.json").write_text(json.dumps(pyright, indent=2), encoding="utf-8")
-    return Gate(ruff_config=ruff_config, pyright_config=pyright)
+"""pyright ignores a config given by absolute path outside the project: it is written here."""
 
 
 def _rel(path: str, tree: Path) -> str:
@@ -144,58 +47,42 @@ def _rel(path: str, tree: Path) -> str:
         return path
 
 
-def _tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = procs.child_env(PYRIGHT_PYTHON_IGNORE_WARNINGS="1", PYTHONDONTWRITEBYTECODE="1")
-    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
-        env.pop(key, None)
-    if extra:
-        env.update(extra)
-    return env
+def _failed(tool: Tool, result: procs.Completed, what: str) -> Measurement:
+    words = (result.err_text() or result.text()).strip()[-MAX_DETAIL:]
+    return Measurement(
+        tool=tool,
+        ran=False,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        error=words or f"{what} failed (exit {result.exit_code})",
+        duration_s=result.duration_s,
+    )
 
 
-def ruff_binary() -> str:
-    """The ruff executable installed with the daemon."""
-    scripts = Path(sysconfig.get_path("scripts"))
-    for candidate in (scripts / "ruff", Path(sys.executable).parent / "ruff"):
-        if candidate.exists():
-            return str(candidate)
-    found = shutil.which("ruff")
-    if found is None:
-        raise FileNotFoundError("ruff is not installed next to this interpreter nor on PATH")
-    return found
+def _ruff_argv(gate: Gate, command: Sequence[str], files: Sequence[str]) -> list[str]:
+    argv = [ruff_binary(), *command, "--no-cache", "--output-format", "json"]
+    argv += ["--config", str(gate.ruff_config)]
+    # files named on the command line are linted even when excluded, unless forced
+    return [*argv, "--force-exclude", "--", *files] if files else [*argv, "."]
+
+
+def _json_list(text: str) -> list[dict[str, Any]] | None:
+    try:
+        data = json.loads(text or "[]")
+    except json.JSONDecodeError:
+        return None
+    return cast(list[dict[str, Any]], data) if isinstance(data, list) else None
 
 
 def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()) -> Measurement:
     """`ruff check` on the tree (or some files), parsed into diagnostics."""
-    argv = [
-        ruff_binary(),
-        "check",
-        "--no-cache",
-        "--output-format",
-        "json",
-        "--config",
-        str(gate.ruff_config),
-    ]
-    result = procs.run([*argv, *(files or ["."])], cwd=tree, timeout_s=timeout_s, env=_tool_env())
+    argv = _ruff_argv(gate, ["check"], files)
+    result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=tool_env())
     if result.timed_out or result.exit_code not in (0, 1):
-        return Measurement(
-            tool=Tool.RUFF,
-            ran=False,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            error=result.err_text().strip()[-_MAX_DETAIL:] or "ruff failed",
-            duration_s=result.duration_s,
-        )
-    try:
-        items = cast(list[dict[str, Any]], json.loads(result.text() or "[]"))
-    except json.JSONDecodeError as exc:
-        return Measurement(
-            tool=Tool.RUFF,
-            ran=False,
-            exit_code=result.exit_code,
-            error=f"unreadable ruff output: {exc}",
-            duration_s=result.duration_s,
-        )
+        return _failed(Tool.RUFF, result, "ruff")
+    items = _json_list(result.text())
+    if items is None:
+        return _failed(Tool.RUFF, result, "ruff (unreadable output)")
     diagnostics: list[Diagnostic] = []
     for item in items:
         location = cast(dict[str, Any], item.get("location") or {})
@@ -223,50 +110,31 @@ def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
 def run_ruff_format(
     tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
 ) -> Measurement:
-    """`ruff format --check`: one diagnostic per file it would reformat."""
-    argv = [
-        ruff_binary(),
-        "format",
-        "--check",
-        "--no-cache",
-        "--output-format",
-        "json",
-        "--config",
-        str(gate.ruff_config),
-    ]
-    result = procs.run([*argv, *(files or ["."])], cwd=tree, timeout_s=timeout_s, env=_tool_env())
-    if result.timed_out or result.exit_code not in (0, 1, 2):
-        return Measurement(
-            tool=Tool.RUFF_FORMAT,
-            ran=False,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            error=result.err_text().strip()[-_MAX_DETAIL:] or "ruff format failed",
-            duration_s=result.duration_s,
-        )
-    try:
-        items = cast(list[dict[str, Any]], json.loads(result.text() or "[]"))
-    except json.JSONDecodeError:
-        if result.exit_code == 2:
-            return Measurement(
+    """`ruff format --check`: one diagnostic per file it would reformat or cannot parse."""
+    argv = _ruff_argv(gate, ["format", "--check"], files)
+    result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=tool_env())
+    # exit 2 is also how it reports a file it cannot parse; the JSON still lists everything
+    items = _json_list(result.text()) if result.exit_code in (0, 1, 2) else None
+    if result.timed_out or items is None:
+        return _failed(Tool.RUFF_FORMAT, result, "ruff format")
+    diagnostics: list[Diagnostic] = []
+    for item in items:
+        code = str(item.get("code") or "unformatted")
+        location = cast(dict[str, Any], item.get("location") or {})
+        syntax = code == "invalid-syntax"
+        diagnostics.append(
+            Diagnostic(
                 tool=Tool.RUFF_FORMAT,
-                ran=False,
-                exit_code=2,
-                error=result.err_text().strip()[-_MAX_DETAIL:],
-                duration_s=result.duration_s,
+                file=_rel(str(item.get("filename", "")), tree),
+                line=int(location.get("row") or 1) if syntax else 1,
+                column=int(location.get("column") or 0) if syntax else 0,
+                rule=code,
+                message=str(item.get("message", ""))
+                if syntax
+                else "file is not formatted as ruff format would",
+                fixable=not syntax,
             )
-        items = []
-    diagnostics = [
-        Diagnostic(
-            tool=Tool.RUFF_FORMAT,
-            file=_rel(str(item.get("filename", "")), tree),
-            line=1,
-            rule=str(item.get("code") or "unformatted"),
-            message="file is not formatted as ruff format would",
-            fixable=True,
         )
-        for item in items
-    ]
     return Measurement(
         tool=Tool.RUFF_FORMAT,
         ran=True,
@@ -276,45 +144,24 @@ def run_ruff_format(
     )
 
 
-def _pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, Any]:
-    config = dict(gate.pyright_config)
-    present = [p for p in strict if (tree / p).exists()]
-    if present:
-        existing = [str(s) for s in cast(list[Any], config.get("strict", []))]
-        config["strict"] = existing + [p for p in present if p not in existing]
-    return config
-
-
 def run_pyright(
     tree: Path, gate: Gate, target: Target, timeout_s: float, files: Sequence[str] = ()
 ) -> Measurement:
-    """pyright --outputjson with the gate config written inside the tree (it ignores absolute paths)."""
+    """pyright --outputjson with the gate config written inside the tree (it ignores absolute paths).
+
+    Only errors count: a rule a project sets to "warning" is one it chose not to enforce.
+    """
     config_path = tree / PYRIGHT_GATE_NAME
-    config_path.write_text(json.dumps(_pyright_config(gate, tree, target.strict)), encoding="utf-8")
-    argv = [
-        sys.executable,
-        "-m",
-        "pyright",
-        "--outputjson",
-        "-p",
-        str(config_path),
-        "--pythonpath",
-        target.python,
-        *files,
-    ]
+    config = pyright_config(gate, tree, target.strict)
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    argv = [sys.executable, "-m", "pyright", "--outputjson", "-p", str(config_path)]
+    argv += ["--pythonpath", target.python, *files]
     try:
-        result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_tool_env())
+        result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=tool_env())
     finally:
         config_path.unlink(missing_ok=True)
     if result.timed_out or result.exit_code not in (0, 1):
-        return Measurement(
-            tool=Tool.PYRIGHT,
-            ran=False,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            error=(result.err_text() or result.text()).strip()[-_MAX_DETAIL:] or "pyright failed",
-            duration_s=result.duration_s,
-        )
+        return _failed(Tool.PYRIGHT, result, "pyright")
     try:
         data = cast(dict[str, Any], json.loads(result.text()))
     except json.JSONDecodeError as exc:
@@ -327,12 +174,12 @@ def run_pyright(
         )
     diagnostics: list[Diagnostic] = []
     for item in cast(list[dict[str, Any]], data.get("generalDiagnostics", [])):
-        severity = str(item.get("severity", "error"))
-        if severity not in ("error", "warning"):
+        if str(item.get("severity", "error")) != "error":
             continue
         start = cast(
             dict[str, Any], cast(dict[str, Any], item.get("range") or {}).get("start") or {}
         )
+        message = str(item.get("message", ""))
         diagnostics.append(
             Diagnostic(
                 tool=Tool.PYRIGHT,
@@ -340,9 +187,8 @@ def run_pyright(
                 line=int(start.get("line", -1)) + 1,
                 column=int(start.get("character", -1)) + 1,
                 rule=str(item.get("rule") or "syntax"),
-                message=str(item.get("message", "")).splitlines()[0] if item.get("message") else "",
-                severity=severity,
-                detail=str(item.get("message", ""))[:_MAX_DETAIL],
+                message=message.splitlines()[0] if message else "",
+                detail=message[:MAX_DETAIL],
             )
         )
     return Measurement(
@@ -354,154 +200,67 @@ def run_pyright(
     )
 
 
-def _pytest_diagnostics(
-    records: list[dict[str, Any]],
-) -> tuple[list[Diagnostic], list[str], dict[str, Any] | None]:
-    diagnostics: list[Diagnostic] = []
-    collected: list[str] = []
-    finish: dict[str, Any] | None = None
-    for rec in records:
-        kind = rec.get("kind")
-        if kind == "collected":
-            collected = [str(n) for n in cast(list[Any], rec.get("nodeids", []))]
-        elif kind == "finish":
-            finish = rec
-        elif kind == "collect_error":
-            node = str(rec.get("nodeid", ""))
-            diagnostics.append(
-                Diagnostic(
-                    tool=Tool.PYTEST,
-                    file=node.split("::")[0],
-                    rule="collection-error",
-                    node_id=node,
-                    message=str(rec.get("message", "")),
-                    exc_type=str(rec.get("exc_type", "")),
-                    detail=str(rec.get("trace_head", ""))[-_MAX_DETAIL:],
-                )
-            )
-        elif kind == "outside_import":
-            diagnostics.append(
-                Diagnostic(
-                    tool=Tool.PYTEST,
-                    rule="outside-import",
-                    file=str(rec.get("module", "")),
-                    message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test",
-                )
-            )
-        elif kind == "test" and rec.get("outcome") == "failed":
-            node = str(rec.get("nodeid", ""))
-            when = str(rec.get("when", "call"))
-            diagnostics.append(
-                Diagnostic(
-                    tool=Tool.PYTEST,
-                    file=node.split("::")[0],
-                    rule="failed" if when == "call" else "error",
-                    node_id=node,
-                    message=str(rec.get("message", "")),
-                    exc_type=str(rec.get("exc_type", "")),
-                    frame_file=str(rec.get("frame_file", "")),
-                    frame_line=int(rec.get("frame_line", 0) or 0),
-                    detail=str(rec.get("trace_head", ""))[-_MAX_DETAIL:],
-                )
-            )
-    return diagnostics, collected, finish
-
-
-def run_pytest(
-    tree: Path, target: Target, work_dir: Path, timeout_s: float, node_ids: Sequence[str] = ()
+def _partly(
+    previous: Measurement | None,
+    files: tuple[str, ...] | None,
+    deleted: Sequence[str],
+    run: Callable[[Sequence[str]], Measurement],
 ) -> Measurement:
-    """The target's tests with its own interpreter, through the kernel's plugin."""
-    work_dir.mkdir(parents=True, exist_ok=True)
-    out = work_dir / f"pytest-{os.getpid()}-{id(node_ids)}.jsonl"
-    out.unlink(missing_ok=True)
-    argv = [
-        target.python,
-        "-m",
-        "pytest",
-        "-p",
-        "seed_pytest_plugin",
-        "-p",
-        "no:cacheprovider",
-        "--rootdir",
-        str(tree),
-        "--confcutdir",
-        str(tree),
-        "-q",
-        "--no-header",
-        "-rN",
-        *target.quality.pytest_args,
-        *node_ids,
-    ]
-    env = _tool_env(
-        {
-            "PYTHONPATH": os.pathsep.join([str(tree), str(PLUGIN_DIR)]),
-            "SEED_PYTEST_OUT": str(out),
-            "SEED_PYTEST_ROOT": str(tree),
-            "SEED_PYTEST_FORBID": str(target.root),
-        }
-    )
-    result = procs.run(
-        argv, cwd=tree, timeout_s=timeout_s, env=env, merge_stderr=True, max_bytes=4 * 1024 * 1024
-    )
-    records: list[dict[str, Any]] = []
-    if out.exists():
-        for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                records.append(cast(dict[str, Any], json.loads(line)))
-            except json.JSONDecodeError:
-                continue  # a line torn by a crash: the rest still counts
-        out.unlink(missing_ok=True)
-    diagnostics, collected, finish = _pytest_diagnostics(records)
-    if result.timed_out:
-        return Measurement(
-            tool=Tool.PYTEST,
-            ran=False,
-            timed_out=True,
-            exit_code=None,
-            diagnostics=tuple(diagnostics),
-            collected=tuple(collected),
-            error=f"pytest did not finish in {timeout_s:.0f}s",
-            duration_s=result.duration_s,
-        )
-    outside = any(d.rule == "outside-import" for d in diagnostics)
-    if finish is None or (result.exit_code not in (0, 1, 2, 5) and not outside):
-        tail = result.tail.decode("utf-8", errors="replace").strip()[-_MAX_DETAIL:]
-        return Measurement(
-            tool=Tool.PYTEST,
-            ran=False,
-            exit_code=result.exit_code,
-            diagnostics=tuple(diagnostics),
-            collected=tuple(collected),
-            error=tail or "pytest did not run",
-            duration_s=result.duration_s,
-        )
-    return Measurement(
-        tool=Tool.PYTEST,
-        ran=True,
-        exit_code=result.exit_code,
-        diagnostics=tuple(diagnostics),
-        collected=tuple(collected),
-        duration_s=result.duration_s,
-    )
+    """A tool on some files, merged into its previous findings; a full run when it must be."""
+    if previous is None or not previous.ran or files is None:
+        return run(())
+    if not files:
+        return carried(previous, deleted)
+    return merge(previous, run(files), files, deleted)
 
 
 def measure(
-    tree: Path, target: Target, gate: Gate, work_dir: Path, tree_id: str = ""
+    tree: Path,
+    target: Target,
+    gate: Gate,
+    work_dir: Path,
+    tree_id: str = "",
+    *,
+    base: Measurements | None = None,
+    scope: Scope | None = None,
 ) -> Measurements:
-    """Every configured tool on one tree; pyright and pytest run side by side."""
+    """Every configured tool on one tree; with a base and a scope, ruff and pyright only re-check."""
     wanted = [Tool(t) for t in target.quality.tools if t in {x.value for x in Tool}]
     timeout = target.quality.tool_timeout_s
+    ruff_files = scope.ruff if scope is not None and base is not None else None
+    pyright_files = scope.pyright if scope is not None and base is not None else None
+    deleted = scope.deleted if scope is not None else ()
+
+    def previous(tool: Tool) -> Measurement | None:
+        return base.get(tool) if base is not None else None
+
     results: dict[Tool, Measurement] = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures: dict[Tool, Future[Measurement]] = {}
         if Tool.PYTEST in wanted:
             futures[Tool.PYTEST] = pool.submit(run_pytest, tree, target, work_dir, timeout)
         if Tool.PYRIGHT in wanted:
-            futures[Tool.PYRIGHT] = pool.submit(run_pyright, tree, gate, target, timeout)
+            futures[Tool.PYRIGHT] = pool.submit(
+                _partly,
+                previous(Tool.PYRIGHT),
+                pyright_files,
+                deleted,
+                lambda files: run_pyright(tree, gate, target, timeout, files),
+            )
         if Tool.RUFF in wanted:
-            results[Tool.RUFF] = run_ruff(tree, gate, timeout)
+            results[Tool.RUFF] = _partly(
+                previous(Tool.RUFF),
+                ruff_files,
+                deleted,
+                lambda files: run_ruff(tree, gate, timeout, files),
+            )
         if Tool.RUFF_FORMAT in wanted:
-            results[Tool.RUFF_FORMAT] = run_ruff_format(tree, gate, timeout)
+            results[Tool.RUFF_FORMAT] = _partly(
+                previous(Tool.RUFF_FORMAT),
+                ruff_files,
+                deleted,
+                lambda files: run_ruff_format(tree, gate, timeout, files),
+            )
         for tool, future in futures.items():
             results[tool] = future.result()
     ordered = tuple(results[t] for t in Tool if t in results)

@@ -55,10 +55,14 @@ def forget_known(pid: int) -> None:
 
 
 def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
-    """An environment for a child: SEED_DEPTH raised by one so nested daemons know."""
+    """An environment for a child: SEED_DEPTH raised by one so nested daemons know, and the
+    daemon's token, so a restarted daemon can find what a dead one left running."""
     env = dict(os.environ if base is None else base)
     depth = os.environ.get("SEED_DEPTH", "0")
     env["SEED_DEPTH"] = str(int(depth) + 1 if depth.isdigit() else 1)
+    token = os.environ.get("SEED_DAEMON_TOKEN")
+    if token:
+        env["SEED_DAEMON_TOKEN"] = token
     env.update(extra)
     return env
 
@@ -243,7 +247,8 @@ def run(
 ) -> Completed:
     """Run one child in its own process group and end the whole group when it is done."""
     started = time.monotonic()
-    log = log_path.open("wb") if log_path is not None else None
+    # unbuffered: `status` shows the last lines of a running agent's log as they come
+    log = log_path.open("wb", buffering=0) if log_path is not None else None
     out = _Sink(limit=max_bytes, file=log)
     err = out if merge_stderr else _Sink(limit=max_bytes)
     with _LOCK:

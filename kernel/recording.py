@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Generator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from domain import (
     FailureCategory,
+    GapReport,
     IterationOutcome,
     IterationRecord,
     gap_ref,
 )
-from kernel import halt, inbox
-from kernel.attempt import FAILED_OUTCOMES, VIOLATIONS, Attempt
+from kernel import faults, halt, inbox, procs, reporting
+from kernel.attempt import Attempt
 from kernel.context import Context
-from kernel.errors import HostError
+from kernel.errors import HostError, Interrupted
+from kernel.halt import FAILED_OUTCOMES
+from kernel.quarantine import quarantine_reason
+from kernel.signature import gap_signature
 from kernel.verify import Verification
+
+QUARANTINED = "quarantined"
+WAITING = "waiting for an agent"
 
 
 class Recorder:
@@ -23,6 +31,19 @@ class Recorder:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self.baseline: GapReport | None = None
+        self.skipped: dict[str, str] = {}
+        """Gap keys passed over at planning time, and why (quarantined, waiting for an agent)."""
+
+    def note_baseline(self, report: GapReport, skipped: Mapping[str, str]) -> None:
+        """The ranking this iteration's gaps are chosen from, for the records' "why this gap"."""
+        self.baseline = report
+        self.skipped = dict(skipped)
+
+    def _quarantined(self) -> tuple[str, ...] | None:
+        if self.baseline is None:
+            return None
+        return tuple(sorted(k for k, why in self.skipped.items() if why == QUARANTINED))
 
     def record_waiting(self, attempt: Attempt, why: str) -> IterationRecord:
         """A plan nobody can carry out now: written down, nothing runs."""
@@ -31,7 +52,11 @@ class Recorder:
             attempt.plan.iteration_id, "plan.json", attempt.plan.model_dump_json(indent=2) + "\n"
         )
         # the record names the backend in use, so the same gap is not planned again until it changes
-        return self.finish(attempt, IterationOutcome.WAITING, None, f"waiting for an agent: {why}")
+        record = self.finish(
+            attempt, IterationOutcome.WAITING, None, f"waiting for an agent: {why}"
+        )
+        self.skipped[record.gap.key] = WAITING
+        return record
 
     def finish(
         self,
@@ -71,19 +96,28 @@ class Recorder:
             agent_exit_code=attempt.exit_code,
             tokens_used=agent.tokens_used if agent else 0,
             cost_usd=agent.cost_usd if agent else 0.0,
+            input_tokens=agent.input_tokens if agent else 0,
+            output_tokens=agent.output_tokens if agent else 0,
+            cost_basis=attempt.cost_basis,
+            agent_model=agent.model if agent else "",
+            agent_turns=agent.turns if agent else 0,
+            agent_note=attempt.agent_note,
             durations=attempt.durations,
+            checkout_changes=tuple(attempt.checkout_changes),
             task_kind=plan.task_kind.value,
+            gap_signature=gap_signature(plan.gap),
             plan=plan,
+            ranking=reporting.ranked(self.baseline, self.skipped, chosen=plan.gap.key)
+            if self.baseline
+            else (),
+            open_gaps=reporting.open_gaps(self.baseline) if self.baseline else {},
         )
+        faults.torn_append(ctx.store.records_path, record.model_dump_json())
         ctx.store.append(record)
-        ctx.store.write_file(plan.iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
-        try:
-            markdown = ctx.host.render_record(record)
-        except HostError as exc:
-            markdown = f"# {record.iteration_id}: {record.outcome.value}\n\n{record.reason}\n\n(report rendering failed: {exc})\n"
-        ctx.store.write_file(plan.iteration_id, "report.md", markdown)
-        self._release_inbox(attempt, record)
-        self._apply_halts(record)
+        attempt.recorded = True
+        attempt.note(stage="recorded")
+        faults.fault("record-written")
+        self.after_record(record, attempt.claimed_inbox)
         line = (
             f"{record.iteration_id}: {record.outcome.value}"
             + (f" {category.value}" if category else "")
@@ -92,62 +126,103 @@ class Recorder:
         ctx.log(line[:500])
         return record
 
-    def _release_inbox(self, attempt: Attempt, record: IterationRecord) -> None:
-        if not attempt.claimed_inbox:
-            return
+    def after_record(self, record: IterationRecord, claimed_inbox: str) -> None:
+        """plan.json, report.md, the inbox item's fate, the halt conditions and the index of a
+        written record.
+
+        Safe to repeat: a restarted daemon calls it for a record its predecessor wrote but
+        did not finish with.
+        """
         ctx = self.ctx
-        name = attempt.claimed_inbox
-        links = [r.iteration_id for r in ctx.store.for_gaps([record.gap.key], per_gap=20)]
-        failures = sum(
-            1
-            for r in ctx.store.for_gaps([record.gap.key], per_gap=20)
-            if r.outcome in FAILED_OUTCOMES
+        if record.plan is not None:
+            ctx.store.write_file(
+                record.iteration_id, "plan.json", record.plan.model_dump_json(indent=2) + "\n"
+            )
+        ctx.store.write_file(record.iteration_id, "report.md", self._report(record))
+        if claimed_inbox:
+            self._release_inbox(claimed_inbox, record)
+        self._apply_halts(record)
+        self.write_index()
+
+    def _report(self, record: IterationRecord) -> str:
+        try:
+            with _despite_stop():
+                markdown = self.ctx.host.render_record(record)
+        except (HostError, Interrupted) as exc:
+            markdown = f"# {record.iteration_id}: {record.outcome.value}\n\n{record.reason}\n\n(report rendering failed: {exc})\n"
+        if record.checkout_changes and record.checkout_changes[0] not in markdown:
+            # the kernel's own facts: never left to an improvable renderer to mention
+            markdown = (
+                markdown.rstrip("\n")
+                + "\n\n## Your checkout during the agent run\n\n"
+                + "Changed in your checkout while the agent ran (listed, not undone):\n\n"
+                + "".join(f"- {line}\n" for line in record.checkout_changes)
+            )
+        return markdown
+
+    def write_index(self) -> None:
+        """Rewrite history/README.md; a failure here is logged, never fatal."""
+        try:
+            with _despite_stop():
+                reporting.write_index(self.ctx, self._quarantined())
+        except (OSError, Interrupted) as exc:
+            self.ctx.log(f"could not rewrite history/{reporting.INDEX_NAME}: {exc}")
+
+    def _release_inbox(self, name: str, record: IterationRecord) -> None:
+        ctx = self.ctx
+        if not (ctx.paths.inbox / ".active" / name).exists():
+            return  # already released (a restarted daemon finishing a record)
+        history = ctx.store.for_gaps([record.gap.key], per_gap=20)
+        failures = sum(1 for r in history if r.outcome in FAILED_OUTCOMES)
+        held = (
+            quarantine_reason(record.plan.gap, history)
+            if record.plan is not None and record.outcome in FAILED_OUTCOMES
+            else ""
         )
-        text = "\n".join(
+        text = inbox.result_note(
+            name,
+            record.outcome.value,
+            record.reason
+            + (f"\n\nQuarantined: {held}. Drop the task again to retry it." if held else ""),
             [
-                f"# {name}: {record.outcome.value}",
-                "",
-                record.reason,
-                "",
-                *[f"- ../../history/{i}/report.md" for i in links],
-                "",
-            ]
+                (
+                    r.iteration_id,
+                    r.outcome.value
+                    + (f" {r.failure_category.value}" if r.failure_category else ""),
+                    r.reason,
+                )
+                for r in history
+            ],
         )
         if record.outcome == IterationOutcome.SUCCESS:
             inbox.release(ctx.paths.inbox, name, "done", text)
-        elif record.outcome in FAILED_OUTCOMES and failures >= 3:
+        elif held or (record.outcome in FAILED_OUTCOMES and failures >= 3):
             inbox.release(ctx.paths.inbox, name, "failed", text)
         else:
             inbox.release(ctx.paths.inbox, name, "")
 
     def _apply_halts(self, record: IterationRecord) -> None:
         ctx = self.ctx
-        category = record.failure_category
-        reason = ""
-        if category in VIOLATIONS or category in (
-            FailureCategory.GROWTH_LIMIT,
-            FailureCategory.BUDGET_EXCEEDED,
-        ):
-            reason = (
-                f"{category.value} in {record.iteration_id}: {record.reason}" if category else ""
-            )
-        else:
-            ran = [
-                r
-                for r in ctx.store.recent(10)
-                if r.outcome not in (IterationOutcome.WAITING, IterationOutcome.ABORTED)
-            ]
-            last = ran[-3:]
-            if (
-                len(last) == 3
-                and all(r.outcome in FAILED_OUTCOMES for r in last)
-                and len({r.gap.key for r in last}) == 3
-            ):
-                reason = f"3 consecutive failures across different gaps ({', '.join(r.iteration_id for r in last)})"
-            elif len(last) == 3 and all(
-                r.failure_category == FailureCategory.FLAKY_TEST for r in last
-            ):
-                reason = "a flaky streak of 3 iterations"
+        state = halt.read_halt(ctx.paths.history)
+        if state.halted and state.iteration_id == record.iteration_id:
+            return  # this record's halt is already in place
+        reason = halt.halt_reason(record, ctx.store.recent(10), state.resumed_at)
         if reason:
+            category = record.failure_category
             halt.halt(ctx.store, reason, category.value if category else "", record.iteration_id)
             ctx.log(f"HALTED: {reason}. Nothing runs until `python seed.py resume`.")
+
+
+@contextlib.contextmanager
+def _despite_stop() -> Generator[None]:
+    """Let an interrupted iteration's report and index be rendered (quick host calls).
+
+    A second Ctrl-C sets the stop again and interrupts them; the stop is always restored.
+    """
+    stopping = procs.STOP.is_set()
+    procs.STOP.clear()
+    try:
+        yield
+    finally:
+        if stopping:
+            procs.STOP.set()

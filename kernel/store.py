@@ -1,25 +1,30 @@
 """The record store: history/records.jsonl (append-only, fsynced) and an index beside it.
 
 The index (history/.index.sqlite) is derived: it is brought up to date from the log's tail
-when the log grew, and rebuilt when it is missing, unreadable or the log shrank. Every
-reader of history (planner input, status, reports) goes through it.
+when the log grew, and rebuilt when it is missing, unreadable, of an older layout or the log
+shrank. Every reader of history (planner input, status, reports) goes through it. Beside each
+row it keeps a brief of the record (see brief_of: no plan, failures and tracebacks capped, the
+planned gap's signature filled in), so planning reads a kilobyte or two per record from the
+index instead of parsing whole records out of records.jsonl.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from domain import Event, IterationRecord, OutcomeTally
+from kernel.briefs import brief_of
 from kernel.fsutil import append_line, atomic_write_text, unique_path
 
 _SEQ = re.compile(r"^iter-(\d{4,})-")
@@ -31,9 +36,20 @@ CREATE TABLE IF NOT EXISTS records (
     gap_title TEXT, task_kind TEXT, started TEXT, ended TEXT, day TEXT,
     cost REAL, tokens INTEGER, backend TEXT, fingerprint TEXT
 );
+CREATE TABLE IF NOT EXISTS briefs (iteration_id TEXT PRIMARY KEY, brief TEXT);
+CREATE INDEX IF NOT EXISTS records_by_kind ON records (task_kind, fingerprint, day, outcome);
 CREATE INDEX IF NOT EXISTS records_by_gap ON records (gap_key, seq);
 CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 """
+# what reports and charts need beyond the records table; a new version rebuilds the index
+_DETAILS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS details (
+    iteration_id TEXT PRIMARY KEY, durations TEXT, open_gaps TEXT
+);
+"""
+_DETAILS_VERSION = "1"
+_BRIEFS_VERSION = "1"
+"""Version of the briefs table (see kernel/briefs.py); an index of another is re-read."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,36 @@ class Summary:
     cost: float
     tokens: int
     backend: str
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One row of the index with what reports and charts need (durations, open gaps)."""
+
+    iteration_id: str
+    outcome: str
+    category: str
+    gap_key: str
+    gap_source: str
+    gap_category: str
+    gap_title: str
+    started: str
+    ended: str
+    cost: float
+    tokens: int
+    backend: str
+    durations: dict[str, float]
+    open_gaps: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Counts and sums over every indexed record."""
+
+    iterations: int
+    by_outcome: dict[str, int]
+    cost: float
+    tokens: int
 
 
 def sequence_of(iteration_id: str) -> int:
@@ -138,11 +184,12 @@ class RecordStore:
         aside.write_bytes(torn)
         with path.open("r+b") as handle:
             handle.truncate(good)
+            os.fsync(handle.fileno())
         message = f"{path}: cut a torn last line of {len(torn)} bytes (saved to {aside.name})"
         self.event("torn_line_repair", message, bytes=len(torn), saved=aside.name)
+        self.close()  # the index may point past the cut: rebuild it
         with contextlib.suppress(OSError):
             self.index_path.unlink()
-        self._db = None
         return message
 
     # -- the index --------------------------------------------------------------
@@ -150,7 +197,19 @@ class RecordStore:
     def _connect(self) -> sqlite3.Connection:
         self.history.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.index_path, isolation_level="DEFERRED")
-        db.executescript(_SCHEMA)
+        db.executescript(_SCHEMA + _DETAILS_SCHEMA)
+        if (
+            self._meta(db, "details") != _DETAILS_VERSION
+            or self._meta(db, "briefs") != _BRIEFS_VERSION
+        ):
+            # an index written before the details or briefs tables existed: re-read the log once
+            db.execute("DELETE FROM records")
+            db.execute("DELETE FROM details")
+            db.execute("DELETE FROM briefs")
+            self._set_meta(db, "size", "0")
+            self._set_meta(db, "details", _DETAILS_VERSION)
+            self._set_meta(db, "briefs", _BRIEFS_VERSION)
+            db.commit()
         return db
 
     def _index(self) -> sqlite3.Connection:
@@ -198,6 +257,14 @@ class RecordStore:
                 self.fingerprint,
             ),
         )
+        db.execute(
+            "INSERT OR REPLACE INTO details VALUES (?,?,?)",
+            (record.iteration_id, json.dumps(record.durations), json.dumps(record.open_gaps)),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO briefs VALUES (?, ?)",
+            (record.iteration_id, brief_of(record).model_dump_json()),
+        )
 
     def _refresh(self, db: sqlite3.Connection) -> None:
         size = self.records_path.stat().st_size if self.records_path.exists() else 0
@@ -206,6 +273,8 @@ class RecordStore:
             return
         if size < indexed:
             db.execute("DELETE FROM records")
+            db.execute("DELETE FROM details")
+            db.execute("DELETE FROM briefs")
             indexed = 0
         self.problems.clear()
         with self.records_path.open("rb") as handle:
@@ -255,28 +324,46 @@ class RecordStore:
         row = self._index().execute("SELECT max(seq) FROM records").fetchone()
         return int(row[0] or 0) + 1
 
-    def recent(self, limit: int = 20) -> list[IterationRecord]:
-        """The latest records, oldest first."""
-        rows = (
-            self._index()
-            .execute(
-                "SELECT offset, length FROM (SELECT * FROM records ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+    def _briefs(self, rows: Sequence[tuple[str]]) -> list[IterationRecord]:
+        out: list[IterationRecord] = []
+        for (text,) in rows:
+            with contextlib.suppress(ValidationError, ValueError):
+                out.append(IterationRecord.model_validate_json(text))
+        return out
+
+    def recent(self, limit: int = 20, *, brief: bool = False) -> list[IterationRecord]:
+        """The latest records, oldest first (briefs: no plan, see brief_of)."""
+        db = self._index()
+        if brief:
+            rows = db.execute(
+                "SELECT b.brief FROM (SELECT iteration_id, seq FROM records ORDER BY seq DESC LIMIT ?) r "
+                "JOIN briefs b USING (iteration_id) ORDER BY r.seq",
                 (limit,),
-            )
-            .fetchall()
-        )
+            ).fetchall()
+            return self._briefs(rows)
+        rows = db.execute(
+            "SELECT offset, length FROM (SELECT * FROM records ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+            (limit,),
+        ).fetchall()
         return self._records(rows)
 
-    def for_gaps(self, keys: Sequence[str], per_gap: int = 5) -> list[IterationRecord]:
-        """The latest records of each of these gaps, oldest first."""
+    def for_gaps(
+        self, keys: Sequence[str], per_gap: int = 5, *, brief: bool = False
+    ) -> list[IterationRecord]:
+        """The latest records of each of these gaps, oldest first (briefs: no plan)."""
         db = self._index()
-        rows: list[tuple[int, int, int]] = []
+        rows: list[tuple[int, Any, Any]] = []
+        sql = (
+            "SELECT r.seq, b.brief, 0 FROM records r JOIN briefs b USING (iteration_id) "
+            "WHERE r.gap_key = ? ORDER BY r.seq DESC LIMIT ?"
+            if brief
+            else "SELECT seq, offset, length FROM records WHERE gap_key = ? ORDER BY seq DESC LIMIT ?"
+        )
         for key in dict.fromkeys(keys):
-            rows += db.execute(
-                "SELECT seq, offset, length FROM records WHERE gap_key = ? ORDER BY seq DESC LIMIT ?",
-                (key, per_gap),
-            ).fetchall()
-        rows.sort()
+            rows += db.execute(sql, (key, per_gap)).fetchall()
+        rows.sort(key=lambda row: row[0])
+        if brief:
+            return self._briefs([(b,) for _, b, _ in rows])
         return self._records([(o, n) for _, o, n in rows])
 
     def get(self, iteration_id: str) -> IterationRecord | None:
@@ -344,8 +431,77 @@ class RecordStore:
             if record is not None:
                 yield record
 
+    def report_rows(self, limit: int = 0) -> list[ReportRow]:
+        """Index rows with durations and open gaps, newest first (all of them when limit is 0)."""
+        sql = (
+            "SELECT r.iteration_id, r.outcome, r.category, r.gap_key, r.gap_source, r.gap_category,"
+            " r.gap_title, r.started, r.ended, r.cost, r.tokens, r.backend, d.durations, d.open_gaps"
+            " FROM records r LEFT JOIN details d ON d.iteration_id = r.iteration_id"
+            " ORDER BY r.seq DESC, r.started DESC"
+        )
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [_report_row(row) for row in self._index().execute(sql).fetchall()]
+
+    def totals(self) -> Totals:
+        """Iterations by outcome, and cost and tokens over every record."""
+        db = self._index()
+        counts = {
+            str(o): int(n)
+            for o, n in db.execute("SELECT outcome, count(*) FROM records GROUP BY outcome")
+        }
+        cost, tokens = db.execute(
+            "SELECT coalesce(sum(cost), 0), coalesce(sum(tokens), 0) FROM records"
+        ).fetchone()
+        return Totals(sum(counts.values()), counts, float(cost), int(tokens))
+
+    def phase_totals(self) -> dict[str, tuple[float, int]]:
+        """Seconds and number of iterations per phase, over every record."""
+        rows = (
+            self._index()
+            .execute(
+                "SELECT j.key, sum(j.value), count(*) FROM details d, json_each(d.durations) j"
+                " GROUP BY j.key ORDER BY j.key"
+            )
+            .fetchall()
+        )
+        return {str(k): (float(total or 0.0), int(n)) for k, total, n in rows}
+
     def close(self) -> None:
         """Close the index connection."""
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _report_row(row: Sequence[Any]) -> ReportRow:
+    return ReportRow(
+        iteration_id=str(row[0]),
+        outcome=str(row[1]),
+        category=str(row[2] or ""),
+        gap_key=str(row[3]),
+        gap_source=str(row[4]),
+        gap_category=str(row[5]),
+        gap_title=str(row[6] or ""),
+        started=str(row[7]),
+        ended=str(row[8]),
+        cost=float(row[9] or 0.0),
+        tokens=int(row[10] or 0),
+        backend=str(row[11] or ""),
+        durations=_json_numbers(row[12]),
+        open_gaps={k: int(v) for k, v in _json_numbers(row[13]).items()},
+    )
+
+
+def _json_numbers(text: str | None) -> dict[str, float]:
+    """A JSON object of numbers from the index ({} when absent or unreadable)."""
+    if not text:
+        return {}
+    try:
+        raw: Any = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    items = cast(dict[str, Any], raw).items()
+    return {str(k): float(v) for k, v in items if isinstance(v, int | float)}

@@ -88,6 +88,19 @@ _PRIORITY = (
 )
 
 
+def _not_running_category(m: Measurement) -> FailureCategory:
+    """Why a tool that ran on the baseline no longer runs (a conftest that cannot be imported...)."""
+    if m.timed_out:
+        return FailureCategory.TEST_TIMEOUT
+    if m.tool != Tool.PYTEST:
+        return FailureCategory.UNKNOWN
+    if any(word in m.error for word in ("ImportError", "ModuleNotFoundError")):
+        return FailureCategory.IMPORT_ERROR
+    if "SyntaxError" in m.error:
+        return FailureCategory.COMPILATION_ERROR
+    return FailureCategory.TEST_REGRESSION
+
+
 def _unclosed_category(gap: Gap) -> FailureCategory:
     """What it means that the agent left its own gap open."""
     return {
@@ -269,16 +282,7 @@ def verify(
     for m in after.items:
         before = baseline.get(m.tool)
         if before is not None and before.ran and not m.ran:
-            category = (
-                FailureCategory.TEST_TIMEOUT
-                if m.timed_out
-                else (
-                    FailureCategory.TEST_REGRESSION
-                    if m.tool == Tool.PYTEST
-                    else FailureCategory.UNKNOWN
-                )
-            )
-            categories.append(category)
+            categories.append(_not_running_category(m))
             result.evidence.append(
                 f"{m.tool.value} ran on the baseline but not after the change: {m.error[:300]}"
             )

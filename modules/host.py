@@ -22,6 +22,7 @@ from domain import (
     AnalysisInput,
     Gap,
     GapReport,
+    HistoryDigest,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -170,6 +171,14 @@ class Host:
         record = IterationRecord.model_validate(params["record"])
         return {"markdown": self.reporter.render_record(record)}
 
+    def render_index(self, params: dict[str, Any]) -> dict[str, str]:
+        digest = HistoryDigest.model_validate(params["digest"])
+        return {"text": self.reporter.render_index(digest)}
+
+    def render_dashboard(self, params: dict[str, Any]) -> dict[str, str]:
+        digest = HistoryDigest.model_validate(params["digest"])
+        return {"text": self.reporter.render_dashboard(digest)}
+
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         """Method name -> handler."""
         return {
@@ -180,6 +189,8 @@ class Host:
             "agent_spec": self.agent_spec,
             "agent_parse": self.agent_parse,
             "render_record": self.render_record,
+            "render_index": self.render_index,
+            "render_dashboard": self.render_dashboard,
         }
 
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 import importlib
 
 AGENTS: dict[str, str] = {
+    "claude": "modules.agents.claude:AGENT",
+    "codex": "modules.agents.codex:AGENT",
+    "aider": "modules.agents.aider:AGENT",
+    "mini": "modules.agents.mini:AGENT",
+    "gemini": "modules.agents.gemini:AGENT",
+    "opencode": "modules.agents.opencode:AGENT",
     "command": "modules.agents.command:AGENT",
     "ruff-fix": "modules.agents.ruff_fix:AGENT",
     "none": "modules.agents.none:AGENT",
@@ -23,7 +29,7 @@ ANALYZERS: dict[str, str] = {
 
 RANKER = "modules.analyzers.rank:RANKER"
 PLANNER = "modules.planner:PLANNER"
-REPORTER = "modules.reports.markdown:REPORTER"
+REPORTER = "modules.reports.reporter:REPORTER"
 
 
 class UnknownName(LookupError):

@@ -155,3 +155,69 @@ def wait_for(
             )
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+FAKE_CLIS = FAKES / "cli"
+"""Fake claude, codex, aider, mini, gemini and opencode executables (tests/fakes/fake_*.py)."""
+
+BROKEN_ADD = {**SAMPLE, "calc.py": SAMPLE["calc.py"].replace("return a + b", "return a - b")}
+"""SAMPLE with a bug: tests/test_calc.py::test_add fails."""
+
+FIX_ADD = [{"replace": "calc.py", "old": "return a - b", "new": "return a + b"}]
+"""The scripted edit that fixes BROKEN_ADD."""
+
+
+def fake_cli_config(backend: str, extra: str = "") -> str:
+    """seed.toml for a fake agent CLI: the backend, and the fakes' variables passed through."""
+    return (
+        f'[agent]\nbackend = "{backend}"\nenv = ["FAKE_AGENT_SCRIPT", "FAKE_AGENT_TRACE"]\n{extra}'
+    )
+
+
+def fake_cli_env(
+    tmp: Path, behaviour: Mapping[str, Any], path: str | None = None
+) -> dict[str, str]:
+    """Environment for seed: the fakes first on PATH, their script, and a trace file."""
+    script = tmp / f"fake-script-{len(list(tmp.glob('fake-script-*.json')))}.json"
+    script.write_text(json.dumps(dict(behaviour)), encoding="utf-8")
+    return {
+        "PATH": path if path is not None else f"{FAKE_CLIS}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_AGENT_SCRIPT": str(script),
+        "FAKE_AGENT_TRACE": str(tmp / "fake-trace.jsonl"),
+    }
+
+
+def fake_trace(tmp: Path) -> list[dict[str, Any]]:
+    """Every run of a fake CLI (its --version calls included), in order."""
+    path = tmp / "fake-trace.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def isolated_path(tmp: Path, fakes: Sequence[str]) -> str:
+    """A PATH holding only git, python3 and these fake CLIs (so no real agent can be found)."""
+    import shutil
+
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    tools = {"git": shutil.which("git"), "python3": sys.executable}
+    for name, target in tools.items():
+        if target and not (bin_dir / name).exists():
+            (bin_dir / name).symlink_to(target)
+    for name in fakes:
+        (bin_dir / name).symlink_to(FAKE_CLIS / name)
+    return str(bin_dir)
+
+
+def readme_example(backend: str) -> dict[str, Any]:
+    """The seed.toml example of a backend's README section ("### ... (`backend`)")."""
+    import re
+    import tomllib
+
+    text = (SEED_HOME / "README.md").read_text(encoding="utf-8")
+    heading = re.search(rf"^### .*\(`{re.escape(backend)}`\)$", text, re.MULTILINE)
+    assert heading, f"README.md has no section for {backend}"
+    block = re.search(r"```toml\n(.*?)```", text[heading.end() :], re.DOTALL)
+    assert block, f"README.md's {backend} section has no toml example"
+    return tomllib.loads(block[1])

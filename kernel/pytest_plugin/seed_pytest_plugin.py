@@ -26,9 +26,8 @@ _FORBID = (
     else ""
 )
 _MAX_TEXT = 4000
-_HERE = os.path.dirname(
-    os.path.realpath(__file__)
-)  # the plugin itself may live in the user's checkout
+_SELF = os.path.realpath(__file__)
+"""This plugin lives in the daemon's kernel/, inside the checkout when seed measures itself."""
 _outside: list[str] = []
 
 
@@ -95,12 +94,9 @@ def _check_imports() -> None:
         if not file:
             continue
         real = os.path.realpath(file)
-        outside = (
-            _inside(real, _FORBID)
-            and not _inside(real, _ROOT)
-            and not _inside(real, _HERE)
-            and not _third_party(real)
-        )
+        if real == _SELF:
+            continue
+        outside = _inside(real, _FORBID) and not _inside(real, _ROOT) and not _third_party(real)
         if outside and name not in _outside:
             _outside.append(name)
             _emit({"kind": "outside_import", "module": name, "file": real})

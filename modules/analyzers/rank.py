@@ -1,73 +1,118 @@
-"""Ranking: a broken build first, then types, lint, format, inbox by priority and age, roadmap."""
+"""Ranking: a broken build first, then types, lint, format, inbox by priority and age, roadmap.
+
+Every gap falls in one group; the groups follow `[analysis] order` (AnalysisInput.order),
+and any group the order leaves out follows in the default order. Within a group:
+  build    the suite not running, then collection and import errors, then syntax errors,
+           then failing tests; each by key
+  inbox    priority (critical first), then age (oldest first), then name
+  roadmap  file order
+  others   by key (file, then rule), so the ranking is stable from run to run
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from domain import AnalysisInput, Gap, GapReport, Priority, Severity
+from domain import AnalysisInput, Gap, GapReport, Priority, Tool
 
 DEFAULT_ORDER: tuple[str, ...] = (
-    "pytest",
+    "build",
     "inbox:critical",
-    "pyright",
-    "ruff",
-    "ruff-format",
+    "types",
+    "lint",
+    "format",
     "inbox",
     "roadmap",
 )
-"""Gap sources, most urgent first; "inbox:critical" places critical inbox items."""
+"""Groups, most urgent first: a critical inbox item outranks everything but a broken build."""
 
 _PRIORITY = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.NORMAL: 2, Priority.LOW: 3}
+_SOURCE_GROUP = {"pytest": "build", "pyright": "types", "ruff": "lint", "ruff-format": "format"}
+_SYNTAX_RULES = ("invalid-syntax", "syntax")
 
 
-def _bucket(gap: Gap) -> str:
-    if gap.inbox is not None and gap.inbox.priority == Priority.CRITICAL:
-        return "inbox:critical"
-    return gap.source
+def is_syntax_error(gap: Gap) -> bool:
+    """A file that does not parse: the build is broken, whichever tool noticed."""
+    return bool(gap.evidence) and all(
+        d.rule in _SYNTAX_RULES and d.tool != Tool.PYTEST for d in gap.evidence
+    )
 
 
-def _sort_key(gap: Gap, order: Sequence[str]) -> tuple[int, int, float, int, str]:
-    bucket = _bucket(gap)
-    position = order.index(bucket) if bucket in order else len(order)
+def full_order(order: Sequence[str]) -> tuple[str, ...]:
+    """The configured order followed by the default groups it leaves out."""
+    named = tuple(dict.fromkeys(order))
+    # an order that places "inbox" itself keeps every priority it does not name in there
+    rest = tuple(
+        g
+        for g in DEFAULT_ORDER
+        if g not in named and not (g.startswith("inbox:") and "inbox" in named)
+    )
+    return named + rest
+
+
+def group(gap: Gap, order: Sequence[str]) -> str:
+    """The group a gap belongs to under this order."""
     if gap.inbox is not None:
-        return (
-            position,
-            _PRIORITY[gap.inbox.priority],
-            gap.inbox.received_at.timestamp(),
-            0,
-            gap.key,
-        )
+        specific = f"inbox:{gap.inbox.priority.value}"
+        return specific if specific in order else "inbox"
+    if gap.roadmap is not None or gap.source == "roadmap":
+        return "roadmap"
+    if is_syntax_error(gap):
+        return "build"
+    return _SOURCE_GROUP.get(gap.source, gap.source)
+
+
+def _build_rank(gap: Gap) -> int:
+    if gap.key == "pytest:run":
+        return 0
+    if any(d.rule in ("collection-error", "outside-import") for d in gap.evidence):
+        return 1
+    if is_syntax_error(gap):
+        return 2
+    return 3
+
+
+def sort_key(gap: Gap, order: Sequence[str]) -> tuple[int, int, float, int, str]:
+    """Where a gap sits: its group's position, then the order inside the group."""
+    name = group(gap, order)
+    position = order.index(name) if name in order else len(order)
+    if gap.inbox is not None:
+        age = gap.inbox.received_at.timestamp()
+        return (position, _PRIORITY[gap.inbox.priority], age, 0, gap.inbox.name)
     if gap.roadmap is not None:
         return (position, 0, 0.0, gap.roadmap.line, gap.key)
-    severity = (
-        0
-        if gap.severity in (Severity.CRITICAL, Severity.HIGH) and "invalid-syntax" in gap.key
-        else 1
-    )
-    return (position, severity, 0.0, 0, gap.key)
+    if name == "build":
+        return (position, _build_rank(gap), 0.0, 0, gap.key)
+    return (position, 0, 0.0, 0, gap.key)
 
 
 class SourceRanker:
-    """Orders gaps by source, then by priority and age (inbox) or file order (roadmap)."""
+    """Orders gaps by group, then by priority and age (inbox) or file order (roadmap)."""
 
     contract_version = 1
 
     def rank(self, gaps: Sequence[Gap], inputs: AnalysisInput) -> GapReport:
         """The ranked report; quarantined keys are left out and listed as skipped."""
-        order = inputs.order or DEFAULT_ORDER
+        order = full_order(inputs.order)
         quarantined = set(inputs.quarantined)
         kept = [g for g in gaps if g.key not in quarantined]
         skipped = tuple(sorted({g.key for g in gaps if g.key in quarantined}))
-        ranked = sorted(kept, key=lambda g: _sort_key(g, order))
+        ranked = sorted(kept, key=lambda g: sort_key(g, order))
+        chain = " > ".join(order)
         with_reasons = tuple(
             g.model_copy(
-                update={
-                    "rank_reason": f"#{i + 1}: {_bucket(g)} ranks at position {order.index(_bucket(g)) + 1 if _bucket(g) in order else len(order) + 1} of the order {' > '.join(order)}"
-                }
+                update={"rank_reason": f"#{i + 1}: group {group(g, order)} in the order {chain}"}
             )
             for i, g in enumerate(ranked)
         )
-        return GapReport(gaps=with_reasons, tree=inputs.measurements.tree, skipped=skipped)
+        errors = tuple(
+            f"{m.tool.value} could not run: {m.error[-300:] or 'no reason given'}"
+            for m in inputs.measurements.items
+            if not m.ran and m.tool != Tool.PYTEST
+        )
+        return GapReport(
+            gaps=with_reasons, tree=inputs.measurements.tree, skipped=skipped, errors=errors
+        )
 
 
 RANKER = SourceRanker()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from domain import AnalysisInput, Gap, GapCategory, RoadmapItem, Severity
@@ -40,10 +41,13 @@ def parse_roadmap(text: str) -> list[RoadmapItem]:
     return items
 
 
-def roadmap_key(item: RoadmapItem) -> str:
-    """A key that survives the item moving in the file (it changes when its text does)."""
+def roadmap_key(item: RoadmapItem, occurrence: int = 1) -> str:
+    """A key that survives the item moving in the file (it changes when its text does).
+
+    The second item with the same text gets "#2", and so on, so keys stay unique.
+    """
     digest = hashlib.sha256(item.text.encode("utf-8")).hexdigest()[:12]
-    return f"roadmap:{digest}"
+    return f"roadmap:{digest}" + (f"#{occurrence}" if occurrence > 1 else "")
 
 
 class RoadmapAnalyzer:
@@ -54,18 +58,22 @@ class RoadmapAnalyzer:
 
     def analyze(self, inputs: AnalysisInput) -> Sequence[Gap]:
         """Roadmap items as gaps, in file order."""
-        return [
-            Gap(
-                key=roadmap_key(item),
-                category=GapCategory.ROADMAP,
-                source="roadmap",
-                severity=Severity.LOW,
-                title=item.text[:200],
-                description=" > ".join((*item.headings, item.text)),
-                roadmap=item,
+        seen: Counter[str] = Counter()
+        gaps: list[Gap] = []
+        for item in parse_roadmap(inputs.roadmap):
+            seen[item.text] += 1
+            gaps.append(
+                Gap(
+                    key=roadmap_key(item, seen[item.text]),
+                    category=GapCategory.ROADMAP,
+                    source="roadmap",
+                    severity=Severity.LOW,
+                    title=item.text[:200],
+                    description=" > ".join((*item.headings, item.text)),
+                    roadmap=item,
+                )
             )
-            for item in parse_roadmap(inputs.roadmap)
-        ]
+        return gaps
 
 
 ANALYZER = RoadmapAnalyzer()

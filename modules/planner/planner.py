@@ -1,37 +1,48 @@
-"""A first planner: the most critical gap becomes one plan with checks the kernel can run."""
+"""The planner: GapReport + history + state -> one IterationPlan (see SPEC.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from fnmatch import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from domain import (
-    AcceptanceCriterion,
-    ActionType,
-    AttemptNote,
     CheckName,
-    Gap,
-    GapCategory,
     GapReport,
-    IterationOutcome,
     IterationPlan,
     IterationRecord,
+    PlanBudget,
     PlannedAction,
     ProjectState,
     Risk,
     TaskKind,
 )
-
-ALWAYS_PROTECTED: tuple[str, ...] = (
-    "seed.py",
-    "VISION.md",
-    "kernel/**",
-    "kernel",
-    "history/**",
-    ".git/**",
-    "seed.toml",
+from modules.planner import memory
+from modules.planner.actions import draft_actions, targets, task_kind
+from modules.planner.allowlist import (
+    clean_path,
+    derive,
+    is_protected,
+    is_test_path,
+    protected_patterns,
+    unique,
 )
-_FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
+from modules.planner.criteria import base_criteria, criterion, merge, parse_acceptance
+from modules.planner.documents import module_docs, vision_summary
+from modules.planner.feedback import Track, chronological, latest_judged, notes, tracks
+from modules.planner.fsport import FileSystemPort, worktree_fs
+from modules.planner.phases import failing_test_phases, isolation_phases, suspects
+from modules.planner.revision import Revision, revise
+from modules.planner.risk import assess as assess_risk
+from modules.planner.selection import (
+    Assessment,
+    Standing,
+    assess,
+    budget_stopped,
+    memory_order,
+)
+
+MAX_SKIP_NOTES = 10
+SELFCHECK_ROOTS = ("modules", "domain")
 
 
 def iteration_id(state: ProjectState) -> str:
@@ -39,138 +50,186 @@ def iteration_id(state: ProjectState) -> str:
     return f"iter-{state.next_sequence:04d}-{state.now:%Y%m%d-%H%M%S}"
 
 
-def is_protected(path: str, protected: Sequence[str]) -> bool:
-    """Whether a repository-relative path falls under a protected glob."""
-    for pattern in (*ALWAYS_PROTECTED, *protected):
-        if fnmatch(path, pattern):
-            return True
-        if pattern.endswith("/**") and (path == pattern[:-3] or path.startswith(pattern[:-2])):
-            return True
-    return False
+@dataclass(frozen=True)
+class Refusal:
+    """Why a gap cannot be planned."""
+
+    reason: str
 
 
-def consecutive_failures(key: str, records: Sequence[IterationRecord]) -> int:
-    """How many of the latest attempts at this gap failed in a row."""
-    count = 0
-    for record in reversed(records):
-        if record.gap.key != key:
-            continue
-        if record.outcome in _FAILED:
-            count += 1
-        else:
-            break
-    return count
-
-
-def _task_kind(gap: Gap) -> TaskKind:
-    if gap.source == "pytest":
-        return TaskKind.FIX_TEST
-    if gap.source == "pyright":
-        return TaskKind.FIX_TYPES
-    if gap.source in ("ruff", "ruff-format"):
-        return TaskKind.FIX_LINT
-    return TaskKind.FEATURE
-
-
-def _notes(gap: Gap, records: Sequence[IterationRecord]) -> tuple[AttemptNote, ...]:
-    notes: list[AttemptNote] = []
-    for record in records:
-        if record.gap.key == gap.key and record.outcome in _FAILED:
-            notes.append(
-                AttemptNote(
-                    iteration_id=record.iteration_id,
-                    outcome=record.outcome,
-                    failure_category=record.failure_category,
-                    failing_tests=tuple(d.node_id for d in record.failures if d.node_id),
-                    trace_head=next((d.detail[:800] for d in record.failures if d.detail), ""),
-                    touched_files=record.touched_files,
-                    reason=record.reason,
-                    agent_summary=record.agent_summary[:800],
-                )
+def _allowlist(
+    a: Assessment,
+    kind: TaskKind,
+    actions: Sequence[PlannedAction],
+    ranked: Sequence[str],
+    revision: Revision,
+    fs: FileSystemPort,
+    protected: Sequence[str],
+) -> tuple[str, ...] | Refusal:
+    gap = a.gap
+    if gap.inbox is not None and gap.inbox.allowed:
+        cleaned = unique(c for p in gap.inbox.allowed if (c := clean_path(p)) is not None)
+        kept = tuple(p for p in cleaned if not is_protected(p, protected))
+        if not kept:
+            return Refusal(
+                "every path in its `allowed` list is protected or outside the repository"
             )
-    return tuple(notes[-5:])
+        return kept
+    core = tuple(ranked) if ranked else targets(actions)
+    if not core or (ranked and all(is_test_path(f) for f in ranked)):
+        return ()  # nothing says where the fault is: any non-protected file
+    if revision.narrow or revision.isolate:
+        return derive(core, fs, protected, wide=False)
+    allowed = derive(core, fs, protected, wide=kind != TaskKind.FIX_LINT)
+    folders = [t for t in core if t.endswith("/") and not t.startswith("modules/")]
+    if kind in (TaskKind.FEATURE, TaskKind.REFACTOR) and folders and fs.is_dir("tests"):
+        allowed = unique((*allowed, "tests/**"))
+    return allowed
 
 
-def _criteria(gap: Gap, files: Sequence[str]) -> list[AcceptanceCriterion]:
-    criteria = [
-        AcceptanceCriterion(check=CheckName.RUFF, text="touched files gain no ruff finding"),
-        AcceptanceCriterion(check=CheckName.PYRIGHT, text="touched files gain no pyright error"),
-        AcceptanceCriterion(check=CheckName.GAP_CLOSED, text=f"the gap is closed: {gap.title}"),
-    ]
-    if gap.source == "ruff-format":
-        criteria.append(
-            AcceptanceCriterion(
-                check=CheckName.RUFF_FORMAT, args=tuple(files), text="the files are formatted"
-            )
-        )
-    nodes = tuple(d.node_id for d in gap.evidence if d.node_id and d.rule in ("failed", "error"))
-    if nodes:
-        criteria.append(
-            AcceptanceCriterion(check=CheckName.PYTEST, args=nodes, text="the failing tests pass")
-        )
-    criteria.append(
-        AcceptanceCriterion(check=CheckName.PYTEST_ALL, text="no test that passed before fails")
+def _failing(a: Assessment, isolate: bool) -> tuple[str, ...]:
+    nodes = tuple(
+        d.node_id
+        for d in a.gap.evidence
+        if d.node_id and "::" in d.node_id and d.rule in ("failed", "error")
     )
-    return criteria
+    return nodes[:1] if isolate else nodes
 
 
-def _risk(gap: Gap, files: Sequence[str], tried_before: bool) -> Risk:
-    if tried_before or any(f.startswith("domain/") for f in files):
-        return Risk.HIGH
-    if gap.category == GapCategory.QUALITY and gap.source in ("ruff", "ruff-format"):
-        return Risk.LOW
-    if all("test" in f for f in files) and files:
-        return Risk.LOW
-    return Risk.MEDIUM
+def _needs_selfcheck(state: ProjectState, allowed: Sequence[str], planned: Sequence[str]) -> bool:
+    if not state.selfhost:
+        return False
+    if not allowed:
+        return True
+    return any(
+        p.split("/")[0] in SELFCHECK_ROOTS or p.startswith("**") for p in (*allowed, *planned)
+    )
+
+
+def _warn(actions: tuple[PlannedAction, ...], a: Assessment) -> tuple[PlannedAction, ...]:
+    warning = (
+        f"WARNING: this gap is exhausted ({a.reason}) and so is every other gap; "
+        "it is planned anyway at high risk. Take a different approach from the earlier attempts. "
+    )
+    first = actions[0].model_copy(update={"description": warning + actions[0].description})
+    return (first, *actions[1:])
+
+
+def draft(
+    a: Assessment,
+    report: GapReport,
+    state: ProjectState,
+    fs: FileSystemPort,
+    *,
+    exhausted: bool,
+) -> IterationPlan | Refusal:
+    """The plan for one gap, or why it cannot be planned."""
+    gap = a.gap
+    protected = protected_patterns(state.protected)
+    kind = task_kind(gap)
+    revision = revise(gap, a.track, fs)
+    ranked = suspects(gap, fs, protected, state.worktree)
+    drafted = draft_actions(gap, report, ranked, fs, protected)
+    if drafted.all_protected or not drafted.actions:
+        return Refusal("every file it names is protected")
+    acceptance = gap.inbox.acceptance if gap.inbox is not None else ()
+    extra = [c for p in map(parse_acceptance, acceptance) if (c := p.criterion) is not None]
+    allowed = _allowlist(a, kind, drafted.actions, ranked, revision, fs, protected)
+    if isinstance(allowed, Refusal):
+        return allowed
+    planned = targets(drafted.actions)
+    criteria = [
+        *base_criteria(gap, kind, _failing(a, revision.isolate), state.pyright_strict),
+        *extra,
+    ]
+    if _needs_selfcheck(state, allowed, planned):
+        criteria.append(criterion(CheckName.SELFCHECK))
+    rate = memory.rate(state.tallies, kind, state.fingerprint, state.now)
+    risk = assess_risk(drafted.actions, allowed, bool(a.track.streak), memory.risk_floor(rate))
+    actions = drafted.actions
+    if exhausted:
+        risk = Risk.HIGH
+        actions = _warn(actions, a)
+    phases = isolation_phases(gap, ranked) if revision.isolate else failing_test_phases(gap, ranked)
+    budget = PlanBudget(max_new_files=5, max_changed_lines=200) if revision.narrow else PlanBudget()
+    forbidden = (
+        unique(c for p in gap.inbox.forbidden if (c := clean_path(p)) is not None)
+        if gap.inbox is not None
+        else ()
+    )
+    remarks = [gap.rank_reason, memory.describe(kind, rate), revision.note]
+    if exhausted:
+        remarks.append(f"exhausted: {a.reason}; planned because no other gap can be")
+    return IterationPlan(
+        iteration_id=iteration_id(state),
+        created_at=state.now,
+        gap=gap,
+        task_kind=kind,
+        goal=gap.title,
+        actions=actions,
+        criteria=merge(criteria),
+        estimated_risk=risk,
+        allowed_paths=allowed,
+        forbidden_paths=forbidden,
+        protected_paths=protected,
+        history=notes(a.track),
+        phases=(*phases, *revision.phases),
+        suspect_files=tuple(ranked),
+        why=vision_summary(fs),
+        documents=(*module_docs((*planned, *allowed), fs), *revision.documents),
+        notes=tuple(r for r in remarks if r),
+        route=revision.route,
+        budget=budget,
+    )
+
+
+def make_plan(
+    report: GapReport,
+    records: Sequence[IterationRecord],
+    state: ProjectState,
+    fs: FileSystemPort,
+) -> IterationPlan | None:
+    """The plan for the first gap that can be planned, or None."""
+    ordered = chronological(records)
+    if budget_stopped(latest_judged(ordered), state):
+        return None
+    history = tracks(ordered)
+    rates = {
+        kind: memory.rate(state.tallies, kind, state.fingerprint, state.now).value
+        for kind in TaskKind
+    }
+    assessed = [
+        assess(g, history.get(g.key, Track()), rates[task_kind(g)])
+        for g in report.gaps
+        if g.key not in state.quarantined
+    ]
+    skipped = [f"skipped {a.gap.key}: {a.reason}" for a in assessed if a.standing != Standing.FRESH]
+    fresh = memory_order([a for a in assessed if a.standing == Standing.FRESH])
+    tired = [a for a in assessed if a.standing == Standing.TIRED]
+    for candidates, exhausted in ((fresh, False), (tired, True)):
+        for a in candidates:
+            plan = draft(a, report, state, fs, exhausted=exhausted)
+            if isinstance(plan, Refusal):
+                skipped.append(f"skipped {a.gap.key}: {plan.reason}")
+                continue
+            extra = tuple(s for s in skipped if not s.startswith(f"skipped {a.gap.key}:"))
+            return plan.model_copy(update={"notes": (*plan.notes, *extra[:MAX_SKIP_NOTES])})
+    return None
 
 
 class DefaultPlanner:
-    """Plans the most critical gap that has not failed three times in a row."""
+    """Plans the most critical gap that its history and the spec allow."""
 
     contract_version = 1
+
+    def __init__(self, fs_for: Callable[[str], FileSystemPort] = worktree_fs) -> None:
+        self.fs_for = fs_for
 
     def plan(
         self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
     ) -> IterationPlan | None:
         """One plan, or None when there is nothing to plan."""
-        candidates = [g for g in report.gaps if g.key not in state.quarantined]
-        if not candidates:
-            return None
-        fresh = [g for g in candidates if consecutive_failures(g.key, records) < 3]
-        gap = fresh[0] if fresh else candidates[0]
-        files = tuple(f for f in gap.files if not is_protected(f, state.protected))
-        if gap.files and not files:
-            return None
-        history = _notes(gap, records)
-        kind = _task_kind(gap)
-        action_type = ActionType.MODIFY if files else ActionType.CREATE
-        actions = (
-            PlannedAction(
-                action_type=action_type,
-                target_files=files,
-                description=f"Fix {gap.source} failures: {gap.title}"
-                if gap.category == GapCategory.QUALITY
-                else gap.title,
-            ),
-        )
-        # a failing test may be fixed wherever the test reaches, so its plan allows any file
-        allowed: tuple[str, ...] = () if gap.source == "pytest" else files
-        if gap.inbox is not None and gap.inbox.allowed:
-            allowed = gap.inbox.allowed
-        return IterationPlan(
-            iteration_id=iteration_id(state),
-            created_at=state.now,
-            gap=gap,
-            task_kind=kind,
-            goal=gap.title,
-            actions=actions,
-            criteria=tuple(_criteria(gap, files)),
-            estimated_risk=_risk(gap, files, bool(history)),
-            allowed_paths=allowed,
-            forbidden_paths=gap.inbox.forbidden if gap.inbox is not None else (),
-            history=history,
-            notes=(gap.rank_reason,) if gap.rank_reason else (),
-        )
+        return make_plan(report, records, state, self.fs_for(state.worktree))
 
 
 PLANNER = DefaultPlanner()

@@ -1,73 +1,310 @@
-"""report.md for one iteration."""
+"""report.md for one iteration: what was chosen and why, the plan, what happened, the proof."""
 
 from __future__ import annotations
 
-from domain import IterationRecord
+from domain import (
+    Diagnostic,
+    FailureCategory,
+    IterationOutcome,
+    IterationPlan,
+    IterationRecord,
+    Tool,
+)
+from modules.reports.common import (
+    cell_code,
+    code,
+    md,
+    money,
+    ordered_phases,
+    seconds,
+    shorten,
+    utc,
+)
+
+HEADLINES: dict[IterationOutcome, str] = {
+    IterationOutcome.SUCCESS: "landed on the branch",
+    IterationOutcome.ROLLBACK: "changes rejected and discarded",
+    IterationOutcome.FAILURE: "the agent did not finish",
+    IterationOutcome.NO_CHANGE: "the agent changed nothing",
+    IterationOutcome.WAITING: "planned; waiting for an agent that can take it",
+    IterationOutcome.MERGE_BLOCKED: "verified, but could not be merged; the work is kept",
+    IterationOutcome.ABORTED: "stopped before it finished; the work was discarded",
+}
+
+CATEGORY_HINTS: dict[FailureCategory, str] = {
+    FailureCategory.TEST_REGRESSION: "a test that passed before fails after the change",
+    FailureCategory.TEST_TIMEOUT: "the tests ran past their time limit",
+    FailureCategory.FLAKY_TEST: "a test failed, then passed (or also failed before the change)",
+    FailureCategory.COMPILATION_ERROR: "the change does not compile",
+    FailureCategory.TYPE_ERROR: "the change adds type errors",
+    FailureCategory.LINT_ERROR: "the change adds lint or formatting errors",
+    FailureCategory.IMPORT_ERROR: "a module no longer imports",
+    FailureCategory.SANDBOX_VIOLATION: "something outside the worktree was touched: the daemon halts",
+    FailureCategory.HYGIENE_VIOLATION: "tests were weakened: the daemon halts",
+    FailureCategory.ALLOWLIST_VIOLATION: "files outside the plan's allowlist changed: the daemon halts",
+    FailureCategory.BUDGET_EXCEEDED: "a cost, token or iteration budget ran out",
+    FailureCategory.GROWTH_LIMIT: "the change grew past the allowed size",
+    FailureCategory.AGENT_ERROR: "the agent exited with an error or reported failure",
+    FailureCategory.AGENT_TIMEOUT: "the agent ran past its time limit and was ended",
+    FailureCategory.MERGE_BLOCKED: "the branch moved or the checkout is in the way",
+    FailureCategory.UNKNOWN: "no category fits",
+}
 
 
-class MarkdownReporter:
-    """Plain Markdown that reads well on a code host and in a terminal."""
+def _agent_ran(record: IterationRecord) -> bool:
+    return record.agent_exit_code is not None or record.failure_category in (
+        FailureCategory.AGENT_ERROR,
+        FailureCategory.AGENT_TIMEOUT,
+    )
 
-    contract_version = 1
 
-    def render_record(self, record: IterationRecord) -> str:
-        """The iteration's report."""
-        lines = [
-            f"# {record.iteration_id}: {record.outcome.value}",
-            "",
-            f"- gap: `{record.gap.key}` ({record.gap.category.value}, {record.gap.source}) {record.gap.title}",
-            f"- outcome: **{record.outcome.value}**"
-            + (f" ({record.failure_category.value})" if record.failure_category else ""),
-            f"- reason: {record.reason}",
-            f"- backend: {record.backend or '-'} {record.agent_version}".rstrip(),
-            f"- started: {record.started_at.isoformat()}  ended: {record.ended_at.isoformat()}",
-            f"- tokens: {record.tokens_used}  cost: ${record.cost_usd:.4f}",
-        ]
-        if record.commit:
-            lines.append(f"- commit: `{record.commit}`")
-        if record.kept_branch:
-            lines.append(f"- kept branch: `{record.kept_branch}`")
-        if record.plan is not None:
-            plan = record.plan
-            lines += [
-                "",
-                "## Plan",
-                "",
-                f"- goal: {plan.goal}",
-                f"- risk: {plan.estimated_risk.value}",
-            ]
-            lines += [
-                f"- {a.action_type.value} {', '.join(a.target_files) or '(any)'}: {a.description}"
-                for a in plan.actions
-            ]
-            lines.append(f"- allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
-        if record.verdicts:
-            lines += ["", "## Acceptance criteria", ""]
-            lines += [
-                f"- [{'x' if v.passed else ' '}] {v.text or v.check.value}"
-                + (f": {v.evidence}" if v.evidence else "")
-                for v in record.verdicts
-            ]
-        if record.evidence:
-            lines += ["", "## Evidence", ""]
-            lines += [f"- {e}" for e in record.evidence]
-        if record.touched_files:
-            lines += ["", "## Touched files", ""]
-            lines += [f"- {f}" for f in record.touched_files]
-            lines.append(
-                f"\n{record.diff.files} files, +{record.diff.insertions} -{record.diff.deletions}"
-            )
-        if record.agent_summary:
-            lines += ["", "## Agent summary", "", record.agent_summary]
-        if record.durations:
-            lines += ["", "## Time", ""]
-            lines += [f"- {phase}: {seconds:.1f}s" for phase, seconds in record.durations.items()]
+def _where(d: Diagnostic) -> str:
+    if d.node_id:
+        return d.node_id
+    place = d.file or "(no file)"
+    if d.line:
+        place += f":{d.line}" + (f":{d.column}" if d.column else "")
+    return place
+
+
+def diagnostic_line(d: Diagnostic) -> str:
+    """One new problem: where, which tool and rule, and the message."""
+    if d.tool == Tool.PYTEST:
+        what = d.exc_type or d.rule or "failed"
+        frame = f" (at {d.frame_file}:{d.frame_line})" if d.frame_file else ""
+        text = f"- {code(_where(d))} {d.rule or 'failed'}: {md(what)}"
+        if d.message:
+            text += f": {md(shorten(d.message, 300))}"
+        return text + frame
+    rule = f" {d.rule}" if d.rule else ""
+    return f"- {code(_where(d))} {d.tool.value}{rule}: {md(shorten(d.message, 300))}"
+
+
+def _result(record: IterationRecord) -> str:
+    if record.outcome == IterationOutcome.SUCCESS and record.commit:
+        return f"commit {code(record.commit[:12])} (`git show {record.commit[:12]}`)"
+    if record.kept_branch:
+        return f"kept on branch {code(record.kept_branch)} (`git log -p {record.kept_branch}`)"
+    if record.outcome == IterationOutcome.WAITING:
+        return "nothing ran; the plan is in plan.json"
+    return "nothing landed; the worktree was discarded"
+
+
+def _usage(record: IterationRecord) -> str:
+    text = f"{record.tokens_used:,} tokens, {money(record.cost_usd)}"
+    if record.input_tokens or record.output_tokens:
+        text = f"{record.tokens_used:,} tokens ({record.input_tokens:,} in, {record.output_tokens:,} out), {money(record.cost_usd)}"
+    if record.cost_basis:
+        text += f" ({record.cost_basis})"
+    if record.agent_turns:
+        text += f", {record.agent_turns} turns"
+    if record.agent_model:
+        text += f", model {md(record.agent_model)}"
+    return text
+
+
+def _summary(record: IterationRecord) -> list[str]:
+    outcome = record.outcome.value + (
+        f" · {record.failure_category.value}" if record.failure_category else ""
+    )
+    total = sum(record.durations.values())
+    elapsed = (record.ended_at - record.started_at).total_seconds()
+    agent = record.backend or "-"
+    if record.agent_version:
+        agent += f" ({md(record.agent_version)})"
+    if record.agent_exit_code is not None:
+        agent += f", exit {record.agent_exit_code}"
+    gap = record.gap
+    rows = [
+        ("Outcome", f"**{outcome}**: {HEADLINES[record.outcome]}"),
+        ("Gap", f"{cell_code(gap.key)} {md(gap.title)} ({gap.category.value}, {gap.source})"),
+        (
+            "When",
+            f"{utc(record.started_at, True)} to {utc(record.ended_at, True)} "
+            f"({seconds(max(elapsed, total))})",
+        ),
+        ("Agent", agent),
+        ("Tokens and cost", _usage(record)),
+        ("Result", _result(record)),
+    ]
+    if record.agent_note:
+        rows.insert(4, ("Note", md(record.agent_note)))
+    if record.base:
+        rows.append(("Started from", code(record.base[:12])))
+    lines = ["| | |", "|---|---|"]
+    lines += [f"| {name} | {value} |" for name, value in rows]
+    return lines
+
+
+def _why(record: IterationRecord) -> list[str]:
+    plan = record.plan
+    chosen = next((g for g in record.ranking if g.key == record.gap.key), None)
+    lines = ["", "## Why this gap", ""]
+    open_total = sum(record.open_gaps.values())
+    if chosen is not None:
+        place = f"Ranked #{chosen.rank}" + (f" of {open_total} open gaps" if open_total else "")
+        reason = chosen.rank_reason or (plan.gap.rank_reason if plan else "")
+        lines.append(
+            f"{place}, severity {chosen.severity.value}" + (f": {md(reason)}." if reason else ".")
+        )
+        ahead = [g for g in record.ranking if g.rank < chosen.rank]
+        if ahead and all(g.skipped for g in ahead):
+            lines.append("Every gap ranked above it was passed over (see below).")
+        elif ahead:
+            lines.append("The planner preferred it to the gaps ranked above it (see its notes).")
+    elif plan is not None and plan.gap.rank_reason:
+        lines.append(f"{md(plan.gap.rank_reason)}.")
+    else:
+        lines.append("The record holds no ranking for this iteration.")
+    if plan is not None and plan.notes:
+        lines += ["", "Planner notes:", ""]
+        lines += [f"- {md(note)}" for note in plan.notes]
+    others = [g for g in record.ranking if g.key != record.gap.key]
+    if others:
         lines += [
             "",
-            "Logs: [agent.log](agent.log), [plan.json](plan.json), [record.json](record.json)",
+            "Other gaps at the time:",
+            "",
+            "| # | Gap | Source | Severity | Passed over because |",
+            "|---|---|---|---|---|",
+        ]
+        below = chosen.rank if chosen else 0
+        lines += [
+            f"| {g.rank} | {cell_code(g.key)} {md(shorten(g.title, 80))} | {g.source} | "
+            f"{g.severity.value} | "
+            f"{md(g.skipped) or ('ranked lower' if g.rank > below else 'the planner chose another')} |"
+            for g in others
+        ]
+    if record.open_gaps:
+        by_source = ", ".join(f"{s} {n}" for s, n in sorted(record.open_gaps.items()))
+        lines += ["", f"Open gaps at the baseline: {by_source}."]
+    return lines
+
+
+def _plan(plan: IterationPlan) -> list[str]:
+    lines = [
+        "",
+        "## Plan",
+        "",
+        f"**Goal:** {md(plan.goal)}",
+        "",
+        f"Kind {plan.task_kind.value}, risk **{plan.estimated_risk.value}**, "
+        f"agent time limit {seconds(plan.budget.timeout_s)}, "
+        f"at most {plan.budget.max_changed_lines} changed lines and {plan.budget.max_new_files} new files.",
+        "",
+        "Actions:",
+        "",
+    ]
+    lines += [
+        f"- {a.action_type.value} {', '.join(code(f) for f in a.target_files) or '(any file)'}: {md(a.description)}"
+        for a in plan.actions
+    ] or ["- (none)"]
+    allowed = ", ".join(code(p) for p in plan.allowed_paths) or "any file that is not protected"
+    lines += ["", f"Allowed files: {allowed}"]
+    if plan.forbidden_paths:
+        lines.append(f"Forbidden files: {', '.join(code(p) for p in plan.forbidden_paths)}")
+    lines += ["", "Acceptance criteria:", ""]
+    lines += [
+        f"- {code(' '.join((c.check.value, *c.args)))}" + (f": {md(c.text)}" if c.text else "")
+        for c in plan.criteria
+    ] or ["- (none)"]
+    if plan.history:
+        lines += ["", "Earlier attempts at this gap:", ""]
+        lines += [
+            f"- {n.iteration_id} {n.outcome.value}"
+            + (f" {n.failure_category.value}" if n.failure_category else "")
+            + (f": {md(shorten(n.reason, 200))}" if n.reason else "")
+            for n in plan.history
+        ]
+    return lines
+
+
+def _agent(record: IterationRecord) -> list[str]:
+    if not (_agent_ran(record) or record.agent_summary or record.touched_files):
+        return []
+    lines = ["", "## What the agent did", ""]
+    if record.agent_summary:
+        lines += [f"> {md(line) or ' '}" for line in record.agent_summary.strip().splitlines()[:40]]
+        lines.append("")
+    if record.touched_files:
+        d = record.diff
+        lines.append(
+            f"Changed {d.files} file{'' if d.files == 1 else 's'} (+{d.insertions} -{d.deletions}"
+            + (f", {d.new_files} new" if d.new_files else "")
+            + "):"
+        )
+        lines.append("")
+        lines += [f"- {code(f)}" for f in record.touched_files[:100]]
+        if len(record.touched_files) > 100:
+            lines.append(f"- ... and {len(record.touched_files) - 100} more")
+    elif _agent_ran(record):
+        lines.append("No files changed.")
+    return lines
+
+
+def _proof(record: IterationRecord) -> list[str]:
+    lines: list[str] = []
+    if record.verdicts:
+        lines += ["", "## Verdicts", "", "| Criterion | Verdict | Evidence |", "|---|---|---|"]
+        for v in record.verdicts:
+            name = cell_code(" ".join((v.check.value, *v.args)))
+            if v.text:
+                name += f" {md(v.text)}"
+            verdict = "pass" if v.passed else "**FAIL**"
+            lines.append(f"| {name} | {verdict} | {md(shorten(v.evidence, 400)) or '-'} |")
+    if record.failures:
+        lines += ["", "## New problems the change introduced", ""]
+        lines += [diagnostic_line(d) for d in record.failures[:50]]
+        if len(record.failures) > 50:
+            lines.append(f"- ... and {len(record.failures) - 50} more (record.json has them all)")
+    if record.evidence:
+        lines += ["", "## Evidence", ""]
+        lines += [f"- {md(shorten(e, 500))}" for e in record.evidence[:50]]
+    if record.checkout_changes:
+        lines += ["", "## Your checkout changed during the run (left as it was)", ""]
+        lines += [f"- {code(f)}" for f in record.checkout_changes[:50]]
+    return lines
+
+
+def _time(record: IterationRecord) -> list[str]:
+    if not record.durations:
+        return []
+    lines = ["", "## Time", "", "| Phase | Time |", "|---|---|"]
+    lines += [
+        f"| {phase} | {seconds(record.durations[phase])} |"
+        for phase in ordered_phases(record.durations)
+    ]
+    lines.append(f"| **total** | **{seconds(sum(record.durations.values()))}** |")
+    return lines
+
+
+def _files(record: IterationRecord) -> list[str]:
+    links: list[str] = []
+    if _agent_ran(record):
+        links.append("[agent.log](agent.log)")
+    if record.plan is not None:
+        links.append("[plan.json](plan.json)")
+    links.append("[record.json](record.json)")
+    return ["", "## Files", "", " · ".join(links), "", "[All iterations](../README.md)"]
+
+
+def render_record(record: IterationRecord) -> str:
+    """The iteration's report.md."""
+    title = f"# {record.iteration_id}: {record.outcome.value}"
+    if record.failure_category:
+        title += f" ({record.failure_category.value})"
+    lines = [title, "", f"> {md(record.reason) or HEADLINES[record.outcome]}", ""]
+    if record.failure_category:
+        lines += [
+            f"{record.failure_category.value}: {CATEGORY_HINTS[record.failure_category]}.",
             "",
         ]
-        return "\n".join(lines)
-
-
-REPORTER = MarkdownReporter()
+    lines += _summary(record)
+    lines += _why(record)
+    if record.plan is not None:
+        lines += _plan(record.plan)
+    lines += _agent(record)
+    lines += _proof(record)
+    lines += _time(record)
+    lines += _files(record)
+    return "\n".join(lines) + "\n"

@@ -15,6 +15,9 @@ It runs in the worktree (cwd) and performs the script's steps in order:
   {"print": "text", "times": 1}           write to stdout
   {"result": {...}}                       write JSON to SEED_RESULT_FILE
   {"exit": 0}                             exit with this code
+  {"run": ["argv", ...], "cwd": "/abs"}   run a command to completion (e.g. git in the user's checkout)
+  {"mkfiles": "dir", "count": 500}        create COUNT small files in dir
+  {"flood": 104857600}                    write this many bytes to stdout, in 1 MiB chunks
 Each run appends its argv and SEED_* environment to SEED_AGENT_TRACE if that is set.
 """
 
@@ -94,6 +97,25 @@ def main(argv: list[str]) -> int:
             )
         elif "exit" in step:
             return int(step["exit"])
+        elif "run" in step:
+            subprocess.run(
+                step["run"], cwd=step.get("cwd") or None, stdin=subprocess.DEVNULL, check=True
+            )
+        elif "mkfiles" in step:
+            folder = _path(step["mkfiles"])
+            folder.mkdir(parents=True, exist_ok=True)
+            for n in range(int(step["count"])):
+                (folder / f"f{n:04d}.txt").write_text(f"{n}\n", encoding="utf-8")
+        elif "flood" in step:
+            chunk = b"x" * 1023 + b"\n"
+            block = chunk * 1024
+            left = int(step["flood"])
+            out = sys.stdout.buffer
+            while left > 0:
+                piece = block[: min(left, len(block))]
+                out.write(piece)
+                left -= len(piece)
+            out.flush()
     return 0
 
 

@@ -19,6 +19,7 @@ COMMANDS = [
     "plan",
     "status",
     "history",
+    "report",
     "add",
     "resume",
     "init",

@@ -26,6 +26,10 @@ from domain import (
     Gap,
     GapCategory,
     GapReport,
+    HaltNote,
+    HistoryDigest,
+    HistoryRow,
+    HistoryTotals,
     InboxItem,
     IterationOutcome,
     IterationPlan,
@@ -36,6 +40,7 @@ from domain import (
     PlannedAction,
     Priority,
     ProjectState,
+    RankedGap,
     Risk,
     RoadmapItem,
     RunResult,
@@ -182,7 +187,38 @@ SAMPLES: list[BaseModel] = [
     RunSpec(argv=("a", "{prompt_file}"), env={"X": "1"}, prompt="p"),
     RunResult(exit_code=None, timed_out=True),
     AgentReport(success=False, failure_category=FailureCategory.AGENT_ERROR, tokens_used=3),
-    DaemonStatus(root="/r", running=True, pid=3, phase="idle", top_gaps=(gap_ref(_gap()),)),
+    _record().model_copy(
+        update={
+            "ranking": (RankedGap(**gap_ref(_gap()).model_dump(), rank=2, skipped="waiting"),),
+            "open_gaps": {"pytest": 3, "roadmap": 1},
+        }
+    ),
+    HistoryDigest(
+        generated_at=NOW,
+        root_name="r",
+        rows=(
+            HistoryRow(
+                iteration_id="iter-0042-20261122-123005",
+                started_at=NOW,
+                ended_at=NOW,
+                outcome=IterationOutcome.ROLLBACK,
+                failure_category=FailureCategory.LINT_ERROR,
+                durations={"verify": 1.5},
+                open_gaps={"ruff": 2},
+            ),
+        ),
+        totals=HistoryTotals(iterations=1, by_outcome={"ROLLBACK": 1}, day="2026-11-22"),
+        halt=HaltNote(halted=True, reason="r", since=NOW),
+        quarantined=("k",),
+    ),
+    DaemonStatus(
+        root="/r",
+        running=True,
+        pid=3,
+        phase="idle",
+        top_gaps=(RankedGap(**gap_ref(_gap()).model_dump(), rank=1, severity=Severity.HIGH),),
+        open_gaps={"pytest": 1},
+    ),
 ]
 
 

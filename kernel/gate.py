@@ -1,0 +1,174 @@
+"""The gate configuration: ruff and pyright settings frozen from the baseline commit.
+
+The verifier judges an agent's tree with the rules of the commit it started from, read
+here and written where the agent cannot reach, so relaxing `[tool.ruff]` in the change
+does not relax the judgement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import tomli_w
+
+from kernel import gitops
+from kernel.config import QualityConfig
+from kernel.globs import matches_any
+
+GATE_FILES: tuple[str, ...] = (
+    "pyproject.toml",
+    "ruff.toml",
+    ".ruff.toml",
+    "pyrightconfig.json",
+    "setup.cfg",
+    "pytest.ini",
+    "tox.ini",
+    ".gitignore",
+)
+"""Files whose change makes the next measurement a full run (tool configuration lives there)."""
+
+PYRIGHT_DEFAULT_EXCLUDE: tuple[str, ...] = ("**/node_modules", "**/__pycache__", "**/.*")
+"""What pyright leaves out when its configuration names no `exclude`."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Tool configuration frozen from the baseline commit, kept outside the agent's reach."""
+
+    ruff_config: Path
+    pyright_config: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+def _strip_jsonc(text: str) -> str:
+    """Remove // and /* */ comments outside strings, and trailing commas."""
+    out: list[str] = []
+    i, n, in_string = 0, len(text), False
+    while i < n:
+        ch = text[i]
+        if in_string:
+            out.append(ch)
+            if ch == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        else:
+            out.append(ch)
+        i += 1
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def json_lenient(text: str) -> dict[str, Any]:
+    """pyrightconfig.json allows comments and trailing commas."""
+    try:
+        data = json.loads(_strip_jsonc(text))
+    except json.JSONDecodeError:
+        return {}
+    return cast(dict[str, Any], data) if isinstance(data, dict) else {}
+
+
+def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: QualityConfig) -> Gate:
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def toml(name: str) -> dict[str, Any] | None:
+        text = read(name)
+        if text is None:
+            return None
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None  # unreadable: as if absent (ruff's own defaults are never the rule)
+
+    tool = cast(dict[str, Any], (toml("pyproject.toml") or {}).get("tool", {}))
+    ruff_config = out_dir / "pyproject.toml"
+    for name in ("ruff.toml", ".ruff.toml"):
+        own = toml(name)
+        if own is not None:
+            ruff_doc: dict[str, Any] = {"tool": {"ruff": own}}
+            break
+    else:
+        if "ruff" in tool:
+            ruff_doc = {"tool": {"ruff": tool["ruff"]}}
+        else:
+            ruff_doc = {"tool": {"ruff": {"lint": {"select": list(quality.ruff_select)}}}}
+    ruff_config.write_text(tomli_w.dumps(ruff_doc), encoding="utf-8")
+    pyright: dict[str, Any] = {}
+    own_pyright = read("pyrightconfig.json")
+    if own_pyright is not None:
+        pyright = json_lenient(own_pyright)
+    elif "pyright" in tool:
+        pyright = dict(cast(dict[str, Any], tool["pyright"]))
+    (out_dir / "pyright.json").write_text(json.dumps(pyright, indent=2), encoding="utf-8")
+    return Gate(ruff_config=ruff_config, pyright_config=pyright)
+
+
+def freeze_gate(tree: Path, out_dir: Path, quality: QualityConfig) -> Gate:
+    """Copy the ruff and pyright settings of the baseline tree to where the agent cannot reach."""
+
+    def read(name: str) -> str | None:
+        path = tree / name
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    return _gate_from(read, out_dir, quality)
+
+
+def freeze_gate_at(root: Path, commit: str, out_dir: Path, quality: QualityConfig) -> Gate:
+    """The gate of a commit, read from git (for a branch that moved: never from the agent's tree)."""
+
+    def read(name: str) -> str | None:
+        result = gitops.git(root, "cat-file", "blob", f"{commit}:{name}", check=False)
+        return result.stdout.decode("utf-8", errors="replace") if result.ok else None
+
+    return _gate_from(read, out_dir, quality)
+
+
+def pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, Any]:
+    """The gate's pyright settings plus the strict paths seed adds (those present in the tree)."""
+    config = dict(gate.pyright_config)
+    present = [p for p in strict if (tree / p).exists()]
+    if present:
+        existing = [str(s) for s in cast(list[Any], config.get("strict", []))]
+        config["strict"] = existing + [p for p in present if p not in existing]
+    return config
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in cast(list[Any], value) if isinstance(v, str)]
+    return []
+
+
+def pyright_scope(gate: Gate) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(include, exclude) of the gate's pyright settings, with pyright's defaults."""
+    include = tuple(
+        p.strip().removeprefix("./") for p in _strings(gate.pyright_config.get("include"))
+    )
+    exclude = tuple(
+        p.strip().removeprefix("./") for p in _strings(gate.pyright_config.get("exclude"))
+    )
+    return tuple(p for p in include if p not in ("", ".")) or ("**",), exclude or (
+        PYRIGHT_DEFAULT_EXCLUDE
+    )
+
+
+def in_pyright_scope(path: str, scope: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
+    """Whether a full pyright run with these settings checks this file."""
+    include, exclude = scope
+    return matches_any(path, include) and not matches_any(path, exclude)

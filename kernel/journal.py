@@ -1,0 +1,90 @@
+"""The iteration under way, persisted: <git-common-dir>/seed/running.json.
+
+Written when an attempt starts and updated at each step that leaves something behind
+(the agent's process group, a commit, a fast-forward, the record), so a daemon restarted
+after `kill -9` knows what the dead one was doing and can say what really happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from domain import IterationPlan
+from kernel.fsutil import atomic_write_text
+
+STAGES = (
+    "planned",
+    "agent",
+    "inspecting",
+    "verifying",
+    "committed",
+    "landing",
+    "landed",
+    "recorded",
+)
+"""Stages in order; recovery reads the last one written."""
+
+
+class Journal:
+    """running.json for one iteration; every write is atomic."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {}
+
+    def begin(
+        self, plan: IterationPlan, plan_file: Path, base: str, worktree: Path, backend: str = ""
+    ) -> None:
+        """Journal a new attempt (the plan is written beside it for an ABORTED record)."""
+        atomic_write_text(plan_file, plan.model_dump_json(indent=2))
+        self.data = {
+            "iteration_id": plan.iteration_id,
+            "stage": "planned",
+            "started_at": datetime.now(UTC).isoformat(),
+            "daemon_pid": os.getpid(),
+            "plan_file": str(plan_file),
+            "base": base,
+            "worktree": str(worktree),
+            "gap": plan.gap.key,
+            "backend": backend,
+        }
+        self._write()
+
+    def update(self, **values: Any) -> None:
+        """Add facts (and perhaps a new stage) to the journal."""
+        if not self.data:
+            return
+        self.data.update(values)
+        self._write()
+
+    def end(self) -> None:
+        """The iteration is over and cleaned up."""
+        self.data = {}
+        self.path.unlink(missing_ok=True)
+
+    def _write(self) -> None:
+        atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n")
+
+
+def read_journal(path: Path) -> dict[str, Any] | None:
+    """What a dead daemon left in running.json (None when nothing; {} when unreadable)."""
+    if not path.exists():
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            return cast(dict[str, Any], data)
+    return {}
+
+
+def stage_at_least(journal: dict[str, Any], stage: str) -> bool:
+    """Whether the journal got as far as this stage."""
+    current = str(journal.get("stage", ""))
+    if current not in STAGES:
+        return False
+    return STAGES.index(current) >= STAGES.index(stage)

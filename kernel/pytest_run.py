@@ -1,0 +1,158 @@
+"""The target's tests, run with its own interpreter through the kernel's pytest plugin.
+
+The plugin writes one JSON line per fact (collected ids, failures with their crash frame,
+collection errors, imports from the user's checkout), so partial results survive a crash.
+A collection error is its own finding and does not stop the other tests from running;
+pytest's exit 5 (nothing collected) is a clean run, not a failure.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from domain import Diagnostic, Measurement, Tool
+from kernel import procs
+from kernel.toolenv import MAX_DETAIL, Target, tool_env
+
+PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
+EXIT_CLEAN = (0, 1, 2, 5)
+"""pytest exit codes after which the plugin's facts are the whole story (5: nothing collected)."""
+_RUN_IDS = itertools.count()
+
+
+def _pytest_diagnostics(
+    records: list[dict[str, Any]],
+) -> tuple[list[Diagnostic], list[str], dict[str, Any] | None]:
+    diagnostics: list[Diagnostic] = []
+    collected: list[str] = []
+    finish: dict[str, Any] | None = None
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == "collected":
+            collected = [str(n) for n in cast(list[Any], rec.get("nodeids", []))]
+        elif kind == "finish":
+            finish = rec
+        elif kind == "collect_error":
+            node = str(rec.get("nodeid", ""))
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    file=node.split("::")[0],
+                    rule="collection-error",
+                    node_id=node,
+                    message=str(rec.get("message", "")),
+                    exc_type=str(rec.get("exc_type", "")),
+                    detail=str(rec.get("trace_head", ""))[-MAX_DETAIL:],
+                )
+            )
+        elif kind == "outside_import":
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    rule="outside-import",
+                    file=str(rec.get("module", "")),
+                    message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test",
+                )
+            )
+        elif kind == "test" and rec.get("outcome") == "failed":
+            node = str(rec.get("nodeid", ""))
+            when = str(rec.get("when", "call"))
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    file=node.split("::")[0],
+                    rule="failed" if when == "call" else "error",
+                    node_id=node,
+                    message=str(rec.get("message", "")),
+                    exc_type=str(rec.get("exc_type", "")),
+                    frame_file=str(rec.get("frame_file", "")),
+                    frame_line=int(rec.get("frame_line", 0) or 0),
+                    detail=str(rec.get("trace_head", ""))[-MAX_DETAIL:],
+                )
+            )
+    return diagnostics, collected, finish
+
+
+def run_pytest(
+    tree: Path, target: Target, work_dir: Path, timeout_s: float, node_ids: Sequence[str] = ()
+) -> Measurement:
+    """The target's tests with its own interpreter, through the kernel's plugin."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    out = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}.jsonl"
+    out.unlink(missing_ok=True)
+    argv = [
+        target.python,
+        "-m",
+        "pytest",
+        "-p",
+        "seed_pytest_plugin",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tree),
+        "--confcutdir",
+        str(tree),
+        "-q",
+        "--no-header",
+        "-rN",
+        # one module that cannot be imported must not hide every other test's result
+        "--continue-on-collection-errors",
+        *target.quality.pytest_args,
+        *node_ids,
+    ]
+    env = tool_env(
+        {
+            "PYTHONPATH": os.pathsep.join([str(tree), str(PLUGIN_DIR)]),
+            "SEED_PYTEST_OUT": str(out),
+            "SEED_PYTEST_ROOT": str(tree),
+            "SEED_PYTEST_FORBID": str(target.root),
+        }
+    )
+    result = procs.run(
+        argv, cwd=tree, timeout_s=timeout_s, env=env, merge_stderr=True, max_bytes=4 * 1024 * 1024
+    )
+    records: list[dict[str, Any]] = []
+    if out.exists():
+        for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                records.append(cast(dict[str, Any], json.loads(line)))
+            except json.JSONDecodeError:
+                continue  # a line torn by a crash: the rest still counts
+        out.unlink(missing_ok=True)
+    diagnostics, collected, finish = _pytest_diagnostics(records)
+    if result.timed_out:
+        return Measurement(
+            tool=Tool.PYTEST,
+            ran=False,
+            timed_out=True,
+            exit_code=None,
+            diagnostics=tuple(diagnostics),
+            collected=tuple(collected),
+            error=f"pytest did not finish in {timeout_s:.0f}s",
+            duration_s=result.duration_s,
+        )
+    outside = any(d.rule == "outside-import" for d in diagnostics)
+    if finish is None or (result.exit_code not in EXIT_CLEAN and not outside):
+        tail = result.tail.decode("utf-8", errors="replace").strip()[-MAX_DETAIL:]
+        return Measurement(
+            tool=Tool.PYTEST,
+            ran=False,
+            exit_code=result.exit_code,
+            diagnostics=tuple(diagnostics),
+            collected=tuple(collected),
+            error=tail or "pytest did not run",
+            duration_s=result.duration_s,
+        )
+    return Measurement(
+        tool=Tool.PYTEST,
+        ran=True,
+        exit_code=result.exit_code,
+        diagnostics=tuple(diagnostics),
+        collected=tuple(collected),
+        duration_s=result.duration_s,
+    )

@@ -1,0 +1,365 @@
+"""Recovery at start: whatever a daemon killed with `kill -9` left behind is put right.
+
+In order: the dead daemon's processes are ended (the agent's process group from
+running.json, and every process that still carries the dead daemon's token in its
+environment, whatever session it moved to); a torn last line of records.jsonl is cut
+(and said so); the user's checkout is checked against the snapshot taken before the
+agent ran; the unfinished iteration gets the record of what really happened (SUCCESS if
+its commit is on the user's branch, ABORTED otherwise); stale worktrees and branches go;
+claimed inbox items go back to the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from domain import (
+    DiffStat,
+    FailureCategory,
+    GapCategory,
+    GapRef,
+    IterationOutcome,
+    IterationPlan,
+    IterationRecord,
+    gap_ref,
+)
+from kernel import gitops, halt, inbox, ledger, procs
+from kernel.context import Context
+from kernel.fsutil import atomic_write_text
+from kernel.globs import protected_patterns
+from kernel.integrity import Checkout
+from kernel.journal import read_journal, stage_at_least
+from kernel.recording import Recorder
+
+TOKEN_ENV = "SEED_DAEMON_TOKEN"
+"""Every process a daemon starts inherits this; survivors of a dead daemon are found by it."""
+DAEMON_FILE = "daemon.json"
+
+
+def _daemon_file(ctx: Context) -> Path:
+    return ctx.paths.state / DAEMON_FILE
+
+
+def mark_daemon(ctx: Context) -> str:
+    """Give this daemon a token its children inherit, and persist it for the next start."""
+    start = procs.process_start_time(os.getpid())
+    token = f"{os.getpid()}-{start}-{secrets.token_hex(4)}"
+    os.environ[TOKEN_ENV] = token
+    atomic_write_text(
+        _daemon_file(ctx),
+        json.dumps(
+            {"pid": os.getpid(), "token": token, "started_at": datetime.now(UTC).isoformat()}
+        )
+        + "\n",
+    )
+    return token
+
+
+def _ancestors() -> set[int]:
+    found: set[int] = set()
+    pid = os.getpid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat[stat.rfind(")") + 2 :].split()[1])
+    return found
+
+
+def processes_with_token(token: str) -> list[int]:
+    """Live processes whose environment carries this daemon token (never this one or its parents)."""
+    if not token:
+        return []
+    needle = f"{TOKEN_ENV}={token}".encode()
+    spared = _ancestors()
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in spared:
+                continue
+            with contextlib.suppress(OSError):
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+                if needle in environ.split(b"\0"):
+                    found.append(int(entry))
+    return found
+
+
+def end_leftovers(ctx: Context, journal: dict[str, Any] | None) -> list[str]:
+    """End the agent's process group and every process of the dead daemon."""
+    notes: list[str] = []
+    if journal:
+        pgid = int(journal.get("pgid") or 0)
+        if pgid and procs.process_start_time(pgid) == journal.get("start_time"):
+            procs.end_group(pgid)
+            notes.append(f"ended the agent process group {pgid} left running by a previous daemon")
+    previous: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        previous = cast(dict[str, Any], json.loads(_daemon_file(ctx).read_text(encoding="utf-8")))
+    leftovers = processes_with_token(str(previous.get("token", "")))
+    for pid in leftovers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    if leftovers:
+        notes.append(
+            f"ended {len(leftovers)} process(es) left by the previous daemon (pid {previous.get('pid')}): "
+            + ", ".join(str(p) for p in sorted(leftovers)[:20])
+        )
+    return notes
+
+
+def _landed(ctx: Context, journal: dict[str, Any]) -> str:
+    """The journalled commit, if it is on the branch it was fast-forwarded onto."""
+    commit = str(journal.get("commit", ""))
+    target = str(journal.get("target", ""))
+    if not (commit and target and stage_at_least(journal, "landing")):
+        return ""
+    tip = gitops.git(
+        ctx.paths.root,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        f"refs/heads/{target}^{{commit}}",
+        check=False,
+    )
+    if tip.ok and gitops.is_ancestor(ctx.paths.root, commit, tip.text().strip()):
+        return commit
+    return ""
+
+
+def _diff(ctx: Context, base: str, commit: str) -> tuple[list[str], DiffStat]:
+    root = ctx.paths.root
+    names = gitops.git(
+        root, "diff", "--name-status", "-z", "--no-renames", base, commit, check=False
+    )
+    parts = [p for p in names.stdout.decode("utf-8", errors="surrogateescape").split("\0") if p]
+    statuses, paths = parts[0::2], parts[1::2]
+    inserted = deleted = 0
+    for line in (
+        gitops.git(root, "diff", "--numstat", base, commit, check=False).text().splitlines()
+    ):
+        cols = line.split("\t")
+        if len(cols) >= 2 and cols[0].isdigit() and cols[1].isdigit():
+            inserted, deleted = inserted + int(cols[0]), deleted + int(cols[1])
+    stat = DiffStat(
+        files=len(paths),
+        insertions=inserted,
+        deletions=deleted,
+        new_files=sum(1 for s in statuses if s.startswith("A")),
+    )
+    return paths, stat
+
+
+def _integrity(ctx: Context, iteration_id: str) -> tuple[list[str], list[str]]:
+    """Check the checkout against the snapshot of a run the dead daemon did not check."""
+    checkout = Checkout(
+        ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
+    )
+    violations: list[str] = []
+    changes: list[str] = []
+    folder = ctx.paths.history / iteration_id if iteration_id else None
+    if folder is not None and (folder / "integrity.json").exists():
+        with contextlib.suppress(OSError, ValueError):
+            earlier = json.loads((folder / "integrity.json").read_text(encoding="utf-8"))
+            violations += [str(v) for v in earlier.get("violations", [])]
+            changes += [str(c) for c in earlier.get("changes", [])]
+    snapshot = checkout.saved()
+    if snapshot is not None:
+        evidence = ctx.store.folder(snapshot.iteration_id)
+        found = checkout.check(snapshot, evidence)
+        violations += [*found.violations, *found.problems]
+        changes += found.changes
+        checkout.done()
+    return violations, changes
+
+
+def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
+    """Write the record of the iteration a dead daemon left unfinished, and finish with it."""
+    iteration_id = str(journal.get("iteration_id", ""))
+    violations, changes = _integrity(ctx, iteration_id)
+    if not iteration_id:
+        if violations:
+            halt.halt(
+                ctx.store,
+                f"SANDBOX_VIOLATION during an unrecorded agent run: {violations[0]}",
+                "SANDBOX_VIOLATION",
+            )
+        return ["running.json was unreadable; there was no iteration to record", *violations]
+    notes: list[str] = []
+    record = ctx.store.get(iteration_id)
+    plan: IterationPlan | None = None
+    with contextlib.suppress(OSError, ValueError):
+        plan = IterationPlan.model_validate_json(Path(str(journal.get("plan_file"))).read_bytes())
+    if record is None:
+        now = datetime.now(UTC)
+        started = _time(journal.get("started_at")) or now
+        base = str(journal.get("base", ""))
+        landed = _landed(ctx, journal)
+        gap = (
+            gap_ref(plan.gap)
+            if plan is not None
+            else GapRef(
+                key=str(journal.get("gap", "unknown")),
+                category=GapCategory.QUALITY,
+                source="unknown",
+            )
+        )
+        stage = str(journal.get("stage", ""))
+        category = FailureCategory.SANDBOX_VIOLATION if violations else None
+        if landed:
+            touched, stat = _diff(ctx, base, landed)
+            outcome = IterationOutcome.SUCCESS
+            reason = (
+                f"landed as {landed[:12]} after verification; the daemon was killed before it "
+                "wrote this record (recovered at the next start)"
+            )
+        else:
+            touched, stat = [], DiffStat()
+            outcome = IterationOutcome.ABORTED
+            reason = (
+                f"the daemon was killed during this iteration (stage: {stage or 'unknown'}); "
+                "its work was discarded"
+                + (f"; during the agent run: {violations[0]}" if violations else "")
+            )
+        record = IterationRecord(
+            iteration_id=iteration_id,
+            started_at=started,
+            ended_at=now,
+            gap=gap,
+            outcome=outcome,
+            failure_category=category,
+            reason=reason,
+            evidence=tuple(violations),
+            touched_files=tuple(touched),
+            diff=stat,
+            base=base,
+            commit=landed or None,
+            checkout_changes=tuple(changes),
+            task_kind=plan.task_kind.value if plan is not None else "",
+            plan=plan,
+        )
+        ctx.store.append(record)
+        notes.append(f"recorded {iteration_id} as {record.outcome.value} ({record.reason})")
+    elif violations:
+        halt.halt(
+            ctx.store,
+            f"SANDBOX_VIOLATION in {iteration_id}: {violations[0]}",
+            "SANDBOX_VIOLATION",
+            iteration_id,
+        )
+    with contextlib.suppress(Exception):
+        ctx.start_host()  # for report.md; without it the report is a plain one
+    notes += _settle(ctx, journal)
+    claimed = str(journal.get("inbox", ""))
+    Recorder(ctx).after_record(record, claimed)
+    if claimed and (ctx.paths.inbox / claimed).exists():
+        notes.append(f"put inbox/{claimed} back in the queue")
+    return notes
+
+
+FREE_BACKENDS = ("ruff-fix", "none")
+"""Backends that never spend money: a run of theirs cut short costs nothing."""
+
+
+def _settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
+    """A run the dead daemon never accounted for: free backends cost 0; others count in the
+    ledger at their reservation, the most they may have spent."""
+    iteration_id = str(journal.get("iteration_id", ""))
+    if not stage_at_least(journal, "agent") or journal.get("accounted") or not iteration_id:
+        return []
+    path = ledger.ledger_path(ctx.paths.history)
+    with contextlib.suppress(OSError):
+        for raw in path.read_bytes().splitlines():
+            with contextlib.suppress(ValueError):
+                if json.loads(raw).get("iteration_id") == iteration_id:
+                    return []  # accounted after all
+    backend = str(journal.get("backend", ""))
+    free = backend in FREE_BACKENDS
+    amount = 0.0 if free else float(journal.get("reserve_usd") or 0.0)
+    ledger.append(
+        ctx.paths.history,
+        ledger.LedgerEntry(
+            at=datetime.now(UTC),
+            iteration_id=iteration_id,
+            backend=backend,
+            cost_usd=amount,
+            cost_basis="none" if free else "reserved",
+        ),
+    )
+    if free or not amount:
+        return []
+    return [
+        f"{iteration_id}: its spend was never reported; the ledger counts its reservation of ${amount:.2f}"
+    ]
+
+
+def cut_torn_tail(path: Path) -> int:
+    """Cut bytes after the last newline of an append-only file (a torn append); how many."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    size = path.stat().st_size
+    with path.open("r+b") as handle:
+        start = max(size - 65536, 0)
+        handle.seek(start)
+        cut = handle.read().rfind(b"\n")
+        keep = start + cut + 1 if cut >= 0 else (0 if start == 0 else size)
+        if keep >= size:
+            return 0
+        handle.truncate(keep)
+        os.fsync(handle.fileno())
+    return size - keep
+
+
+def _time(value: Any) -> datetime | None:
+    with contextlib.suppress(TypeError, ValueError):
+        return datetime.fromisoformat(str(value))
+    return None
+
+
+def recover(ctx: Context) -> list[str]:
+    """Clean up after a daemon that died; every step is said in daemon.log and events.jsonl."""
+    notes: list[str] = []
+    journal = read_journal(ctx.paths.running)
+    notes += end_leftovers(ctx, journal)
+    repaired = ctx.store.repair()
+    if repaired:
+        notes.append(f"repaired at start: {repaired}")
+    for path in (ctx.store.events_path,):
+        cut = cut_torn_tail(path)
+        if cut:
+            notes.append(f"repaired at start: {path}: cut a torn last line of {cut} bytes")
+    ctx.store.count()  # index the log, so malformed lines are found now
+    for problem in ctx.store.problems[:20]:
+        notes.append(f"a malformed record line is kept but skipped: {problem}")
+    if journal is not None:
+        notes += finish_iteration(ctx, journal)
+        ctx.paths.running.unlink(missing_ok=True)
+    elif Checkout(ctx.paths.root, ctx.paths.state, ()).saved() is not None:
+        notes += finish_iteration(ctx, {})
+    if ctx.paths.worktrees.is_dir():
+        for stale in sorted(ctx.paths.worktrees.iterdir()):
+            gitops.worktree_remove(ctx.paths.root, stale)
+            if stale.exists():
+                shutil.rmtree(stale, ignore_errors=True)
+            notes.append(f"removed a stale worktree {stale.name}")
+    gitops.git(ctx.paths.root, "worktree", "prune", check=False)
+    for branch in gitops.list_branches(ctx.paths.root, "seed/iter-"):
+        gitops.delete_branch(ctx.paths.root, branch)
+        notes.append(f"removed the branch {branch} of an unfinished iteration")
+    for name in inbox.requeue_active(ctx.paths.inbox):
+        notes.append(f"put inbox/{name} back in the queue")
+    for note in notes:
+        ctx.store.event("recovery", note)
+        ctx.log(note)
+    return notes

@@ -1,0 +1,202 @@
+"""History for people: the kernel gathers facts from the record index; the reporter renders them.
+
+The kernel never renders prose itself (beyond a bare fallback when the module host fails);
+it reads history through the store's index only, never by scanning iteration folders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import ValidationError
+
+from domain import (
+    EventNote,
+    GapReport,
+    HaltNote,
+    HistoryDigest,
+    HistoryRow,
+    HistoryTotals,
+    RankedGap,
+)
+from kernel import halt
+from kernel.context import Context
+from kernel.errors import HostError
+from kernel.fsutil import atomic_write_text
+from kernel.store import ReportRow
+
+STATUS_NAME = "status.json"
+"""history/status.json, kept by the daemon's StatusWriter."""
+INDEX_NAME = "README.md"
+DASHBOARD_NAME = "index.html"
+INDEX_ROWS = 100
+"""How many of the latest iterations history/README.md lists."""
+TOP_GAPS = 5
+EVENTS = 10
+"""How many of the latest events (halts, resumes, recoveries, errors) the index shows."""
+
+
+def ranked(
+    report: GapReport, skipped: Mapping[str, str] = {}, top: int = TOP_GAPS, chosen: str = ""
+) -> tuple[RankedGap, ...]:
+    """The head of a ranking (and the chosen gap wherever it stood), with why gaps were passed over."""
+    out: list[RankedGap] = []
+    for rank, gap in enumerate(report.gaps, start=1):
+        if rank > top and gap.key != chosen:
+            continue
+        out.append(
+            RankedGap(
+                key=gap.key,
+                category=gap.category,
+                source=gap.source,
+                title=gap.title,
+                rank=rank,
+                severity=gap.severity,
+                rank_reason=gap.rank_reason,
+                skipped=skipped.get(gap.key, ""),
+            )
+        )
+    return tuple(out)
+
+
+def open_gaps(report: GapReport) -> dict[str, int]:
+    """Open gaps by source."""
+    return dict(sorted(Counter(g.source for g in report.gaps).items()))
+
+
+def live_status(history: Path) -> dict[str, Any]:
+    """history/status.json as the daemon last wrote it ({} when absent or unreadable)."""
+    with contextlib.suppress(OSError, ValueError):
+        data: Any = json.loads((history / STATUS_NAME).read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            return cast(dict[str, Any], data)
+    return {}
+
+
+def last_ranking(live: Mapping[str, Any]) -> tuple[RankedGap, ...]:
+    """The top gaps the daemon wrote to status.json (bad entries are left out)."""
+    out: list[RankedGap] = []
+    for raw in cast(list[Any], live.get("top_gaps") or []):
+        with contextlib.suppress(ValidationError, TypeError):
+            out.append(RankedGap.model_validate(raw))
+    return tuple(out)
+
+
+def history_row(row: ReportRow) -> HistoryRow:
+    """An index row as the reporter's model."""
+    return HistoryRow.model_validate(
+        {
+            "iteration_id": row.iteration_id,
+            "started_at": row.started,
+            "ended_at": row.ended,
+            "outcome": row.outcome,
+            "failure_category": row.category or None,
+            "gap_key": row.gap_key,
+            "gap_source": row.gap_source,
+            "gap_category": row.gap_category,
+            "gap_title": row.gap_title,
+            "cost_usd": row.cost,
+            "tokens_used": row.tokens,
+            "backend": row.backend,
+            "durations": row.durations,
+            "open_gaps": row.open_gaps,
+        }
+    )
+
+
+def digest(
+    ctx: Context, limit: int = 0, quarantined: tuple[str, ...] | None = None
+) -> HistoryDigest:
+    """The latest rows (all when limit is 0), totals, halt and gap facts, from the index."""
+    store = ctx.store
+    live = live_status(ctx.paths.history)
+    rows: list[HistoryRow] = []
+    for row in store.report_rows(limit):
+        with contextlib.suppress(ValidationError):
+            rows.append(history_row(row))
+    totals = store.totals()
+    now = datetime.now(UTC)
+    day = now.date().isoformat()
+    spent, count = store.day_totals(day)
+    hstate = halt.read_halt(ctx.paths.history)
+    budget = ctx.config.budget
+    if quarantined is None:
+        quarantined = tuple(str(k) for k in cast(list[Any], live.get("quarantined") or []))
+    return HistoryDigest(
+        generated_at=now,
+        root_name=ctx.paths.root.name,
+        rows=tuple(rows),
+        totals=HistoryTotals(
+            iterations=totals.iterations,
+            by_outcome=totals.by_outcome,
+            cost_usd=totals.cost,
+            tokens_used=totals.tokens,
+            day=day,
+            cost_today_usd=spent,
+            iterations_today=count,
+            max_cost_usd_per_day=budget.max_cost_usd_per_day,
+            max_iterations_per_day=budget.max_iterations_per_day,
+        ),
+        halt=_halt_note(hstate),
+        quarantined=quarantined,
+        top_gaps=last_ranking(live),
+        backend=str(live.get("backend", "")),
+        events=tuple(
+            EventNote(at=e.at, kind=e.kind, message=e.message)
+            for e in reversed(store.events(EVENTS))
+        ),
+    )
+
+
+def _halt_note(state: halt.HaltState) -> HaltNote:
+    since: datetime | None = None
+    with contextlib.suppress(ValueError):
+        since = datetime.fromisoformat(state.at) if state.at else None
+    return HaltNote(
+        halted=state.halted,
+        reason=state.reason,
+        category=state.category,
+        iteration_id=state.iteration_id,
+        since=since,
+    )
+
+
+def write_index(ctx: Context, quarantined: tuple[str, ...] | None = None) -> Path:
+    """Rewrite history/README.md atomically from the latest iterations (a bare list if rendering fails)."""
+    facts = digest(ctx, INDEX_ROWS, quarantined)
+    try:
+        ctx.start_host()
+        text = ctx.host.render_index(facts)
+    except HostError as exc:
+        text = _bare_index(facts, str(exc))
+    path = ctx.paths.history / INDEX_NAME
+    atomic_write_text(path, text)
+    return path
+
+
+def _bare_index(facts: HistoryDigest, problem: str) -> str:
+    lines = ["# history", "", f"(the index could not be rendered: {problem})", ""]
+    if facts.halt.halted:
+        lines += [f"HALTED: {facts.halt.reason} (run `python seed.py resume`)", ""]
+    lines += [
+        f"- [{r.iteration_id}]({r.iteration_id}/report.md) {r.outcome.value} {r.gap_key}"
+        for r in facts.rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_dashboard(ctx: Context, path: Path | None = None) -> tuple[Path, int, int]:
+    """Render history/index.html from every iteration; returns (path, bytes, iterations)."""
+    facts = digest(ctx)
+    ctx.start_host()
+    text = ctx.host.render_dashboard(facts)
+    target = path or ctx.paths.history / DASHBOARD_NAME
+    data = text.encode("utf-8")
+    atomic_write_text(target, text)
+    return target, len(data), len(facts.rows)

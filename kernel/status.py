@@ -1,0 +1,150 @@
+"""history/status.json: the daemon's live phase and latest ranking, and `status` reading it back."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from domain import DaemonStatus, GapReport
+from kernel import gitops, halt, ledger, reporting
+from kernel.context import Backend, Context
+from kernel.errors import SeedError
+from kernel.fsutil import atomic_write_text
+from kernel.recording import QUARANTINED
+
+STATUS_FILE = reporting.STATUS_NAME
+LOG_TAIL_LINES = 5
+
+
+class StatusWriter:
+    """Keeps history/status.json current so `status` can show the live phase."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.path = ctx.paths.history / STATUS_FILE
+        self.data: dict[str, Any] = {
+            "pid": os.getpid(),
+            "phase": "starting",
+            "detail": "",
+            "since": _now(),
+        }
+
+    def phase(self, phase: str, detail: str) -> None:
+        """Record a phase change."""
+        self.data.update(phase=phase, detail=detail, since=_now())
+        self.flush()
+
+    def update(self, **values: Any) -> None:
+        """Record other facts (backend, top gaps)."""
+        self.data.update(values)
+        self.flush()
+
+    def analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+        """Record the head of the latest ranking, the quarantined gaps and open gaps by source."""
+        self.update(
+            top_gaps=[g.model_dump(mode="json") for g in reporting.ranked(report, passed_over)],
+            quarantined=sorted(k for k, why in passed_over.items() if why == QUARANTINED),
+            open_gaps=reporting.open_gaps(report),
+            gaps_as_of=_now(),
+        )
+
+    def flush(self) -> None:
+        """Write the file atomically; a failure here never stops the daemon."""
+        with contextlib.suppress(OSError):
+            atomic_write_text(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+
+    def stopped(self) -> None:
+        """Mark the daemon stopped."""
+        self.data.update(phase="stopped", detail="", since=_now())
+        self.flush()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _moment(value: Any) -> datetime | None:
+    with contextlib.suppress(ValueError, TypeError):
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    return None
+
+
+def _status_backend(ctx: Context, live: dict[str, Any]) -> Backend:
+    """The running daemon's backend, or the one a daemon started now would use (and why)."""
+    if live.get("backend"):
+        return Backend(str(live["backend"]), str(live.get("backend_reason", "")))
+    try:
+        return ctx.backend()
+    except SeedError as exc:  # HostError and ConfigError alike: status must still answer
+        return Backend("", f"cannot tell: {exc}")
+
+
+def read_status(ctx: Context) -> DaemonStatus:
+    """The daemon's status, from its live file, the halt state, the lock and the record index."""
+    path = ctx.paths.history / STATUS_FILE
+    live: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        live = cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
+    lock = halt.DaemonLock(ctx.paths.lock)
+    running = False
+    try:
+        lock.acquire()
+    except SeedError:
+        running = True
+    else:
+        lock.release()
+    hstate = halt.read_halt(ctx.paths.history)
+    latest = ctx.store.summaries(limit=1)
+    day = datetime.now(UTC).date().isoformat()
+    _, count = ctx.store.day_totals(day)
+    spent = ledger.spent(ctx.store, day)
+    phase = str(live.get("phase", "stopped")) if running else "stopped"
+    tail: tuple[str, ...] = ()
+    detail = str(live.get("detail", "")) if running else ""
+    if running and phase == "agent running" and "log: " in detail:
+        log = Path(detail.split("log: ", 1)[1])
+        with contextlib.suppress(OSError):
+            tail = tuple(
+                log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:]
+            )
+    since = live.get("since") if running else None
+    backend = _status_backend(ctx, live if running else {})
+    as_of = live.get("gaps_as_of")
+    budget = ctx.config.budget
+    return DaemonStatus(
+        root=str(ctx.paths.root),
+        running=running,
+        pid=int(live["pid"]) if running and live.get("pid") else None,
+        phase=phase,
+        phase_detail=detail,
+        phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
+        halted=hstate.halted,
+        halt_reason=hstate.reason,
+        backend=backend.name,
+        backend_reason=backend.reason,
+        land_blocker=gitops.land_blocker(ctx.paths.root),
+        last_iteration_id=latest[0].iteration_id if latest else None,
+        last_outcome=latest[0].outcome if latest else None,
+        iterations=ctx.store.count(),
+        cost_today_usd=spent,
+        budget_left_today_usd=max(ctx.config.budget.max_cost_usd_per_day - spent, 0.0),
+        iterations_today=count,
+        log_tail=tail,
+        top_gaps=reporting.last_ranking(live),
+        quarantined=tuple(str(k) for k in cast(list[Any], live.get("quarantined") or [])),
+        open_gaps={
+            str(k): int(v)
+            for k, v in cast(dict[str, Any], live.get("open_gaps") or {}).items()
+            if isinstance(v, int)
+        },
+        gaps_as_of=_moment(as_of),
+        budget_left_today_iterations=max(budget.max_iterations_per_day - count, 0),
+        max_cost_usd_per_day=budget.max_cost_usd_per_day,
+        max_iterations_per_day=budget.max_iterations_per_day,
+        metrics_url=str(live.get("metrics_url", "")) if running else "",
+    )

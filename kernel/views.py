@@ -1,0 +1,114 @@
+"""Plain-text views for `status` and `history`: aligned labels, no colour, one fact per line.
+
+They read well in a terminal and in a log file alike; `--json` gives machines the models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from domain import DaemonStatus
+from kernel.store import Summary
+
+ATTEMPTED = ("SUCCESS", "ROLLBACK", "FAILURE", "NO_CHANGE", "MERGE_BLOCKED")
+"""Outcomes in which an agent tried (the success rate counts only these)."""
+
+
+def span(seconds: float) -> str:
+    """A duration: 42s, 3m12s, 2h05m, 3d04h."""
+    whole = max(int(seconds), 0)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{(whole % 3600) // 60:02d}m"
+    return f"{whole // 86400}d{(whole % 86400) // 3600:02d}h"
+
+
+def _ago(moment: datetime | None, now: datetime) -> str:
+    return span((now - moment).total_seconds()) + " ago" if moment else "-"
+
+
+def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]:
+    """`status` as text."""
+    now = now or datetime.now(UTC)
+    out = [f"repository:  {status.root}"]
+    if status.running:
+        state = f"running (pid {status.pid}): {status.phase}"
+        if status.phase_since:
+            state += f" for {span((now - status.phase_since).total_seconds())}"
+    else:
+        state = "not running"
+    out.append(f"daemon:      {state}")
+    if status.phase_detail:
+        out.append(f"             {status.phase_detail}")
+    if status.log_tail:
+        out.append("agent log:   (last lines)")
+        out += [f"           | {line}" for line in status.log_tail]
+    out.append(
+        "halted:      "
+        + (f"YES: {status.halt_reason}; run `python seed.py resume`" if status.halted else "no")
+    )
+    if status.land_blocker:
+        out.append(f"landing:     blocked ({status.land_blocker}); the daemon only plans")
+    backend = status.backend or "(decided when the daemon starts)"
+    out.append(
+        f"backend:     {backend}" + (f" ({status.backend_reason})" if status.backend_reason else "")
+    )
+    last = f"{status.last_iteration_id} {status.last_outcome}" if status.last_iteration_id else "-"
+    out.append(
+        f"iterations:  {status.iterations:,} in all, {status.iterations_today} today; last: {last}"
+    )
+    cost_limit = f" of ${status.max_cost_usd_per_day:.2f}" if status.max_cost_usd_per_day else ""
+    runs_limit = f" of {status.max_iterations_per_day}" if status.max_iterations_per_day else ""
+    out.append(
+        f"budget:      today ${status.cost_today_usd:.2f} spent{cost_limit}, "
+        f"${status.budget_left_today_usd:.2f} left; {status.iterations_today}{runs_limit} runs, "
+        f"{status.budget_left_today_iterations} left"
+    )
+    if status.top_gaps or status.open_gaps:
+        counts = ", ".join(f"{s} {n}" for s, n in sorted(status.open_gaps.items()))
+        total = sum(status.open_gaps.values())
+        out.append(
+            f"gaps:        {total} open ({counts or 'none'}) as of {_ago(status.gaps_as_of, now)}"
+        )
+        for gap in status.top_gaps:
+            note = f"  [{gap.skipped}]" if gap.skipped else ""
+            out.append(
+                f"  {gap.rank:>2}. {gap.severity.value:8} {gap.source:11} {gap.title or gap.key}{note}"
+            )
+    else:
+        out.append("gaps:        not analysed yet (the daemon writes them after each analysis)")
+    if status.quarantined:
+        out.append(f"quarantined: {len(status.quarantined)}")
+        out += [f"  - {key}" for key in status.quarantined]
+    if status.metrics_url:
+        out.append(f"metrics:     {status.metrics_url}")
+    return out
+
+
+def history_lines(rows: Sequence[Summary], total: int, filtered: bool) -> list[str]:
+    """`history` as text: newest first, one line per iteration, then a summary line."""
+    if not rows:
+        return ["no iterations match" if filtered else "no iterations yet"]
+    out = [
+        f"{'iteration':27} {'started (UTC)':16}  {'outcome':13} {'category':20} "
+        f"{'cost':>9}  {'source':11} gap"
+    ]
+    for row in rows:
+        started = row.started[:16].replace("T", " ")
+        out.append(
+            f"{row.iteration_id:27} {started:16}  {row.outcome:13} {row.category or '-':20} "
+            f"{'$' + format(row.cost, '.4f'):>9}  {row.gap_source:11} {row.gap_title or row.gap_key}"[
+                :220
+            ]
+        )
+    wins = sum(1 for r in rows if r.outcome == "SUCCESS")
+    tried = sum(1 for r in rows if r.outcome in ATTEMPTED)
+    rate = f"{wins / tried * 100:.0f}% landed ({wins} of {tried} agent runs)" if tried else ""
+    cost = sum(r.cost for r in rows)
+    shown = f"{len(rows):,} shown" + (f" of {total:,}" if total > len(rows) else "")
+    out.append(", ".join(p for p in (shown, rate, f"${cost:.2f} spent") if p))
+    return out

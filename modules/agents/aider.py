@@ -1,0 +1,125 @@
+"""Aider: one `--message-file` exchange; human text on stdout with a `Tokens: ... Cost: ...` line."""
+
+from __future__ import annotations
+
+import re
+
+from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
+from modules.agents.common import (
+    Usage,
+    failure,
+    option_list,
+    option_str,
+    output_text,
+    plan_files,
+    report,
+    tail_lines,
+    timed_out,
+)
+from modules.planner.prompt import render_prompt
+
+_COUNT = r"[\d.]+k?"
+USAGE_LINE = re.compile(
+    rf"Tokens: (?P<sent>{_COUNT}) sent"
+    rf"(?:, (?P<write>{_COUNT}) cache write)?"
+    rf"(?:, (?P<hit>{_COUNT}) cache hit)?"
+    rf", (?P<received>{_COUNT}) received\."
+    r"(?:\s*Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session\.)?"
+)
+"""aider's usage report (base_coder.calculate_and_show_tokens_and_cost)."""
+API_ERROR = re.compile(
+    r"^(litellm\.\w+(?:Error|Timeout)\b.*"
+    r"|The API provider .*"
+    r"|Model .* has hit a token limit!.*)$",
+    re.MULTILINE,
+)
+"""How aider reports a failed model call (it still exits 0)."""
+_MODEL = re.compile(r"^Model: (\S+)", re.MULTILINE)
+_VERSION = re.compile(r"^Aider v(\d[\w.]*)", re.MULTILINE)
+_NOISE = re.compile(r"^(Tokens:|Cost:|Aider v|Model:|Git repo:|Repo-map:|Added |Analytics )")
+
+
+def count(text: str | None) -> int:
+    """aider's rounded token count back to a number ("2.3k" -> 2300)."""
+    if not text:
+        return 0
+    if text.endswith("k"):
+        return round(float(text[:-1]) * 1000)
+    return round(float(text))
+
+
+def read_output(text: str, exit_code: int | None) -> AgentReport:
+    """Usage from every Tokens line; failure when aider printed a model error or no usage at all."""
+    inputs = outputs = cached = turns = 0
+    cost = 0.0
+    for match in USAGE_LINE.finditer(text):
+        turns += 1
+        hit = count(match["hit"])
+        inputs += count(match["sent"]) + hit
+        cached += hit
+        outputs += count(match["received"])
+        if match["session"]:
+            cost = float(match["session"])  # the session figure is cumulative
+    model = _MODEL.search(text)
+    version = _VERSION.search(text)
+    usage = Usage(
+        tokens_used=inputs + outputs,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cached_tokens=cached,
+        cost_usd=cost,
+        turns=turns,
+        model=model[1] if model else "",
+        version=f"aider {version[1]}" if version else "",
+    )
+    errors = [m[0].strip() for m in API_ERROR.finditer(text)]
+    if exit_code != 0:
+        return failure(f"aider exited {exit_code}: {tail_lines(text, 6)}", usage)
+    if errors:
+        return failure(f"aider exited 0 but the model call failed: {' '.join(errors[-3:])}", usage)
+    if not turns:
+        return failure(
+            f"aider exited 0 without reporting token usage (no model reply): {tail_lines(text, 6)}",
+            usage,
+        )
+    reply = "\n".join(line for line in text.splitlines() if not _NOISE.match(line))
+    return report(True, tail_lines(reply), usage)
+
+
+class AiderAgent:
+    """aider on the plan's files, never committing; side files kept out of the worktree."""
+
+    name = "aider"
+    contract_version = 1
+    executable = "aider"
+    sources: tuple[str, ...] = ("*",)
+
+    def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
+        """aider --message-file {prompt_file} --yes-always --no-auto-commits ... FILES."""
+        argv = [self.executable, "--message-file", "{prompt_file}", "--yes-always"]
+        argv += ["--no-auto-commits", "--no-dirty-commits", "--no-gitignore"]
+        argv += ["--no-pretty", "--no-stream", "--no-check-update", "--analytics-disable"]
+        argv += ["--no-show-model-warnings", "--no-show-release-notes"]
+        argv += ["--input-history-file", "{run_dir}/aider.input.history"]
+        argv += ["--chat-history-file", "{run_dir}/aider.chat.history.md"]
+        if context.model:
+            argv += ["--model", context.model]
+        api_base = option_str(context, "api_base")
+        if api_base:
+            argv += ["--openai-api-base", api_base]
+        argv += option_list(context, "extra_args")
+        argv += plan_files(plan)
+        return RunSpec(
+            argv=tuple(argv),
+            prompt=render_prompt(plan),
+            version_argv=(self.executable, "--version"),
+            note="aider exits 0 even when the model API fails: seed reads its output and relies on the verifier",
+            artifacts=("aider.chat.history.md",),
+        )
+
+    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+        """Read the human text for usage and API errors."""
+        return timed_out(result, "aider") or read_output(output_text(result), result.exit_code)
+
+
+AGENT = AiderAgent()

@@ -1,0 +1,119 @@
+"""Claude Code headless: `claude -p PROMPT --output-format json`; one result object on stdout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
+from modules.agents.common import (
+    Usage,
+    as_dict,
+    as_float,
+    as_int,
+    as_list,
+    failure,
+    json_objects,
+    option_int,
+    option_list,
+    output_text,
+    prompt_argument,
+    report,
+    tail_lines,
+    timed_out,
+)
+from modules.planner.prompt import render_prompt
+
+
+def usage_of(final: dict[str, Any]) -> Usage:
+    """Tokens, cost, turns and model from a result object (modelUsage covers sub-agents too)."""
+    models = as_dict(final.get("modelUsage"))
+    if models:
+        per = [as_dict(m) for m in models.values()]
+        cached = sum(as_int(m.get("cacheReadInputTokens")) for m in per)
+        inputs = cached + sum(
+            as_int(m.get("inputTokens")) + as_int(m.get("cacheCreationInputTokens")) for m in per
+        )
+        outputs = sum(as_int(m.get("outputTokens")) for m in per)
+        model = max(models, key=lambda name: as_float(as_dict(models[name]).get("costUSD")))
+    else:
+        usage = as_dict(final.get("usage"))
+        cached = as_int(usage.get("cache_read_input_tokens"))
+        inputs = (
+            as_int(usage.get("input_tokens"))
+            + as_int(usage.get("cache_creation_input_tokens"))
+            + cached
+        )
+        outputs = as_int(usage.get("output_tokens"))
+        model = ""
+    return Usage(
+        tokens_used=inputs + outputs,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cached_tokens=cached,
+        cost_usd=as_float(final.get("total_cost_usd")),
+        turns=as_int(final.get("num_turns")),
+        model=str(model),
+    )
+
+
+def read_output(text: str, exit_code: int | None) -> AgentReport:
+    """Success only for subtype success with is_error false (an API error is success + is_error)."""
+    finals = [o for o in json_objects(text) if o.get("type") == "result"]
+    if not finals:
+        return failure(f"claude exited {exit_code} without a result object: {tail_lines(text)}")
+    final = finals[-1]
+    usage = usage_of(final)
+    subtype = str(final.get("subtype", ""))
+    is_error = final.get("is_error") is True
+    message = final.get("result")
+    errors = "; ".join(str(e) for e in as_list(final.get("errors")))
+    summary = (message if isinstance(message, str) else "") or errors
+    if subtype == "success" and not is_error and exit_code == 0:
+        return report(True, summary, usage)
+    status = final.get("api_error_status")
+    return failure(
+        f"claude ended with subtype {subtype or '?'}, is_error {str(is_error).lower()}"
+        + (f", API status {status}" if status else "")
+        + f", exit {exit_code}: {summary}",
+        usage,
+    )
+
+
+class ClaudeAgent:
+    """Claude Code in print mode: edits accepted, tools and turns limited by seed.toml."""
+
+    name = "claude"
+    contract_version = 1
+    executable = "claude"
+    sources: tuple[str, ...] = ("*",)
+
+    def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
+        """claude -p PROMPT --output-format json --permission-mode acceptEdits ... (stdin closed)."""
+        prompt = render_prompt(plan)
+        # the prompt goes right after -p: --allowedTools is variadic and would swallow it
+        argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
+        argv += ["--permission-mode", "acceptEdits"]
+        turns = option_int(context, "max_turns")
+        if turns > 0:
+            argv += ["--max-turns", str(turns)]
+        if context.model:
+            argv += ["--model", context.model]
+        if plan.budget.max_cost_usd > 0:
+            argv += ["--max-budget-usd", f"{plan.budget.max_cost_usd:g}"]
+        argv += option_list(context, "extra_args")
+        tools = option_list(context, "allowed_tools")
+        if tools:
+            argv += ["--allowedTools", ",".join(tools)]
+        return RunSpec(
+            argv=tuple(argv),
+            prompt=prompt,
+            version_argv=(self.executable, "--version"),
+            note="claude can report an API error with exit 0 (is_error true): read from its result object",
+        )
+
+    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+        """Read the final result object."""
+        return timed_out(result, "claude") or read_output(output_text(result), result.exit_code)
+
+
+AGENT = ClaudeAgent()

@@ -1,0 +1,93 @@
+"""OpenAI Codex CLI: `codex exec --json`; JSONL events on stdout, tokens only (no cost)."""
+
+from __future__ import annotations
+
+from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
+from modules.agents.common import (
+    Usage,
+    as_dict,
+    as_int,
+    failure,
+    json_objects,
+    option_list,
+    output_text,
+    prompt_argument,
+    report,
+    tail_lines,
+    timed_out,
+)
+from modules.planner.prompt import render_prompt
+
+_ACTIONS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
+
+
+def read_output(text: str, exit_code: int | None) -> AgentReport:
+    """turn.completed carries usage; turn.failed or a non-zero exit is a failure."""
+    inputs = cached = outputs = actions = 0
+    completed = False
+    failed = ""
+    last_error = ""
+    message = ""
+    for event in json_objects(text):
+        kind = event.get("type")
+        if kind == "turn.completed":
+            completed = True
+            usage = as_dict(event.get("usage"))
+            inputs += as_int(usage.get("input_tokens"))
+            cached += as_int(usage.get("cached_input_tokens"))
+            outputs += as_int(usage.get("output_tokens"))
+        elif kind == "turn.failed":
+            failed = str(as_dict(event.get("error")).get("message", "")) or "turn failed"
+        elif kind == "error":
+            last_error = str(event.get("message", ""))
+        elif kind == "item.completed":
+            item = as_dict(event.get("item"))
+            if item.get("type") == "agent_message":
+                message = str(item.get("text", ""))
+            elif item.get("type") in _ACTIONS:
+                actions += 1
+    usage = Usage(
+        tokens_used=inputs + outputs,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cached_tokens=cached,
+        turns=actions,
+    )
+    if failed:
+        return failure(f"codex: turn.failed: {failed}", usage)
+    if exit_code != 0 or not completed:
+        why = last_error or tail_lines(text, 6)
+        return failure(f"codex exited {exit_code} without a completed turn: {why}", usage)
+    return report(True, message, usage)
+
+
+class CodexAgent:
+    """codex exec in a workspace-write sandbox rooted at the worktree."""
+
+    name = "codex"
+    contract_version = 1
+    executable = "codex"
+    sources: tuple[str, ...] = ("*",)
+
+    def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
+        """codex exec --json --sandbox workspace-write -C {worktree} --skip-git-repo-check PROMPT."""
+        prompt = render_prompt(plan)
+        argv = [self.executable, "exec", "--json", "--sandbox", "workspace-write"]
+        argv += ["-C", "{worktree}", "--skip-git-repo-check"]
+        if context.model:
+            argv += ["-m", context.model]
+        argv += option_list(context, "extra_args")
+        argv.append(prompt_argument(prompt))
+        return RunSpec(
+            argv=tuple(argv),
+            prompt=prompt,
+            version_argv=(self.executable, "--version"),
+            note="codex reports tokens but no cost: cost comes from [agent.prices]",
+        )
+
+    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+        """Read the JSONL events."""
+        return timed_out(result, "codex") or read_output(output_text(result), result.exit_code)
+
+
+AGENT = CodexAgent()

@@ -1,0 +1,164 @@
+"""What the CLI adapters share: the prompt as an argument, options, reading JSON out of logs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from domain import AgentContext, AgentReport, FailureCategory, IterationPlan, RunResult
+
+PROMPT_ARG_LIMIT = 100_000
+"""Bytes of prompt passed as one argument; Linux refuses a single argument over 128 KiB."""
+
+POINTER_PROMPT = "Your task is in the file {prompt_file}. Read it first, then carry it out."
+
+
+def prompt_argument(prompt: str) -> str:
+    """The prompt as one argv item; a very long one is replaced by a pointer to {prompt_file}."""
+    return prompt if len(prompt.encode("utf-8")) <= PROMPT_ARG_LIMIT else POINTER_PROMPT
+
+
+def option_int(context: AgentContext, key: str, default: int = 0) -> int:
+    """An integer backend option from seed.toml (the default when absent or malformed)."""
+    value = context.options.get(key, default)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def option_str(context: AgentContext, key: str) -> str:
+    """A string backend option from seed.toml ("" when absent)."""
+    value = context.options.get(key, "")
+    return value if isinstance(value, str) else ""
+
+
+def option_list(context: AgentContext, key: str) -> tuple[str, ...]:
+    """A list-of-strings backend option from seed.toml."""
+    value = context.options.get(key, [])
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(str(v) for v in cast(Sequence[Any], value))
+
+
+def plan_files(plan: IterationPlan) -> tuple[str, ...]:
+    """The files the plan names (targets of its actions, then the gap's files), without repeats."""
+    seen: dict[str, None] = {}
+    for action in plan.actions:
+        for name in action.target_files:
+            seen.setdefault(name, None)
+    for name in plan.gap.files:
+        seen.setdefault(name, None)
+    return tuple(n for n in seen if n and not n.startswith("-") and "*" not in n)
+
+
+def output_text(result: RunResult) -> str:
+    """Everything the run printed that the kernel kept: the log, and the tail if the log was cut."""
+    text = result.output or result.output_tail
+    if result.output and result.output_bytes > len(result.output.encode("utf-8", "replace")):
+        text = result.output + "\n" + result.output_tail
+    return text
+
+
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object that starts at the beginning of a line (JSONL or pretty-printed)."""
+    decoder = json.JSONDecoder()
+    position = 0
+    length = len(text)
+    while position < length:
+        start = text.find("{", position)
+        if start < 0:
+            return
+        if start > 0 and text[start - 1] != "\n":
+            position = text.find("\n", start)
+            if position < 0:
+                return
+            continue
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            position = start + 1
+            continue
+        if isinstance(value, dict):
+            yield cast(dict[str, Any], value)
+        position = end
+
+
+def as_int(value: object) -> int:
+    """A non-negative int from a JSON number (0 for anything else)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(int(value), 0)
+
+
+def as_float(value: object) -> float:
+    """A non-negative float from a JSON number (0.0 for anything else)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return max(float(value), 0.0)
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """The value if it is a JSON object, else {}."""
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    """The value if it is a JSON array, else []."""
+    return cast(list[Any], value) if isinstance(value, list) else []
+
+
+def tail_lines(text: str, count: int = 15, limit: int = 2000) -> str:
+    """The last non-empty lines of some output, for a summary."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-count:])[-limit:]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a run used, as the tool reports it."""
+
+    tokens_used: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    turns: int = 0
+    model: str = ""
+    version: str = ""
+
+
+def report(
+    success: bool,
+    summary: str,
+    usage: Usage | None = None,
+    category: FailureCategory | None = None,
+) -> AgentReport:
+    """An AgentReport carrying the run's usage."""
+    used = usage or Usage()
+    return AgentReport(
+        success=success,
+        failure_category=None if success else (category or FailureCategory.AGENT_ERROR),
+        summary=summary[:4000],
+        tokens_used=used.tokens_used,
+        input_tokens=used.input_tokens,
+        output_tokens=used.output_tokens,
+        cached_tokens=min(used.cached_tokens, used.input_tokens),
+        cost_usd=used.cost_usd,
+        turns=used.turns,
+        model=used.model,
+        version=used.version,
+    )
+
+
+def failure(summary: str, usage: Usage | None = None) -> AgentReport:
+    """An AGENT_ERROR report keeping whatever usage the run showed."""
+    return report(False, summary, usage)
+
+
+def timed_out(result: RunResult, tool: str) -> AgentReport | None:
+    """The report for a run the kernel ended at its timeout (None when it did not time out)."""
+    if not result.timed_out:
+        return None
+    return report(
+        False, f"{tool} was still running at the timeout", category=FailureCategory.AGENT_TIMEOUT
+    )

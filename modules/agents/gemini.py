@@ -1,0 +1,109 @@
+"""Gemini CLI headless: `gemini -p PROMPT --output-format json`; errors go to stderr with exit codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
+from modules.agents.common import (
+    Usage,
+    as_dict,
+    as_int,
+    failure,
+    json_objects,
+    option_list,
+    output_text,
+    prompt_argument,
+    report,
+    tail_lines,
+    timed_out,
+)
+from modules.planner.prompt import render_prompt
+
+EXIT_CODES: dict[int, str] = {
+    1: "a general error",
+    41: "authentication failed (FatalAuthenticationError)",
+    42: "bad input (FatalInputError)",
+    44: "its sandbox failed (FatalSandboxError)",
+    52: "bad configuration (FatalConfigError)",
+    53: "the session turn limit was reached (FatalTurnLimitedError)",
+    54: "a tool failed fatally (FatalToolExecutionError)",
+    55: "the folder is not trusted (FatalUntrustedWorkspaceError)",
+    130: "it was cancelled (FatalCancellationError)",
+}
+"""gemini's documented exit codes (packages/core/src/utils/exitCodes.ts); all are AGENT_ERROR."""
+
+
+def usage_of(stats: dict[str, Any]) -> Usage:
+    """Tokens and requests summed over stats.models (gemini reports no cost)."""
+    models = as_dict(stats.get("models"))
+    inputs = outputs = cached = total = requests = 0
+    biggest = ("", -1)
+    for name, raw in models.items():
+        model = as_dict(raw)
+        tokens = as_dict(model.get("tokens"))
+        prompt = as_int(tokens.get("prompt")) or as_int(tokens.get("input"))
+        out = as_int(tokens.get("candidates")) + as_int(tokens.get("thoughts"))
+        inputs += prompt
+        outputs += out
+        cached += as_int(tokens.get("cached"))
+        total += as_int(tokens.get("total")) or prompt + out
+        requests += as_int(as_dict(model.get("api")).get("totalRequests"))
+        if prompt + out > biggest[1]:
+            biggest = (str(name), prompt + out)
+    return Usage(
+        tokens_used=total,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cached_tokens=cached,
+        turns=requests,
+        model=biggest[0],
+    )
+
+
+def read_output(text: str, exit_code: int | None) -> AgentReport:
+    """The JSON document (stdout on success, stderr on error) and the exit code."""
+    docs = [o for o in json_objects(text) if {"response", "error", "stats"} & o.keys()]
+    doc = docs[-1] if docs else {}
+    usage = usage_of(as_dict(doc.get("stats")))
+    error = as_dict(doc.get("error"))
+    response = doc.get("response")
+    if exit_code == 0 and doc and not error:
+        return report(True, str(response) if response else "", usage)
+    meaning = EXIT_CODES.get(exit_code or 0, "")
+    if not meaning and exit_code:
+        meaning = f"exit {exit_code} (an HTTP status modulo 256, or a crash)"
+    detail = str(error.get("message", "")) if error else tail_lines(text, 6)
+    return failure(f"gemini exited {exit_code}: {meaning or 'no result'}: {detail}", usage)
+
+
+class GeminiAgent:
+    """Gemini CLI with every action approved (yolo) in the worktree it trusts for the session."""
+
+    name = "gemini"
+    contract_version = 1
+    executable = "gemini"
+    sources: tuple[str, ...] = ("*",)
+
+    def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
+        """gemini -p PROMPT --output-format json --approval-mode=yolo --skip-trust [-m MODEL]."""
+        prompt = render_prompt(plan)
+        argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
+        # an untrusted folder forces the approval mode back to default; --skip-trust trusts it
+        argv += ["--approval-mode=yolo", "--skip-trust"]
+        if context.model:
+            argv += ["-m", context.model]
+        argv += option_list(context, "extra_args")
+        return RunSpec(
+            argv=tuple(argv),
+            prompt=prompt,
+            version_argv=(self.executable, "--version"),
+            note="gemini reports tokens but no cost: cost comes from [agent.prices]",
+        )
+
+    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+        """Read the JSON document and map the exit code."""
+        return timed_out(result, "gemini") or read_output(output_text(result), result.exit_code)
+
+
+AGENT = GeminiAgent()

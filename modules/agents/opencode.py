@@ -1,0 +1,95 @@
+"""opencode: `opencode run --format json`; JSONL events, cost and tokens on every step_finish."""
+
+from __future__ import annotations
+
+from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
+from modules.agents.common import (
+    Usage,
+    as_dict,
+    as_float,
+    as_int,
+    failure,
+    json_objects,
+    option_list,
+    output_text,
+    prompt_argument,
+    report,
+    tail_lines,
+    timed_out,
+)
+from modules.planner.prompt import render_prompt
+
+
+def read_output(text: str, exit_code: int | None) -> AgentReport:
+    """Sum part.cost and part.tokens over step_finish events; an error event or exit 1 fails."""
+    inputs = outputs = cached = total = steps = 0
+    cost = 0.0
+    errors: list[str] = []
+    texts: list[str] = []
+    for event in json_objects(text):
+        kind = event.get("type")
+        part = as_dict(event.get("part"))
+        if kind == "step_finish":
+            steps += 1
+            cost += as_float(part.get("cost"))
+            tokens = as_dict(part.get("tokens"))
+            cache = as_dict(tokens.get("cache"))
+            prompt = (
+                as_int(tokens.get("input")) + as_int(cache.get("read")) + as_int(cache.get("write"))
+            )
+            out = as_int(tokens.get("output")) + as_int(tokens.get("reasoning"))
+            inputs += prompt
+            outputs += out
+            cached += as_int(cache.get("read"))
+            total += as_int(tokens.get("total")) or prompt + out
+        elif kind == "text" and isinstance(part.get("text"), str):
+            texts.append(str(part["text"]))
+        elif kind == "error":
+            error = as_dict(event.get("error"))
+            data = as_dict(error.get("data"))
+            errors.append(f"{error.get('name', 'error')}: {data.get('message', '')}")
+    usage = Usage(
+        tokens_used=total,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        cached_tokens=cached,
+        cost_usd=round(cost, 6),
+        turns=steps,
+    )
+    if errors:
+        return failure(f"opencode exited {exit_code}: {errors[-1]}", usage)
+    if exit_code != 0:
+        return failure(f"opencode exited {exit_code}: {tail_lines(text, 6)}", usage)
+    return report(True, texts[-1] if texts else "", usage)
+
+
+class OpencodeAgent:
+    """opencode run with permissions approved (--auto), JSON events on stdout."""
+
+    name = "opencode"
+    contract_version = 1
+    executable = "opencode"
+    sources: tuple[str, ...] = ("*",)
+
+    def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
+        """opencode run --format json --auto [-m PROVIDER/MODEL] MESSAGE."""
+        prompt = render_prompt(plan)
+        # without --auto, `run` rejects every permission that would ask (edits included)
+        argv = [self.executable, "run", "--format", "json", "--auto"]
+        if context.model:
+            argv += ["-m", context.model]
+        argv += option_list(context, "extra_args")
+        argv.append(prompt_argument(prompt))
+        return RunSpec(
+            argv=tuple(argv),
+            prompt=prompt,
+            version_argv=(self.executable, "--version"),
+            note="opencode reports cost 0 for models it has no price for: then [agent.prices] applies",
+        )
+
+    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+        """Read the JSONL events."""
+        return timed_out(result, "opencode") or read_output(output_text(result), result.exit_code)
+
+
+AGENT = OpencodeAgent()

@@ -1,0 +1,141 @@
+"""The paths a plan lets its agent change: globs derived from the gap, never from free text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from modules.planner.fsport import FileSystemPort, safe_relative
+
+MODULE_DOCS = ("CONTRACT.md", "SPEC.md")
+ALWAYS_PROTECTED: tuple[str, ...] = (
+    "seed.py",
+    "VISION.md",
+    "kernel/**",
+    "history/**",
+    ".git/**",
+    "seed.toml",
+)
+"""The kernel's always-protected paths (it adds them to ProjectState.protected too)."""
+_GLOB_CHARS = frozenset("*?[]")
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern[str]:
+    # the kernel's glob semantics (kernel/globs.py): `**` spans folders, `*` and `?` do not,
+    # and a plain folder (or "folder/**") covers everything below it
+    pattern = pattern.strip().removeprefix("./").rstrip("/").removesuffix("/**")
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] in "*?":
+            out.append("[^/]*" if pattern[i] == "*" else "[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("^" + "".join(out) + "(?:/.*)?$")
+
+
+def matches_any(path: str, patterns: Iterable[str]) -> bool:
+    """Whether a repository-relative path matches one of the globs."""
+    return any(_compile(p).match(path.lstrip("/")) for p in patterns)
+
+
+def protected_patterns(configured: Sequence[str]) -> tuple[str, ...]:
+    """The always-protected paths plus the ones the kernel passed in ProjectState.protected."""
+    return tuple(dict.fromkeys((*ALWAYS_PROTECTED, *configured)))
+
+
+def is_protected(path: str, protected: Sequence[str]) -> bool:
+    """Whether a path, or the folder a glob ends in, falls under a protected pattern."""
+    base = path.rstrip("/").removesuffix("/**").rstrip("/")
+    return matches_any(base or path, protected_patterns(protected))
+
+
+def clean_path(path: str) -> str | None:
+    """A path or glob fit for a plan: relative, inside the repository, one line."""
+    trailing = "/" if path.strip().endswith("/") else ""
+    rel = safe_relative(path)
+    return None if rel is None else rel + trailing
+
+
+def unique(paths: Iterable[str]) -> tuple[str, ...]:
+    """Paths in first-seen order without repeats."""
+    return tuple(dict.fromkeys(paths))
+
+
+def is_test_path(path: str) -> bool:
+    """Whether a file is a test: test_*.py, *_test.py, conftest.py, or anything under tests/."""
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else ""
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(p in ("tests", "test") for p in parts[:-1])
+    )
+
+
+def module_of(path: str, fs: FileSystemPort) -> str | None:
+    """The module folder a file belongs to: the nearest folder with a CONTRACT.md or SPEC.md,
+    else modules/<name> for a file under modules/."""
+    parts = PurePosixPath(path.rstrip("/")).parts
+    for end in range(len(parts) - 1, 0, -1):
+        folder = "/".join(parts[:end])
+        if any(fs.is_file(f"{folder}/{doc}") for doc in MODULE_DOCS):
+            return folder
+    if len(parts) >= 3 and parts[0] == "modules":
+        return "/".join(parts[:2])
+    return None
+
+
+def globs_for_tests(path: str) -> tuple[str, ...]:
+    """Globs for the tests of a source file (the file itself when it is a test)."""
+    if is_test_path(path):
+        return (path,)
+    pure = PurePosixPath(path)
+    stem = pure.stem
+    if not path.endswith(".py") or _GLOB_CHARS & set(path):
+        return ()
+    globs = [f"tests/**/test_{stem}.py", f"tests/**/test_{stem}_*.py"]
+    parent = str(pure.parent)
+    if parent not in ("", "."):
+        globs += [f"{parent}/tests/**", f"{parent}/test_{stem}.py"]
+    return tuple(globs)
+
+
+def derive(
+    files: Sequence[str],
+    fs: FileSystemPort,
+    protected: Sequence[str],
+    *,
+    wide: bool,
+) -> tuple[str, ...]:
+    """The allowlist for a gap's files: the files; when wide, also their module folders and tests."""
+    out: list[str] = []
+    for path in files:
+        if path.endswith("/"):
+            out.append(path + "**")
+            continue
+        out.append(path)
+        if not wide:
+            continue
+        module = module_of(path, fs)
+        if module is not None:
+            out.append(f"{module}/**")
+        out.extend(globs_for_tests(path))
+    return unique(p for p in out if not is_protected(p, protected))
+
+
+def covered(path: str, allowed: Sequence[str]) -> bool:
+    """Whether a path is inside an allowlist (an empty allowlist covers everything)."""
+    return not allowed or matches_any(path.rstrip("/"), allowed)

@@ -1,0 +1,115 @@
+"""The allowlist: the gap's files, their module folder and their tests; never free text's paths."""
+
+from __future__ import annotations
+
+from modules.planner.allowlist import clean_path, covered, derive, globs_for_tests, module_of
+from modules.planner.tests.factory import (
+    fs,
+    inbox_gap,
+    lint_gap,
+    must_plan,
+    plan,
+    pytest_gap,
+    state,
+)
+
+
+def test_a_module_file_brings_its_module_folder() -> None:
+    tree = fs()
+    assert module_of("modules/planner/planner.py", tree) == "modules/planner"
+    assert module_of("calc.py", tree) is None
+    allowed = derive(["modules/planner/planner.py"], tree, (), wide=True)
+    assert allowed[:2] == ("modules/planner/planner.py", "modules/planner/**")
+    assert covered("modules/planner/tests/test_new.py", allowed)
+    assert not covered("modules/other/x.py", allowed)
+
+
+def test_a_folder_with_a_spec_is_a_module_anywhere() -> None:
+    tree = fs({"src/pkg/SPEC.md": "", "src/pkg/deep/a.py": ""})
+    assert module_of("src/pkg/deep/a.py", tree) == "src/pkg"
+
+
+def test_a_source_file_brings_its_tests() -> None:
+    assert globs_for_tests("pkg/calc.py") == (
+        "tests/**/test_calc.py",
+        "tests/**/test_calc_*.py",
+        "pkg/tests/**",
+        "pkg/test_calc.py",
+    )
+    assert globs_for_tests("tests/test_calc.py") == ("tests/test_calc.py",)
+    allowed = derive(["calc.py"], fs(), (), wide=True)
+    assert covered("tests/unit/test_calc.py", allowed)
+    assert not covered("tests/test_other.py", allowed)
+
+
+def test_type_and_test_gaps_get_the_wide_allowlist_lint_gaps_only_their_files() -> None:
+    typed = lint_gap("modules/planner/planner.py", "reportX", "pyright")
+    assert "modules/planner/**" in must_plan([typed]).allowed_paths
+    lint = lint_gap("modules/planner/planner.py", "F401", "ruff")
+    assert must_plan([lint]).allowed_paths == ("modules/planner/planner.py",)
+    failing = must_plan([pytest_gap()])
+    assert covered("calc.py", failing.allowed_paths)
+    assert covered("tests/test_calc.py", failing.allowed_paths)
+    assert not covered("domain/models.py", failing.allowed_paths)
+
+
+def test_a_suite_that_does_not_run_may_be_fixed_anywhere() -> None:
+    gap = pytest_gap().model_copy(update={"key": "pytest:run", "evidence": (), "files": ()})
+    assert must_plan([gap]).allowed_paths == ()
+
+
+def test_an_inbox_items_allowed_and_forbidden_lists_are_kept_clean() -> None:
+    gap = inbox_gap(
+        allowed=["src/**", "../escape.py", "/etc/passwd", "kernel/**", "docs/a\nb.md"],
+        forbidden=["src/secret.py", "/abs"],
+    )
+    result = must_plan([gap])
+    assert result.allowed_paths == ("src/**",)
+    assert result.forbidden_paths == ("src/secret.py",)
+
+
+def test_an_item_allowed_only_protected_paths_is_refused() -> None:
+    gap = inbox_gap(allowed=["kernel/**", "seed.toml"])
+    assert plan([gap]) is None
+
+
+def test_paths_are_cleaned() -> None:
+    assert clean_path("./src//a.py") == "src/a.py"
+    assert clean_path("src/") == "src/"
+    for bad in ("", "/abs", "../x", "a/../../x", "a\x00b", "a\nb"):
+        assert clean_path(bad) is None, bad
+
+
+def test_derived_entries_under_a_protected_path_are_dropped() -> None:
+    result = must_plan([pytest_gap()], st=state(protected=("tests/**",)))
+    assert result.allowed_paths == ("calc.py",)
+    assert result.suspect_files == ("calc.py",)
+
+
+def test_the_planners_globs_agree_with_the_kernels() -> None:
+    from kernel import globs
+    from modules.planner import allowlist
+
+    assert allowlist.ALWAYS_PROTECTED == globs.ALWAYS_PROTECTED
+    patterns = ["kernel/**", "seed.py", "tests/**/test_a*.py", "docs", "*.md", "a/?.py", "**/x"]
+    paths = [
+        "kernel",
+        "kernel/a.py",
+        "seed.py",
+        "sub/seed.py",
+        "tests/test_a.py",
+        "tests/unit/test_ab.py",
+        "tests/unit/b.py",
+        "docs/x/y.md",
+        "README.md",
+        "d/README.md",
+        "a/b.py",
+        "a/bc.py",
+        "q/r/x",
+    ]
+    for pattern in patterns:
+        for path in paths:
+            assert allowlist.matches_any(path, [pattern]) == globs.matches(path, pattern), (
+                pattern,
+                path,
+            )

@@ -1,0 +1,97 @@
+"""The inbox as people use it, with a running daemon: slow writers, claims, done and failed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support import SAMPLE, agent_config, make_repo, records, seed, seed_argv, wait_for
+
+TOOLS = '\n[quality]\ntools = ["ruff", "pytest"]\n'
+
+_SLOW_WRITER = """
+import sys, time
+from pathlib import Path
+path, barrier = sys.argv[1], Path(sys.argv[2])
+with open(path, "w", encoding="utf-8") as handle:
+    handle.write('+++\\ntitle = "Add a sub function"\\npriority = ')
+    handle.flush()
+    while not barrier.exists():
+        time.sleep(0.01)
+    handle.write('"high"\\n+++\\nAdd sub(a, b) to calc.py, with a test.\\n')
+"""
+
+
+def test_a_task_written_slowly_is_claimed_once_closed_and_lands_in_done(tmp_path: Path) -> None:
+    steps = [
+        {"touch": str(tmp_path / "agent-ran")},
+        {"append": "calc.py", "text": "\n\ndef sub(a, b):\n    return a - b\n"},
+        {
+            "write": "tests/test_sub.py",
+            "text": "from calc import sub\n\n\ndef test_sub():\n    assert sub(5, 3) == 2\n",
+        },
+    ]
+    repo = make_repo(tmp_path / "repo", SAMPLE, agent_config(tmp_path, steps, extra=TOOLS))
+    (repo / "inbox").mkdir()
+    daemon = subprocess.Popen(
+        seed_argv(repo),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    barrier = tmp_path / "finish-writing"
+    writer: subprocess.Popen[bytes] | None = None
+    log = repo / "history" / "daemon.log"
+    try:
+        wait_for(lambda: log.exists() and "watching" in log.read_text(), 120, "the daemon to start")
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _SLOW_WRITER, str(repo / "inbox" / "sub.md"), str(barrier)]
+        )
+        # the daemon woke on the new file and saw that it is still being written
+        wait_for(lambda: "inbox/sub.md is still being written" in log.read_text(), 60, "a look")
+        assert not (tmp_path / "agent-ran").exists()
+        barrier.touch()
+        assert writer.wait(timeout=30) == 0
+        wait_for(lambda: (repo / "inbox" / "done" / "sub.md").exists(), 180, "the task to land")
+        daemon.send_signal(signal.SIGINT)
+        _, stderr = daemon.communicate(timeout=60)
+    finally:
+        for process in (daemon, writer):
+            if process is not None and process.poll() is None:
+                process.kill()
+    assert daemon.returncode == 0, stderr
+    [record] = records(repo)
+    assert (record["outcome"], record["gap"]["key"]) == ("SUCCESS", "inbox:sub.md")
+    assert "def sub" in (repo / "calc.py").read_text()
+    done = repo / "inbox" / "done"
+    assert "Add sub(a, b)" in (done / "sub.md").read_text()
+    note = (done / "sub.md.result.md").read_text()
+    assert f"(../../history/{record['iteration_id']}/report.md)" in note
+    assert not (repo / "inbox" / "rejected").exists()
+    assert not list((repo / "inbox" / ".active").iterdir())
+
+
+def test_a_task_that_keeps_failing_ends_in_failed_with_its_history(tmp_path: Path) -> None:
+    steps = [{"append": "calc.py", "text": "\n# tried\n"}, {"exit": 1}]
+    repo = make_repo(tmp_path / "repo", SAMPLE, agent_config(tmp_path, steps, extra=TOOLS))
+    task = repo / "inbox" / "hard.md"
+    task.parent.mkdir()
+    task.write_text('+++\npriority = "critical"\n+++\nDo the impossible.\n')
+    for _ in range(3):
+        result = seed(repo, "once")
+        if not task.exists():
+            break
+        assert result.returncode == 1, result.stderr
+    failed = repo / "inbox" / "failed"
+    assert (
+        failed / "hard.md"
+    ).read_text() == '+++\npriority = "critical"\n+++\nDo the impossible.\n'
+    attempts = [r for r in records(repo) if r["gap"]["key"] == "inbox:hard.md"]
+    assert len(attempts) >= 2 and all(r["outcome"] == "FAILURE" for r in attempts)
+    note = (failed / "hard.md.result.md").read_text()
+    for record in attempts:
+        assert f"](../../history/{record['iteration_id']}/report.md)" in note
+    assert not task.exists() and not list((repo / "inbox" / ".active").iterdir())

@@ -1,0 +1,173 @@
+"""Halt conditions, the persisted halt state, the cost ledger and the daemon lock."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from domain import FailureCategory, IterationOutcome
+from kernel import halt, ledger
+from kernel.config import BudgetConfig
+from kernel.errors import LockHeld
+from kernel.recovery import cut_torn_tail
+from kernel.store import RecordStore
+from tests.unit.factories import T0, gap, record
+
+A, B, C = gap("ruff:a.py:F401"), gap("ruff:b.py:F401"), gap("ruff:c.py:F401")
+FAIL = IterationOutcome.FAILURE
+
+
+@pytest.mark.parametrize(
+    "category",
+    [
+        FailureCategory.SANDBOX_VIOLATION,
+        FailureCategory.HYGIENE_VIOLATION,
+        FailureCategory.ALLOWLIST_VIOLATION,
+        FailureCategory.GROWTH_LIMIT,
+        FailureCategory.BUDGET_EXCEEDED,
+    ],
+)
+def test_violations_growth_and_budget_halt_at_once(category: FailureCategory) -> None:
+    r = record(A, 1, IterationOutcome.ROLLBACK, category)
+    assert halt.halt_reason(r, [r]).startswith(f"{category.value} in {r.iteration_id}")
+
+
+@pytest.mark.parametrize(
+    "category",
+    [FailureCategory.AGENT_ERROR, FailureCategory.AGENT_TIMEOUT, FailureCategory.TEST_REGRESSION],
+)
+def test_a_single_ordinary_failure_does_not_halt(category: FailureCategory) -> None:
+    r = record(A, 1, FAIL, category)
+    assert halt.halt_reason(r, [r]) == ""
+
+
+def test_three_consecutive_failures_across_gaps_halt() -> None:
+    history = [record(A, 1), record(B, 2), record(C, 3)]
+    reason = halt.halt_reason(history[-1], history)
+    assert reason.startswith("3 consecutive failures across different gaps")
+    assert all(r.iteration_id in reason for r in history)
+
+
+def test_two_gaps_in_three_failures_still_halt_but_one_gap_is_quarantine_not_halt() -> None:
+    two = [record(A, 1), record(A, 2), record(B, 3)]
+    assert "consecutive failures" in halt.halt_reason(two[-1], two)
+    one = [record(A, 1), record(A, 2), record(A, 3)]
+    assert halt.halt_reason(one[-1], one) == ""
+
+
+def test_a_success_waiting_or_aborted_iteration_breaks_or_skips_the_streak() -> None:
+    success = [
+        record(A, 1),
+        record(B, 2, IterationOutcome.SUCCESS, None),
+        record(C, 3),
+    ]
+    assert halt.halt_reason(success[-1], success) == ""
+    skipped = [
+        record(A, 1),
+        record(B, 2, IterationOutcome.WAITING, None),
+        record(B, 3, IterationOutcome.ABORTED, None),
+        record(B, 4, IterationOutcome.NO_CHANGE, None),
+        record(C, 5),
+    ]
+    assert "consecutive failures" in halt.halt_reason(skipped[-1], skipped)
+
+
+def test_a_resume_starts_the_streak_again() -> None:
+    history = [record(A, 1), record(B, 2), record(C, 3)]
+    resumed = (history[1].ended_at + timedelta(seconds=1)).isoformat()
+    assert halt.halt_reason(history[-1], history, resumed) == ""
+
+
+def test_a_flaky_streak_of_three_halts() -> None:
+    flaky = [record(A, n, IterationOutcome.ROLLBACK, FailureCategory.FLAKY_TEST) for n in (1, 2, 3)]
+    assert halt.halt_reason(flaky[-1], flaky).startswith("a flaky streak of 3")
+    two = flaky[1:]
+    assert halt.halt_reason(two[-1], two) == ""
+
+
+def test_halt_state_survives_and_only_resume_clears_it(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path)
+    assert not halt.read_halt(tmp_path).halted
+    halt.halt(store, "first reason", "SANDBOX_VIOLATION", "iter-0001-20260101-120000")
+    halt.halt(store, "second reason", "GROWTH_LIMIT")
+    state = halt.read_halt(tmp_path)  # a fresh read, as after a restart
+    assert state.halted and state.reason == "first reason" and state.category == "SANDBOX_VIOLATION"
+    was = halt.resume(store)
+    assert was.reason == "first reason"
+    after = halt.read_halt(tmp_path)
+    assert not after.halted and after.resumed_at
+    kinds = [e.kind for e in store.events()]
+    assert kinds == ["halt", "halt", "resume"]
+
+
+def test_an_unreadable_halt_file_counts_as_halted(tmp_path: Path) -> None:
+    (tmp_path / halt.HALT_FILE).write_text("{not json")
+    state = halt.read_halt(tmp_path)
+    assert state.halted and "unreadable" in state.reason and "resume" in state.reason
+    halt.resume(RecordStore(tmp_path))
+    assert not halt.read_halt(tmp_path).halted
+
+
+def _run(history: Path, cost: float, at: datetime = T0) -> None:
+    ledger.append(
+        history,
+        ledger.LedgerEntry(at=at, iteration_id=f"i{cost}", backend="command", cost_usd=cost),
+    )
+
+
+def test_a_run_reserves_its_cap_or_the_days_if_smaller() -> None:
+    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=10.0), 2.0) == 2.0
+    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=0.5), 2.0) == 0.5
+    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=0.0), 2.0) == 2.0
+    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=0.0), 0.0) == 0.0
+
+
+def test_budget_is_checked_before_the_money_is_spent(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path)
+    budget = BudgetConfig(max_cost_usd_per_day=3.0, max_cost_usd_per_iteration=2.0)
+    assert halt.budget_problem(store, budget, T0, reserve_usd=2.0) == ""
+    _run(tmp_path, 1.5)
+    problem = halt.budget_problem(store, budget, T0, reserve_usd=2.0)
+    assert "may cost up to $2.00" in problem and "$1.50 of $3.00 is left" in problem
+    assert halt.budget_problem(store, budget, T0, reserve_usd=1.0) == ""
+    _run(tmp_path, 1.6)
+    assert "spent $3.10 of $3.00" in halt.budget_problem(store, budget, T0, reserve_usd=0.0)
+    unlimited = BudgetConfig(max_cost_usd_per_day=0, max_iterations_per_day=0)
+    assert halt.budget_problem(store, unlimited, T0, reserve_usd=5.0) == ""
+    store.close()
+
+
+def test_the_day_run_cap_counts_iterations(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path)
+    for seq in (1, 2, 3):
+        store.append(record(gap(f"ruff:f{seq}.py:F401"), seq))
+    runs = BudgetConfig(max_iterations_per_day=3)
+    day = record(A, 1).ended_at
+    assert "ran 3 of 3 iterations" in halt.budget_problem(store, runs, day)
+    store.close()
+
+
+def test_a_torn_tail_of_an_append_only_file_is_cut(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b'{"a": 1}\n{"b": 2')
+    assert cut_torn_tail(events) == 7 and events.read_bytes() == b'{"a": 1}\n'
+    assert cut_torn_tail(events) == 0
+    events.write_bytes(b'{"no newline')
+    assert cut_torn_tail(events) == 12 and events.read_bytes() == b""
+    assert cut_torn_tail(tmp_path / "missing.jsonl") == 0
+
+
+def test_a_second_lock_names_the_holder(tmp_path: Path) -> None:
+    first = halt.DaemonLock(tmp_path / "daemon.lock")
+    first.acquire()
+    try:
+        with pytest.raises(LockHeld, match=f"pid {os.getpid()}"):
+            halt.DaemonLock(tmp_path / "daemon.lock").acquire()
+    finally:
+        first.release()
+    again = halt.DaemonLock(tmp_path / "daemon.lock")
+    again.acquire()
+    again.release()

@@ -1,0 +1,185 @@
+"""What reports read from the store's index, the ranking kept in records, and the text views."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from domain import (
+    DaemonStatus,
+    Gap,
+    GapCategory,
+    GapReport,
+    HistoryDigest,
+    IterationOutcome,
+    RankedGap,
+    Severity,
+)
+from kernel import reporting, views
+from kernel.host import ModuleHost
+from kernel.store import RecordStore
+from modules import registry
+from modules.host import ContractError, check_contract
+from tests.histories import START, every_kind, history_rows, record, write_records
+from tests.support import SEED_HOME
+
+
+def test_report_rows_totals_and_phase_sums_come_from_the_index(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "history")
+    samples = every_kind()
+    for item in samples:
+        store.append(item)
+    rows = store.report_rows()
+    assert [r.iteration_id for r in rows] == [r.iteration_id for r in reversed(samples)]
+    newest = samples[-1]
+    assert rows[0].durations == newest.durations and rows[0].open_gaps == newest.open_gaps
+    assert rows[0].gap_category == newest.gap.category.value
+    assert [r.iteration_id for r in store.report_rows(limit=2)] == [
+        r.iteration_id for r in rows[:2]
+    ]
+    totals = store.totals()
+    assert totals.iterations == len(samples)
+    assert totals.by_outcome["SUCCESS"] == 1
+    assert totals.cost == sum(r.cost_usd for r in samples)
+    phases = store.phase_totals()
+    assert phases["analyse"] == (sum(r.durations["analyse"] for r in samples), len(samples))
+    assert phases["land"][1] == 1
+
+
+def test_an_index_written_before_the_details_table_is_rebuilt(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    write_records(history, every_kind()[:3])
+    store = RecordStore(history)
+    assert store.count() == 3
+    store.close()
+    db = sqlite3.connect(history / ".index.sqlite")
+    db.execute("DROP TABLE details")
+    db.execute("DELETE FROM meta WHERE key = 'details'")
+    db.commit()
+    db.close()
+
+    again = RecordStore(history)
+    assert all(r.durations for r in again.report_rows())
+    assert again.count() == 3
+
+
+def _gap(n: int, source: str = "ruff") -> Gap:
+    return Gap(
+        key=f"{source}:f{n}.py:F401",
+        category=GapCategory.QUALITY,
+        source=source,
+        severity=Severity.HIGH,
+        title=f"F401 in f{n}.py",
+        rank_reason=f"#{n}",
+    )
+
+
+def test_ranking_keeps_the_top_five_and_the_chosen_gap_wherever_it_stood() -> None:
+    report = GapReport(gaps=tuple(_gap(n) for n in range(1, 10)))
+    held = {"ruff:f1.py:F401": "quarantined", "ruff:f2.py:F401": "waiting for an agent"}
+    top = reporting.ranked(report, held, chosen="ruff:f8.py:F401")
+    assert [g.rank for g in top] == [1, 2, 3, 4, 5, 8]
+    assert [g.skipped for g in top[:3]] == ["quarantined", "waiting for an agent", ""]
+    assert top[-1].rank_reason == "#8"
+    assert reporting.open_gaps(GapReport(gaps=(_gap(1), _gap(2), _gap(3, "pytest")))) == {
+        "pytest": 1,
+        "ruff": 2,
+    }
+
+
+def test_status_text_shows_phase_time_log_tail_budget_gaps_and_backend() -> None:
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    status = DaemonStatus(
+        root="/repo",
+        running=True,
+        pid=42,
+        phase="agent running",
+        phase_detail="command on roadmap:abc; log: /repo/history/x/agent.log",
+        phase_since=now - timedelta(minutes=3, seconds=12),
+        halted=True,
+        halt_reason="3 consecutive failures across different gaps",
+        backend="command",
+        backend_reason="configured in seed.toml",
+        iterations=12,
+        iterations_today=3,
+        cost_today_usd=1.25,
+        budget_left_today_usd=8.75,
+        budget_left_today_iterations=97,
+        max_cost_usd_per_day=10.0,
+        max_iterations_per_day=100,
+        top_gaps=(
+            RankedGap(
+                key="pytest:t::x",
+                category=GapCategory.QUALITY,
+                source="pytest",
+                title="test x fails",
+                rank=1,
+                severity=Severity.CRITICAL,
+                skipped="quarantined",
+            ),
+        ),
+        quarantined=("pytest:t::x",),
+        open_gaps={"pytest": 1, "ruff": 4},
+        gaps_as_of=now - timedelta(seconds=90),
+        log_tail=("step 1", "step 2"),
+        metrics_url="http://127.0.0.1:9000/metrics",
+    )
+    text = "\n".join(views.status_lines(status, now))
+    assert "running (pid 42): agent running for 3m12s" in text
+    assert "| step 1\n" in text and text.count("| step") == 2
+    assert "YES: 3 consecutive failures across different gaps; run `python seed.py resume`" in text
+    assert "command (configured in seed.toml)" in text
+    assert "today $1.25 spent of $10.00, $8.75 left; 3 of 100 runs, 97 left" in text
+    assert "5 open (pytest 1, ruff 4) as of 1m30s ago" in text
+    assert "1. critical pytest      test x fails  [quarantined]" in text
+    assert "metrics:     http://127.0.0.1:9000/metrics" in text
+    assert "\x1b" not in text  # no colour codes in a log file
+
+    stopped = "\n".join(views.status_lines(DaemonStatus(root="/repo"), now))
+    assert "not running" in stopped and "not analysed yet" in stopped
+
+
+def test_history_text_lists_newest_first_with_a_summary(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path / "history")
+    for seq, outcome in enumerate(
+        (IterationOutcome.SUCCESS, IterationOutcome.ROLLBACK, IterationOutcome.WAITING), start=1
+    ):
+        store.append(record(seq, START + timedelta(hours=seq), outcome, source="ruff"))
+    rows = store.summaries()
+    lines = views.history_lines(rows[:2], len(rows), filtered=False)
+    assert lines[0].startswith("iteration")
+    assert lines[1].startswith("iter-0003-") and "WAITING" in lines[1]
+    assert lines[2].startswith("iter-0002-") and "ROLLBACK" in lines[2]
+    assert lines[-1] == "2 shown of 3, 0% landed (0 of 1 agent runs), $0.01 spent"
+    assert views.history_lines([], 0, filtered=True) == ["no iterations match"]
+
+
+def test_the_module_host_renders_reports_the_index_and_the_dashboard(tmp_path: Path) -> None:
+    host = ModuleHost(SEED_HOME, tmp_path / "host.log")
+    samples = every_kind()
+    digest = HistoryDigest(generated_at=START, rows=history_rows(samples))
+    try:
+        host.start()
+        report = host.render_record(samples[0])
+        index = host.render_index(digest)
+        page = host.render_dashboard(digest)
+    finally:
+        host.stop()
+    assert report.startswith(f"# {samples[0].iteration_id}: SUCCESS")
+    assert index.startswith("# history") and samples[-1].iteration_id in index
+    assert page.startswith("<!DOCTYPE html>") and 'id="chart-outcomes"' in page
+
+
+def test_a_reporter_without_the_index_or_dashboard_is_refused_by_name() -> None:
+    class OnlyRecords:
+        contract_version = 1
+
+        def render_record(self, record: object) -> str:
+            return ""
+
+    with pytest.raises(ContractError, match="missing render_dashboard, render_index"):
+        check_contract("reporter", "modules.reports.old:REPORTER", OnlyRecords())
+    check_contract("reporter", registry.REPORTER, registry.resolve(registry.REPORTER))
