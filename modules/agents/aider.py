@@ -6,15 +6,14 @@ import re
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
+    CliAgent,
     Usage,
     failure,
     option_list,
     option_str,
-    output_text,
     plan_files,
     report,
     tail_lines,
-    timed_out,
 )
 from modules.planner.prompt import render_prompt
 
@@ -86,13 +85,12 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     return report(True, tail_lines(reply), usage)
 
 
-class AiderAgent:
+class AiderAgent(CliAgent):
     """aider on the plan's files, never committing; side files kept out of the worktree."""
 
     name = "aider"
-    contract_version = 1
     executable = "aider"
-    sources: tuple[str, ...] = ("*",)
+    note = "aider exits 0 even when the model API fails: seed reads its output and relies on the verifier"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
         """aider --message-file {prompt_file} --yes-always --no-auto-commits ... FILES."""
@@ -109,17 +107,11 @@ class AiderAgent:
             argv += ["--openai-api-base", api_base]
         argv += option_list(context, "extra_args")
         argv += plan_files(plan)
-        return RunSpec(
-            argv=tuple(argv),
-            prompt=render_prompt(plan),
-            version_argv=(self.executable, "--version"),
-            note="aider exits 0 even when the model API fails: seed reads its output and relies on the verifier",
-            artifacts=("aider.chat.history.md",),
-        )
+        return self.spec(render_prompt(plan), argv, artifacts=("aider.chat.history.md",))
 
-    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+    def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the human text for usage and API errors."""
-        return timed_out(result, "aider") or read_output(output_text(result), result.exit_code)
+        return read_output(text, result.exit_code)
 
 
 AGENT = AiderAgent()

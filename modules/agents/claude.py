@@ -6,6 +6,7 @@ from typing import Any
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
+    CliAgent,
     Usage,
     as_dict,
     as_float,
@@ -15,11 +16,9 @@ from modules.agents.common import (
     json_objects,
     option_int,
     option_list,
-    output_text,
     prompt_argument,
     report,
     tail_lines,
-    timed_out,
 )
 from modules.planner.prompt import render_prompt
 
@@ -79,13 +78,12 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     )
 
 
-class ClaudeAgent:
+class ClaudeAgent(CliAgent):
     """Claude Code in print mode: edits accepted, tools and turns limited by seed.toml."""
 
     name = "claude"
-    contract_version = 1
     executable = "claude"
-    sources: tuple[str, ...] = ("*",)
+    note = "claude can report an API error with exit 0 (is_error true): read from its result object"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
         """claude -p PROMPT --output-format json --permission-mode acceptEdits ... (stdin closed)."""
@@ -104,16 +102,11 @@ class ClaudeAgent:
         tools = option_list(context, "allowed_tools")
         if tools:
             argv += ["--allowedTools", ",".join(tools)]
-        return RunSpec(
-            argv=tuple(argv),
-            prompt=prompt,
-            version_argv=(self.executable, "--version"),
-            note="claude can report an API error with exit 0 (is_error true): read from its result object",
-        )
+        return self.spec(prompt, argv)
 
-    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+    def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the final result object."""
-        return timed_out(result, "claude") or read_output(output_text(result), result.exit_code)
+        return read_output(text, result.exit_code)
 
 
 AGENT = ClaudeAgent()

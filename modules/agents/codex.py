@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
+    CliAgent,
     Usage,
     as_dict,
     as_int,
     failure,
     json_objects,
     option_list,
-    output_text,
     prompt_argument,
     report,
     tail_lines,
-    timed_out,
 )
 from modules.planner.prompt import render_prompt
 
@@ -61,13 +60,12 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     return report(True, message, usage)
 
 
-class CodexAgent:
+class CodexAgent(CliAgent):
     """codex exec in a workspace-write sandbox rooted at the worktree."""
 
     name = "codex"
-    contract_version = 1
     executable = "codex"
-    sources: tuple[str, ...] = ("*",)
+    note = "codex reports tokens but no cost: cost comes from [agent.prices]"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
         """codex exec --json --sandbox workspace-write -C {worktree} --skip-git-repo-check PROMPT."""
@@ -78,16 +76,11 @@ class CodexAgent:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
         argv.append(prompt_argument(prompt))
-        return RunSpec(
-            argv=tuple(argv),
-            prompt=prompt,
-            version_argv=(self.executable, "--version"),
-            note="codex reports tokens but no cost: cost comes from [agent.prices]",
-        )
+        return self.spec(prompt, argv)
 
-    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+    def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSONL events."""
-        return timed_out(result, "codex") or read_output(output_text(result), result.exit_code)
+        return read_output(text, result.exit_code)
 
 
 AGENT = CodexAgent()

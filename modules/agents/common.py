@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from domain import AgentContext, AgentReport, FailureCategory, IterationPlan, RunResult
+from domain import AgentContext, AgentReport, FailureCategory, IterationPlan, RunResult, RunSpec
 
 PROMPT_ARG_LIMIT = 100_000
 """Bytes of prompt passed as one argument; Linux refuses a single argument over 128 KiB."""
@@ -162,3 +162,45 @@ def timed_out(result: RunResult, tool: str) -> AgentReport | None:
     return report(
         False, f"{tool} was still running at the timeout", category=FailureCategory.AGENT_TIMEOUT
     )
+
+
+class CliAgent:
+    """What every CLI preset shares: contract fields, the run spec's shape, the timeout rule.
+
+    A subclass builds its argv in run_spec (returning self.spec(...)) and reads its tool's
+    output in read; parse applies the timeout rule first.
+    """
+
+    name = ""
+    executable = ""
+    contract_version = 1
+    sources: tuple[str, ...] = ("*",)
+    note = ""
+    """What the record should say about this tool's reporting."""
+    versioned = True
+    """The tool answers --version (mini does not)."""
+
+    def spec(
+        self,
+        prompt: str,
+        argv: Sequence[str],
+        env: dict[str, str] | None = None,
+        artifacts: tuple[str, ...] = (),
+    ) -> RunSpec:
+        """The run spec for this tool."""
+        return RunSpec(
+            argv=tuple(argv),
+            env=env or {},
+            prompt=prompt,
+            version_argv=(self.executable, "--version") if self.versioned else (),
+            note=self.note,
+            artifacts=artifacts,
+        )
+
+    def read(self, text: str, result: RunResult) -> AgentReport:
+        """The tool's own reading of a run that ended by itself."""
+        raise NotImplementedError
+
+    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+        """The timeout rule, then the tool's output."""
+        return timed_out(result, self.name) or self.read(output_text(result), result)

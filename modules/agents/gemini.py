@@ -6,17 +6,16 @@ from typing import Any
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
+    CliAgent,
     Usage,
     as_dict,
     as_int,
     failure,
     json_objects,
     option_list,
-    output_text,
     prompt_argument,
     report,
     tail_lines,
-    timed_out,
 )
 from modules.planner.prompt import render_prompt
 
@@ -77,13 +76,12 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     return failure(f"gemini exited {exit_code}: {meaning or 'no result'}: {detail}", usage)
 
 
-class GeminiAgent:
+class GeminiAgent(CliAgent):
     """Gemini CLI with every action approved (yolo) in the worktree it trusts for the session."""
 
     name = "gemini"
-    contract_version = 1
     executable = "gemini"
-    sources: tuple[str, ...] = ("*",)
+    note = "gemini reports tokens but no cost: cost comes from [agent.prices]"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
         """gemini -p PROMPT --output-format json --approval-mode=yolo --skip-trust [-m MODEL]."""
@@ -94,16 +92,11 @@ class GeminiAgent:
         if context.model:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
-        return RunSpec(
-            argv=tuple(argv),
-            prompt=prompt,
-            version_argv=(self.executable, "--version"),
-            note="gemini reports tokens but no cost: cost comes from [agent.prices]",
-        )
+        return self.spec(prompt, argv)
 
-    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+    def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSON document and map the exit code."""
-        return timed_out(result, "gemini") or read_output(output_text(result), result.exit_code)
+        return read_output(text, result.exit_code)
 
 
 AGENT = GeminiAgent()

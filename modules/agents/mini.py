@@ -7,6 +7,7 @@ from typing import Any
 
 from domain import AgentContext, AgentReport, FailureCategory, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
+    CliAgent,
     Usage,
     as_dict,
     as_float,
@@ -16,11 +17,9 @@ from modules.agents.common import (
     option_int,
     option_list,
     option_str,
-    output_text,
     prompt_argument,
     report,
     tail_lines,
-    timed_out,
 )
 from modules.planner.prompt import render_prompt
 
@@ -83,13 +82,13 @@ def read_trajectory(raw: str, output: str, exit_code: int | None) -> AgentReport
     return failure(summary, usage)
 
 
-class MiniAgent:
+class MiniAgent(CliAgent):
     """mini-swe-agent in yolo mode; model and API base from seed.toml (local servers work)."""
 
     name = "mini"
-    contract_version = 1
     executable = "mini"
-    sources: tuple[str, ...] = ("*",)
+    note = "mini exits 0 on LimitsExceeded: seed reads info.exit_status from the trajectory"
+    versioned = False
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
         """mini -y --exit-immediately -t TASK -o {run_dir}/trajectory.json [-m MODEL] [-l COST]."""
@@ -114,19 +113,11 @@ class MiniAgent:
         if api_base:
             env["OPENAI_BASE_URL"] = api_base
             env["OPENAI_API_BASE"] = api_base
-        return RunSpec(
-            argv=tuple(argv),
-            env=env,
-            prompt=prompt,
-            note="mini exits 0 on LimitsExceeded: seed reads info.exit_status from the trajectory",
-            artifacts=(TRAJECTORY,),
-        )
+        return self.spec(prompt, argv, env=env, artifacts=(TRAJECTORY,))
 
-    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+    def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the trajectory the run left in {run_dir}."""
-        return timed_out(result, "mini") or read_trajectory(
-            result.artifacts.get(TRAJECTORY, ""), output_text(result), result.exit_code
-        )
+        return read_trajectory(result.artifacts.get(TRAJECTORY, ""), text, result.exit_code)
 
 
 AGENT = MiniAgent()

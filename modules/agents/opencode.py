@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
+    CliAgent,
     Usage,
     as_dict,
     as_float,
@@ -11,11 +12,9 @@ from modules.agents.common import (
     failure,
     json_objects,
     option_list,
-    output_text,
     prompt_argument,
     report,
     tail_lines,
-    timed_out,
 )
 from modules.planner.prompt import render_prompt
 
@@ -63,13 +62,12 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     return report(True, texts[-1] if texts else "", usage)
 
 
-class OpencodeAgent:
+class OpencodeAgent(CliAgent):
     """opencode run with permissions approved (--auto), JSON events on stdout."""
 
     name = "opencode"
-    contract_version = 1
     executable = "opencode"
-    sources: tuple[str, ...] = ("*",)
+    note = "opencode reports cost 0 for models it has no price for: then [agent.prices] applies"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
         """opencode run --format json --auto [-m PROVIDER/MODEL] MESSAGE."""
@@ -80,16 +78,11 @@ class OpencodeAgent:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
         argv.append(prompt_argument(prompt))
-        return RunSpec(
-            argv=tuple(argv),
-            prompt=prompt,
-            version_argv=(self.executable, "--version"),
-            note="opencode reports cost 0 for models it has no price for: then [agent.prices] applies",
-        )
+        return self.spec(prompt, argv)
 
-    def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
+    def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSONL events."""
-        return timed_out(result, "opencode") or read_output(output_text(result), result.exit_code)
+        return read_output(text, result.exit_code)
 
 
 AGENT = OpencodeAgent()
