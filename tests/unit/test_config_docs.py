@@ -26,3 +26,17 @@ def test_the_readme_shows_the_real_guard_and_budget_defaults() -> None:
     assert shown.guard.growth == defaults.guard.growth
     assert shown.guard.max_file_bytes == defaults.guard.max_file_bytes
     assert shown.budget == defaults.budget
+
+
+def test_every_key_of_every_section_is_in_the_readme() -> None:
+    text = (SEED_HOME / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```toml\n(.*?)```", text, re.S)
+    assert block is not None
+    missing: list[str] = []
+    for section, field in Config.model_fields.items():
+        model = field.annotation
+        assert isinstance(model, type)
+        for name in getattr(model, "model_fields", {}):
+            if not re.search(rf"^#?\s*{name}\s*=|^\[{section}\.{name}", block.group(1), re.M):
+                missing.append(f"{section}.{name}")
+    assert missing == [], f"seed.toml keys missing from the README: {missing}"
