@@ -59,6 +59,16 @@ def _failed(tool: Tool, result: procs.Completed, what: str) -> Measurement:
     )
 
 
+def _measured(tool: Tool, result: procs.Completed, diagnostics: list[Diagnostic]) -> Measurement:
+    return Measurement(
+        tool=tool,
+        ran=True,
+        exit_code=result.exit_code,
+        diagnostics=tuple(diagnostics),
+        duration_s=result.duration_s,
+    )
+
+
 def _ruff_argv(gate: Gate, command: Sequence[str], files: Sequence[str]) -> list[str]:
     argv = [ruff_binary(), *command, "--no-cache", "--output-format", "json"]
     argv += ["--config", str(gate.ruff_config)]
@@ -98,13 +108,7 @@ def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
                 fixable=bool(fix and fix.get("applicability") == "safe"),
             )
         )
-    return Measurement(
-        tool=Tool.RUFF,
-        ran=True,
-        exit_code=result.exit_code,
-        diagnostics=tuple(diagnostics),
-        duration_s=result.duration_s,
-    )
+    return _measured(Tool.RUFF, result, diagnostics)
 
 
 def run_ruff_format(
@@ -135,13 +139,7 @@ def run_ruff_format(
                 fixable=not syntax,
             )
         )
-    return Measurement(
-        tool=Tool.RUFF_FORMAT,
-        ran=True,
-        exit_code=result.exit_code,
-        diagnostics=tuple(diagnostics),
-        duration_s=result.duration_s,
-    )
+    return _measured(Tool.RUFF_FORMAT, result, diagnostics)
 
 
 def run_pyright(
@@ -191,13 +189,7 @@ def run_pyright(
                 detail=message[:MAX_DETAIL],
             )
         )
-    return Measurement(
-        tool=Tool.PYRIGHT,
-        ran=True,
-        exit_code=result.exit_code,
-        diagnostics=tuple(diagnostics),
-        duration_s=result.duration_s,
-    )
+    return _measured(Tool.PYRIGHT, result, diagnostics)
 
 
 def _partly(

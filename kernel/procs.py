@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -69,32 +69,33 @@ def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, 
 
 def process_start_time(pid: int) -> int | None:
     """The kernel's start time of a process in clock ticks (to tell a reused pid apart)."""
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name; None when it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # the command name may contain spaces and parentheses: split after the last ')'
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return int(fields[19]) if len(fields) > 19 else None
+    return stat[stat.rfind(")") + 2 :].split()
 
 
-def _children_of(pid: int) -> list[int]:
-    found: list[int] = []
+def _proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """Each live process as (pid, its stat fields)."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return found
+        return
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry))
-    return found
+        if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None:
+            yield int(entry), fields
+
+
+def _children_of(pid: int) -> list[int]:
+    return [child for child, fields in _proc_stats() if len(fields) > 1 and fields[1] == str(pid)]
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
@@ -125,21 +126,12 @@ def _group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
+    if not Path("/proc").is_dir():
         return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+    return any(
+        len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z"
+        for _, fields in _proc_stats()
+    )
 
 
 def sweep_orphans(rounds: int = 20) -> list[int]:
