@@ -16,8 +16,11 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so that readers see either the old or the new bytes, never a mix."""
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write a file so that readers see either the old or the new bytes, never a mix.
+
+    A symlink at the path is replaced, not followed; `mode` sets the new file's permissions.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -25,6 +28,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -6,18 +6,17 @@ Files are identified by repository-relative path (git's own files by a label suc
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from kernel import gitops
+from kernel.fsutil import atomic_write_bytes
 from kernel.globs import matches_any
 
 KERNEL_OWNED = ("history", ".git")
@@ -254,15 +253,4 @@ def make_parents(root: Path, path: Path) -> None:
 
 def replace_file(path: Path, data: bytes, mode: int) -> None:
     """Write bytes atomically in place of whatever is there (a symlink is replaced, not followed)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode or 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, data, mode or 0o644)
