@@ -34,38 +34,14 @@ def _fail(message: str) -> int:
 
 def parse(args: list[str]) -> tuple[dict[str, object], list[str]] | int:
     """Commander-style parsing: unknown options are errors, variadic options eat non-flags."""
-    options: dict[str, object] = {}
-    positional: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
-        if arg == "--":
-            positional += args[i + 1 :]
-            break
-        if not arg.startswith("-") or arg == "-":
-            positional.append(arg)
-            i += 1
-        elif name in _BOOL:
-            options[name] = True
-            i += 1
-        elif name in _VALUE:
-            try:
-                options[name], i = fakecli.take_value(args, i, name)
-            except fakecli.MissingValue:
-                return _fail(f"option '{name} <value>' argument missing")
-        elif name in _VARIADIC:
-            values: list[str] = []
-            i += 1
-            while i < len(args) and not args[i].startswith("-"):
-                values.append(args[i])
-                i += 1
-            if not values:
-                return _fail(f"option '{name} <values...>' argument missing")
-            options[name] = values
-        else:
-            return _fail(f"unknown option '{arg}'")
-    return options, positional
+    try:
+        flags = fakecli.parse_flags(args, _BOOL, _VALUE, variadic=_VARIADIC, end_of_options=True)
+    except fakecli.MissingValue as missing:
+        shape = "<values...>" if str(missing) in _VARIADIC else "<value>"
+        return _fail(f"option '{missing} {shape}' argument missing")
+    except fakecli.UnknownFlag as unknown:
+        return _fail(f"unknown option '{unknown.arg}'")
+    return flags.options, flags.positional
 
 
 def main(args: list[str]) -> int:

@@ -51,38 +51,16 @@ def main(args: list[str]) -> int:
         return 0
     if args[:1] != ["exec"]:
         return _usage_error("this fake only knows `codex exec` and `codex --version`")
-    options: dict[str, str | bool] = {}
-    configs: list[str] = []
-    positional: list[str] = []
-    rest = args[1:]
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
-        if arg == "--":
-            positional += rest[i + 1 :]
-            break
-        if not arg.startswith("-") or arg == "-":
-            positional.append(arg)
-            i += 1
-        elif name in _BOOL:
-            options[name] = True
-            i += 1
-        elif name in _VALUE or name in _REPEAT:
-            try:
-                value, i = fakecli.take_value(rest, i, name)
-            except fakecli.MissingValue:
-                return _usage_error(
-                    f"a value is required for '{name} <VALUE>' but none was supplied"
-                )
-            if name in _REPEAT:
-                configs.append(value)
-            else:
-                options[name] = value
-        else:
-            return _usage_error(
-                f"unexpected argument '{arg}' found\n\n  tip: to pass '{arg}' as a value, use '-- {arg}'"
-            )
+    try:
+        flags = fakecli.parse_flags(args[1:], _BOOL, _VALUE, repeat=_REPEAT, end_of_options=True)
+    except fakecli.MissingValue as missing:
+        return _usage_error(f"a value is required for '{missing} <VALUE>' but none was supplied")
+    except fakecli.UnknownFlag as unknown:
+        arg = unknown.arg
+        return _usage_error(
+            f"unexpected argument '{arg}' found\n\n  tip: to pass '{arg}' as a value, use '-- {arg}'"
+        )
+    options, positional = flags.options, flags.positional
     sandbox = str(options.get("-s", options.get("--sandbox", "read-only")))
     if sandbox not in SANDBOXES:
         fakecli.err(

@@ -76,25 +76,13 @@ def _error(session: str, kind: str, message: str, code: int, fmt: str) -> int:
 
 def main(args: list[str]) -> int:
     fakecli.trace("gemini", args)
-    options: dict[str, str | bool] = {}
-    positional: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
-        if not arg.startswith("-"):
-            positional.append(arg)
-            i += 1
-        elif name in _BOOL:
-            options[name] = True
-            i += 1
-        elif name in _VALUE:
-            try:
-                options[name], i = fakecli.take_value(args, i, name)
-            except fakecli.MissingValue:
-                return _fail(f"Not enough arguments following: {name.lstrip('-')}")
-        else:
-            return _fail(f"Unknown argument: {name.lstrip('-')}")
+    try:
+        flags = fakecli.parse_flags(args, _BOOL, _VALUE)
+    except fakecli.MissingValue as missing:
+        return _fail(f"Not enough arguments following: {str(missing).lstrip('-')}")
+    except fakecli.UnknownFlag as unknown:
+        return _fail(f"Unknown argument: {unknown.name.lstrip('-')}")
+    options, positional = flags.options, flags.positional
     if options.get("-v") or options.get("--version"):
         fakecli.out(VERSION + "\n")
         return 0

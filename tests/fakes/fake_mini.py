@@ -63,28 +63,15 @@ def main(args: list[str]) -> int:
         fakecli.out(f"This is mini-swe-agent version {VERSION}.\n")
     if fakecli.stdin_kind() != "tty":
         fakecli.out("Warning: Input is not a terminal (fd=0).\n")
-    options: dict[str, str | bool] = {}
-    configs: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
-        if not arg.startswith("-"):
-            return _usage_error(f"Got unexpected extra argument ({arg})")
-        if name in _BOOL:
-            options[name] = True
-            i += 1
-        elif name in _VALUE or name in _REPEAT:
-            try:
-                value, i = fakecli.take_value(args, i, name)
-            except fakecli.MissingValue:
-                return _usage_error(f"Option '{name}' requires an argument.")
-            if name in _REPEAT:
-                configs.append(value)
-            else:
-                options[name] = value
-        else:
-            return _usage_error(f"No such option: {arg}")
+    try:
+        flags = fakecli.parse_flags(args, _BOOL, _VALUE, repeat=_REPEAT)
+    except fakecli.MissingValue as missing:
+        return _usage_error(f"Option '{missing}' requires an argument.")
+    except fakecli.UnknownFlag as unknown:
+        return _usage_error(f"No such option: {unknown.arg}")
+    if flags.positional:
+        return _usage_error(f"Got unexpected extra argument ({flags.positional[0]})")
+    options, configs = flags.options, flags.repeated
     if not os.environ.get("MSWEA_CONFIGURED"):
         fakecli.out("It looks like you are running mini for the first time. Let's set it up.\n")
         fakecli.read_stdin_to_eof()  # the setup wizard's prompts

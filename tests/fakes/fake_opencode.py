@@ -42,28 +42,12 @@ def main(args: list[str]) -> int:
     if args[:1] != ["run"]:
         fakecli.err("this fake only knows `opencode run` and `opencode --version`\n")
         return 1
-    options: dict[str, str | bool] = {}
-    message: list[str] = []
-    rest = args[1:]
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
-        if not arg.startswith("-"):
-            message.append(arg)
-            i += 1
-        elif name in _BOOL:
-            options[name] = True
-            i += 1
-        elif name in _VALUE:
-            try:
-                options[name], i = fakecli.take_value(rest, i, name)
-            except fakecli.MissingValue:
-                fakecli.err(_HELP)
-                return 1
-        else:
-            fakecli.err(_HELP)  # yargs prints the command's help and exits 1
-            return 1
+    try:
+        flags = fakecli.parse_flags(args[1:], _BOOL, _VALUE)
+    except (fakecli.MissingValue, fakecli.UnknownFlag):
+        fakecli.err(_HELP)  # yargs prints the command's help and exits 1
+        return 1
+    options, message = flags.options, flags.positional
     fmt = str(options.get("--format", "default"))
     if fmt not in ("default", "json"):
         fakecli.err(

@@ -23,6 +23,8 @@ import select
 import stat
 import sys
 import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +152,71 @@ def take_value(args: list[str], i: int, flag: str) -> tuple[str, int]:
 
 class MissingValue(Exception):
     """A flag that needs a value came last."""
+
+
+class UnknownFlag(Exception):
+    """A flag the tool does not know: `arg` as given, `name` without its `=value`."""
+
+    def __init__(self, arg: str, name: str) -> None:
+        super().__init__(arg)
+        self.arg, self.name = arg, name
+
+
+@dataclass
+class Flags:
+    """A command line split into options, repeated options and positionals."""
+
+    options: dict[str, object] = field(default_factory=dict[str, object])
+    repeated: list[str] = field(default_factory=list[str])
+    positional: list[str] = field(default_factory=list[str])
+
+
+def parse_flags(
+    args: list[str],
+    bools: Collection[str],
+    values: Collection[str],
+    *,
+    repeat: Collection[str] = (),
+    variadic: Collection[str] = (),
+    end_of_options: bool = False,
+) -> Flags:
+    """Split args the way option parsers do; raises UnknownFlag or MissingValue.
+
+    Variadic options take every following argument up to the next flag; with
+    end_of_options, `--` makes the rest positional and a lone `-` is a positional.
+    """
+    flags = Flags()
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+        if end_of_options and arg == "--":
+            flags.positional += args[i + 1 :]
+            break
+        if not arg.startswith("-") or (end_of_options and arg == "-"):
+            flags.positional.append(arg)
+            i += 1
+        elif name in bools:
+            flags.options[name] = True
+            i += 1
+        elif name in values or name in repeat:
+            value, i = take_value(args, i, name)
+            if name in repeat:
+                flags.repeated.append(value)
+            else:
+                flags.options[name] = value
+        elif name in variadic:
+            taken: list[str] = []
+            i += 1
+            while i < len(args) and not args[i].startswith("-"):
+                taken.append(args[i])
+                i += 1
+            if not taken:
+                raise MissingValue(name)
+            flags.options[name] = taken
+        else:
+            raise UnknownFlag(arg, name)
+    return flags
 
 
 def compact(value: object) -> str:
