@@ -72,18 +72,35 @@ def seed(
     root: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run seed.py once to completion."""
-    full_env = dict(os.environ)
-    full_env.pop("SEED_DEPTH", None)
-    if env:
-        full_env.update(env)
     return subprocess.run(
         seed_argv(root, *args),
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=full_env,
+        env=seed_env(env),
         stdin=subprocess.DEVNULL,
         check=False,
+    )
+
+
+def seed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This environment for a seed.py child, as a top-level daemon (no SEED_DEPTH), plus env."""
+    full_env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    full_env.update(env or {})
+    return full_env
+
+
+def start_daemon(
+    root: Path, *args: str, env: Mapping[str, str] | None = None, stdout: int = subprocess.PIPE
+) -> subprocess.Popen[str]:
+    """Start seed.py on root (`run` unless args say otherwise) as a subprocess, stdin closed."""
+    return subprocess.Popen(
+        seed_argv(root, *args),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=seed_env(env),
     )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from tests.support import (
     make_repo,
     records,
     seed,
-    seed_argv,
+    start_daemon,
     wait_for,
 )
 
@@ -48,13 +47,7 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         files,
         '[agent]\nbackend = "ruff-fix"\n[daemon]\npoll_interval_s = 300\n',
     )
-    daemon = subprocess.Popen(
-        seed_argv(repo, "run", "--metrics-port", "0"),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    daemon = start_daemon(repo, "run", "--metrics-port", "0")
     try:
         wait_for(lambda: len(records(repo)) >= 3, 300, "three iterations")
         wait_for(
@@ -194,13 +187,7 @@ def test_status_while_a_scripted_agent_is_running(tmp_path: Path) -> None:
         {**SAMPLE, "ROADMAP.md": "# Next\n- [ ] add a sub function\n"},
         agent_config(tmp_path, steps),
     )
-    daemon = subprocess.Popen(
-        seed_argv(repo),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    daemon = start_daemon(repo)
     try:
         wait_for(started.exists, 240, "the agent to start")
         result = seed(repo, "status")

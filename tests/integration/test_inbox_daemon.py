@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import SAMPLE, agent_config, make_repo, records, seed, seed_argv, wait_for
+from tests.support import SAMPLE, agent_config, make_repo, records, seed, start_daemon, wait_for
 
 TOOLS = '\n[quality]\ntools = ["ruff", "pytest"]\n'
 
@@ -35,13 +35,7 @@ def test_a_task_written_slowly_is_claimed_once_closed_and_lands_in_done(tmp_path
     ]
     repo = make_repo(tmp_path / "repo", SAMPLE, agent_config(tmp_path, steps, extra=TOOLS))
     (repo / "inbox").mkdir()
-    daemon = subprocess.Popen(
-        seed_argv(repo),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    daemon = start_daemon(repo, stdout=subprocess.DEVNULL)
     barrier = tmp_path / "finish-writing"
     writer: subprocess.Popen[bytes] | None = None
     log = repo / "history" / "daemon.log"

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from pathlib import Path
 
-from tests.support import SAMPLE, branches, git, make_repo, records, seed_argv, wait_for, worktrees
+from tests.support import (
+    SAMPLE,
+    branches,
+    git,
+    make_repo,
+    records,
+    start_daemon,
+    wait_for,
+    worktrees,
+)
 
 
 def test_run_lands_what_it_can_plans_the_rest_once_then_idles_and_stops_on_sigterm(
@@ -25,13 +33,7 @@ def test_run_lands_what_it_can_plans_the_rest_once_then_idles_and_stops_on_sigte
         tmp_path / "repo", files, '[agent]\nbackend = "ruff-fix"\n[daemon]\npoll_interval_s = 1\n'
     )
     start = git(repo, "rev-parse", "HEAD").strip()
-    daemon = subprocess.Popen(
-        seed_argv(repo),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    daemon = start_daemon(repo)
     try:
         wait_for(lambda: len(records(repo)) >= 3, 240, "two landings and one waiting plan", daemon)
         status = repo / "history" / "status.json"

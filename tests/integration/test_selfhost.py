@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import AGENT, SEED_HOME, git, pid_alive, records, wait_for
+from tests.support import AGENT, SEED_HOME, git, pid_alive, records, seed_env, wait_for
 
 pytestmark = [pytest.mark.selfhost, pytest.mark.slow]
 
@@ -66,7 +66,7 @@ def _task(clone: Path, name: str, title: str, allowed: list[str], priority: str 
 
 
 def _once(clone: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    env = seed_env()
     return subprocess.run(
         [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "once"],
         capture_output=True,
@@ -279,7 +279,7 @@ def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
     barrier = tmp_path / "agent-started"
     _configure(clone, tmp_path, [[{"touch": str(barrier)}, {"hang": True}]])
     _task(clone, "slow.md", "Take your time", ["modules/reports/**"])
-    env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    env = seed_env()
     first = subprocess.Popen(
         [sys.executable, str(clone / "seed.py"), "--no-bootstrap"],
         stdin=subprocess.DEVNULL,
@@ -313,7 +313,7 @@ def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
         (clone / "seed.toml").read_text().replace("[daemon]", "")
         + "\n[daemon]\npoll_interval_s = 1\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    env = seed_env()
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if "fakes" not in p)
     daemon = subprocess.Popen(
         [sys.executable, str(clone / "seed.py"), "--no-bootstrap"],

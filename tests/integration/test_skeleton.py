@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from pathlib import Path
 
 from tests.support import (
@@ -16,8 +15,8 @@ from tests.support import (
     pid_alive,
     records,
     seed,
-    seed_argv,
     snapshot,
+    start_daemon,
     wait_for,
     worktrees,
 )
@@ -160,13 +159,7 @@ def test_ctrl_c_during_an_agent_run_aborts_cleanly(tmp_path: Path) -> None:
         {**SAMPLE, "ROADMAP.md": "- [ ] something\n"},
         agent_config(tmp_path, steps),
     )
-    daemon = subprocess.Popen(
-        seed_argv(repo),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    daemon = start_daemon(repo)
     try:
         wait_for(barrier.exists, 120, "the agent to start", daemon)
         daemon.send_signal(signal.SIGINT)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -18,7 +17,7 @@ from tests.reliability.helpers import (
     assert_no_leftovers,
     make_project,
 )
-from tests.support import seed, seed_argv, wait_for
+from tests.support import seed, start_daemon, wait_for
 
 FAIL = [{"exit": 1}]
 
@@ -75,14 +74,7 @@ def test_a_halted_daemon_keeps_watching_and_reporting_until_resumed(tmp_path: Pa
         RecordStore(project.root / "history"), "halted by an earlier violation", "GROWTH_LIMIT"
     )
     config = project.config([ran], extra=FAST + "[daemon]\npoll_interval_s = 600\n")
-    daemon = subprocess.Popen(
-        seed_argv(project.root, "--config", str(config), "run"),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    daemon = start_daemon(project.root, "--config", str(config), "run")
     status_file = project.root / "history" / "status.json"
     try:
         wait_for(lambda: _phase(status_file) == "halted", 120, "the daemon to report the halt")
@@ -197,14 +189,7 @@ def test_a_second_daemon_names_the_first_and_exits_2(tmp_path: Path) -> None:
     project.task()
     started = tmp_path / "agent-started"
     config = project.config([{"touch": str(started)}, {"hang": True}], extra=FAST)
-    first = subprocess.Popen(
-        seed_argv(project.root, "--config", str(config), "run"),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+    first = start_daemon(project.root, "--config", str(config), "run")
     try:
         wait_for(started.exists, 120, "the first daemon's agent to start")
         second = project.seed(config, "once")
@@ -225,12 +210,6 @@ def _end(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.kill()
     proc.communicate(timeout=60)
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("SEED_DEPTH", None)
-    return env
 
 
 def _status(path: Path) -> dict[str, object]:
