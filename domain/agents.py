@@ -27,6 +27,9 @@ class RunSpec(Fact):
     artifacts: tuple[str, ...] = ()
     """Files the tool writes under {run_dir} (names relative to it, e.g. a trajectory): the
     kernel keeps them in history/<id>/ and hands their text to parse."""
+    home: tuple[str, ...] = ()
+    """The tool's login and configuration files, relative to HOME (".claude", ".codex"): the
+    only ones the sandbox shows the agent, read-write so a rotating token stays valid."""
 
 
 class RunResult(Fact):

@@ -17,7 +17,7 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import costs, faults, halt, inbox, ledger, procs
+from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs, watch
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
@@ -93,6 +93,8 @@ class AgentRunner:
             "{result_file}": str(result_file),
         }
         argv = [_substitute(a, values) for a in spec.argv]
+        agent_objects = ctx.paths.objects / f"{attempt.worktree.name}-agent"
+        agent_objects.mkdir(parents=True, exist_ok=True)
         env = self._agent_env(
             spec,
             {
@@ -102,6 +104,10 @@ class AgentRunner:
                 "SEED_ITERATION_ID": iteration_id,
                 "SEED_RESULT_FILE": str(result_file),
                 "SEED_RUN_DIR": str(run_dir),
+                # the agent's own commits go to a private object folder; the kernel never
+                # reads the agent's index or objects, it builds the tree from the files
+                "GIT_OBJECT_DIRECTORY": str(agent_objects),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(ctx.paths.common / "objects"),
             },
         )
         log_path = ctx.store.folder(iteration_id) / "agent.log"
@@ -133,8 +139,24 @@ class AgentRunner:
             ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
         snapshot = checkout.begin(iteration_id)
+        if attempt.sandboxed:
+            argv = jails.agent_argv(
+                argv,
+                paths=ctx.paths,
+                guard=ctx.config.guard,
+                writable=(
+                    attempt.worktree,
+                    gitops.git_dir(attempt.worktree),
+                    run_dir,
+                    agent_objects,
+                ),
+                readonly=(prompt_file, plan_file),
+                home=self._home(iteration_id),
+                home_binds=spec.home,
+                cwd=attempt.worktree,
+            )
         # journalled: if the daemon dies during the run, the next start counts this much spent
-        attempt.note(stage="agent", reserve_usd=reserve)
+        attempt.note(stage="agent", reserve_usd=reserve, sandboxed=attempt.sandboxed)
         try:
             completed = procs.run(
                 argv,
@@ -218,6 +240,12 @@ class AgentRunner:
             )
         return None
 
+    def _home(self, iteration_id: str) -> Path:
+        """The agent's private HOME, kept for the whole iteration (a repair round resumes there)."""
+        home = self.ctx.paths.homes / iteration_id
+        home.mkdir(parents=True, exist_ok=True)
+        return home
+
     def _keep_artifacts(
         self, iteration_id: str, run_dir: Path, names: Sequence[str]
     ) -> dict[str, str]:
@@ -260,12 +288,33 @@ class AgentRunner:
 
 
 def check_checkout(ctx: Context, attempt: Attempt, checkout: Checkout, snapshot: Snapshot) -> None:
-    """Compare the user's checkout with its snapshot: restore what is protected, list the rest."""
+    """Compare the user's checkout with its snapshot.
+
+    Sandboxed, nothing the agent ran could write there: every change is the person's, listed
+    and never undone. Unsandboxed, a change to what is protected is put back and is a
+    SANDBOX_VIOLATION. Either way, git configuration that gained a program to run is one.
+    """
     folder = ctx.store.folder(attempt.plan.iteration_id)
-    found = checkout.check(snapshot, folder)
+    found = checkout.check(snapshot, folder, person=attempt.sandboxed)
     checkout.done()
+    attempt.note(stage="checked")
     attempt.checkout_changes = found.changes
     attempt.integrity_evidence = [*found.violations, *found.problems]
+    attempt.integrity_evidence += watched(ctx, attempt)
+
+
+def watched(ctx: Context, attempt: Attempt) -> list[str]:
+    """SANDBOX_VIOLATION evidence from the watch since the iteration began; an interpreter
+    change the sandbox rules out for the agent is listed as the person's instead."""
+    if attempt.watch is None:
+        return []
+    settings, files = watch.compare(attempt.watch, ctx.paths.root, ctx.target.python)
+    if attempt.sandboxed:
+        attempt.checkout_changes += [
+            f"interpreter: {f} (by a person: the sandbox keeps it read-only)" for f in files
+        ]
+        return settings
+    return [*settings, *(f"interpreter start-up file {f}" for f in files)]
     for line in attempt.integrity_evidence:
         ctx.log(f"{attempt.plan.iteration_id}: SANDBOX_VIOLATION: {line}")
 

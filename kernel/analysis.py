@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements
-from kernel import gitops, inbox
+from kernel import gitops, inbox, seal
 from kernel.context import Context
+from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
+from kernel.gate import freeze_gate_at
 from kernel.incremental import FULL, Scope, plan_scope, tree_delta
-from kernel.measure import Gate, freeze_gate, measure
+from kernel.measure import Gate, measure
 
 _CACHE_KEEP = 32
 _FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
@@ -38,6 +40,8 @@ class Baseline:
     report: GapReport
     inbox: list[InboxItem] = field(default_factory=list[InboxItem])
     roadmap: str = ""
+    written: tuple[str, ...] = ()
+    """Files the baseline's test run wrote (never part of a candidate)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class _Entry:
     tree: str
     measurements: Measurements
     since_full: int
+    written: tuple[str, ...] = ()
+    """Files the test run wrote in the tree (left out of every candidate built on it)."""
 
 
 def config_key(ctx: Context, gate: Gate) -> str:
@@ -65,21 +71,31 @@ def config_key(ctx: Context, gate: Gate) -> str:
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
 
 
-def _load(path: Path) -> _Entry | None:
+def _load(ctx: Context, path: Path) -> _Entry | None:
     try:
-        raw = cast(dict[str, Any], json.loads(path.read_bytes()))
+        sealed = cast(dict[str, Any], json.loads(path.read_bytes()))
+        body = str(sealed["body"])
+        if not seal.valid(ctx.paths.state, body.encode("utf-8"), str(sealed["seal"])):
+            return None  # not written by this kernel: never trusted
+        raw = cast(dict[str, Any], json.loads(body))
         measurements = Measurements.model_validate(raw["measurements"])
-        return _Entry(measurements.tree, measurements, int(raw.get("since_full", 0)))
+        written = tuple(str(p) for p in cast(list[Any], raw.get("written", [])))
+        return _Entry(measurements.tree, measurements, int(raw.get("since_full", 0)), written)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _store(ctx: Context, path: Path, entry: _Entry) -> None:
-    payload = {
-        "since_full": entry.since_full,
-        "measurements": entry.measurements.model_dump(mode="json"),
-    }
-    atomic_write_text(path, json.dumps(payload))
+    body = json.dumps(
+        {
+            "since_full": entry.since_full,
+            "measurements": entry.measurements.model_dump(mode="json"),
+            "written": list(entry.written),
+        }
+    )
+    atomic_write_text(
+        path, json.dumps({"body": body, "seal": seal.seal(ctx.paths.state, body.encode())})
+    )
     entries = sorted(ctx.paths.cache.glob("*.json"), key=lambda p: p.stat().st_mtime)
     for old in entries[:-_CACHE_KEEP]:
         old.unlink(missing_ok=True)
@@ -89,36 +105,38 @@ def _base(ctx: Context, key: str, tree: str, candidates: tuple[str, ...]) -> _En
     """The measured tree to start from: a named candidate, else the latest one measured."""
     for candidate in candidates:
         if candidate and candidate != tree:
-            entry = _load(ctx.paths.cache / f"{key}-{candidate}.json")
+            entry = _load(ctx, ctx.paths.cache / f"{key}-{candidate}.json")
             if entry is not None:
                 return entry
     measured: list[tuple[float, Path]] = []
     for path in ctx.paths.cache.glob(f"{key}-*.json"):
         with contextlib.suppress(OSError):
             measured.append((path.stat().st_mtime, path))
-    return _load(max(measured)[1]) if measured else None
+    return _load(ctx, max(measured)[1]) if measured else None
 
 
 def measure_cached(
     ctx: Context,
-    tree_dir: Path,
+    place: Export,
     tree: str,
     gate: Gate,
     work_dir: Path,
     related: tuple[str, ...] = (),
-) -> Measurements:
-    """Measurements of a tree: cached, incremental from a related measured tree, or full.
+) -> tuple[Measurements, tuple[str, ...]]:
+    """Measurements of a tree, and the files its test run wrote: cached, incremental from a
+    related measured tree, or full.
 
-    `related` names trees to start from, best first (the baseline for a changed tree,
-    the parent commit's tree for a new HEAD).
+    `place` exports the tree when the tools must run; `related` names trees to start from,
+    best first (the baseline for a changed tree, the parent commit's tree for a new HEAD).
     """
     key = config_key(ctx, gate)
     path = ctx.paths.cache / f"{key}-{tree}.json"
-    hit = _load(path)
+    hit = _load(ctx, path)
     if hit is not None:
-        return hit.measurements
+        return hit.measurements, hit.written
     base = _base(ctx, key, tree, related) if ctx.config.analysis.incremental else None
     scope: Scope = FULL
+    tree_dir = place()
     if base is not None and base.since_full + 1 < ctx.config.analysis.full_every:
         delta = tree_delta(ctx.paths.root, base.tree, tree)
         if delta is not None:
@@ -131,9 +149,10 @@ def measure_cached(
             tree_dir, ctx.target, gate, work_dir, tree_id=tree, base=base.measurements, scope=scope
         )
         since = base.since_full + 1
+    written = place.written()
     if all(m.ran or m.timed_out for m in result.items):
-        _store(ctx, path, _Entry(tree, result, since))
-    return result
+        _store(ctx, path, _Entry(tree, result, since, written))
+    return result, written
 
 
 def _attempts(ctx: Context, items: list[InboxItem]) -> list[InboxItem]:
@@ -190,22 +209,26 @@ def _parent_tree(root: Path, head: str) -> str:
 def analyse(
     ctx: Context, worktree: Path, head: str, now: datetime, quarantined: tuple[str, ...] = ()
 ) -> Baseline:
-    """Measure the clean worktree at head, read inbox and roadmap, and rank the gaps."""
-    tree = gitops.tree_of(ctx.paths.root, head)
-    gate = freeze_gate(worktree, ctx.paths.gate / worktree.name, ctx.config.quality)
-    measurements = measure_cached(
-        ctx,
-        worktree,
-        tree,
-        gate,
-        ctx.paths.runs / "pytest",
-        related=(_parent_tree(ctx.paths.root, head),),
-    )
+    """Measure an export of head (never the agent's worktree), read inbox and roadmap from
+    HEAD, and rank the gaps."""
+    root = ctx.paths.root
+    tree = gitops.tree_of(root, head)
+    gate = freeze_gate_at(root, head, ctx.paths.gate / worktree.name, ctx.config.quality)
+    place = Export(root, ctx.paths.exports, tree, "base")
+    try:
+        measurements, written = measure_cached(
+            ctx,
+            place,
+            tree,
+            gate,
+            ctx.paths.runs / "pytest",
+            related=(_parent_tree(root, head),),
+        )
+    finally:
+        place.close()
     items = read_inbox(ctx, now)
-    roadmap_path = worktree / "ROADMAP.md"
-    roadmap = (
-        roadmap_path.read_text(encoding="utf-8", errors="replace") if roadmap_path.is_file() else ""
-    )
+    shown = gitops.git(root, "cat-file", "blob", f"{head}:ROADMAP.md", check=False)
+    roadmap = shown.stdout.decode("utf-8", errors="replace") if shown.ok else ""
     ctx.start_host()
     report = ctx.host.analyze(
         AnalysisInput(
@@ -217,4 +240,4 @@ def analyse(
             order=tuple(ctx.config.analysis.order),
         )
     )
-    return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap)
+    return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap, written)

@@ -22,6 +22,7 @@ from kernel.journal import Journal
 from kernel.quarantine import quarantined as quarantined  # re-exported for callers
 from kernel.signature import gap_signature as gap_signature  # re-exported for callers
 from kernel.signature import record_signature
+from kernel.watch import Watch
 
 Phase = Callable[[str, str], None]
 """Called with (phase, detail) as the iteration moves on (status shows it live)."""
@@ -65,6 +66,10 @@ class Attempt:
     """The record is written (so an error after it does not write a second one)."""
     journal: Journal | None = None
     """running.json, so a restarted daemon knows how far this attempt got."""
+    sandboxed: bool = False
+    """The agent and the test runs ran in the sandbox (False only with sandbox = "off")."""
+    watch: Watch | None = None
+    """Git settings and interpreter start-up files as they were when the iteration began."""
 
     def violation(self) -> FailureCategory | None:
         """SANDBOX_VIOLATION when the checkout's integrity check refused something."""

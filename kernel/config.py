@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -161,8 +161,16 @@ class GuardConfig(_Section):
     """Globs added to seed.py, VISION.md, kernel/**, history/**, .git/**, seed.toml."""
     growth: GrowthConfig = Field(default_factory=GrowthConfig)
     """Growth limits by risk class ([guard.growth] low, medium, high)."""
-    max_file_bytes: int = Field(default=1_000_000, ge=0)
+    max_file_bytes: int = Field(default=1_000_000, ge=0, le=1 << 40)
     """Largest file an iteration may add or make bigger (bytes; 0: no limit); over it is GROWTH_LIMIT."""
+    sandbox: Literal["on", "off"] = "on"
+    """Run agents and test runs in the bubblewrap sandbox; "off" opts out (every report says so)."""
+    sandbox_memory_mb: int = Field(default=4096, ge=64, le=1 << 20)
+    """Memory one sandboxed run may allocate (MiB)."""
+    sandbox_max_processes: int = Field(default=4096, ge=16, le=1 << 22)
+    """Processes of the user while a sandboxed run may still start one (its RLIMIT_NPROC)."""
+    sandbox_tmp_mb: int = Field(default=1024, ge=16, le=1 << 20)
+    """Size of a sandboxed run's private /tmp (MiB)."""
 
 
 class BudgetConfig(_Section):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kernel import gitops
+from kernel import gitops, jails
 from kernel.config import Config, load_config
 from kernel.errors import ConfigError
 from kernel.fsutil import append_line
@@ -142,7 +142,13 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
     python = resolve_python(paths.root, config.quality.python)
     if config.quality.python and not Path(python).exists():
         raise ConfigError(f"{path}: key 'quality.python': {python} does not exist")
-    target = Target(root=paths.root, python=python, quality=config.quality, strict=strict)
+    target = Target(
+        root=paths.root,
+        python=python,
+        quality=config.quality,
+        strict=strict,
+        jail=jails.measurement_jail(paths, config.guard),
+    )
     store = RecordStore(paths.history, fingerprint=fingerprint(paths.root))
     host = ModuleHost(paths.seed_home, paths.state / "host.log")
     ruff_binary()  # fail early (at startup, not mid-iteration) if ruff is missing

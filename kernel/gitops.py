@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,26 +28,63 @@ class GitError(SeedError):
     """A git command failed; the message carries its stderr."""
 
 
-def _env() -> dict[str, str]:
+_ISOLATED = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "core.pager=cat",
+    "core.editor=false",
+    "core.askPass=",
+    "core.sshCommand=false",
+    "credential.helper=",
+    "commit.gpgsign=false",
+    "tag.gpgsign=false",
+    "diff.external=",
+)
+"""Settings every kernel git command runs with, whatever the repository's configuration says:
+no hooks, fsmonitor, pagers, editors or helpers (programs the agent could have named)."""
+
+
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_OPTIONAL_LOCKS="0")
+    # only the repository's own configuration: never $HOME/.gitconfig or /etc/gitconfig,
+    # where a clean filter or an fsmonitor would run inside the kernel's git commands
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        LC_ALL="C",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_ATTR_NOSYSTEM="1",
+        GIT_NO_REPLACE_OBJECTS="1",
+    )
+    env.update(extra or {})
     return env
 
 
-def git(cwd: Path, *args: str, check: bool = True, timeout_s: float = 120.0) -> procs.Completed:
-    """Run git with hooks and signing off, no prompts, and the C locale."""
-    argv = [
-        "git",
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "commit.gpgsign=false",
-        "-c",
-        "tag.gpgsign=false",
-        *args,
-    ]
+def git(
+    cwd: Path,
+    *args: str,
+    check: bool = True,
+    timeout_s: float = 120.0,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> procs.Completed:
+    """Run git isolated from global configuration, hooks and helper programs, in the C locale."""
+    argv = ["git"]
+    for setting in _ISOLATED:
+        argv += ["-c", setting]
+    argv += args
     result = procs.run(
-        argv, cwd=cwd, timeout_s=timeout_s, env=_env(), interruptible=False, sweep_rounds=0
+        argv,
+        cwd=cwd,
+        timeout_s=timeout_s,
+        env=_env(env),
+        interruptible=False,
+        sweep_rounds=0,
+        stdin=stdin,
     )
     if check and not result.ok:
         raise GitError(
@@ -228,3 +267,29 @@ def added_files(root: Path, base: str, tip: str) -> list[str]:
     """Paths a range of commits adds."""
     raw = git(root, "diff", "--name-only", "-z", "--diff-filter=A", base, tip).stdout
     return [p for p in raw.decode("utf-8", errors="surrogateescape").split("\0") if p]
+
+
+_PROGRAM_KEYS = re.compile(
+    r"^(core\.(fsmonitor|hookspath|sshcommand|pager|editor|askpass|gitproxy)"
+    r"|sequence\.editor|credential\..*helper|gpg\.(.*\.)?program|uploadpack\.packobjectshook"
+    r"|filter\..*\.(clean|smudge|process)|diff\..*\.(textconv|command)|diff\.external"
+    r"|merge\..*\.driver|include\.path|includeif\..*\.path|alias\..*"
+    r"|remote\..*\.(uploadpack|receivepack|proxy)|protocol\..*|http\..*proxy.*"
+    r"|core\.worktree|extensions\..*)$"
+)
+"""Configuration keys with which git runs a program (or reads more configuration)."""
+
+
+def program_settings(root: Path) -> dict[str, str]:
+    """The repository's own settings that make git run a program, key -> value."""
+    result = git(root, "config", "--local", "--list", "-z", check=False)
+    if not result.ok:
+        return {}
+    found: dict[str, str] = {}
+    for item in result.stdout.decode("utf-8", errors="replace").split("\0"):
+        key, _, value = item.partition("\n")
+        if key and _PROGRAM_KEYS.match(key.lower()):
+            if key.lower().startswith("alias.") and not value.startswith("!"):
+                continue
+            found[key] = value
+    return found

@@ -8,6 +8,7 @@ text), and growth over the risk class's limits is GROWTH_LIMIT.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -104,9 +105,15 @@ def inspect_changes(
     inserted: int,
     deleted: int,
     guard_config: GuardConfig | None = None,
+    repo: Path | None = None,
 ) -> list[Finding]:
-    """Everything the guard refuses in a staged diff (empty when the diff may be verified)."""
+    """Everything the guard refuses in a change (empty when it may be verified).
+
+    `worktree` holds the changed tree's files (the kernel's export of the candidate); the
+    base's files are read from git objects in `repo` (default: the worktree's repository).
+    """
     config = guard_config or GuardConfig()
+    repo = repo or worktree
     findings: list[Finding] = []
     real_root = os.path.realpath(worktree)
     for change in changes:
@@ -133,14 +140,14 @@ def inspect_changes(
                 )
             )
         if change.status != "D" and config.max_file_bytes:
-            findings += _size_findings(worktree, base, change, config.max_file_bytes)
-    findings += _mode_findings(worktree, base)
+            findings += _size_findings(worktree, repo, base, change, config.max_file_bytes)
+    findings += _mode_findings(worktree, repo, base, changes)
     for change in changes:
         names = [change.path] if not change.old_path else [change.old_path, change.path]
         config_file = any(PurePosixPath(n).name in CONFIG_NAMES for n in names)
         if not (config_file or any(is_test_path(n) for n in names)):
             continue
-        before = _read_at(worktree, base, change.old_path or change.path)
+        before = _read_at(repo, base, change.old_path or change.path)
         after = _read_now(worktree, change)
         if change.old_path and hygiene.pytest_config_changed(change.old_path, before, None):
             findings.append(_config_finding(change.old_path))
@@ -180,14 +187,16 @@ def inspect_changes(
     return findings
 
 
-def _size_findings(worktree: Path, base: str, change: gitops.Change, limit: int) -> list[Finding]:
+def _size_findings(
+    worktree: Path, repo: Path, base: str, change: gitops.Change, limit: int
+) -> list[Finding]:
     """A file over the size limit that this change created or made bigger."""
     full = worktree / change.path
     size = full.lstat().st_size if full.exists() or full.is_symlink() else 0
     if size <= limit:
         return []
     old = gitops.git(
-        worktree, "cat-file", "-s", f"{base}:{change.old_path or change.path}", check=False
+        repo, "cat-file", "-s", f"{base}:{change.old_path or change.path}", check=False
     )
     before = int(old.text().strip()) if old.ok and old.text().strip().isdigit() else -1
     if 0 <= size <= before:
@@ -209,18 +218,30 @@ def _config_finding(path: str) -> Finding:
     )
 
 
-def _mode_findings(worktree: Path, base: str) -> list[Finding]:
-    """Executable test data, and nested repositories (gitlinks), in the staged diff."""
+def _mode_of(path: Path) -> str:
+    """The git mode a file on disk would get."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return "120000"
+    if stat.S_ISDIR(info.st_mode):
+        return "160000"
+    return "100755" if info.st_mode & 0o111 else "100644"
+
+
+def _mode_findings(
+    worktree: Path, repo: Path, base: str, changes: Sequence[gitops.Change]
+) -> list[Finding]:
+    """Executable test data, and nested repositories (gitlinks), in the change."""
     findings: list[Finding] = []
-    raw = gitops.git(
-        worktree, "diff", "--cached", "--raw", "-z", "--no-renames", base
-    ).stdout.decode("utf-8", errors="replace")
-    parts = raw.split("\0")
-    for i in range(0, len(parts) - 1, 2):
-        meta, path = parts[i].split(), parts[i + 1]
-        if len(meta) < 2:
+    for change in changes:
+        path = change.path
+        if change.status == "D" or (
+            not (worktree / path).is_symlink() and not (worktree / path).exists()
+        ):
             continue
-        old_mode, new_mode = meta[0].lstrip(":"), meta[1]
+        listed = gitops.git(repo, "ls-tree", "-z", base, "--", path, check=False).text()
+        old_mode = listed.split(" ", 1)[0] if listed else ""
+        new_mode = _mode_of(worktree / path)
         if new_mode == "160000" and old_mode != "160000":
             findings.append(
                 Finding(

@@ -35,6 +35,7 @@ from domain import (
 from kernel import procs
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
+from kernel.toolenv import Jail
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -63,8 +64,12 @@ class AgentInfo:
 class ModuleHost:
     """A running `python -m modules` child and the requests the kernel sends it."""
 
-    def __init__(self, code_dir: Path, log_path: Path, timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, code_dir: Path, log_path: Path, timeout_s: float = 300.0, jail: Jail | None = None
+    ) -> None:
         self.code_dir = code_dir
+        self.jail = jail
+        """The sandbox for module code that has not landed yet (the self-check of a candidate)."""
         self.log_path = log_path
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
@@ -85,8 +90,9 @@ class ModuleHost:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         try:
+            argv = [sys.executable, "-m", "modules"]
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "modules"],
+                self.jail(argv, (self.code_dir,)) if self.jail is not None else argv,
                 cwd=self.code_dir,
                 env=env,
                 stdin=subprocess.PIPE,

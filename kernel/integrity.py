@@ -18,6 +18,7 @@ so that a daemon killed during the run can still restore them.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernel import gitops
+from kernel import gitops, seal
 from kernel.fsutil import atomic_write_bytes, atomic_write_text, unique_path
 from kernel.globs import matches_any
 from kernel.snapshot import (
@@ -65,6 +66,7 @@ class Checkout:
 
     def __init__(self, root: Path, state_dir: Path, protected: Sequence[str]) -> None:
         self.root = root
+        self.state = state_dir
         self.folder = state_dir / "integrity"
         self.blobs = self.folder / "blobs"
         self.snapshot_path = self.folder / "snapshot.json"
@@ -137,7 +139,9 @@ class Checkout:
     def begin(self, iteration_id: str) -> Snapshot:
         """Take the snapshot before an agent run and persist it (with the bytes it protects)."""
         snapshot = self.take(iteration_id)
-        atomic_write_text(self.snapshot_path, snapshot.to_json())
+        body = snapshot.to_json()
+        sealed = json.dumps({"body": body, "seal": seal.seal(self.state, body.encode())})
+        atomic_write_text(self.snapshot_path, sealed)
         self._prune(snapshot)
         return snapshot
 
@@ -146,7 +150,11 @@ class Checkout:
         if not self.snapshot_path.exists():
             return None
         try:
-            return Snapshot.from_json(self.snapshot_path.read_text(encoding="utf-8"))
+            sealed = json.loads(self.snapshot_path.read_text(encoding="utf-8"))
+            body = str(sealed["body"])
+            if not seal.valid(self.state, body.encode(), str(sealed["seal"])):
+                return None  # not the kernel's: never restored from
+            return Snapshot.from_json(body)
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
@@ -164,8 +172,24 @@ class Checkout:
 
     # -- after ------------------------------------------------------------------
 
-    def check(self, before: Snapshot, evidence_dir: Path) -> Report:
-        """Compare the checkout with the snapshot; restore what is protected; list the rest."""
+    def check(self, before: Snapshot, evidence_dir: Path, *, person: bool = False) -> Report:
+        """Compare the checkout with the snapshot; restore what is protected; list the rest.
+
+        With person (the run was sandboxed, so it could not write here), every change is a
+        person's: listed, never restored, never a violation.
+        """
+        report = Report()
+        if person:
+            found = self._check(before, evidence_dir, restore=False)
+            report.changes = [
+                f"{line} (by a person: the sandbox kept the agent out)" for line in found.violations
+            ]
+            report.changes += found.changes
+            report.problems = found.problems
+            return report
+        return self._check(before, evidence_dir, restore=True)
+
+    def _check(self, before: Snapshot, evidence_dir: Path, *, restore: bool) -> Report:
         report = Report()
         after = self.take(before.iteration_id, keep=False)
         saved: list[dict[str, str]] = []
@@ -220,7 +244,7 @@ class Checkout:
                 continue
             path = paths.get(label) or self._label_path(label)
             kept = save(label, path, old, new)
-            done = self._restore(path, old, report)
+            done = self._restore(path, old, report) if restore else "left as it is"
             report.violations.append(
                 f"{label} was {verb(old, new)}; {done}" + (f" (saved as {kept})" if kept else "")
             )
@@ -231,13 +255,13 @@ class Checkout:
                 continue
             path = self.root / rel
             kept = save(rel, path, old, new)
-            done = self._restore(path, old, report)
+            done = self._restore(path, old, report) if restore else "left as it is"
             report.violations.append(
                 f"protected {rel} was {verb(old, new)} in your checkout; {done}"
                 + (f" (saved as {kept})" if kept else "")
             )
         for rel in protected_paths(self.root, self.protected, listed_files(self.root)):
-            if side_file(rel):
+            if restore and side_file(rel):
                 with contextlib.suppress(OSError):
                     if (self.root / rel).lstat().st_mtime_ns >= before.taken_ns:
                         (self.root / rel).unlink()
@@ -287,6 +311,9 @@ class Checkout:
                 report.problems.append(f"{path}: its earlier bytes were not kept; not restored")
                 return "NOT restored (its earlier bytes were not kept)"
             data = blob.read_bytes()
+            if hashlib.sha256(data).hexdigest() != state.sha:
+                report.problems.append(f"{path}: its kept bytes were altered; not restored")
+                return "NOT restored (its kept bytes were altered)"
             make_parents(self.root, path)
             if path.is_dir() and not path.is_symlink():
                 report.problems.append(f"{path}: a directory now stands there; not restored")

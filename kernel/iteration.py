@@ -22,7 +22,7 @@ from domain import (
     IterationRecord,
     ProjectState,
 )
-from kernel import faults, gitops, halt
+from kernel import faults, gitops, halt, jails, watch
 from kernel.agentrun import AgentRunner
 from kernel.analysis import analyse, fail_quarantined
 from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
@@ -63,9 +63,13 @@ class Iteration:
         return head, path
 
     def discard(self, worktree: Path) -> None:
-        """Remove a worktree and its gate folder (never anything in the user's checkout)."""
+        """Remove a worktree and what the kernel kept for it (never anything in the user's
+        checkout): its gate folder and its private object folders."""
         gitops.worktree_remove(self.ctx.paths.root, worktree)
-        shutil.rmtree(self.ctx.paths.gate / worktree.name, ignore_errors=True)
+        paths = self.ctx.paths
+        for folder in (paths.gate, paths.objects):
+            shutil.rmtree(folder / worktree.name, ignore_errors=True)
+        shutil.rmtree(paths.objects / f"{worktree.name}-agent", ignore_errors=True)
 
     def run(self, *, execute: bool = True) -> list[IterationRecord]:
         """Analyse, then plan and run gaps until one runs an agent or none is left.
@@ -73,12 +77,19 @@ class Iteration:
         Returns the records written (WAITING ones, then at most one that ran an agent).
         """
         ctx = self.ctx
+        free = _free_mb(ctx.paths.state)
+        if free < MIN_FREE_MB and not halt.read_halt(ctx.paths.history).halted:
+            reason = f"the disk is full: {free} MB free where the kernel works ({ctx.paths.state}); free some space, then `python seed.py resume`"
+            ctx.log(reason)
+            halt.halt(ctx.store, reason, "DISK_FULL")
+            return []
         prepared = self.prepare()
         if prepared is None:
             ctx.log("the repository has no commits yet: nothing to analyse")
             return []
         head, worktree = prepared
         faults.fault("prepare")
+        began = watch.take(ctx.paths.root, ctx.target.python)
         records_written: list[IterationRecord] = []
         attempt: Attempt | None = None
         journal = Journal(ctx.paths.running)
@@ -149,8 +160,12 @@ class Iteration:
                 )
                 attempt.durations["analyse"] = round(analyse_s, 3)
                 attempt.durations["plan"] = round(plan_s, 3)
+                attempt.sandboxed = jails.enabled(ctx.config.guard)
+                attempt.watch = began
+                unjailed = "" if name in UNSANDBOXED else jails.why_not(ctx.config.guard)
                 why_not = (
                     spec_reason
+                    or unjailed
                     or (f"cannot land: {blocker}" if blocker else "")
                     or (f"halted: {hstate.reason}" if hstate.halted else "")
                     or ("" if execute else "plan only")
@@ -222,6 +237,8 @@ class Iteration:
                     gitops.worktree_remove(ctx.paths.root, worktree)
                     gitops.delete_branch(ctx.paths.root, attempt.branch)
             self.discard(worktree)
+            if attempt is not None:
+                shutil.rmtree(ctx.paths.homes / attempt.plan.iteration_id, ignore_errors=True)
             journal.end()
 
     def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:
@@ -293,6 +310,9 @@ class Iteration:
     # -- execute, inspect, verify, land -------------------------------------------
 
 
+UNSANDBOXED = ("ruff-fix", "none")
+"""Backends that run no repository code and no model: they need no sandbox."""
+
 RECENT_RECORDS = 50
 """Latest records read for every plan (halts and reports look at these)."""
 PER_GAP_RECORDS = 5
@@ -322,6 +342,18 @@ def _merge(a: Sequence[IterationRecord], b: Sequence[IterationRecord]) -> list[I
     for record in (*a, *b):
         seen[record.iteration_id] = record
     return sorted(seen.values(), key=lambda r: (r.started_at, r.iteration_id))
+
+
+MIN_FREE_MB = 256
+"""Free disk below which no iteration starts (worktrees, exports and caches need room)."""
+
+
+def _free_mb(path: Path) -> int:
+    probe = path if path.exists() else path.parent
+    try:
+        return shutil.disk_usage(probe).free // (1024 * 1024)
+    except OSError:
+        return MIN_FREE_MB
 
 
 def _daemon_python() -> str:

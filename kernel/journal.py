@@ -20,6 +20,7 @@ from kernel.fsutil import atomic_write_text
 STAGES = (
     "planned",
     "agent",
+    "checked",
     "inspecting",
     "verifying",
     "committed",

@@ -14,16 +14,21 @@ from domain import (
     IterationRecord,
     Measurement,
 )
-from kernel import faults, gitops, guard
+from kernel import faults, gitops, guard, trees
+from kernel.agentrun import watched
 from kernel.analysis import Baseline, measure_cached
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
+from kernel.exports import Export
 from kernel.gate import freeze_gate_at
 from kernel.globs import protected_patterns
 from kernel.measure import run_pytest
 from kernel.recording import Recorder
 from kernel.selfcheck import selfcheck
 from kernel.verify import Verification, verify
+
+STEADY_RUNS = 3
+"""Runs in a row, each a fresh process, that the gap's own tests must pass before landing."""
 
 
 class Lander:
@@ -35,22 +40,48 @@ class Lander:
         self.recorder = recorder
 
     def inspect_and_land(self, attempt: Attempt, baseline: Baseline) -> IterationRecord:
-        """Guard the diff, verify it, and fast-forward the user's branch."""
+        """Build the candidate tree from the worktree's files, guard it, verify it on a fresh
+        export, and fast-forward the user's branch to a commit of exactly that tree."""
         ctx = self.ctx
-        wt = attempt.worktree
+        root = ctx.paths.root
         self.phase("inspecting", "")
         t0 = mono()
-        gitops.stage_all(wt)
+        # the agent's processes are gone: from here on the kernel works with a tree id only
+        store = trees.ObjectStore(
+            ctx.paths.objects / attempt.worktree.name, ctx.paths.common / "objects"
+        )
+        candidate = trees.build_candidate(
+            root,
+            attempt.worktree,
+            attempt.base,
+            store,
+            leave_out=baseline.written,
+            max_file_bytes=ctx.config.guard.max_file_bytes,
+        )
         faults.fault("inspect")
-        changes = gitops.staged_changes(wt, attempt.base)
+        changes = candidate.changes
         attempt.touched = [c.path for c in changes]
-        inserted, deleted = gitops.numstat(wt, attempt.base)
         attempt.diff = DiffStat(
             files=len(changes),
-            insertions=inserted,
-            deletions=deleted,
+            insertions=candidate.inserted,
+            deletions=candidate.deleted,
             new_files=sum(1 for c in changes if c.status == "A"),
         )
+        if candidate.oversized:
+            timed(attempt, "inspect", t0)
+            limit = ctx.config.guard.max_file_bytes
+            evidence = [
+                f"GROWTH_LIMIT: {path}: {size} bytes; [guard] max_file_bytes is {limit}"
+                for path, size in candidate.oversized
+            ]
+            attempt.touched = sorted({*attempt.touched, *(p for p, _ in candidate.oversized)})
+            return self.recorder.finish(
+                attempt,
+                IterationOutcome.ROLLBACK,
+                FailureCategory.GROWTH_LIMIT,
+                evidence[0],
+                evidence=evidence,
+            )
         if not changes:
             timed(attempt, "inspect", t0)
             return self.recorder.finish(
@@ -59,32 +90,51 @@ class Lander:
                 None,
                 "the agent said it was done but changed nothing",
             )
-        findings = guard.inspect_changes(
-            wt,
-            attempt.base,
-            changes,
-            attempt.plan,
-            protected_patterns(ctx.config.guard.protected),
-            inserted,
-            deleted,
-            ctx.config.guard,
-        )
-        timed(attempt, "inspect", t0)
-        if findings:
-            category = guard.worst(findings)
+        place = Export(root, ctx.paths.exports, candidate.tree, "candidate", store)
+        try:
+            findings = guard.inspect_changes(
+                place(),
+                attempt.base,
+                changes,
+                attempt.plan,
+                protected_patterns(ctx.config.guard.protected),
+                candidate.inserted,
+                candidate.deleted,
+                ctx.config.guard,
+                repo=root,
+            )
+            findings += [
+                guard.Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
+                for link, why in trees.unsafe_links(root, candidate.tree, store)
+            ]
+            timed(attempt, "inspect", t0)
+            if findings:
+                category = guard.worst(findings)
+                return self.recorder.finish(
+                    attempt,
+                    IterationOutcome.ROLLBACK,
+                    category,
+                    str(findings[0]),
+                    evidence=[str(f) for f in findings],
+                )
+            self.phase("verifying", "")
+            attempt.note(stage="verifying")
+            faults.fault("verification")
+            t1 = mono()
+            verification = self.verify(attempt, baseline, place)
+            timed(attempt, "verify", t1)
+        finally:
+            place.close()
+        late = watched(ctx, attempt)
+        if late:
+            attempt.integrity_evidence += late
             return self.recorder.finish(
                 attempt,
                 IterationOutcome.ROLLBACK,
-                category,
-                str(findings[0]),
-                evidence=[str(f) for f in findings],
+                FailureCategory.SANDBOX_VIOLATION,
+                f"during verification: {late[0]}",
+                evidence=late,
             )
-        self.phase("verifying", "")
-        attempt.note(stage="verifying")
-        faults.fault("verification")
-        t1 = mono()
-        verification = self.verify(attempt, baseline)
-        timed(attempt, "verify", t1)
         if not verification.passed:
             return self.recorder.finish(
                 attempt,
@@ -93,67 +143,101 @@ class Lander:
                 verification.reason,
                 verification=verification,
             )
-        return self.land(attempt, baseline, verification)
+        return self.land(attempt, baseline, verification, candidate.tree, store)
 
-    def verify(self, attempt: Attempt, baseline: Baseline) -> Verification:
-        """Measure the changed tree with the baseline's gate and compare."""
+    def verify(self, attempt: Attempt, baseline: Baseline, place: Export) -> Verification:
+        """Measure the candidate's export with the baseline's gate and compare."""
         ctx = self.ctx
-        wt = attempt.worktree
-        tree = gitops.out(wt, "write-tree")
-        after = measure_cached(
-            ctx, wt, tree, baseline.gate, ctx.paths.runs / "pytest", related=(baseline.tree,)
+        root = ctx.paths.root
+        work = ctx.paths.runs / "pytest"
+        timeout = ctx.config.quality.tool_timeout_s
+        after, _ = measure_cached(
+            ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
         )
 
         def rerun(nodes: Sequence[str]) -> tuple[set[str], set[str]]:
-            base_wt = ctx.paths.worktrees / (wt.name + "-base")
-            gitops.worktree_add(ctx.paths.root, base_wt, attempt.base)
+            base = Export(root, ctx.paths.exports, baseline.tree, "rerun-base")
             try:
-                work = ctx.paths.runs / "pytest"
-                before = run_pytest(
-                    base_wt, ctx.target, work, ctx.config.quality.tool_timeout_s, nodes
-                )
-                again = run_pytest(wt, ctx.target, work, ctx.config.quality.tool_timeout_s, nodes)
+                before = run_pytest(base(), ctx.target, work, timeout, nodes)
+                again = run_pytest(place(), ctx.target, work, timeout, nodes)
             finally:
-                gitops.worktree_remove(ctx.paths.root, base_wt)
-
-            def failed(m: Measurement) -> set[str]:
-                return {
-                    d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")
-                }
-
-            return failed(before), failed(again)
+                base.close()
+            return _failed(before), _failed(again)
 
         def boot() -> tuple[bool, str]:
-            return selfcheck(wt, ctx.paths.state / "selfcheck.log")
+            return selfcheck(place(), ctx.paths.state / "selfcheck.log", ctx.target.jail)
 
         wants_boot = any(c.check == CheckName.SELFCHECK for c in attempt.plan.criteria)
-        return verify(
+        verification = verify(
             attempt.plan,
             baseline.measurements,
             after,
             attempt.touched,
-            wt,
+            place(),
             rerun=rerun,
             selfcheck=boot if wants_boot else None,
         )
+        if verification.passed:
+            verification = self._steady(attempt, place, verification)
+        return verification
+
+    def _steady(self, attempt: Attempt, place: Export, verification: Verification) -> Verification:
+        """The gap's own tests pass three times in a row, each in a fresh process."""
+        nodes = sorted(
+            {
+                d.node_id
+                for d in attempt.plan.gap.evidence
+                if d.node_id and d.rule in ("failed", "error")
+            }
+        )
+        if not nodes:
+            return verification
+        ctx = self.ctx
+        for run in range(1, STEADY_RUNS + 1):
+            m = run_pytest(
+                place(),
+                ctx.target,
+                ctx.paths.runs / "pytest",
+                ctx.config.quality.tool_timeout_s,
+                nodes,
+            )
+            failing = _failed(m)
+            missing = [n for n in nodes if n not in m.collected]
+            if not m.ran or failing or missing:
+                what = ", ".join(sorted(failing) or missing) or m.error[:200]
+                return Verification(
+                    passed=False,
+                    category=FailureCategory.FLAKY_TEST,
+                    reason=f"the gap's tests did not pass {STEADY_RUNS} runs in a row (run {run}: {what})",
+                    verdicts=verification.verdicts,
+                    evidence=[*verification.evidence, f"run {run} of {STEADY_RUNS}: {what}"],
+                )
+        verification.evidence.append(
+            f"the gap's {len(nodes)} test(s) passed {STEADY_RUNS} more runs in fresh processes"
+        )
+        return verification
 
     def land(
-        self, attempt: Attempt, baseline: Baseline, verification: Verification
+        self,
+        attempt: Attempt,
+        baseline: Baseline,
+        verification: Verification,
+        tree: str,
+        store: trees.ObjectStore,
     ) -> IterationRecord:
-        """Commit in the worktree and fast-forward the user's branch (or keep the branch)."""
+        """Commit exactly the verified tree and fast-forward the user's branch (or keep it)."""
         ctx = self.ctx
         plan = attempt.plan
-        wt = attempt.worktree
         root = ctx.paths.root
         self.phase("landing", "")
         t0 = mono()
         if plan.gap.roadmap is not None:
-            _tick_roadmap(wt / "ROADMAP.md", plan.gap.roadmap.line, plan.gap.roadmap.text)
-            gitops.stage_all(wt)
-        attempt.branch = f"seed/{plan.iteration_id}"
-        gitops.git(wt, "checkout", "--quiet", "-b", attempt.branch)
+            tree = _tick_roadmap(root, tree, store, plan.gap.roadmap.line, plan.gap.roadmap.text)
         message = f"seed: {plan.goal}\n\nIteration: {plan.iteration_id}\nGap: {plan.gap.key}\n"
-        commit = gitops.commit(wt, message, ctx.config.git.user_name, ctx.config.git.user_email)
+        identity = (ctx.config.git.user_name, ctx.config.git.user_email)
+        commit = trees.commit_tree(root, tree, attempt.base, message, *identity, store)
+        attempt.branch = f"seed/{plan.iteration_id}"
+        gitops.git(root, "branch", "--force", attempt.branch, commit)
         attempt.note(stage="committed", commit=commit, branch=attempt.branch)
         faults.fault("commit")
         blocker = gitops.land_blocker(root)
@@ -162,19 +246,29 @@ class Lander:
         head_now = gitops.head(root)
         if head_now != attempt.base:
             assert head_now is not None
-            rebased = gitops.git(wt, "rebase", "--quiet", head_now, check=False)
-            if not rebased.ok:
-                gitops.git(wt, "rebase", "--abort", check=False)
+            merged_tree = gitops.git(
+                root,
+                "merge-tree",
+                "--write-tree",
+                f"--merge-base={attempt.base}",
+                head_now,
+                commit,
+                check=False,
+            )
+            if not merged_tree.ok:
                 return self.keep(
                     attempt,
                     commit,
                     f"the branch moved to {head_now[:12]} and the change does not rebase onto it",
                     verification,
                 )
-            commit = gitops.out(wt, "rev-parse", "HEAD")
+            new_tree = merged_tree.text().split()[0]
             # the rules of the commit the branch moved to, never those of the agent's tree
             gate = freeze_gate_at(
-                root, head_now, ctx.paths.gate / (wt.name + "-rebased"), ctx.config.quality
+                root,
+                head_now,
+                ctx.paths.gate / (attempt.worktree.name + "-rebased"),
+                ctx.config.quality,
             )
             attempt.base = head_now
             moved = Baseline(
@@ -184,8 +278,13 @@ class Lander:
                 gate,
                 baseline.measurements,
                 baseline.report,
+                written=baseline.written,
             )
-            verification = self.verify(attempt, moved)
+            place = Export(root, ctx.paths.exports, new_tree, "rebased", store)
+            try:
+                verification = self.verify(attempt, moved, place)
+            finally:
+                place.close()
             if not verification.passed:
                 return self.recorder.finish(
                     attempt,
@@ -194,6 +293,8 @@ class Lander:
                     f"after rebasing onto {head_now[:12]}: {verification.reason}",
                     verification=verification,
                 )
+            commit = trees.commit_tree(root, new_tree, head_now, message, *identity, store)
+            gitops.git(root, "branch", "--force", attempt.branch, commit)
         collisions = [
             p
             for p in gitops.added_files(root, attempt.base, commit)
@@ -219,7 +320,6 @@ class Lander:
             return self.keep(
                 attempt, commit, f"git refused the fast-forward: {reason}", verification
             )
-        # the branch is deleted with the worktree in run()'s cleanup (it is checked out there now)
         return self.recorder.finish(
             attempt,
             IterationOutcome.SUCCESS,
@@ -254,22 +354,31 @@ class Lander:
         for name in kept[: max(len(kept) - keep, 0)]:
             gitops.delete_branch(self.ctx.paths.root, name)
 
-    # -- recording ----------------------------------------------------------------
+
+def _failed(m: Measurement) -> set[str]:
+    return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
 
 
 _UNCHECKED = re.compile(r"^(?P<lead>\s*[-*]\s+)\[ \](?P<rest>\s+(?P<text>\S.*?))\s*$")
 
 
-def _tick_roadmap(path: Path, line: int, text: str) -> bool:
-    """Turn the item's `- [ ]` into `- [x]` in the landed commit.
+def _tick_roadmap(root: Path, tree: str, store: trees.ObjectStore, line: int, text: str) -> str:
+    """The tree with the item's `- [ ]` turned into `- [x]` (the tree itself when not found).
 
     The item is found at its line, or (if the agent's change moved it) at the first
-    unchecked line with exactly its text; True when a line was ticked.
+    unchecked line with exactly its text.
     """
-    if not path.is_file():
-        return False
+    shown = gitops.git(root, "cat-file", "blob", f"{tree}:ROADMAP.md", check=False, env=store.env())
+    if not shown.ok:
+        return tree
+    ticked = tick(shown.stdout, line, text)
+    return tree if ticked is None else trees.with_file(root, tree, "ROADMAP.md", ticked, store)
+
+
+def tick(data: bytes, line: int, text: str) -> bytes | None:
+    """ROADMAP.md's bytes with one item ticked, or None when the item is not there."""
     # bytes in and out: line endings and every other line stay exactly as they were
-    lines = path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    lines = data.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
     candidates = [line - 1] + [i for i in range(len(lines)) if i != line - 1]
     for index in candidates:
         if not 0 <= index < len(lines):
@@ -279,6 +388,5 @@ def _tick_roadmap(path: Path, line: int, text: str) -> bool:
         if match and match.group("text").strip() == text.strip():
             ending = lines[index][len(body) :]
             lines[index] = f"{match.group('lead')}[x]{match.group('rest')}{ending}"
-            path.write_bytes("".join(lines).encode("utf-8", errors="surrogateescape"))
-            return True
-    return False
+            return "".join(lines).encode("utf-8", errors="surrogateescape")
+    return None

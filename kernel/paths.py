@@ -43,6 +43,21 @@ class Paths:
         return self.state / "gate"
 
     @property
+    def exports(self) -> Path:
+        """Fresh folders holding one tree each, where the kernel measures (never the agent)."""
+        return self.state / "exports"
+
+    @property
+    def objects(self) -> Path:
+        """Private git object folders: candidates' blobs stay here until one lands."""
+        return self.state / "objects"
+
+    @property
+    def homes(self) -> Path:
+        """Private HOME folders of agents, one per iteration (kept across repair rounds)."""
+        return self.state / "homes"
+
+    @property
     def cache(self) -> Path:
         """Measurements of trees already measured."""
         return self.state / "cache"

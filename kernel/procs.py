@@ -13,6 +13,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -224,6 +225,13 @@ class Completed:
         return self.stderr.decode("utf-8", errors="replace")
 
 
+def _feed(data: bytes) -> BinaryIO:
+    feed = tempfile.TemporaryFile()  # noqa: SIM115 (closed by run's finally)
+    feed.write(data)
+    feed.seek(0)
+    return feed
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -236,9 +244,14 @@ def run(
     interruptible: bool = True,
     on_start: Callable[[int], None] | None = None,
     sweep_rounds: int = 1,
+    stdin: bytes | None = None,
 ) -> Completed:
-    """Run one child in its own process group and end the whole group when it is done."""
+    """Run one child in its own process group and end the whole group when it is done.
+
+    stdin is closed unless bytes are given (fed from a temporary file: no pipe to block on).
+    """
     started = time.monotonic()
+    feed = _feed(stdin) if stdin is not None else None
     # unbuffered: `status` shows the last lines of a running agent's log as they come
     log = log_path.open("wb", buffering=0) if log_path is not None else None
     out = _Sink(limit=max_bytes, file=log)
@@ -248,7 +261,7 @@ def run(
             list(argv),
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
+            stdin=feed if feed is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             start_new_session=True,
@@ -313,6 +326,8 @@ def run(
         escaped = sweep_orphans(sweep_rounds) if sweep_rounds > 0 else []
         if log is not None:
             log.close()
+        if feed is not None:
+            feed.close()
     if interrupted:
         raise Interrupted(f"interrupted while running {argv[0]}")
     code = None if timed_out else proc.returncode

@@ -8,9 +8,12 @@ pytest's exit 5 (nothing collected) is a clean run, not a failure.
 
 from __future__ import annotations
 
+import configparser
 import itertools
 import json
 import os
+import shutil
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +26,8 @@ PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 EXIT_CLEAN = (0, 1, 2, 5)
 """pytest exit codes after which the plugin's facts are the whole story (5: nothing collected)."""
 _RUN_IDS = itertools.count()
+_MAX_FACTS = 64 * 1024 * 1024
+"""Bytes of the plugin's facts read from one run (code under test could write more)."""
 
 
 def _pytest_diagnostics(
@@ -59,6 +64,15 @@ def _pytest_diagnostics(
                     message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test",
                 )
             )
+        elif kind == "tampered":
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    rule="tampered",
+                    file=str(rec.get("what", ""))[:300],
+                    message=f"code under test tampered with pytest: {rec.get('what')}"[:MAX_DETAIL],
+                )
+            )
         elif kind == "test" and rec.get("outcome") == "failed":
             node = str(rec.get("nodeid", ""))
             when = str(rec.get("when", "call"))
@@ -78,13 +92,40 @@ def _pytest_diagnostics(
     return diagnostics, collected, finish
 
 
+def config_file(tree: Path) -> str:
+    """The file pytest takes its configuration from at the top of the tree, as pytest looks
+    for it ("" when there is none); verification passes it with -c, so a file above the tree
+    (pytest would walk up to it) never counts."""
+    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        if (tree / name).is_file():
+            return name
+    try:
+        tool = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8")).get("tool", {})
+        if isinstance(tool, dict) and "pytest" in tool:
+            return "pyproject.toml"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        pass
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(tree / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section(section):
+            return name
+    return ""
+
+
 def run_pytest(
     tree: Path, target: Target, work_dir: Path, timeout_s: float, node_ids: Sequence[str] = ()
 ) -> Measurement:
     """The target's tests with its own interpreter, through the kernel's plugin."""
-    work_dir.mkdir(parents=True, exist_ok=True)
-    out = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}.jsonl"
-    out.unlink(missing_ok=True)
+    # a folder per run: the only place of the kernel's the run may write
+    run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    out = run_dir / "facts.jsonl"
+    config = config_file(tree)
     argv = [
         target.python,
         "-m",
@@ -95,6 +136,8 @@ def run_pytest(
         "no:cacheprovider",
         "--rootdir",
         str(tree),
+        "-c",
+        str(tree / config) if config else os.devnull,
         "--confcutdir",
         str(tree),
         "-q",
@@ -107,23 +150,28 @@ def run_pytest(
     ]
     env = tool_env(
         {
-            "PYTHONPATH": os.pathsep.join([str(tree), str(PLUGIN_DIR)]),
+            # the kernel's plugin first: a module of the same name in the tree cannot replace it
+            "PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR), str(tree)]),
             "SEED_PYTEST_OUT": str(out),
             "SEED_PYTEST_ROOT": str(tree),
             "SEED_PYTEST_FORBID": str(target.root),
         }
     )
+    if target.jail is not None:
+        argv = target.jail(argv, (tree, run_dir))
     result = procs.run(
         argv, cwd=tree, timeout_s=timeout_s, env=env, merge_stderr=True, max_bytes=4 * 1024 * 1024
     )
     records: list[dict[str, Any]] = []
     if out.exists():
-        for line in out.read_text(encoding="utf-8", errors="replace").splitlines():
+        with out.open("rb") as handle:
+            facts = handle.read(_MAX_FACTS).decode("utf-8", errors="replace")
+        for line in facts.splitlines():
             try:
                 records.append(cast(dict[str, Any], json.loads(line)))
             except json.JSONDecodeError:
                 continue  # a line torn by a crash: the rest still counts
-        out.unlink(missing_ok=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if result.timed_out:
         return Measurement(

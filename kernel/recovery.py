@@ -161,7 +161,9 @@ def _diff(ctx: Context, base: str, commit: str) -> tuple[list[str], DiffStat]:
     return paths, stat
 
 
-def _integrity(ctx: Context, iteration_id: str) -> tuple[list[str], list[str]]:
+def _integrity(
+    ctx: Context, iteration_id: str, journal: dict[str, Any]
+) -> tuple[list[str], list[str]]:
     """Check the checkout against the snapshot of a run the dead daemon did not check."""
     checkout = Checkout(
         ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
@@ -181,13 +183,19 @@ def _integrity(ctx: Context, iteration_id: str) -> tuple[list[str], list[str]]:
         violations += [*found.violations, *found.problems]
         changes += found.changes
         checkout.done()
+    elif journal.get("stage") == "agent" and not journal.get("sandboxed"):
+        # an unsandboxed agent could delete the snapshot (then kill the daemon) to hide
+        # what it did: a run with no snapshot of the kernel's own counts as a violation
+        violations.append(
+            "the integrity snapshot of an unsandboxed agent run is missing or not the kernel's"
+        )
     return violations, changes
 
 
 def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     """Write the record of the iteration a dead daemon left unfinished, and finish with it."""
     iteration_id = str(journal.get("iteration_id", ""))
-    violations, changes = _integrity(ctx, iteration_id)
+    violations, changes = _integrity(ctx, iteration_id, journal)
     if not iteration_id:
         if violations:
             halt.halt(

@@ -32,6 +32,7 @@ from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
 from kernel.host import ModuleHost
 from kernel.measure import Target, freeze_gate, ruff_binary, run_pytest, run_ruff
+from kernel.toolenv import Jail
 
 MODULE_FOLDERS: dict[str, tuple[str, ...]] = {
     "analyzers": ("analyzer", "ranker"),
@@ -223,10 +224,10 @@ def _exercise(host: ModuleHost) -> list[Check]:
     return checks
 
 
-def run_selfcheck(tree: Path, log: Path) -> list[Check]:
-    """Every check of the boot self-check for the modules in tree."""
+def run_selfcheck(tree: Path, log: Path, jail: Jail | None = None) -> list[Check]:
+    """Every check of the boot self-check for the modules in tree (sandboxed with a jail)."""
     checks = contract_documents(tree)
-    host = ModuleHost(tree, log, timeout_s=120)
+    host = ModuleHost(tree, log, timeout_s=120, jail=jail)
     try:
         hello = host.start()
         checks.append(
@@ -244,9 +245,9 @@ def run_selfcheck(tree: Path, log: Path) -> list[Check]:
     return checks
 
 
-def selfcheck(tree: Path, log: Path) -> tuple[bool, str]:
+def selfcheck(tree: Path, log: Path, jail: Jail | None = None) -> tuple[bool, str]:
     """Run the self-check; (passed, a summary naming what failed)."""
-    checks = run_selfcheck(tree, log)
+    checks = run_selfcheck(tree, log, jail)
     failed = [c for c in checks if not c.ok]
     if failed:
         return False, "; ".join(f"{c.name}: {c.detail}" for c in failed)[:1000]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 import sysconfig
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,10 @@ from kernel.config import QualityConfig
 
 MAX_DETAIL = 2000
 """Characters of a tool's own words kept in a diagnostic or an error."""
+
+Jail = Callable[[Sequence[str], Sequence[Path]], list[str]]
+"""Wraps the argv of a run that executes repository code so it runs sandboxed, with only the
+given folders writable (the tree under test and the kernel's output folder)."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,8 @@ class Target:
     quality: QualityConfig
     strict: tuple[str, ...] = ()
     """Paths pyright checks in strict mode on top of the target's own configuration."""
+    jail: Jail | None = None
+    """The sandbox for runs of repository code (pytest, the self-check); None: unsandboxed."""
 
 
 def resolve_python(root: Path, configured: str) -> str:
@@ -41,7 +48,10 @@ def resolve_python(root: Path, configured: str) -> str:
 
 def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a measurement: the daemon's, minus what would redirect imports."""
-    env = procs.child_env(PYRIGHT_PYTHON_IGNORE_WARNINGS="1", PYTHONDONTWRITEBYTECODE="1")
+    # no bytecode written or reused from the tree, no user site-packages
+    env = procs.child_env(
+        PYRIGHT_PYTHON_IGNORE_WARNINGS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1"
+    )
     for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
         env.pop(key, None)
     if extra:

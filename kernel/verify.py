@@ -62,6 +62,8 @@ def new_findings(before: Measurement | None, after: Measurement | None) -> list[
 
 
 def _category(d: Diagnostic) -> FailureCategory:
+    if d.tool == Tool.PYTEST and d.rule == "tampered":
+        return FailureCategory.SANDBOX_VIOLATION
     if d.tool == Tool.PYTEST:
         return (
             FailureCategory.IMPORT_ERROR
@@ -76,6 +78,7 @@ def _category(d: Diagnostic) -> FailureCategory:
 
 
 _PRIORITY = (
+    FailureCategory.SANDBOX_VIOLATION,
     FailureCategory.COMPILATION_ERROR,
     FailureCategory.IMPORT_ERROR,
     FailureCategory.TEST_TIMEOUT,

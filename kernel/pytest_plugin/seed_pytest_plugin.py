@@ -9,6 +9,7 @@ nothing but the standard library and pytest. Environment:
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -16,6 +17,9 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any, cast
 
+import _pytest.python
+import _pytest.reports
+import _pytest.runner
 import pytest
 
 _OUT = os.environ.get("SEED_PYTEST_OUT", "")
@@ -29,6 +33,53 @@ _MAX_TEXT = 4000
 _SELF = os.path.realpath(__file__)
 """This plugin lives in the daemon's kernel/, inside the checkout when seed measures itself."""
 _outside: list[str] = []
+
+
+# Loaded with -p, this module is imported before any conftest or project module: what it
+# sees now is pytest's own machinery, and a project module that replaces a piece of it
+# while tests run (so failures pass) is reported as tampering.
+def _static(owner: object, attr: str) -> object:
+    # without the descriptor protocol: a classmethod is a new bound object at every getattr
+    return inspect.getattr_static(owner, attr, None)
+
+
+_WATCHED: dict[str, tuple[object, str]] = {
+    "Function.runtest": (_pytest.python.Function, "runtest"),
+    "Function.setup": (_pytest.python.Function, "setup"),
+    "runner.runtestprotocol": (_pytest.runner, "runtestprotocol"),
+    "runner.call_and_report": (_pytest.runner, "call_and_report"),
+    "runner.call_runtest_hook": (_pytest.runner, "call_runtest_hook"),
+    "CallInfo.from_call": (_pytest.runner.CallInfo, "from_call"),
+    "TestReport.from_item_and_call": (_pytest.reports.TestReport, "from_item_and_call"),
+    "json.dumps": (json, "dumps"),
+}
+_ORIGINAL = {name: _static(owner, attr) for name, (owner, attr) in _WATCHED.items()}
+_META_PATH = list(sys.meta_path)
+_tampered: list[str] = []
+_plugins: set[int] = set()
+
+
+def _check_tampering(session: pytest.Session | None = None) -> None:
+    found = [
+        f"{name} was replaced"
+        for name, (owner, attr) in _WATCHED.items()
+        if _static(owner, attr) is not _ORIGINAL[name]
+    ]
+    found += [
+        f"an import hook was added: {type(finder).__module__}.{type(finder).__qualname__}"
+        for finder in sys.meta_path
+        if not any(finder is known for known in _META_PATH)
+    ]
+    if session is not None and _plugins:
+        found += [
+            f"a pytest plugin was registered while tests ran: {getattr(plugin, '__name__', type(plugin).__name__)}"
+            for plugin in session.config.pluginmanager.get_plugins()
+            if id(plugin) not in _plugins
+        ]
+    for what in found:
+        if what not in _tampered:
+            _tampered.append(what)
+            _emit({"kind": "tampered", "what": what})
 
 
 def _emit(record: dict[str, Any]) -> None:
@@ -108,6 +159,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, Any, None]:
     # an old-style wrapper, so targets on older pytest versions work too
     outcome = yield
+    _check_tampering(item.session)
     report = cast(pytest.TestReport, outcome.get_result())
     if report.passed and report.when != "call":
         return
@@ -148,10 +200,15 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     _emit({"kind": "collected", "nodeids": [item.nodeid for item in session.items]})
     _check_imports()
+    _check_tampering()
+    # conftests and their plugins are registered by now; one registered later came from code
+    # under test
+    _plugins.update(id(plugin) for plugin in session.config.pluginmanager.get_plugins())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _check_imports()
+    _check_tampering(session)
     if _outside:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
     _emit({"kind": "finish", "exitstatus": int(exitstatus), "outside_imports": _outside})

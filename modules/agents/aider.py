@@ -90,6 +90,7 @@ class AiderAgent(CliAgent):
 
     name = "aider"
     executable = "aider"
+    home = (".aider.conf.yml", ".aider.model.settings.yml", ".aider.model.metadata.json", ".aider")
     note = "aider exits 0 even when the model API fails: seed reads its output and relies on the verifier"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:

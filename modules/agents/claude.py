@@ -83,6 +83,7 @@ class ClaudeAgent(CliAgent):
 
     name = "claude"
     executable = "claude"
+    home = (".claude", ".claude.json", ".config/claude")
     note = "claude can report an API error with exit 0 (is_error true): read from its result object"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:

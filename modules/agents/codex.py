@@ -65,6 +65,7 @@ class CodexAgent(CliAgent):
 
     name = "codex"
     executable = "codex"
+    home = (".codex",)
     note = "codex reports tokens but no cost: cost comes from [agent.prices]"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:

@@ -179,6 +179,8 @@ class CliAgent:
     """What the record should say about this tool's reporting."""
     versioned = True
     """The tool answers --version (mini does not)."""
+    home: tuple[str, ...] = ()
+    """The tool's login and configuration files under HOME, shown to it inside the sandbox."""
 
     def spec(
         self,
@@ -195,6 +197,7 @@ class CliAgent:
             version_argv=(self.executable, "--version") if self.versioned else (),
             note=self.note,
             artifacts=artifacts,
+            home=self.home,
         )
 
     def read(self, text: str, result: RunResult) -> AgentReport:

@@ -81,6 +81,7 @@ class GeminiAgent(CliAgent):
 
     name = "gemini"
     executable = "gemini"
+    home = (".gemini",)
     note = "gemini reports tokens but no cost: cost comes from [agent.prices]"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:

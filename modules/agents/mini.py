@@ -87,6 +87,7 @@ class MiniAgent(CliAgent):
 
     name = "mini"
     executable = "mini"
+    home = (".config/mini-swe-agent",)
     note = "mini exits 0 on LimitsExceeded: seed reads info.exit_status from the trajectory"
     versioned = False
 

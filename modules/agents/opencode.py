@@ -67,6 +67,7 @@ class OpencodeAgent(CliAgent):
 
     name = "opencode"
     executable = "opencode"
+    home = (".config/opencode", ".local/share/opencode", ".local/state/opencode")
     note = "opencode reports cost 0 for models it has no price for: then [agent.prices] applies"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:

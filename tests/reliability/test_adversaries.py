@@ -41,6 +41,8 @@ class Adversary:
 
 
 TEST_FILE = FILES["tests/test_calc.py"]
+UNSANDBOXED = FAST + '[guard]\nsandbox = "off"\n'
+"""The opt-out: an agent can write into the person's checkout, so the restore-and-halt rule applies."""
 ADVERSARIES: dict[str, Adversary] = {
     "edits kernel/": Adversary(
         [{"write": "kernel/core.py", "text": "def invariant():\n    return False\n"}, *DO_THE_TASK],
@@ -161,7 +163,9 @@ def test_an_agent_writing_into_the_users_checkout(tmp_path: Path) -> None:
         {"write": str(root / "notes.txt"), "text": "the agent was here\n"},
     ]
 
-    record = _run(project, Adversary(steps, "ROLLBACK", "SANDBOX_VIOLATION", True, 3))
+    record = _run(
+        project, Adversary(steps, "ROLLBACK", "SANDBOX_VIOLATION", True, 3, extra=UNSANDBOXED)
+    )
 
     assert (root / "kernel/core.py").read_bytes() == kernel_bytes
     assert (root / "VISION.md").read_bytes() == vision_bytes
@@ -190,7 +194,9 @@ def test_an_agent_moving_refs_in_the_users_checkout(tmp_path: Path) -> None:
     before = project.snapshot()
     steps = [{"run": ["git", "-C", str(root), "branch", "sneaky"]}, *DO_THE_TASK]
 
-    record = _run(project, Adversary(steps, "ROLLBACK", "SANDBOX_VIOLATION", True, 3))
+    record = _run(
+        project, Adversary(steps, "ROLLBACK", "SANDBOX_VIOLATION", True, 3, extra=UNSANDBOXED)
+    )
 
     assert any("refs/heads/sneaky changed" in e for e in record["evidence"])
     assert "sneaky" in git(root, "branch")  # reported, not undone
@@ -205,7 +211,7 @@ def test_an_honest_agent_and_a_person_working_in_the_checkout(tmp_path: Path) ->
     before = project.snapshot()
     steps = [*DO_THE_TASK, {"append": str(root / "notes.txt"), "text": "the person typed this\n"}]
 
-    record = _run(project, Adversary(steps, "SUCCESS", None, False, 0, extra=FAST))
+    record = _run(project, Adversary(steps, "SUCCESS", None, False, 0, extra=UNSANDBOXED))
 
     assert record["checkout_changes"] == ["modified: notes.txt"]
     assert (root / "notes.txt").read_text() == "untracked notes\nthe person typed this\n"
@@ -226,7 +232,8 @@ def test_an_agent_leaving_grandchildren_running(tmp_path: Path) -> None:
     ]
     before = project.snapshot()
 
-    _run(project, Adversary(steps, "NO_CHANGE", None, False, 1))
+    # unsandboxed: the sandbox's PID namespace ends these by itself (test_isolation.py)
+    _run(project, Adversary(steps, "NO_CHANGE", None, False, 1, extra=UNSANDBOXED))
 
     found = [int(p) for p in pids.read_text().split()]
     assert len(found) == 3

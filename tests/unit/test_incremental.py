@@ -8,6 +8,7 @@ from pathlib import Path
 from domain import Measurements, Tool
 from kernel import gitops
 from kernel.analysis import measure_cached
+from kernel.exports import Export
 from kernel.context import open_context
 from kernel.gate import freeze_gate
 from kernel.incremental import dependents, imported_names, module_names, plan_scope, tree_delta
@@ -161,13 +162,17 @@ def test_the_cache_measures_incrementally_with_a_full_run_every_n(tmp_path: Path
     durations: list[float] = []
     for n in range(3):
         trees.append(_commit(root, {"app/other.py": f"import os\n\nVALUE: int = {n}\n"}))
-        m = measure_cached(ctx, root, trees[-1], gate, tmp_path / "w", related=(trees[-2],))
+        place = Export(root, tmp_path / "exports", trees[-1], "t")
+        m, _ = measure_cached(ctx, place, trees[-1], gate, tmp_path / "w", related=(trees[-2],))
+        place.close()
         ruff = m.get(Tool.RUFF)
         assert ruff is not None and [d.rule for d in ruff.diagnostics] == ["F401"]
         runs.append(ruff.incremental)
         durations.append(ruff.duration_s)
     # the first tree has no measured relative; then incremental, then full again (N = 2)
     assert runs == [False, True, False]
-    again = measure_cached(ctx, root, trees[-1], gate, tmp_path / "w")
+    again, _ = measure_cached(
+        ctx, Export(root, tmp_path / "x", trees[-1], "t"), trees[-1], gate, tmp_path / "w"
+    )
     ruff = again.get(Tool.RUFF)
     assert ruff is not None and ruff.duration_s == durations[-1]  # from the cache

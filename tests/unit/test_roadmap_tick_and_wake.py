@@ -5,27 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernel.daemon import Wake, inbox_event
-from kernel.landing import _tick_roadmap  # pyright: ignore[reportPrivateUsage]
+from kernel.landing import tick
 
 ROADMAP = "# Next\n- [ ] add sub tests\n- [ ] add sub\n* [ ]   add mul  \r\n- [x] add div\n"
 
 
-def test_the_item_is_ticked_at_its_line_and_only_an_exact_match_counts(tmp_path: Path) -> None:
-    path = tmp_path / "ROADMAP.md"
-    path.write_bytes(ROADMAP.encode())
-    assert _tick_roadmap(path, 3, "add sub")
-    assert path.read_bytes().decode() == ROADMAP.replace("- [ ] add sub\n", "- [x] add sub\n")
+def test_the_item_is_ticked_at_its_line_and_only_an_exact_match_counts() -> None:
+    # the kernel ticks the bytes of the tree it commits (never the agent's file on disk)
+    ticked = tick(ROADMAP.encode(), 3, "add sub")
+    assert ticked is not None
+    assert ticked.decode() == ROADMAP.replace("- [ ] add sub\n", "- [x] add sub\n")
     # moved by the agent's change: found by its exact text, never by a longer one containing it
-    path.write_bytes(ROADMAP.encode())
-    assert _tick_roadmap(path, 2, "add sub")
-    assert "- [ ] add sub tests\n- [x] add sub\n" in path.read_text()
-    assert _tick_roadmap(path, 4, "add mul")
-    assert path.read_bytes().endswith(b"* [x]   add mul\r\n- [x] add div\n")
-    before = path.read_bytes()
-    assert not _tick_roadmap(path, 5, "add div")  # already ticked: nothing to do
-    assert not _tick_roadmap(path, 2, "add everything")
-    assert path.read_bytes() == before
-    assert not _tick_roadmap(tmp_path / "missing.md", 1, "add sub")
+    moved = tick(ROADMAP.encode(), 2, "add sub")
+    assert moved is not None and "- [ ] add sub tests\n- [x] add sub\n" in moved.decode()
+    both = tick(moved, 4, "add mul")
+    assert both is not None and both.endswith(b"* [x]   add mul\r\n- [x] add div\n")
+    assert tick(both, 5, "add div") is None  # already ticked: nothing to do
+    assert tick(both, 2, "add everything") is None
+    assert tick(b"", 1, "add sub") is None
 
 
 def test_only_complete_files_dropped_into_the_inbox_itself_wake_the_daemon(tmp_path: Path) -> None:

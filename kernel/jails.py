@@ -1,0 +1,126 @@
+"""The two sandbox profiles: one for runs of repository code (baseline, verification, the
+self-check), one for the agent. Built here from the paths and the config, nowhere else.
+
+Both hide the kernel's state folder and the real HOME, and see the rest of the machine
+read-only; measurement has no network, the agent keeps it (it calls model APIs).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kernel import sandbox
+from kernel.config import GuardConfig
+from kernel.paths import Paths
+from kernel.toolenv import Jail
+
+_NEVER_SHOWN = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc")
+"""Credentials no adapter may ask to see."""
+
+
+def enabled(guard: GuardConfig) -> bool:
+    """Whether runs are to be sandboxed (the config does not opt out)."""
+    return guard.sandbox != "off"
+
+
+def why_not(guard: GuardConfig) -> str:
+    """Why no agent that executes code may run now ('' when one may)."""
+    if not enabled(guard):
+        return ""
+    found = sandbox.available()
+    return "" if found.ok else f"no sandbox: {found.reason}"
+
+
+def _limited(guard: GuardConfig, **mounts: Any) -> sandbox.Profile:
+    """A profile with the config's limits on memory, processes and /tmp."""
+    return sandbox.Profile(
+        memory_bytes=guard.sandbox_memory_mb * 1024 * 1024,
+        max_processes=guard.sandbox_max_processes,
+        tmp_bytes=guard.sandbox_tmp_mb * 1024 * 1024,
+        **mounts,
+    )
+
+
+def _shown(paths: Paths, extra: Sequence[Path] = ()) -> tuple[Path, ...]:
+    """What a run must still see read-only when HOME is covered: the repository, seed,
+    the interpreters and the folders on PATH (agent CLIs are often installed under HOME)."""
+    places = [paths.root, paths.seed_home, Path(sys.prefix), Path(sys.base_prefix)]
+    places += [Path(sys.executable).resolve().parent.parent]
+    places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    places += list(extra)
+    return tuple(dict.fromkeys(p for p in places if p.is_absolute()))
+
+
+def _empty_home(paths: Paths) -> Path:
+    """An empty HOME for test runs (tests must not read the person's dotfiles)."""
+    home = paths.homes / "tests"
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
+    """The sandbox for runs of repository code, or None when it is off or missing."""
+    if not enabled(guard) or not sandbox.available().ok:
+        return None
+
+    def jail(argv: Sequence[str], writable: Sequence[Path]) -> list[str]:
+        python = Path(argv[0]) if argv and os.path.isabs(argv[0]) else None
+        shown = _shown(
+            paths, (python.resolve().parent.parent, python.parent.parent) if python else ()
+        )
+        profile = _limited(
+            guard,
+            writable=tuple(writable),
+            hidden=(paths.state,),
+            shown=shown,
+            home=_empty_home(paths),
+            network=False,
+        )
+        return sandbox.wrap(argv, profile)
+
+    return jail
+
+
+def home_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The adapter's HOME entries that may be shown: relative, inside HOME, no credentials."""
+    kept: list[str] = []
+    for name in names:
+        pure = PurePosixPath(name)
+        if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+            continue
+        text = pure.as_posix()
+        if any(text == n or text.startswith(n + "/") for n in _NEVER_SHOWN):
+            continue
+        kept.append(text)
+    return tuple(kept)
+
+
+def agent_argv(
+    argv: Sequence[str],
+    *,
+    paths: Paths,
+    guard: GuardConfig,
+    writable: Sequence[Path],
+    readonly: Sequence[Path],
+    home: Path,
+    home_binds: Sequence[str],
+    cwd: Path,
+) -> list[str]:
+    """The agent's argv, sandboxed: only the named places writable, HOME private."""
+    commands = [Path(a) for a in argv if os.path.isabs(a) and Path(a).exists()]
+    profile = _limited(
+        guard,
+        writable=tuple(writable),
+        readonly=tuple(readonly),
+        hidden=(paths.state,),
+        shown=_shown(paths, commands),
+        home=home,
+        home_binds=home_names(home_binds),
+        network=True,
+        chdir=cwd,
+    )
+    return sandbox.wrap(argv, profile)

@@ -1,0 +1,414 @@
+"""Trees the kernel builds itself: the candidate from the worktree's files, exports of a
+tree into a fresh folder, and the commit of exactly the tree that was verified.
+
+Nothing here reads the agent's index (its skip-worktree and assume-unchanged bits),
+`info/exclude`, global excludes, attributes or filters: files are walked and hashed by the
+kernel with `--no-filters` into a private object folder, untracked files follow the
+`.gitignore` files of the base commit, and blobs reach the repository's own object store
+only when a candidate is committed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from kernel import gitops
+
+SIDE_DIRS = frozenset(
+    {"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis", ".git"}
+)
+"""Folders that are never part of a candidate (caches of tools, nested git folders)."""
+_MAX_HOPS = 40
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    """A private git object folder (the repository's objects as alternates) and index."""
+
+    path: Path
+    repo_objects: Path
+
+    def env(self) -> dict[str, str]:
+        """Environment for git commands that read or write this store."""
+        (self.path / "objects").mkdir(parents=True, exist_ok=True)
+        return {
+            "GIT_OBJECT_DIRECTORY": str(self.path / "objects"),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.repo_objects),
+            "GIT_INDEX_FILE": str(self.path / "index"),
+        }
+
+
+@dataclass
+class Candidate:
+    """The tree the kernel built from the agent's worktree, and how it differs from the base."""
+
+    tree: str
+    changes: list[gitops.Change] = field(default_factory=list[gitops.Change])
+    inserted: int = 0
+    deleted: int = 0
+    oversized: list[tuple[str, int]] = field(default_factory=list[tuple[str, int]])
+    """Files over max_file_bytes by their apparent size: never read, never hashed."""
+    left_out: list[str] = field(default_factory=list[str])
+    """Untracked files that are ignored, side files, or written by the baseline's tests."""
+
+
+def _entries(
+    root: Path, tree: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """(mode, object id, path) of every file in a tree."""
+    raw = gitops.git(root, "ls-tree", "-r", "-z", "--full-tree", tree, env=env).stdout
+    for item in raw.split(b"\0"):
+        if not item:
+            continue
+        meta, _, path = item.partition(b"\t")
+        mode, _kind, oid = meta.decode().split(" ")
+        yield mode, oid, path.decode("utf-8", errors="surrogateescape")
+
+
+def files(root: Path, tree: str, store: ObjectStore | None = None) -> list[str]:
+    """Every path in a tree."""
+    return [p for _, _, p in _entries(root, tree, store.env() if store is not None else None)]
+
+
+def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None = None) -> list[bytes]:
+    """The contents of blobs, in order, from one `cat-file --batch`."""
+    if not oids:
+        return []
+    data = gitops.git(
+        root, "cat-file", "--batch", env=env, stdin=("\n".join(oids) + "\n").encode()
+    ).stdout
+    out: list[bytes] = []
+    at = 0
+    for _ in oids:
+        end = data.index(b"\n", at)
+        header = data[at:end].split(b" ")
+        size = int(header[2])
+        out.append(data[end + 1 : end + 1 + size])
+        at = end + 1 + size + 1
+    return out
+
+
+def _ignores(root: Path, base: str) -> dict[str, pathspec.GitIgnoreSpec]:
+    """The base commit's .gitignore files by folder ("" for the top)."""
+    found = [
+        (p, oid)
+        for mode, oid, p in _entries(root, base)
+        if PurePosixPath(p).name == ".gitignore" and mode != "120000"
+    ]
+    specs: dict[str, pathspec.GitIgnoreSpec] = {}
+    for (path, _), data in zip(found, _read_blobs(root, [oid for _, oid in found]), strict=True):
+        folder = str(PurePosixPath(path).parent)
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        specs["" if folder == "." else folder] = pathspec.GitIgnoreSpec.from_lines(lines)
+    return specs
+
+
+def _ignored(rel: str, specs: dict[str, pathspec.GitIgnoreSpec], is_dir: bool) -> bool:
+    """Whether git would ignore this path by these .gitignore files (deeper ones win)."""
+    verdict: bool | None = None
+    parts = rel.split("/")
+    for depth in range(len(parts)):
+        folder = "/".join(parts[:depth])
+        spec = specs.get(folder)
+        if spec is None:
+            continue
+        sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+        result = spec.check_file(sub)
+        if result.include is not None:
+            verdict = result.include
+    return bool(verdict)
+
+
+def _walk(worktree: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Every non-folder entry under the worktree (side folders skipped), with its lstat."""
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(worktree / rel_dir if rel_dir else worktree))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                if entry.name not in SIDE_DIRS:
+                    stack.append(rel)
+            elif entry.name != ".git":
+                yield rel, info
+
+
+def build_candidate(
+    root: Path,
+    worktree: Path,
+    base: str,
+    store: ObjectStore,
+    *,
+    leave_out: Collection[str] = (),
+    max_file_bytes: int = 0,
+) -> Candidate:
+    """The candidate tree from the worktree's files, hashed into the private store."""
+    env = store.env()
+    (store.path / "index").unlink(missing_ok=True)
+    tracked = {p for _, _, p in _entries(root, base)}
+    specs = _ignores(root, base)
+    left = set(leave_out)
+    candidate = Candidate(tree="")
+    files: list[tuple[str, str]] = []
+    links: list[tuple[str, bytes]] = []
+    for rel, info in sorted(_walk(worktree)):
+        if rel not in tracked and (
+            rel in left
+            or PurePosixPath(rel).name.startswith(".aider")
+            or rel.endswith(".pyc")
+            or any(
+                _ignored("/".join(rel.split("/")[: i + 1]), specs, True)
+                for i in range(rel.count("/"))
+            )
+            or _ignored(rel, specs, False)
+        ):
+            candidate.left_out.append(rel)
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            links.append((rel, os.fsencode(os.readlink(worktree / rel))))
+        elif stat.S_ISREG(info.st_mode):
+            if (
+                max_file_bytes
+                and info.st_size > max_file_bytes
+                and not _same_size_at_base(root, base, rel, info.st_size)
+            ):
+                candidate.oversized.append((rel, info.st_size))
+                continue
+            files.append((rel, "100755" if info.st_mode & 0o111 else "100644"))
+    if candidate.oversized:
+        return candidate
+    lines: list[bytes] = []
+    if files:
+        paths = "\n".join(str(worktree / rel) for rel, _ in files) + "\n"
+        oids = (
+            gitops.git(
+                root,
+                "hash-object",
+                "-w",
+                "--no-filters",
+                "--stdin-paths",
+                env=env,
+                stdin=paths.encode("utf-8", errors="surrogateescape"),
+                timeout_s=600,
+            )
+            .text()
+            .split()
+        )
+        lines += [
+            f"{mode} blob {oid}\t{rel}".encode("utf-8", errors="surrogateescape")
+            for (rel, mode), oid in zip(files, oids, strict=True)
+        ]
+    for rel, target in links:
+        oid = (
+            gitops.git(root, "hash-object", "-w", "--no-filters", "--stdin", env=env, stdin=target)
+            .text()
+            .strip()
+        )
+        lines.append(f"120000 blob {oid}\t{rel}".encode("utf-8", errors="surrogateescape"))
+    gitops.git(
+        root,
+        "update-index",
+        "-z",
+        "--index-info",
+        env=env,
+        stdin=b"\0".join(lines) + b"\0" if lines else b"",
+    )
+    candidate.tree = gitops.git(root, "write-tree", env=env).text().strip()
+    base_tree = gitops.tree_of(root, base)
+    candidate.changes = _changes(root, base_tree, candidate.tree, env)
+    candidate.inserted, candidate.deleted = _numstat(root, base_tree, candidate.tree, env)
+    return candidate
+
+
+def _same_size_at_base(root: Path, base: str, rel: str, size: int) -> bool:
+    """An existing big file (a lock file) that did not grow may stay."""
+    result = gitops.git(root, "cat-file", "-s", f"{base}:{rel}", check=False)
+    return result.ok and result.text().strip().isdigit() and size <= int(result.text().strip())
+
+
+def _changes(root: Path, old: str, new: str, env: dict[str, str]) -> list[gitops.Change]:
+    raw = gitops.git(
+        root, "diff-tree", "-r", "-z", "-M", "--name-status", "--no-ext-diff", old, new, env=env
+    ).stdout
+    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
+    changes: list[gitops.Change] = []
+    i = 0
+    while i < len(parts) and parts[i]:
+        status = parts[i]
+        if status.startswith(("R", "C")):
+            changes.append(gitops.Change(status[0], parts[i + 2], parts[i + 1]))
+            i += 3
+        else:
+            changes.append(gitops.Change(status[0], parts[i + 1]))
+            i += 2
+    return changes
+
+
+def _numstat(root: Path, old: str, new: str, env: dict[str, str]) -> tuple[int, int]:
+    """Inserted and deleted lines; --text so no attribute can make a file count as binary."""
+    text = gitops.git(
+        root,
+        "diff-tree",
+        "-r",
+        "--numstat",
+        "--text",
+        "--no-textconv",
+        "--no-ext-diff",
+        old,
+        new,
+        env=env,
+    ).text()
+    added = deleted = 0
+    for line in text.splitlines():
+        cols = line.split("\t")
+        if len(cols) >= 2 and cols[0].isdigit() and cols[1].isdigit():
+            added += int(cols[0])
+            deleted += int(cols[1])
+    return added, deleted
+
+
+def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = None) -> None:
+    """A fresh folder holding exactly the tree's files, written by the kernel from git objects
+    (never checkout or archive, which apply smudge filters, export-ignore and export-subst)."""
+    env = store.env() if store is not None else None
+    entries = list(_entries(root, tree, env))
+    blobs = [(m, o, p) for m, o, p in entries if m != "160000"]
+    dest.mkdir(parents=True, exist_ok=True)
+    for (mode, _, rel), data in zip(
+        blobs, _read_blobs(root, [o for _, o, _ in blobs], env), strict=True
+    ):
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            os.symlink(os.fsdecode(data), path)
+        else:
+            path.write_bytes(data)
+            if mode == "100755":
+                path.chmod(0o755)
+    for mode, _, rel in entries:
+        if mode == "160000":
+            (dest / rel).mkdir(parents=True, exist_ok=True)
+
+
+def unsafe_links(root: Path, tree: str, store: ObjectStore | None = None) -> list[tuple[str, str]]:
+    """Symlinks of the tree that, resolved as they will be in the user's checkout, point into
+    `.git` or outside the repository; each with the reason."""
+    env = store.env() if store is not None else None
+    found = [(o, p) for m, o, p in _entries(root, tree, env) if m == "120000"]
+    targets = dict(
+        zip(
+            (p for _, p in found),
+            (os.fsdecode(d) for d in _read_blobs(root, [o for o, _ in found], env)),
+            strict=True,
+        )
+    )
+    top = root.resolve()
+    bad: list[tuple[str, str]] = []
+    for path, target in targets.items():
+        where = _resolve(path, targets, top)
+        if where:
+            bad.append((path, f"a symlink pointing {where} ({target})"))
+    return bad
+
+
+def _resolve(path: str, links: dict[str, str], top: Path) -> str:
+    """'' when the link stays inside the repository and out of .git, else where it points."""
+    current = list(PurePosixPath(path).parent.parts)
+    queue: list[str] = []
+    target: str | None = links[path]
+    hops = 0
+    while True:
+        if target is not None:
+            parts = _parts(target, top)
+            if parts is None:
+                return "outside the repository"
+            if PurePosixPath(target).is_absolute():
+                current = []
+            queue = [*parts, *queue]
+            target = None
+        if not queue:
+            return ""
+        part = queue.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not current:
+                return "outside the repository"
+            current.pop()
+            continue
+        current.append(part)
+        if part == ".git":
+            return "into .git"
+        joined = "/".join(current)
+        if joined in links:
+            hops += 1
+            if hops > _MAX_HOPS:
+                return "in a loop"
+            current.pop()
+            target = links[joined]
+
+
+def _parts(target: str, top: Path) -> list[str] | None:
+    """A link target as path parts; an absolute one relative to the repository's top, or
+    None when it lies outside it."""
+    pure = PurePosixPath(target)
+    if not pure.is_absolute():
+        return list(pure.parts)
+    rel = os.path.relpath(os.path.normpath(target), top.as_posix())
+    if rel == ".." or rel.startswith("../"):
+        return None
+    return [p for p in PurePosixPath(rel).parts if p != "."]
+
+
+def commit_tree(
+    root: Path, tree: str, parent: str, message: str, name: str, email: str, store: ObjectStore
+) -> str:
+    """Copy the candidate's objects into the repository, then commit exactly that tree."""
+    source = store.path / "objects"
+    target = store.repo_objects
+    if source.is_dir():
+        for folder, _, names in os.walk(source):
+            for entry in names:
+                src = Path(folder, entry)
+                dst = target / src.relative_to(source)
+                if not dst.exists():
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src, dst)
+    identity = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+    return (
+        gitops.git(root, "commit-tree", tree, "-p", parent, "-m", message, env=identity)
+        .text()
+        .strip()
+    )
+
+
+def with_file(root: Path, tree: str, path: str, data: bytes, store: ObjectStore) -> str:
+    """The tree with one file's bytes replaced (its mode kept)."""
+    env = store.env()
+    (store.path / "index").unlink(missing_ok=True)
+    mode = next((m for m, _, p in _entries(root, tree, env) if p == path), "100644")
+    oid = (
+        gitops.git(root, "hash-object", "-w", "--no-filters", "--stdin", env=env, stdin=data)
+        .text()
+        .strip()
+    )
+    gitops.git(root, "read-tree", tree, env=env)
+    gitops.git(root, "update-index", "--cacheinfo", f"{mode},{oid},{path}", env=env)
+    return gitops.git(root, "write-tree", env=env).text().strip()
