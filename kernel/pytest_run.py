@@ -23,6 +23,8 @@ PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 EXIT_CLEAN = (0, 1, 2, 5)
 """pytest exit codes after which the plugin's facts are the whole story (5: nothing collected)."""
 _RUN_IDS = itertools.count()
+PYTEST_READ_ONLY: tuple[str, ...] = ("-p", "no:cacheprovider")
+"""No .pytest_cache in the tree (and PYTHONDONTWRITEBYTECODE=1 in tool_env: no __pycache__)."""
 
 
 def _pytest_diagnostics(
@@ -91,8 +93,7 @@ def run_pytest(
         "pytest",
         "-p",
         "seed_pytest_plugin",
-        "-p",
-        "no:cacheprovider",
+        *PYTEST_READ_ONLY,
         "--rootdir",
         str(tree),
         "--confcutdir",
