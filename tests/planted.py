@@ -84,10 +84,12 @@ WRITING: dict[str, str] = {
         'addopts = "-p cacheprovider"\n'
     ),
     "old.py": OLD_STYLE,
+    "typed.py": 'WORD: int = "seven"\n',
     "tests/test_old.py": "from old import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
     ".gitignore": "history/*\ninbox/*\n",
 }
-"""A target whose ruff configuration fixes (unsafely too), caches in the tree and formats."""
+"""A target whose ruff configuration fixes (unsafely too), caches in the tree and formats;
+and one pyright error (typed.py)."""
 
 
 def target_for(root: Path, strict: tuple[str, ...] = ("strictpkg",), **quality: object) -> Target:
