@@ -187,6 +187,11 @@ def pyright_config_outside(config: dict[str, Any], tree: Path, config_dir: Path)
         return [moved(v) for v in cast(list[Any], value)] if isinstance(value, list) else value
 
     out = dict(config)
+    if isinstance(out.get("include"), list):
+        # pyright ignores an absolute include; with none left it takes the root: the tree here
+        out["include"] = [
+            p for p in cast(list[Any], out["include"]) if not (isinstance(p, str) and p[:1] == "/")
+        ]
     for key in _PYRIGHT_PATH_LISTS:
         if key in out:
             out[key] = moved_list(out[key])
@@ -202,7 +207,8 @@ def pyright_config_outside(config: dict[str, Any], tree: Path, config_dir: Path)
     if "extraPaths" not in out and src.is_dir() and not (src / "__init__.py").exists():
         out["extraPaths"] = [moved("src")]  # pyright's autoSearchPaths, from the real root
     environments: list[Any] = []
-    for env in cast(list[Any], out.get("executionEnvironments") or []):
+    given = out.get("executionEnvironments")
+    for env in cast(list[Any], given) if isinstance(given, list) else []:
         if isinstance(env, dict):
             env = dict(cast(dict[str, Any], env))
             env["root"] = moved(env.get("root", "."))

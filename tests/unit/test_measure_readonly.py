@@ -44,6 +44,15 @@ def test_measuring_a_target_that_asks_its_tools_to_write_leaves_it_byte_identica
     assert not [s for s in RUFF_WRITE_SETTINGS if f"\n{s} =" in f"\n{written}"], written
 
 
+def test_a_ruff_toml_that_asks_to_write_is_frozen_without_those_settings(tmp_path: Path) -> None:
+    own = 'fix = true\nfix-only = true\ncache-dir = "c"\nline-length = 70\n[lint]\nselect = ["F"]\n'
+    root = make_repo(tmp_path / "repo", {".ruff.toml": own, "a.py": "import os\n"})
+    gate = freeze_gate(root, tmp_path / "gate", target_for(root).quality)
+    written = gate.ruff_config.read_text(encoding="utf-8")
+    assert "line-length = 70" in written and '"F"' in written
+    assert "fix" not in written.replace("[tool.ruff", "") and "cache-dir" not in written
+
+
 def test_the_pinned_flags_hold_when_the_gate_itself_asks_ruff_to_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,8 +127,9 @@ def _in_tree(tree: Path, config: dict[str, Any]) -> set[tuple[str, int, str]]:
         {"include": ["src", "tests", "strictpkg"], "exclude": ["skipped"]},
         {"extraPaths": ["lib2"], "stubPath": "typings"},
         {"executionEnvironments": [{"root": "tests", "extraPaths": ["lib2"]}]},
+        {"include": ["/nowhere"]},  # pyright ignores an absolute include: the whole project
     ],
-    ids=["defaults", "include-exclude", "extra-paths", "environments"],
+    ids=["defaults", "include-exclude", "extra-paths", "environments", "absolute-include"],
 )
 def test_pyright_outside_the_tree_reports_what_it_reports_inside(
     tmp_path: Path, config: dict[str, Any]
