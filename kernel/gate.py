@@ -8,6 +8,8 @@ does not relax the judgement.
 from __future__ import annotations
 
 import json
+import os
+import posixpath
 import re
 import tomllib
 from collections.abc import Callable, Sequence
@@ -35,6 +37,21 @@ GATE_FILES: tuple[str, ...] = (
 
 PYRIGHT_DEFAULT_EXCLUDE: tuple[str, ...] = ("**/node_modules", "**/__pycache__", "**/.*")
 """What pyright leaves out when its configuration names no `exclude`."""
+
+RUFF_WRITE_SETTINGS: tuple[str, ...] = (
+    "fix",
+    "fix-only",
+    "unsafe-fixes",
+    "show-fixes",
+    "cache-dir",
+    "output-format",
+)
+"""Top-level ruff settings that make it write (or change what it prints): never in a gate."""
+
+_PYRIGHT_AUTO_EXCLUDE = (*PYRIGHT_DEFAULT_EXCLUDE, "**/__editable__.*")
+"""What pyright always adds to `exclude`, from the project root (pyright 1.1.4xx)."""
+_PYRIGHT_PATH_LISTS = ("include", "exclude", "ignore", "strict", "extraPaths")
+_PYRIGHT_PATHS = ("stubPath", "typingsPath", "typeshedPath", "venvPath", "extends")
 
 
 @dataclass(frozen=True)
@@ -108,6 +125,9 @@ def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: Qualit
             ruff_doc = {"tool": {"ruff": tool["ruff"]}}
         else:
             ruff_doc = {"tool": {"ruff": {"lint": {"select": list(quality.ruff_select)}}}}
+    ruff_doc["tool"]["ruff"] = {
+        k: v for k, v in ruff_doc["tool"]["ruff"].items() if k not in RUFF_WRITE_SETTINGS
+    }
     ruff_config.write_text(tomli_w.dumps(ruff_doc), encoding="utf-8")
     pyright: dict[str, Any] = {}
     own_pyright = read("pyrightconfig.json")
@@ -147,6 +167,57 @@ def pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, A
         existing = [str(s) for s in cast(list[Any], config.get("strict", []))]
         config["strict"] = existing + [p for p in present if p not in existing]
     return config
+
+
+def pyright_config_outside(config: dict[str, Any], tree: Path, config_dir: Path) -> dict[str, Any]:
+    """The same settings for a config file in config_dir that still checks the tree as its project.
+
+    pyright takes the config file's folder as the project root and refuses absolute `include`
+    paths, so every path becomes relative from config_dir to the tree, and what pyright derives
+    from the root (include, auto-excludes, typings/, src/, the execution root) is spelled out.
+    """
+    rel = Path(os.path.relpath(tree.resolve(), config_dir.resolve())).as_posix()
+
+    def moved(value: Any) -> Any:
+        if not isinstance(value, str) or value.startswith(("/", "${")):
+            return value  # absolute or a variable: the same wherever the config lives
+        return posixpath.normpath(f"{rel}/{value}")
+
+    def moved_list(value: Any) -> Any:
+        return [moved(v) for v in cast(list[Any], value)] if isinstance(value, list) else value
+
+    out = dict(config)
+    if isinstance(out.get("include"), list):
+        # pyright ignores an absolute include; with none left it takes the root: the tree here
+        out["include"] = [
+            p for p in cast(list[Any], out["include"]) if not (isinstance(p, str) and p[:1] == "/")
+        ]
+    for key in _PYRIGHT_PATH_LISTS:
+        if key in out:
+            out[key] = moved_list(out[key])
+    for key in _PYRIGHT_PATHS:
+        if key in out:
+            out[key] = moved(out[key])
+    out["include"] = out.get("include") or [rel]
+    exclude = list(out.get("exclude") or []) if isinstance(out.get("exclude"), list) else []
+    out["exclude"] = exclude + [moved(p) for p in _PYRIGHT_AUTO_EXCLUDE if moved(p) not in exclude]
+    if "stubPath" not in out and "typingsPath" not in out:
+        out["stubPath"] = moved("typings")
+    src = tree / "src"
+    if "extraPaths" not in out and src.is_dir() and not (src / "__init__.py").exists():
+        out["extraPaths"] = [moved("src")]  # pyright's autoSearchPaths, from the real root
+    environments: list[Any] = []
+    given = out.get("executionEnvironments")
+    for env in cast(list[Any], given) if isinstance(given, list) else []:
+        if isinstance(env, dict):
+            env = dict(cast(dict[str, Any], env))
+            env["root"] = moved(env.get("root", "."))
+            if "extraPaths" in env:
+                env["extraPaths"] = moved_list(env["extraPaths"])
+        environments.append(env)
+    # files under no environment of the project's own use the root's (the tree, not config_dir)
+    out["executionEnvironments"] = [*environments, {"root": rel}]
+    return out
 
 
 def _strings(value: Any) -> list[str]:

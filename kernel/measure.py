@@ -3,12 +3,15 @@
 Only facts come out of here (Diagnostics); judging them into gaps is the analysers' job.
 ruff and pyright run with the gate configuration taken from the baseline commit, so an
 agent cannot relax the rules it is judged by. pyright and pytest run side by side.
+Measuring never writes into the tree: each tool's read-only flags are pinned here, after
+anything a configuration can say.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -16,14 +19,17 @@ from typing import Any, cast
 
 from domain import Diagnostic, Measurement, Measurements, Tool
 from kernel import procs
-from kernel.gate import Gate, freeze_gate, pyright_config
+from kernel.gate import Gate, freeze_gate, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge
-from kernel.pytest_run import PLUGIN_DIR, run_pytest
+from kernel.pytest_run import PLUGIN_DIR, PYTEST_READ_ONLY, run_pytest
 from kernel.toolenv import MAX_DETAIL, Target, resolve_python, ruff_binary, tool_env
 
 __all__ = [
     "PLUGIN_DIR",
-    "PYRIGHT_GATE_NAME",
+    "PYRIGHT_FLAGS",
+    "PYTEST_READ_ONLY",
+    "RUFF_CHECK_FLAGS",
+    "RUFF_FORMAT_FLAGS",
     "Gate",
     "Target",
     "freeze_gate",
@@ -36,8 +42,22 @@ __all__ = [
     "run_ruff_format",
 ]
 
-PYRIGHT_GATE_NAME = ".seed-gate.pyright.json"
-"""pyright ignores a config given by absolute path outside the project: it is written here."""
+RUFF_CHECK_FLAGS: tuple[str, ...] = (
+    "check",
+    "--no-fix",
+    "--no-fix-only",  # `fix-only = true` in a configuration still writes under --no-fix alone
+    "--no-unsafe-fixes",
+    "--no-cache",
+    "--output-format",
+    "json",
+)
+"""`ruff check` reports and never writes, whatever the configuration says."""
+
+RUFF_FORMAT_FLAGS: tuple[str, ...] = ("format", "--check", "--no-cache", "--output-format", "json")
+"""`ruff format` only checks: without --check it rewrites files."""
+
+PYRIGHT_FLAGS: tuple[str, ...] = ("--outputjson",)
+"""pyright writes nothing by itself; its config file is written outside the tree (run_pyright)."""
 
 
 def _rel(path: str, tree: Path) -> str:
@@ -69,11 +89,15 @@ def _measured(tool: Tool, result: procs.Completed, diagnostics: list[Diagnostic]
     )
 
 
-def _ruff_argv(gate: Gate, command: Sequence[str], files: Sequence[str]) -> list[str]:
-    argv = [ruff_binary(), *command, "--no-cache", "--output-format", "json"]
-    argv += ["--config", str(gate.ruff_config)]
+def _ruff_argv(gate: Gate, flags: Sequence[str], files: Sequence[str]) -> list[str]:
+    argv = [ruff_binary(), *flags, "--config", str(gate.ruff_config)]
     # files named on the command line are linted even when excluded, unless forced
     return [*argv, "--force-exclude", "--", *files] if files else [*argv, "."]
+
+
+def _ruff_env() -> dict[str, str]:
+    # RUFF_OUTPUT_FILE would send the findings to a file and leave stdout empty ("no findings")
+    return {k: v for k, v in tool_env().items() if not k.startswith("RUFF_")}
 
 
 def _json_list(text: str) -> list[dict[str, Any]] | None:
@@ -86,8 +110,8 @@ def _json_list(text: str) -> list[dict[str, Any]] | None:
 
 def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()) -> Measurement:
     """`ruff check` on the tree (or some files), parsed into diagnostics."""
-    argv = _ruff_argv(gate, ["check"], files)
-    result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=tool_env())
+    argv = _ruff_argv(gate, RUFF_CHECK_FLAGS, files)
+    result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
     if result.timed_out or result.exit_code not in (0, 1):
         return _failed(Tool.RUFF, result, "ruff")
     items = _json_list(result.text())
@@ -115,8 +139,8 @@ def run_ruff_format(
     tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
 ) -> Measurement:
     """`ruff format --check`: one diagnostic per file it would reformat or cannot parse."""
-    argv = _ruff_argv(gate, ["format", "--check"], files)
-    result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=tool_env())
+    argv = _ruff_argv(gate, RUFF_FORMAT_FLAGS, files)
+    result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
     # exit 2 is also how it reports a file it cannot parse; the JSON still lists everything
     items = _json_list(result.text()) if result.exit_code in (0, 1, 2) else None
     if result.timed_out or items is None:
@@ -145,19 +169,17 @@ def run_ruff_format(
 def run_pyright(
     tree: Path, gate: Gate, target: Target, timeout_s: float, files: Sequence[str] = ()
 ) -> Measurement:
-    """pyright --outputjson with the gate config written inside the tree (it ignores absolute paths).
+    """pyright --outputjson with the gate config in a folder of its own, outside the tree.
 
     Only errors count: a rule a project sets to "warning" is one it chose not to enforce.
     """
-    config_path = tree / PYRIGHT_GATE_NAME
-    config = pyright_config(gate, tree, target.strict)
-    config_path.write_text(json.dumps(config), encoding="utf-8")
-    argv = [sys.executable, "-m", "pyright", "--outputjson", "-p", str(config_path)]
-    argv += ["--pythonpath", target.python, *files]
-    try:
+    with tempfile.TemporaryDirectory(prefix="seed-pyright-") as raw:
+        config_path = Path(raw) / "pyrightconfig.json"
+        config = pyright_config_outside(pyright_config(gate, tree, target.strict), tree, Path(raw))
+        config_path.write_text(json.dumps(config), encoding="utf-8")
+        argv = [sys.executable, "-m", "pyright", *PYRIGHT_FLAGS, "-p", str(config_path)]
+        argv += ["--pythonpath", target.python, *files]
         result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=tool_env())
-    finally:
-        config_path.unlink(missing_ok=True)
     if result.timed_out or result.exit_code not in (0, 1):
         return _failed(Tool.PYRIGHT, result, "pyright")
     try:

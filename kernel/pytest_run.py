@@ -28,6 +28,8 @@ EXIT_CLEAN = (0, 1, 2, 5)
 _RUN_IDS = itertools.count()
 _MAX_FACTS = 64 * 1024 * 1024
 """Bytes of the plugin's facts read from one run (code under test could write more)."""
+PYTEST_READ_ONLY: tuple[str, ...] = ("-p", "no:cacheprovider")
+"""No .pytest_cache in the tree (and PYTHONDONTWRITEBYTECODE=1 in tool_env: no __pycache__)."""
 
 
 def _pytest_diagnostics(
@@ -132,8 +134,7 @@ def run_pytest(
         "pytest",
         "-p",
         "seed_pytest_plugin",
-        "-p",
-        "no:cacheprovider",
+        *PYTEST_READ_ONLY,
         "--rootdir",
         str(tree),
         "-c",

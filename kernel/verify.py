@@ -1,14 +1,15 @@
 """The verifier: acceptance criteria from the fixed catalogue, and the ratchet against the baseline.
 
-Quality findings are compared as multisets of (tool, file, rule, normalised message), so a
-finding that only moved lines is not new, and a pre-existing one is never blamed on the agent.
+Quality findings are counted per (tool, file, rule), and failing tests per node id: a finding
+is new only when its count grows, so one that moved, or whose message quotes a name the fix
+renamed, is not new, and a pre-existing one is never blamed on the agent. Collected tests are
+compared by what is stable between two runs: the number of cases of each test function.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,37 +29,121 @@ from domain import (
 )
 from kernel.guard import is_test_path
 
-_DIGITS = re.compile(r"\d+")
-
 Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
 """Re-run node ids on (baseline, changed) trees; returns the ids that failed on each."""
 
 
-def normalise(message: str) -> str:
-    """A message with whitespace collapsed and numbers blanked (line numbers move)."""
-    return _DIGITS.sub("#", " ".join(message.split()))
+def identity(d: Diagnostic) -> tuple[str, str, str]:
+    """What makes two findings the same kind of finding: tool, file (a test's node id), rule.
 
-
-def identity(d: Diagnostic) -> tuple[str, str, str, str]:
-    """What makes two findings the same finding."""
+    Messages play no part: they quote names and numbers an honest fix changes.
+    """
     if d.tool == Tool.PYTEST:
-        return (d.tool.value, d.node_id or d.file, d.rule, "")
-    return (d.tool.value, d.file, d.rule, normalise(d.message))
+        return (d.tool.value, d.node_id or d.file, d.rule)
+    return (d.tool.value, d.file, d.rule)
+
+
+_LIKENESS: tuple[Callable[[Diagnostic], Hashable], ...] = (
+    lambda d: (d.message, d.line),
+    lambda d: d.message,
+)
+"""How a finding after the change is paired with one before, closest first (then by line)."""
+_PAIRING_LIMIT = 250_000
+"""Pairs weighed by line distance at most; beyond it, what is left pairs in order."""
+
+
+def _unpaired(before: Sequence[Diagnostic], after: Sequence[Diagnostic]) -> list[int]:
+    """Indexes of `after` left over when each is paired with one of `before`, closest first."""
+    pending, spare = list(range(len(after))), list(before)
+    for likeness in _LIKENESS:
+        pool: defaultdict[Hashable, list[int]] = defaultdict(list)
+        for i, d in enumerate(spare):
+            pool[likeness(d)].append(i)
+        used: set[int] = set()
+        rest: list[int] = []
+        for i in pending:
+            free = pool.get(likeness(after[i]))
+            if free:
+                used.add(free.pop())
+            else:
+                rest.append(i)
+        pending, spare = rest, [d for i, d in enumerate(spare) if i not in used]
+    if len(pending) * len(spare) > _PAIRING_LIMIT:
+        return pending[len(spare) :]
+    paired: set[int] = set()
+    taken: set[int] = set()
+    weighed = sorted(
+        (abs(after[i].line - d.line), i, j) for i in pending for j, d in enumerate(spare)
+    )
+    for _, i, j in weighed:
+        if i not in paired and j not in taken:
+            paired.add(i)
+            taken.add(j)
+    return [i for i in pending if i not in paired]
 
 
 def new_findings(before: Measurement | None, after: Measurement | None) -> list[Diagnostic]:
-    """Findings in `after` beyond those in `before` (a multiset difference)."""
+    """Findings in `after` beyond the count of their kind in `before`.
+
+    Which ones are named is only a matter of evidence: those that look least like any before
+    (the same message and line, then the same message, then the nearest line).
+    """
     if after is None:
         return []
-    budget = Counter(identity(d) for d in (before.diagnostics if before else ()))
-    fresh: list[Diagnostic] = []
-    for d in after.diagnostics:
-        key = identity(d)
-        if budget[key] > 0:
-            budget[key] -= 1
-        else:
-            fresh.append(d)
-    return fresh
+    old: defaultdict[tuple[str, str, str], list[Diagnostic]] = defaultdict(list)
+    for d in before.diagnostics if before else ():
+        old[identity(d)].append(d)
+    now: defaultdict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for i, d in enumerate(after.diagnostics):
+        now[identity(d)].append(i)
+    fresh: set[int] = set()
+    for key, where in now.items():
+        if len(where) > len(old[key]):
+            found = [after.diagnostics[i] for i in where]
+            fresh.update(where[j] for j in _unpaired(old[key], found))
+    return [d for i, d in enumerate(after.diagnostics) if i in fresh]
+
+
+def _test_function(node_id: str) -> str:
+    """A node id without its parameters: `f.py::test_x[1-a]` is `f.py::test_x`."""
+    path, sep, rest = node_id.partition("::")
+    return path + sep + rest.split("[", 1)[0]
+
+
+@dataclass(frozen=True)
+class LostTests:
+    """Tests collected on the baseline that the changed tree no longer collects."""
+
+    count: int = 0
+    """Cases gone: for each test function, how many fewer it has."""
+    names: tuple[str, ...] = ()
+    """The node ids gone, or `function (N cases, now M)` where its ids changed too."""
+    unstable: tuple[str, ...] = ()
+    """Test functions whose case ids changed though their number did not (ids from a clock...)."""
+
+
+def lost_tests(before: Sequence[str], after: Sequence[str]) -> LostTests:
+    """Compare two collections by what is stable between runs: the cases of each test function."""
+    cases: defaultdict[str, list[str]] = defaultdict(list)
+    for node in before:
+        cases[_test_function(node)].append(node)
+    now = Counter(_test_function(node) for node in after)
+    present = set(after)
+    count = 0
+    names: list[str] = []
+    unstable: list[str] = []
+    for function, ids in sorted(cases.items()):
+        gone = [n for n in ids if n not in present]
+        short = len(ids) - now[function]
+        if short > 0:
+            count += short
+            if len(gone) == short:
+                names += gone
+            else:
+                names.append(f"{function} ({len(ids)} cases, now {now[function]})")
+        elif gone:
+            unstable.append(function)
+    return LostTests(count, tuple(names), tuple(unstable))
 
 
 def _category(d: Diagnostic) -> FailureCategory:
@@ -282,6 +367,7 @@ def verify(
     """The ratchet, then every criterion; the first failing category decides."""
     result = Verification(passed=True)
     categories: list[FailureCategory] = []
+    notes: list[str] = []  # said after everything else, so a note never becomes the reason
     for m in after.items:
         before = baseline.get(m.tool)
         if before is not None and before.ran and not m.ran:
@@ -309,11 +395,18 @@ def verify(
             result.failures.append(d)
             result.evidence.append(describe(d))
         if m.tool == Tool.PYTEST and before is not None and before.ran and m.ran:
-            lost = sorted(set(before.collected) - set(m.collected))
-            if lost:
+            lost = lost_tests(before.collected, m.collected)
+            if lost.count:
                 categories.append(FailureCategory.HYGIENE_VIOLATION)
                 result.evidence.append(
-                    f"{len(lost)} test(s) collected on the baseline are gone: {', '.join(lost[:5])}"
+                    f"{lost.count} test(s) collected on the baseline are gone: "
+                    + ", ".join(lost.names[:5])
+                )
+            if lost.unstable:
+                notes.append(
+                    "test ids that change between runs, compared by their number of cases: "
+                    + ", ".join(lost.unstable[:5])
+                    + (f" (+{len(lost.unstable) - 5} more)" if len(lost.unstable) > 5 else "")
                 )
     for criterion in plan.criteria:
         verdict = check_criterion(criterion, plan, baseline, after, touched, tree, selfcheck)
@@ -334,6 +427,7 @@ def verify(
                 categories.append(FailureCategory.TEST_REGRESSION)
             else:
                 categories.append(_unclosed_category(plan.gap))
+    result.evidence += notes
     if categories:
         result.passed = False
         result.category = next(c for c in _PRIORITY if c in categories)

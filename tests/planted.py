@@ -58,6 +58,40 @@ pytest: test_double[3-7] fails, test_boom fails with a frame in lib/calc.py, and
 tests/test_broken.py cannot be collected."""
 
 
+OLD_STYLE = (
+    "import os\n"
+    "from typing import List, Optional\n"
+    "\n\n"
+    "def total(x: Optional[List[int]]) -> int:\n"
+    '    return sum(x or [], start=int("0"))\n'
+)
+"""UP006/UP045 (and UP035) over old-style annotations, F401 for os: all safely fixable."""
+
+WRITING: dict[str, str] = {
+    "pyproject.toml": (
+        "[tool.ruff]\n"
+        "fix = true\n"
+        "unsafe-fixes = true\n"
+        "show-fixes = true\n"
+        'cache-dir = ".ruff-here"\n'
+        'output-format = "concise"\n'
+        'select = ["UP", "F401"]\n'
+        "\n[tool.ruff.format]\n"
+        'quote-style = "single"\n'
+        "\n[tool.pyright]\n"
+        'typeCheckingMode = "basic"\n'
+        "\n[tool.pytest.ini_options]\n"
+        'addopts = "-p cacheprovider"\n'
+    ),
+    "old.py": OLD_STYLE,
+    "typed.py": 'WORD: int = "seven"\n',
+    "tests/test_old.py": "from old import total\n\n\ndef test_total():\n    assert total([1, 2]) == 3\n",
+    ".gitignore": "history/*\ninbox/*\n",
+}
+"""A target whose ruff configuration fixes (unsafely too), caches in the tree and formats;
+and one pyright error (typed.py)."""
+
+
 def target_for(root: Path, strict: tuple[str, ...] = ("strictpkg",), **quality: object) -> Target:
     """A Target for a fixture repository, run with this interpreter."""
     return Target(

@@ -1,4 +1,4 @@
-"""The ratchet's arithmetic: findings compared as multisets, not by line."""
+"""The ratchet's arithmetic: findings counted per (tool, file, rule), collected tests per function."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import (
+    AcceptanceCriterion,
     ActionType,
+    CheckName,
     Diagnostic,
     FailureCategory,
     Gap,
@@ -20,7 +22,7 @@ from domain import (
     TaskKind,
     Tool,
 )
-from kernel.verify import new_findings, verify
+from kernel.verify import LostTests, lost_tests, new_findings, verify
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -53,7 +55,84 @@ def test_moved_findings_are_not_new_but_one_more_of_the_same_kind_is() -> None:
     assert new_findings(numbered_before, numbered_after) == []
 
 
-def _plan() -> IterationPlan:
+def _pyright(line: int, message: str, file: str = "src/sets.py") -> Diagnostic:
+    rule = "reportOptionalMemberAccess"
+    return Diagnostic(tool=Tool.PYRIGHT, file=file, line=line, rule=rule, message=message)
+
+
+def _measured(tool: Tool, *found: Diagnostic) -> Measurements:
+    return Measurements(items=(Measurement(tool=tool, ran=True, diagnostics=found),))
+
+
+def test_a_message_quoting_a_renamed_identifier_is_the_same_finding() -> None:
+    before = _measured(
+        Tool.PYRIGHT, _pyright(10, '"issupserset" is not a known attribute of "None"')
+    )
+    renamed = _pyright(10, '"issuperset" is not a known attribute of "None"')
+    after = _measured(Tool.PYRIGHT, renamed)
+    assert new_findings(before.get(Tool.PYRIGHT), after.get(Tool.PYRIGHT)) == []
+    plan = _plan(CheckName.PYRIGHT)
+    result = verify(plan, before, after, ["src/sets.py"], Path("/nonexistent"))
+    assert (result.passed, result.category) == (True, None), result.evidence
+
+
+def test_a_second_finding_of_the_same_rule_in_the_same_file_is_new_and_named() -> None:
+    old = _pyright(10, '"issupserset" is not a known attribute of "None"')
+    before = _measured(Tool.PYRIGHT, old)
+    # the old one moved down and changed its words; the one that looks new is named
+    second = _pyright(4, '"union" is not a known attribute of "None"')
+    moved = _pyright(11, '"issuperset" is not a known attribute of "None"')
+    after = _measured(Tool.PYRIGHT, second, moved)
+    assert new_findings(before.get(Tool.PYRIGHT), after.get(Tool.PYRIGHT)) == [second]
+    result = verify(_plan(CheckName.PYRIGHT), before, after, ["src/sets.py"], Path("/x"))
+    assert (result.passed, result.category) == (False, FailureCategory.TYPE_ERROR)
+    assert any("src/sets.py:4" in e for e in result.evidence), result.evidence
+    # the same rule in another file is another count
+    elsewhere = _measured(Tool.PYRIGHT, _pyright(10, old.message, file="src/other.py"))
+    fresh = new_findings(before.get(Tool.PYRIGHT), elsewhere.get(Tool.PYRIGHT))
+    assert [d.file for d in fresh] == ["src/other.py"]
+
+
+def test_a_newly_failing_test_is_new_and_a_new_message_of_an_old_failure_is_not() -> None:
+    def failed(node: str, message: str) -> Diagnostic:
+        return Diagnostic(
+            tool=Tool.PYTEST, file="t.py", rule="failed", node_id=node, message=message
+        )
+
+    before = Measurement(tool=Tool.PYTEST, ran=True, diagnostics=(failed("t.py::a", "1 != 2"),))
+    again = failed("t.py::a", "3 != 4")
+    other = failed("t.py::b", "1 != 2")
+    after = Measurement(tool=Tool.PYTEST, ran=True, diagnostics=(again, other))
+    assert new_findings(before, after) == [other]
+
+
+def test_findings_listed_twice_are_counted_twice() -> None:
+    same = _ruff("a.py", 3, "E711", "Comparison to `None`")
+    before = Measurement(tool=Tool.RUFF, ran=True, diagnostics=(same,))
+    after = Measurement(tool=Tool.RUFF, ran=True, diagnostics=(same, same, same))
+    assert new_findings(before, after) == [same, same]
+    assert new_findings(after, before) == []
+
+
+def test_collected_tests_are_compared_by_cases_per_test_function() -> None:
+    base = ["t.py::test_a", "t.py::test_p[1]", "t.py::test_p[2]", "t.py::K::test_m[x::y[z]]"]
+    assert lost_tests(base, base) == LostTests()
+    # ids from a clock: every run names the cases differently, and that is all
+    clock = ["t.py::test_a", "t.py::test_p[17]", "t.py::test_p[18]", "t.py::K::test_m[x::y[w]]"]
+    assert lost_tests(base, clock) == LostTests(unstable=("t.py::K::test_m", "t.py::test_p"))
+    # one case deleted: named when the ids are stable, counted when they are not
+    assert lost_tests(base, [n for n in base if n != "t.py::test_p[2]"]) == LostTests(
+        1, ("t.py::test_p[2]",)
+    )
+    assert lost_tests(base, ["t.py::test_a", "t.py::test_p[9]", "t.py::K::test_m[q]"]) == (
+        LostTests(1, ("t.py::test_p (2 cases, now 1)",), ("t.py::K::test_m",))
+    )
+    # a renamed test is a lost one; a new one or a new case is never lost
+    renamed = ["t.py::test_b", *base[1:], "t.py::test_p[3]"]
+    assert lost_tests(base, renamed) == LostTests(1, ("t.py::test_a",))
+
+
+def _plan(*checks: CheckName) -> IterationPlan:
     gap = Gap(
         key="ruff:a.py:F401",
         category=GapCategory.QUALITY,
@@ -71,7 +150,9 @@ def _plan() -> IterationPlan:
         actions=(
             PlannedAction(action_type=ActionType.MODIFY, target_files=("a.py",), description="fix"),
         ),
-        criteria=(),
+        criteria=tuple(
+            AcceptanceCriterion(check=c, args=("src/sets.py",), text=c.value) for c in checks
+        ),
         estimated_risk=Risk.LOW,
     )
 
