@@ -30,19 +30,26 @@ _MAX_HOPS = 40
 
 @dataclass(frozen=True)
 class ObjectStore:
-    """A private git object folder (the repository's objects as alternates) and index."""
+    """A private bare repository of the kernel's, borrowing the repository's objects.
+
+    Candidate trees are built, diffed and exported here: none of the repository's own
+    configuration, `info/attributes` or `info/exclude` applies, and new objects stay here
+    until a candidate is committed.
+    """
 
     path: Path
     repo_objects: Path
 
     def env(self) -> dict[str, str]:
         """Environment for git commands that read or write this store."""
-        (self.path / "objects").mkdir(parents=True, exist_ok=True)
-        return {
-            "GIT_OBJECT_DIRECTORY": str(self.path / "objects"),
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.repo_objects),
-            "GIT_INDEX_FILE": str(self.path / "index"),
-        }
+        if not (self.path / "HEAD").is_file():
+            self.path.mkdir(parents=True, exist_ok=True)
+            gitops.git(self.path, "init", "--bare", "--quiet", "--template=", str(self.path))
+        alternates = self.path / "objects" / "info" / "alternates"
+        if not alternates.is_file():
+            alternates.parent.mkdir(parents=True, exist_ok=True)
+            alternates.write_text(f"{self.repo_objects}\n", encoding="utf-8")
+        return {"GIT_DIR": str(self.path), "GIT_INDEX_FILE": str(self.path / "index")}
 
 
 @dataclass
@@ -379,7 +386,8 @@ def commit_tree(
     source = store.path / "objects"
     target = store.repo_objects
     if source.is_dir():
-        for folder, _, names in os.walk(source):
+        for folder, dirs, names in os.walk(source):
+            dirs[:] = [d for d in dirs if d not in ("info", "pack")]
             for entry in names:
                 src = Path(folder, entry)
                 dst = target / src.relative_to(source)

@@ -15,3 +15,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if "selfhost" not in item.keywords]
+
+
+@pytest.fixture
+def bwrap() -> None:
+    """The real sandbox: a test that needs it fails under CI (SEED_REQUIRE_BWRAP=1) when
+    bubblewrap cannot run, and is skipped elsewhere."""
+    from kernel import sandbox
+
+    found = sandbox.available()
+    if found.ok:
+        return
+    if os.environ.get("SEED_REQUIRE_BWRAP"):
+        pytest.fail(f"the sandbox is required here: {found.reason}")
+    pytest.skip(found.reason)

@@ -10,8 +10,8 @@ category and evidence. SECURITY.md names the test behind each promise.
 from __future__ import annotations
 
 import os
-import py_compile
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -112,16 +112,22 @@ def test_code_under_test_cannot_touch_the_checkout_git_or_the_index(tmp_path: Pa
     before, git_before = _honest(project)
     root = project.root
     evil = f"""
-import subprocess as _sp
-_ROOT = {str(root)!r}
-for _argv in (
-    ["git", "-C", _ROOT, "config", "core.fsmonitor", "/tmp/evil"],
-    ["git", "-C", _ROOT, "rm", "--cached", "-q", "tests/test_calc.py"],
-    ["sh", "-c", "echo pwned >> " + _ROOT + "/README.md"],
-    ["sh", "-c", "echo 'exit 1' > " + _ROOT + "/.git/hooks/pre-commit"],
-    ["sh", "-c", "echo 'def invariant(): return False' > " + _ROOT + "/kernel/core.py"],
-):
-    _sp.run(_argv, capture_output=True)
+
+def _evil():
+    import subprocess
+
+    top = {str(root)!r}
+    for argv in (
+        ["git", "-C", top, "config", "core.fsmonitor", "/tmp/evil"],
+        ["git", "-C", top, "rm", "--cached", "-q", "tests/test_calc.py"],
+        ["sh", "-c", "echo pwned >> " + top + "/README.md"],
+        ["sh", "-c", "echo 'exit 1' > " + top + "/.git/hooks/pre-commit"],
+        ["sh", "-c", "echo 'def invariant(): return False' > " + top + "/kernel/core.py"],
+    ):
+        subprocess.run(argv, capture_output=True)
+
+
+_evil()
 """
     steps = [{"append": "calc.py", "text": SUB + evil}, DO_THE_TASK[1]]
     record = _once(project, steps)
@@ -138,7 +144,8 @@ def test_files_the_tests_write_never_enter_the_landed_commit(tmp_path: Path) -> 
     project = make_project(tmp_path, files)
     before = project.snapshot()
     writer = (
-        "\nimport pathlib as _p\n(_p.Path(__file__).parent / 'evil.py').write_text('X = 1\\n')\n"
+        "\n\ndef _write():\n    import pathlib\n\n"
+        "    (pathlib.Path(__file__).parent / 'evil.py').write_text('X = 1')\n\n\n_write()\n"
     )
     steps = [{"append": "calc.py", "text": SUB + writer}, DO_THE_TASK[1]]
     record = _once(project, steps)
@@ -225,18 +232,17 @@ def test_info_exclude_cannot_hide_a_root_conftest(tmp_path: Path) -> None:
 def test_a_poisoned_pyc_is_never_run(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     before, _ = _honest(project)
-    poisoned = tmp_path / "poisoned.py"
-    poisoned.write_text(FILES["calc.py"] + SUB)
-    pyc = tmp_path / "calc.pyc"
-    py_compile.compile(
-        str(poisoned), str(pyc), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    # bytecode for calc with sub() in it, checked against no source: if any run imported
+    # it, the test of sub would pass with calc.py unchanged
+    poison = (
+        "import pathlib, py_compile, sys\n"
+        f"src = pathlib.Path('/tmp/poison.py'); src.write_text({FILES['calc.py'] + SUB!r})\n"
+        "out = pathlib.Path('__pycache__') / f'calc.{sys.implementation.cache_tag}.pyc'\n"
+        "out.parent.mkdir(exist_ok=True)\n"
+        "py_compile.compile(str(src), str(out), "
+        "invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n"
     )
-    tag = f"calc.{__import__('sys').implementation.cache_tag}.pyc"
-    steps = [
-        {"run": ["mkdir", "-p", "__pycache__"]},
-        {"run": ["cp", str(pyc), f"__pycache__/{tag}"]},
-        DO_THE_TASK[1],
-    ]
+    steps = [{"run": [sys.executable, "-c", poison]}, DO_THE_TASK[1]]
     record = _once(project, steps)
     assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "TEST_REGRESSION")
     assert_checkout_kept(project, before)
@@ -327,8 +333,9 @@ def test_a_double_fork_at_import_leaves_nothing_running(tmp_path: Path) -> None:
     before, _ = _honest(project)
     marker = f"seed-orphan-{uuid.uuid4().hex[:8]}"
     fork = (
-        "\nimport subprocess as _sp\n"
-        f"_sp.Popen(['sh', '-c', 'exec -a {marker} sleep 600'], start_new_session=True)\n"
+        "\n\ndef _fork():\n    import subprocess\n\n"
+        f"    subprocess.Popen(['sh', '-c', 'exec -a {marker} sleep 600'], start_new_session=True)\n"
+        "\n\n_fork()\n"
     )
     steps = [{"append": "calc.py", "text": SUB + fork}, DO_THE_TASK[1]]
     record = _once(project, steps)
@@ -416,11 +423,13 @@ def test_a_person_changing_the_checkout_during_a_sandboxed_run_is_not_blamed(
         (root / "VISION.md").write_text("the person rewrote the vision\n")
         (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
         started()[0].with_name("release.flag").write_text("go")
-        daemon.wait(timeout=300)
+        _, err = daemon.communicate(timeout=300)
     finally:
-        daemon.kill()
+        if daemon.poll() is None:
+            daemon.kill()
+        daemon.communicate()
     [record] = project.records()
-    assert record["outcome"] == "SUCCESS", record["reason"]
+    assert record["outcome"] == "SUCCESS", (record["reason"], err[-2000:])
     assert (root / "VISION.md").read_text() == "the person rewrote the vision\n"
     assert (root / ".git" / "hooks" / "pre-commit").exists()
     assert any("VISION.md" in c and "person" in c for c in record["checkout_changes"])
