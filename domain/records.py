@@ -57,6 +57,8 @@ class IterationRecord(Fact):
     commit: str | None = None
     kept_branch: str | None = None
     backend: str = ""
+    sandboxed: bool | None = None
+    """Whether the agent and the test runs ran in the sandbox (None: no agent ran)."""
     agent_version: str = ""
     agent_summary: str = ""
     agent_exit_code: int | None = None

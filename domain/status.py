@@ -25,6 +25,9 @@ class DaemonStatus(Fact):
     halt_reason: str = ""
     backend: str = ""
     backend_reason: str = ""
+    sandbox: str = ""
+    """How agents and test runs are isolated: on (bubblewrap), off (by seed.toml), or why
+    no agent can run."""
     land_blocker: str = ""
     """Why the daemon only plans (detached HEAD, no commits, a merge in progress)."""
     last_iteration_id: str | None = None

@@ -171,6 +171,8 @@ class GuardConfig(_Section):
     """Processes of the user while a sandboxed run may still start one (its RLIMIT_NPROC)."""
     sandbox_tmp_mb: int = Field(default=1024, ge=16, le=1 << 20)
     """Size of a sandboxed run's private /tmp (MiB)."""
+    min_free_mb: int = Field(default=256, ge=0, le=1 << 30)
+    """Free disk (MiB) below which no iteration starts and the daemon halts: the disk is full."""
 
 
 class BudgetConfig(_Section):

@@ -78,7 +78,7 @@ class Iteration:
         """
         ctx = self.ctx
         free = _free_mb(ctx.paths.state)
-        if free < MIN_FREE_MB and not halt.read_halt(ctx.paths.history).halted:
+        if free < ctx.config.guard.min_free_mb and not halt.read_halt(ctx.paths.history).halted:
             reason = f"the disk is full: {free} MB free where the kernel works ({ctx.paths.state}); free some space, then `python seed.py resume`"
             ctx.log(reason)
             halt.halt(ctx.store, reason, "DISK_FULL")
@@ -160,7 +160,7 @@ class Iteration:
                 )
                 attempt.durations["analyse"] = round(analyse_s, 3)
                 attempt.durations["plan"] = round(plan_s, 3)
-                attempt.sandboxed = jails.enabled(ctx.config.guard)
+                attempt.sandboxed = jails.active(ctx.config.guard)
                 attempt.watch = began
                 unjailed = "" if name in UNSANDBOXED else jails.why_not(ctx.config.guard)
                 why_not = (
@@ -304,6 +304,7 @@ class Iteration:
                 "allowed_tools": list(agent.allowed_tools),
                 "api_base": agent.api_base,
                 "extra_args": list(agent.extra_args),
+                "sandboxed": jails.active(self.ctx.config.guard),
             },
         )
 
@@ -344,16 +345,13 @@ def _merge(a: Sequence[IterationRecord], b: Sequence[IterationRecord]) -> list[I
     return sorted(seen.values(), key=lambda r: (r.started_at, r.iteration_id))
 
 
-MIN_FREE_MB = 256
-"""Free disk below which no iteration starts (worktrees, exports and caches need room)."""
-
-
 def _free_mb(path: Path) -> int:
+    """Free disk where the kernel works (MiB); very large when it cannot be told."""
     probe = path if path.exists() else path.parent
     try:
         return shutil.disk_usage(probe).free // (1024 * 1024)
     except OSError:
-        return MIN_FREE_MB
+        return 1 << 40
 
 
 def _daemon_python() -> str:

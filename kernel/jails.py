@@ -18,7 +18,22 @@ from kernel.config import GuardConfig
 from kernel.paths import Paths
 from kernel.toolenv import Jail
 
-_NEVER_SHOWN = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc")
+_NEVER_SHOWN = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".pypirc",
+    ".npmrc",
+    ".git-credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+)
 """Credentials no adapter may ask to see."""
 
 
@@ -27,12 +42,27 @@ def enabled(guard: GuardConfig) -> bool:
     return guard.sandbox != "off"
 
 
+def active(guard: GuardConfig) -> bool:
+    """Whether runs are sandboxed now (on, and bubblewrap works here)."""
+    return enabled(guard) and sandbox.available().ok
+
+
 def why_not(guard: GuardConfig) -> str:
     """Why no agent that executes code may run now ('' when one may)."""
     if not enabled(guard):
         return ""
     found = sandbox.available()
     return "" if found.ok else f"no sandbox: {found.reason}"
+
+
+def describe(guard: GuardConfig) -> str:
+    """One line for `status` and reports: how runs are isolated here."""
+    if not enabled(guard):
+        return 'off: agents and test runs are NOT sandboxed ([guard] sandbox = "off")'
+    found = sandbox.available()
+    if not found.ok:
+        return f"unavailable, so no agent runs (plans only): {found.reason}"
+    return "on: bubblewrap (read-only filesystem, hidden HOME, PID namespace, limits)"
 
 
 def _limited(guard: GuardConfig, **mounts: Any) -> sandbox.Profile:
@@ -46,13 +76,27 @@ def _limited(guard: GuardConfig, **mounts: Any) -> sandbox.Profile:
 
 
 def _shown(paths: Paths, extra: Sequence[Path] = ()) -> tuple[Path, ...]:
-    """What a run must still see read-only when HOME is covered: the repository, seed,
-    the interpreters and the folders on PATH (agent CLIs are often installed under HOME)."""
+    """What a run must still see read-only where HOME and /tmp are covered: the repository,
+    seed, the interpreters, and the folders on PATH with the installation each belongs to
+    (a pyenv shim needs pyenv, an npm-installed CLI its node_modules)."""
+    home = Path(os.environ.get("HOME") or "/nonexistent").resolve()
     places = [paths.root, paths.seed_home, Path(sys.prefix), Path(sys.base_prefix)]
-    places += [Path(sys.executable).resolve().parent.parent]
-    places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
-    places += list(extra)
+    places += [Path(sys.executable).resolve().parent.parent, *extra]
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        folder = Path(entry)
+        if not folder.is_absolute():
+            continue
+        places.append(folder)
+        parent = folder.resolve().parent
+        if home in parent.parents:
+            places.append(parent)
     return tuple(dict.fromkeys(p for p in places if p.is_absolute()))
+
+
+def _secrets() -> tuple[Path, ...]:
+    """Credentials under HOME, hidden again wherever a shown folder would include them."""
+    home = Path(os.environ.get("HOME") or "/nonexistent")
+    return tuple(home / name for name in _NEVER_SHOWN)
 
 
 def _empty_home(paths: Paths) -> Path:
@@ -75,7 +119,7 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
         profile = _limited(
             guard,
             writable=tuple(writable),
-            hidden=(paths.state,),
+            hidden=(paths.state, *_secrets()),
             shown=shown,
             home=_empty_home(paths),
             network=False,
@@ -83,6 +127,14 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
         return sandbox.wrap(argv, profile)
 
     return jail
+
+
+def extra_writable() -> tuple[Path, ...]:
+    """Folders the person lets a sandboxed agent write besides its worktree: SEED_SANDBOX_WRITABLE
+    in the daemon's environment (a tool's shared cache; test harnesses' trace folders). The
+    agent cannot change the daemon's environment, so it cannot widen this."""
+    raw = os.environ.get("SEED_SANDBOX_WRITABLE", "")
+    return tuple(Path(p) for p in raw.split(os.pathsep) if p and os.path.isabs(p))
 
 
 def home_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -114,9 +166,9 @@ def agent_argv(
     commands = [Path(a) for a in argv if os.path.isabs(a) and Path(a).exists()]
     profile = _limited(
         guard,
-        writable=tuple(writable),
+        writable=(*writable, *extra_writable()),
         readonly=tuple(readonly),
-        hidden=(paths.state,),
+        hidden=(paths.state, *_secrets()),
         shown=_shown(paths, commands),
         home=home,
         home_binds=home_names(home_binds),

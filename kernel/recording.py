@@ -91,6 +91,7 @@ class Recorder:
             commit=commit,
             kept_branch=kept,
             backend=attempt.backend.name,
+            sandboxed=attempt.sandboxed if attempt.exit_code is not None else None,
             agent_version=attempt.agent_version,
             agent_summary=agent.summary if agent else "",
             agent_exit_code=attempt.exit_code,

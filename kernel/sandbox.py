@@ -52,7 +52,7 @@ class Profile:
     readonly: tuple[Path, ...] = ()
     """Re-bound read-only at their own path, over a writable place (prompt and plan files)."""
     hidden: tuple[Path, ...] = ()
-    """Replaced by an empty tmpfs (the kernel's state folder)."""
+    """Folders replaced by an empty tmpfs (the kernel's state), files by an empty one."""
     shown: tuple[Path, ...] = ()
     """Shown read-only again where the private /tmp or home covers them (the repository,
     interpreters, PATH folders, the agent's own program)."""
@@ -89,7 +89,7 @@ def available() -> Availability:
         return Availability(False, f"bubblewrap (bwrap) is not installed: {INSTALL}")
     try:
         probe = subprocess.run(
-            wrap(["true"], Profile(tmp_bytes=1024 * 1024, memory_bytes=0, max_processes=0)),
+            wrap([sys.executable, "-I", "-S", "-c", "pass"], Profile(tmp_bytes=1 << 20)),
             capture_output=True,
             timeout=30,
             stdin=subprocess.DEVNULL,
@@ -127,6 +127,8 @@ def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
     for path in profile.hidden:
         if path.is_dir():
             out += ["--tmpfs", str(path)]
+        elif path.exists():
+            out += ["--ro-bind", os.devnull, str(path)]
     for path in profile.writable:
         if path.exists():
             out += ["--bind", str(path), str(path)]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
-from kernel import gitops, halt, ledger, reporting
+from kernel import gitops, halt, jails, ledger, reporting
 from kernel.context import Backend, Context
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
@@ -127,6 +127,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         halt_reason=hstate.reason,
         backend=backend.name,
         backend_reason=backend.reason,
+        sandbox=jails.describe(ctx.config.guard),
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,
         last_outcome=latest[0].outcome if latest else None,

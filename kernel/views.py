@@ -57,6 +57,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     out.append(
         f"backend:     {backend}" + (f" ({status.backend_reason})" if status.backend_reason else "")
     )
+    if status.sandbox:
+        out.append(f"sandbox:     {status.sandbox}")
     last = f"{status.last_iteration_id} {status.last_outcome}" if status.last_iteration_id else "-"
     out.append(
         f"iterations:  {status.iterations:,} in all, {status.iterations_today} today; last: {last}"

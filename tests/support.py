@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -83,9 +84,26 @@ def seed(
     )
 
 
+UNSANDBOXED = '[guard]\nsandbox = "off"\n'
+"""seed.toml lines for tests of the unsandboxed path (host pids, survivors of a killed daemon)."""
+
+AGENT_IO = Path(tempfile.gettempdir()) / f"seed-agent-io-{os.getpid()}"
+"""Where scripted agents leave barriers and traces: the one folder outside its worktree that
+a sandboxed agent may write in these tests (SEED_SANDBOX_WRITABLE)."""
+
+
+def agent_io(tmp: Path) -> Path:
+    """A folder of AGENT_IO for one test's barrier files."""
+    folder = AGENT_IO / f"{tmp.parent.name}-{tmp.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def seed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """This environment for a seed.py child, as a top-level daemon (no SEED_DEPTH), plus env."""
     full_env = {k: v for k, v in os.environ.items() if k != "SEED_DEPTH"}
+    AGENT_IO.mkdir(parents=True, exist_ok=True)
+    full_env["SEED_SANDBOX_WRITABLE"] = str(AGENT_IO)
     full_env.update(env or {})
     return full_env
 
@@ -195,30 +213,34 @@ def fake_cli_env(
     tmp: Path, behaviour: Mapping[str, Any], path: str | None = None
 ) -> dict[str, str]:
     """Environment for seed: the fakes first on PATH, their script, and a trace file."""
-    script = tmp / f"fake-script-{len(list(tmp.glob('fake-script-*.json')))}.json"
+    io = tmp / "agent-io"
+    io.mkdir(exist_ok=True)
+    script = io / f"fake-script-{len(list(io.glob('fake-script-*.json')))}.json"
     script.write_text(json.dumps(dict(behaviour)), encoding="utf-8")
     return {
         "PATH": path if path is not None else f"{FAKE_CLIS}{os.pathsep}{os.environ['PATH']}",
         "FAKE_AGENT_SCRIPT": str(script),
-        "FAKE_AGENT_TRACE": str(tmp / "fake-trace.jsonl"),
+        "FAKE_AGENT_TRACE": str(io / "fake-trace.jsonl"),
+        # the sandboxed fake reads its script and writes its trace here, nowhere else
+        "SEED_SANDBOX_WRITABLE": os.pathsep.join([str(io), str(AGENT_IO)]),
     }
 
 
 def fake_trace(tmp: Path) -> list[dict[str, Any]]:
     """Every run of a fake CLI (its --version calls included), in order."""
-    path = tmp / "fake-trace.jsonl"
+    path = tmp / "agent-io" / "fake-trace.jsonl"
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def isolated_path(tmp: Path, fakes: Sequence[str]) -> str:
-    """A PATH holding only git, python3 and these fake CLIs (so no real agent can be found)."""
+    """A PATH holding only git, bwrap, python3 and these fake CLIs (so no real agent can be found)."""
     import shutil
 
     bin_dir = tmp / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    tools = {"git": shutil.which("git"), "python3": sys.executable}
+    tools = {"git": shutil.which("git"), "bwrap": shutil.which("bwrap"), "python3": sys.executable}
     for name, target in tools.items():
         if target and not (bin_dir / name).exists():
             (bin_dir / name).symlink_to(target)

@@ -61,7 +61,8 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
 
 
 class CodexAgent(CliAgent):
-    """codex exec in a workspace-write sandbox rooted at the worktree."""
+    """codex exec in the worktree; its own sandbox only when seed's is off (the two do not
+    nest: seed's bubblewrap sandbox already confines it to the worktree)."""
 
     name = "codex"
     executable = "codex"
@@ -69,9 +70,10 @@ class CodexAgent(CliAgent):
     note = "codex reports tokens but no cost: cost comes from [agent.prices]"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """codex exec --json --sandbox workspace-write -C {worktree} --skip-git-repo-check PROMPT."""
+        """codex exec --json --sandbox MODE -C {worktree} --skip-git-repo-check PROMPT."""
         prompt = render_prompt(plan)
-        argv = [self.executable, "exec", "--json", "--sandbox", "workspace-write"]
+        mode = "danger-full-access" if context.options.get("sandboxed") else "workspace-write"
+        argv = [self.executable, "exec", "--json", "--sandbox", mode]
         argv += ["-C", "{worktree}", "--skip-git-repo-check"]
         if context.model:
             argv += ["-m", context.model]

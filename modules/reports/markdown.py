@@ -127,6 +127,8 @@ def _summary(record: IterationRecord) -> list[str]:
         ("Tokens and cost", _usage(record)),
         ("Result", _result(record)),
     ]
+    if record.sandboxed is False:
+        rows.insert(4, ("Sandbox", "**off**: this run was NOT sandboxed"))
     if record.agent_note:
         rows.insert(4, ("Note", md(record.agent_note)))
     if record.base:

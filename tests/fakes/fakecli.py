@@ -29,6 +29,14 @@ from pathlib import Path
 from typing import Any
 
 
+def _in_sandbox() -> bool:
+    """Inside a new PID namespace: the process with pid 1 is bubblewrap, not the machine's init."""
+    try:
+        return Path("/proc/1/comm").read_text().strip() == "bwrap"
+    except OSError:
+        return False
+
+
 def script() -> dict[str, Any]:
     """The scripted behaviour ({} when FAKE_AGENT_SCRIPT is unset)."""
     path = os.environ.get("FAKE_AGENT_SCRIPT")
@@ -63,7 +71,8 @@ def trace(tool: str, argv: list[str]) -> None:
         "cwd": os.getcwd(),
         "env": sorted(os.environ),
         "stdin": stdin_kind(),
-        "pgid_is_own": os.getpgid(0) == os.getpid(),
+        # its own group, or (in seed's sandbox) the group its PID namespace's init leads
+        "pgid_is_own": os.getpgid(0) == os.getpid() or (os.getpgid(0) == 1 and _in_sandbox()),
     }
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")

@@ -17,6 +17,7 @@ from tests.histories import every_kind, write_records
 from tests.support import (
     SAMPLE,
     agent_config,
+    agent_io,
     make_repo,
     records,
     seed,
@@ -174,7 +175,7 @@ def test_report_writes_a_dashboard_of_every_iteration(three: Path) -> None:
 
 
 def test_status_while_a_scripted_agent_is_running(tmp_path: Path) -> None:
-    started, release = tmp_path / "agent-started", tmp_path / "release"
+    started, release = agent_io(tmp_path) / "agent-started", agent_io(tmp_path) / "release"
     steps = [
         {"print": "reading calc.py\n"},
         {"print": "editing calc.py\n"},

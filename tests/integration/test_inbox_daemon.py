@@ -7,7 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support import SAMPLE, agent_config, make_repo, records, seed, start_daemon, wait_for
+from tests.support import (
+    SAMPLE,
+    agent_config,
+    agent_io,
+    make_repo,
+    records,
+    seed,
+    start_daemon,
+    wait_for,
+)
 
 TOOLS = '\n[quality]\ntools = ["ruff", "pytest"]\n'
 
@@ -26,7 +35,7 @@ with open(path, "w", encoding="utf-8") as handle:
 
 def test_a_task_written_slowly_is_claimed_once_closed_and_lands_in_done(tmp_path: Path) -> None:
     steps = [
-        {"touch": str(tmp_path / "agent-ran")},
+        {"touch": str(agent_io(tmp_path) / "agent-ran")},
         {"append": "calc.py", "text": "\n\ndef sub(a, b):\n    return a - b\n"},
         {
             "write": "tests/test_sub.py",
@@ -46,7 +55,7 @@ def test_a_task_written_slowly_is_claimed_once_closed_and_lands_in_done(tmp_path
         )
         # the daemon woke on the new file and saw that it is still being written
         wait_for(lambda: "inbox/sub.md is still being written" in log.read_text(), 60, "a look")
-        assert not (tmp_path / "agent-ran").exists()
+        assert not (agent_io(tmp_path) / "agent-ran").exists()
         barrier.touch()
         assert writer.wait(timeout=30) == 0
         wait_for(lambda: (repo / "inbox" / "done" / "sub.md").exists(), 180, "the task to land")

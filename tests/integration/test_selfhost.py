@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import AGENT, SEED_HOME, git, pid_alive, records, seed_env, wait_for
+from tests.support import AGENT, SEED_HOME, agent_io, git, records, seed_env, wait_for
 
 pytestmark = [pytest.mark.selfhost, pytest.mark.slow]
 
@@ -35,13 +35,14 @@ def _clone(tmp_path: Path) -> Path:
 def _configure(clone: Path, tmp_path: Path, scripts: list[list[dict[str, Any]]]) -> None:
     """seed.toml for the clone: the scripted agent runs the next script each time it is started."""
     paths = []
+    io = agent_io(tmp_path)  # the sandboxed agent reads and pops its queue here
     for i, steps in enumerate(scripts):
-        path = tmp_path / f"script-{i}.json"
+        path = io / f"script-{i}.json"
         path.write_text(json.dumps({"steps": steps}))
         paths.append(str(path))
-    queue = tmp_path / "queue.json"
+    queue = io / "queue.json"
     queue.write_text(json.dumps(paths))
-    runner = tmp_path / "next_script.py"
+    runner = io / "next_script.py"
     runner.write_text(
         "import json, os, sys\n"
         f"queue = json.load(open({str(queue)!r}))\n"
@@ -276,7 +277,7 @@ def test_an_agent_that_edits_the_kernel_is_refused_and_the_daemon_halts(tmp_path
 
 def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
-    barrier = tmp_path / "agent-started"
+    barrier = agent_io(tmp_path) / "agent-started"
     _configure(clone, tmp_path, [[{"touch": str(barrier)}, {"hang": True}]])
     _task(clone, "slow.md", "Take your time", ["modules/reports/**"])
     env = seed_env()
@@ -297,7 +298,8 @@ def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=120)
     assert first.returncode == 0
-    assert not pid_alive(int(barrier.read_text()))
+    # the agent ran in the sandbox's PID namespace: nothing of it is left on the machine
+    assert not any(str(barrier.parent) in cmd for cmd in _cmdlines())
 
 
 def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
@@ -356,3 +358,17 @@ def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
     assert len({r["gap"]["key"] for r in waiting}) == len(waiting)
     assert "no agent installed" in stderr
     assert "error" not in stderr.lower() and "Traceback" not in stderr
+
+
+def _cmdlines() -> list[str]:
+    """The command line of every process on the machine."""
+    found: list[str] = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                found.append(
+                    Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                )
+            except (OSError, UnicodeDecodeError):
+                continue
+    return found

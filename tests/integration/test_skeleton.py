@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.support import (
     SAMPLE,
+    UNSANDBOXED,
     agent_config,
     branches,
     git,
@@ -124,7 +125,7 @@ def test_hanging_agent_and_its_children_are_killed_at_the_timeout(tmp_path: Path
     repo = make_repo(
         tmp_path / "repo",
         {**SAMPLE, "ROADMAP.md": "- [ ] something\n"},
-        agent_config(tmp_path, steps, timeout_s=3),
+        agent_config(tmp_path, steps, timeout_s=3, extra=UNSANDBOXED),
     )
 
     result = seed(repo, "once")
@@ -157,7 +158,7 @@ def test_ctrl_c_during_an_agent_run_aborts_cleanly(tmp_path: Path) -> None:
     repo = make_repo(
         tmp_path / "repo",
         {**SAMPLE, "ROADMAP.md": "- [ ] something\n"},
-        agent_config(tmp_path, steps),
+        agent_config(tmp_path, steps, extra=UNSANDBOXED),
     )
     daemon = start_daemon(repo)
     try:

@@ -21,7 +21,7 @@ from tests.reliability.helpers import (
     assert_no_leftovers,
     make_project,
 )
-from tests.support import git, pid_alive, wait_for
+from tests.support import UNSANDBOXED, git, pid_alive, wait_for
 
 LANDED_BEFORE_THE_CRASH = ("fast-forward", "record-write", "record-written", "cleanup")
 NO_ITERATION_YET = ("prepare", "analysis")
@@ -47,7 +47,7 @@ def test_kill_9_then_restart(tmp_path: Path, point: str) -> None:
     before, base = project.snapshot(), project.head()
 
     crashed = project.seed(
-        project.config(crash_steps, extra=FAST), "once", env={"SEED_FAULT_AT": point}
+        project.config(crash_steps, extra=FAST + UNSANDBOXED), "once", env={"SEED_FAULT_AT": point}
     )
 
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
@@ -105,7 +105,9 @@ def test_after_a_crash_in_the_agent_run_the_same_task_lands(tmp_path: Path) -> N
     started = tmp_path / "agent-started"
     hang = [{"touch": str(started)}, {"hang": True}]
     before, base = project.snapshot(), project.head()
-    crashed = project.seed(project.config(hang), "once", env={"SEED_FAULT_AT": "agent-run"})
+    crashed = project.seed(
+        project.config(hang, extra=UNSANDBOXED), "once", env={"SEED_FAULT_AT": "agent-run"}
+    )
     assert crashed.returncode == -signal.SIGKILL
     wait_for(started.exists, 60, "the orphaned agent to start")
 
@@ -137,7 +139,7 @@ def test_an_orphaned_agent_that_tampers_with_the_checkout_is_undone_at_restart(
     ]
     before = project.snapshot()
     crashed = project.seed(
-        project.config(steps, extra=FAST), "once", env={"SEED_FAULT_AT": "agent-run"}
+        project.config(steps, extra=FAST + UNSANDBOXED), "once", env={"SEED_FAULT_AT": "agent-run"}
     )
     assert crashed.returncode == -signal.SIGKILL
     wait_for(done.exists, 60, "the orphaned agent to tamper with the checkout")

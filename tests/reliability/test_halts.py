@@ -17,7 +17,7 @@ from tests.reliability.helpers import (
     assert_no_leftovers,
     make_project,
 )
-from tests.support import seed, start_daemon, wait_for
+from tests.support import agent_io, seed, start_daemon, wait_for
 
 FAIL = [{"exit": 1}]
 
@@ -187,7 +187,7 @@ def test_the_day_budget_stops_a_run_before_the_money_is_spent(tmp_path: Path) ->
 def test_a_second_daemon_names_the_first_and_exits_2(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     project.task()
-    started = tmp_path / "agent-started"
+    started = agent_io(tmp_path) / "agent-started"
     config = project.config([{"touch": str(started)}, {"hang": True}], extra=FAST)
     first = start_daemon(project.root, "--config", str(config), "run")
     try:

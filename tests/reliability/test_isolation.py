@@ -10,6 +10,7 @@ category and evidence. SECURITY.md names the test behind each promise.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -434,3 +435,52 @@ def test_a_person_changing_the_checkout_during_a_sandboxed_run_is_not_blamed(
     assert (root / ".git" / "hooks" / "pre-commit").exists()
     assert any("VISION.md" in c and "person" in c for c in record["checkout_changes"])
     assert not project.halt()["halted"]
+
+
+# -- no sandbox, no agent; a full disk ------------------------------------------------
+
+
+def test_without_bubblewrap_no_agent_runs_and_status_says_why(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    before, _ = _honest(project)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("git", "sh"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    env = {"PATH": str(bin_dir)}
+    config = project.config(DO_THE_TASK, extra=FAST)
+    result = project.seed(config, "once", env=env)
+    assert result.returncode == 5, result.stderr
+    [record] = project.records()
+    assert record["outcome"] == "WAITING" and "bubblewrap" in record["reason"]
+    status = project.seed(config, "status", env=env)
+    assert (
+        "sandbox:     unavailable" in status.stdout
+        and "apt-get install bubblewrap" in status.stdout
+    )
+    assert_checkout_kept(project, before)
+
+
+def test_an_unsandboxed_run_says_so_in_its_report(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    before, _ = _honest(project)
+    record = _once(project, list(DO_THE_TASK), OFF)
+    assert record["outcome"] == "SUCCESS" and record["sandboxed"] is False
+    report = (project.root / "history" / record["iteration_id"] / "report.md").read_text()
+    assert "NOT sandboxed" in report
+    assert "sandbox:     off" in project.seed(project.configs[-1], "status").stdout
+    assert_checkout_kept(project, before, record["commit"])
+
+
+def test_a_full_disk_halts_before_anything_runs(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    before, _ = _honest(project)
+    config = project.config(DO_THE_TASK, extra=FAST + "[guard]\nmin_free_mb = 1073741824\n")
+    result = project.seed(config, "once")
+    assert result.returncode == 3, result.stderr
+    assert project.records() == []
+    halt = project.halt()
+    assert halt["halted"] and "the disk is full" in halt["reason"]
+    assert_checkout_kept(project, before)

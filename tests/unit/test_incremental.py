@@ -8,8 +8,8 @@ from pathlib import Path
 from domain import Measurements, Tool
 from kernel import gitops
 from kernel.analysis import measure_cached
-from kernel.exports import Export
 from kernel.context import open_context
+from kernel.exports import Export
 from kernel.gate import freeze_gate
 from kernel.incremental import dependents, imported_names, module_names, plan_scope, tree_delta
 from kernel.measure import measure

@@ -38,6 +38,13 @@ def test_codex_runs_exec_in_a_workspace_write_sandbox_rooted_at_the_worktree() -
     assert argv[-1] == spec.prompt
 
 
+def test_codex_leaves_confinement_to_seeds_sandbox_when_it_is_on() -> None:
+    spec = codex.AGENT.run_spec(make_plan(), make_context(sandboxed=True))
+    argv = list(spec.argv)
+    assert argv[argv.index("--sandbox") + 1] == "danger-full-access"
+    assert spec.home == (".codex",)
+
+
 def test_aider_reads_the_prompt_file_never_commits_and_keeps_side_files_out() -> None:
     spec = aider.AGENT.run_spec(make_plan(), make_context(api_base="http://127.0.0.1:9/v1"))
     argv = list(spec.argv)
