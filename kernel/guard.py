@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from domain import FailureCategory, IterationPlan
-from kernel import gitops, hygiene
+from kernel import frozen, gitops, hygiene
 from kernel.config import GrowthConfig, GuardConfig
 from kernel.globs import matches_any
 
@@ -165,6 +165,7 @@ def inspect_changes(
                 Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
                 for message in hygiene.weakening(before, kept)
             ]
+    findings += _specification(worktree, repo, base, changes, plan)
     new_files = sum(1 for c in changes if c.status == "A")
     max_files, max_lines = growth_limits(plan, config.growth)
     risk = plan.estimated_risk.value
@@ -208,6 +209,41 @@ def _size_findings(
             f"{size} bytes; [guard] max_file_bytes is {limit}",
         )
     ]
+
+
+def _specification(
+    worktree: Path, repo: Path, base: str, changes: Sequence[gitops.Change], plan: IterationPlan
+) -> list[Finding]:
+    """The gap's own tests are frozen, and no new assertion may compare a thing with itself."""
+    findings: list[Finding] = []
+    nodes = [
+        d.node_id
+        for d in plan.gap.evidence
+        if plan.gap.source == "pytest" and d.node_id and d.rule in ("failed", "error")
+    ]
+    frozen_tests = frozen.frozen_names(nodes)
+    for change in changes:
+        old_name = change.old_path or change.path
+        if (
+            not (is_test_path(change.path) and change.path.endswith(".py"))
+            and old_name not in frozen_tests
+        ):
+            continue
+        before = _read_at(repo, base, old_name)
+        after = _read_now(worktree, change)
+        if is_test_path(change.path) and change.path.endswith(".py"):
+            findings += [
+                Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
+                for message in frozen.empty_assertions(change.path, before, after)
+            ]
+        if old_name in frozen_tests:
+            findings += [
+                Finding(FailureCategory.HYGIENE_VIOLATION, old_name, message)
+                for message in frozen.frozen_changes(
+                    old_name, before, after, frozen_tests[old_name]
+                )
+            ]
+    return findings
 
 
 def _config_finding(path: str) -> Finding:

@@ -484,3 +484,43 @@ def test_a_full_disk_halts_before_anything_runs(tmp_path: Path) -> None:
     halt = project.halt()
     assert halt["halted"] and "the disk is full" in halt["reason"]
     assert_checkout_kept(project, before)
+
+
+# -- tests are the specification -------------------------------------------------------
+
+REWRITES = {
+    "the expected value matches the bug": [
+        {"replace": "tests/test_calc.py", "old": "add(2, 3) == 5", "new": "add(2, 3) == -1"}
+    ],
+    "the test deleted and written again to compare a thing with itself": [
+        {
+            "replace": "tests/test_calc.py",
+            "old": "def test_add():\n    assert add(2, 3) == 5\n",
+            "new": "",
+        },
+        {
+            "append": "tests/test_calc.py",
+            "text": "\n\ndef test_add():\n    assert add(2, 3) == add(2, 3)\n",
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(REWRITES))
+def test_a_failing_test_rewritten_to_pass_is_refused(tmp_path: Path, name: str) -> None:
+    project = make_project(tmp_path, {**FILES, "calc.py": BROKEN_ADD["calc.py"]})
+    before = project.snapshot()
+    record = _once(project, REWRITES[name])
+    assert record["gap"]["key"] == "pytest:tests/test_calc.py::test_add"
+    assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "HYGIENE_VIOLATION")
+    assert any("test_add" in e for e in record["evidence"])
+    assert_checkout_kept(project, before)
+
+
+def test_the_honest_fix_of_a_failing_test_lands(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {**FILES, "calc.py": BROKEN_ADD["calc.py"]})
+    before = project.snapshot()
+    record = _once(project, [{"replace": "calc.py", "old": "return a - b", "new": "return a + b"}])
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    assert any("passed 3 more runs" in e for e in record["evidence"])
+    assert_checkout_kept(project, before, record["commit"])
