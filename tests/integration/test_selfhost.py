@@ -162,7 +162,8 @@ def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Pat
 
 def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
-    guard_line = 'if "/seed/wt/" not in __file__:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
+    # the kernel verifies on exports under <git-common-dir>/seed/exports/
+    guard_line = 'if "/seed/exports/" not in __file__:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
     breaking = _reporter_wrapper(clone, guard_line, "fragile")
     regression = 'import importlib\n\n\ndef test_fragile_loads() -> None:\n    assert importlib.import_module("modules.reports.fragile").REPORTER\n'
     repair = [

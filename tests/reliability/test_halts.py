@@ -24,7 +24,7 @@ FAIL = [{"exit": 1}]
 
 def _trace(tmp: Path) -> tuple[dict[str, str], Path]:
     """A first step that leaves a line in a file outside the checkout each time the agent runs."""
-    path = tmp / "agent-runs.txt"
+    path = agent_io(tmp) / "agent-runs.txt"
     return {"append": str(path), "text": "ran\n"}, path
 
 

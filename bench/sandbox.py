@@ -1,0 +1,114 @@
+"""The cost of isolation on verification: the export and the sandbox against pytest in place.
+
+    .venv/bin/python -m bench.sandbox                       # the generated 10k-line repository
+    .venv/bin/python -m bench.sandbox --repo PATH --lines 0 # a real repository (a git clone)
+
+For each repository it times, median of --repeat runs in rotating order:
+  direct   `python -m pytest` through the kernel's runner in a plain checkout, unsandboxed;
+  sandbox  the same run wrapped by the measurement sandbox (bubblewrap);
+  export   exporting the tree (as verification does) and the sandboxed run on the export;
+and prints the ratios to `direct` with the load average. Aim: at most 1.10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.generate import env_git, generate
+from kernel import gitops, jails
+from kernel.config import GuardConfig, QualityConfig
+from kernel.exports import Export
+from kernel.paths import discover
+from kernel.pytest_run import run_pytest
+from kernel.toolenv import Target
+
+
+def _time(work: Callable[[], object]) -> float:
+    started = time.monotonic()
+    work()
+    return time.monotonic() - started
+
+
+def measure(root: Path, repeat: int, args: list[str]) -> dict[str, float]:
+    """Median seconds of the three ways, and the ratios."""
+    paths = discover(root)
+    quality = QualityConfig(pytest_args=args)
+    jail = jails.measurement_jail(paths, GuardConfig())
+    if jail is None:
+        raise SystemExit("bench: bubblewrap is not available here")
+    plain = Target(root=Path("/nonexistent"), python=sys.executable, quality=quality)
+    boxed = Target(root=Path("/nonexistent"), python=sys.executable, quality=quality, jail=jail)
+    tree = gitops.tree_of(root, "HEAD")
+    work = Path(tempfile.mkdtemp(prefix="seed-bench-work-"))
+
+    def direct() -> object:
+        return run_pytest(root, plain, work, 1800)
+
+    def sandbox() -> object:
+        return run_pytest(root, boxed, work, 1800)
+
+    def export() -> object:
+        place = Export(root, paths.exports, tree, "bench")
+        try:
+            return run_pytest(place(), boxed, work, 1800)
+        finally:
+            place.close()
+
+    ways = {"direct": direct, "sandbox": sandbox, "export": export}
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    names = list(ways)
+    direct()  # warm the file cache once
+    for n in range(repeat):
+        for name in names[n % 3 :] + names[: n % 3]:
+            times[name].append(_time(ways[name]))
+    shutil.rmtree(work, ignore_errors=True)
+    out = {name: statistics.median(values) for name, values in times.items()}
+    out["sandbox/direct"] = out["sandbox"] / out["direct"]
+    out["export/direct"] = out["export"] / out["direct"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--lines", type=int, default=10_000, help="generate a repository (0: use --repo)"
+    )
+    parser.add_argument("--repo", type=Path, default=None, help="a git clone to measure")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pytest-args", default="", help="extra pytest arguments, space-separated")
+    args = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="seed-bench-"))
+    try:
+        if args.repo is not None:
+            root = args.repo.resolve()
+            label = root.name
+        else:
+            root = tmp / "repo"
+            lines = generate(root, args.lines, planted=False)
+            env_git(root, "log", "-1", "--format=%h")
+            label = f"generated, {lines} lines"
+        figures = measure(root, args.repeat, args.pytest_args.split())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    load = os.getloadavg()
+    print(f"{label}: {os.cpu_count()} cores, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print("| direct s | sandbox s | export+sandbox s | sandbox/direct | export/direct |")
+    print("|---|---|---|---|---|")
+    print(
+        f"| {figures['direct']:.2f} | {figures['sandbox']:.2f} | {figures['export']:.2f} "
+        f"| {figures['sandbox/direct']:.2f} | {figures['export/direct']:.2f} |"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
