@@ -42,6 +42,7 @@ _ISOLATED = (
     "commit.gpgsign=false",
     "tag.gpgsign=false",
     "diff.external=",
+    "protocol.allow=never",
 )
 """Settings every kernel git command runs with, whatever the repository's configuration says:
 no hooks, fsmonitor, pagers, editors or helpers (programs the agent could have named)."""

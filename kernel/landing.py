@@ -246,14 +246,16 @@ class Lander:
         head_now = gitops.head(root)
         if head_now != attempt.base:
             assert head_now is not None
+            # in the kernel's own store: no merge driver or attribute of the repository runs;
+            # the merge base is the commit's parent, attempt.base (git 2.39 has no --merge-base)
             merged_tree = gitops.git(
                 root,
                 "merge-tree",
                 "--write-tree",
-                f"--merge-base={attempt.base}",
                 head_now,
                 commit,
                 check=False,
+                env=store.env(),
             )
             if not merged_tree.ok:
                 return self.keep(

@@ -171,6 +171,10 @@ def build_candidate(
     files: list[tuple[str, str]] = []
     links: list[tuple[str, bytes]] = []
     for rel, info in sorted(_walk(worktree)):
+        if "\n" in rel or "\r" in rel:
+            # git reads paths a line each: such a name could shift every blob after it
+            candidate.left_out.append(rel)
+            continue
         if rel not in tracked and (
             rel in left
             or PurePosixPath(rel).name.startswith(".aider")

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -524,3 +525,74 @@ def test_the_honest_fix_of_a_failing_test_lands(tmp_path: Path) -> None:
     assert record["outcome"] == "SUCCESS", record["reason"]
     assert any("passed 3 more runs" in e for e in record["evidence"])
     assert_checkout_kept(project, before, record["commit"])
+
+
+def _while_the_agent_waits(project: Project, person: Callable[[], None]) -> dict[str, Any]:
+    """Run once; when the agent has started, let the person act, then let the agent go on."""
+    root = project.root
+    steps = [
+        {"touch": "started.flag"},
+        {"wait_for": "release.flag"},
+        {"delete": "started.flag"},
+        {"delete": "release.flag"},
+        *DO_THE_TASK,
+    ]
+    config = project.config(steps, extra=FAST)
+    daemon = subprocess.Popen(
+        seed_argv(root, "--config", str(config), "once"),
+        env=seed_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+    def started() -> list[Path]:
+        return list((root / ".git" / "seed" / "wt").glob("*/started.flag"))
+
+    try:
+        wait_for(lambda: bool(started()), 120, "the agent to start", alive=daemon)
+        person()
+        started()[0].with_name("release.flag").write_text("go")
+        daemon.communicate(timeout=300)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+        daemon.communicate()
+    [record] = project.records()
+    return record
+
+
+def test_a_commit_the_person_made_meanwhile_is_kept_and_the_work_lands_on_it(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path)
+    project.task()
+    root = project.root
+
+    def person() -> None:
+        (root / "docs.md").write_text("the person's docs\n")
+        git(root, "add", "docs.md")
+        git(root, "commit", "-q", "-m", "the person's commit")
+
+    record = _while_the_agent_waits(project, person)
+    theirs = git(root, "rev-parse", "HEAD~1").strip()
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    assert git(root, "rev-parse", f"{record['commit']}^").strip() == theirs
+    assert git(root, "show", f"{record['commit']}:docs.md") == "the person's docs\n"
+    assert "def sub" in git(root, "show", f"{record['commit']}:calc.py")
+
+
+def test_a_conflicting_commit_meanwhile_keeps_the_work_on_a_branch(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    project.task()
+    root = project.root
+
+    def person() -> None:
+        (root / "calc.py").write_text(FILES["calc.py"] + "\n\ndef sub(a, b):\n    return b - a\n")
+        git(root, "commit", "-q", "-am", "the person's own sub")
+
+    record = _while_the_agent_waits(project, person)
+    head_before = git(root, "rev-parse", "HEAD").strip()
+    assert (record["outcome"], record["failure_category"]) == ("MERGE_BLOCKED", "MERGE_BLOCKED")
+    assert record["kept_branch"] and head_before != record["commit"]
+    assert "return b - a" in (root / "calc.py").read_text()

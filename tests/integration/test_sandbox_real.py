@@ -1,0 +1,156 @@
+"""The real bubblewrap sandbox, run through the kernel's process helper, as agents and test
+runs get it: what it lets through and what it keeps out."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kernel import procs, sandbox
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+
+def _run(code: str, profile: sandbox.Profile, env: dict[str, str] | None = None) -> procs.Completed:
+    argv = sandbox.wrap([sys.executable, "-c", code], profile)
+    return procs.run(argv, cwd="/", timeout_s=60, env=env, merge_stderr=True)
+
+
+def test_only_the_writable_folder_can_be_written(tmp_path: Path) -> None:
+    work, other = tmp_path / "work", tmp_path / "other"
+    work.mkdir()
+    other.mkdir()
+    (other / "kept.txt").write_text("the person's")
+    code = (
+        "import pathlib\n"
+        f"pathlib.Path({str(work / 'made.txt')!r}).write_text('ok')\n"
+        "try:\n"
+        f"    pathlib.Path({str(other / 'kept.txt')!r}).write_text('agent')\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc.errno)\n"
+    )
+    result = _run(code, sandbox.Profile(writable=(work,)))
+    assert result.ok, result.text()
+    assert "refused" in result.text()
+    assert (work / "made.txt").read_text() == "ok"
+    assert (other / "kept.txt").read_text() == "the person's"
+
+
+def test_hidden_folders_and_the_real_home_are_out_of_sight(tmp_path: Path) -> None:
+    home, private, state = tmp_path / "home", tmp_path / "private", tmp_path / "state"
+    for folder in (home / ".ssh", home / ".claude", private, state):
+        folder.mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("secret key")
+    (home / ".claude" / "creds").write_text("token-1")
+    (state / "seal.key").write_text("kernel key")
+    code = (
+        "import os, pathlib\n"
+        "home = pathlib.Path(os.environ['HOME'])\n"
+        "print('ssh', (home / '.ssh' / 'id_rsa').exists())\n"
+        "print('claude', (home / '.claude' / 'creds').read_text())\n"
+        "(home / '.claude' / 'creds').write_text('token-2')\n"
+        f"print('state', sorted(os.listdir({str(state)!r})))\n"
+    )
+    profile = sandbox.Profile(
+        hidden=(state,),
+        home=private,
+        real_home=home,
+        home_binds=(".claude",),
+        writable=(),
+    )
+    result = _run(code, profile, env={**os.environ, "HOME": str(home)})
+    assert result.ok, result.text()
+    out = result.text()
+    assert "ssh False" in out and "claude token-1" in out and "state []" in out
+    assert (home / ".claude" / "creds").read_text() == "token-2"  # a rotated token stays valid
+    assert (home / ".ssh" / "id_rsa").read_text() == "secret key"
+
+
+def test_root_inside_cannot_remount_the_filesystem_writable() -> None:
+    code = (
+        "import subprocess\n"
+        "r = subprocess.run(['mount', '-o', 'remount,rw', '/'], capture_output=True)\n"
+        "print('exit', r.returncode)\n"
+        "print('caps', open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+    )
+    result = _run(code, sandbox.Profile())
+    assert result.ok, result.text()
+    assert "exit 0" not in result.text()
+    assert "caps 0000000000000000" in result.text()
+
+
+def test_nothing_the_run_started_outlives_it() -> None:
+    marker = f"seed-orphan-{uuid.uuid4().hex[:8]}"
+    code = (
+        "import subprocess\n"
+        f"subprocess.Popen(['sh', '-c', 'exec -a {marker} sleep 600'], start_new_session=True)\n"
+    )
+    result = _run(code, sandbox.Profile())
+    assert result.ok, result.text()
+    alive = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                alive.append(pid)
+        except OSError:
+            continue
+    assert alive == []
+
+
+def test_the_network_is_cut_unless_the_profile_keeps_it() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        code = (
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=5).close()\n"
+            "    print('connected')\n"
+            "except OSError as exc:\n"
+            "    print('no network', exc)\n"
+        )
+        assert "no network" in _run(code, sandbox.Profile(network=False)).text()
+        assert "connected" in _run(code, sandbox.Profile(network=True)).text()
+
+
+def test_tmp_is_private_and_bounded(tmp_path: Path) -> None:
+    name = f"seed-private-{uuid.uuid4().hex[:8]}"
+    code = (
+        f"open('/tmp/{name}', 'w').write('x')\n"
+        "try:\n"
+        "    open('/tmp/big', 'wb').write(b'x' * 8 * 1024 * 1024)\n"
+        "    print('wrote it all')\n"
+        "except OSError as exc:\n"
+        "    print('full', exc.errno)\n"
+    )
+    result = _run(code, sandbox.Profile(tmp_bytes=2 * 1024 * 1024))
+    assert result.ok, result.text()
+    assert "full" in result.text()
+    assert not Path("/tmp", name).exists()
+
+
+def test_memory_over_the_limit_fails_the_run() -> None:
+    code = "x = bytearray(512 * 1024 * 1024)\nprint('allocated')\n"
+    result = _run(code, sandbox.Profile(memory_bytes=256 * 1024 * 1024))
+    assert not result.ok and "MemoryError" in result.text()
+    assert _run(code, sandbox.Profile(memory_bytes=1024 * 1024 * 1024)).ok
+
+
+def test_without_bubblewrap_the_reason_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sandbox.available.cache_clear()
+    try:
+        found = sandbox.available()
+    finally:
+        monkeypatch.undo()
+        sandbox.available.cache_clear()
+    assert not found.ok
+    assert "bubblewrap" in found.reason and "apt-get install bubblewrap" in found.reason
