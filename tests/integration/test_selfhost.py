@@ -128,7 +128,7 @@ def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Pat
     later = [
         {
             "write": "modules/reports/tests/test_noop.py",
-            "text": "def test_noop() -> None:\n    assert [1] == [1]\n",
+            "text": "def test_noop() -> None:\n    assert sum([1, 2]) == 3\n",
         }
     ]
     _configure(clone, tmp_path, [_reporter_wrapper(clone, "", "footer"), later])
