@@ -335,6 +335,23 @@ def _time(value: Any) -> datetime | None:
     return None
 
 
+def _remove_stale_folders(ctx: Context) -> list[str]:
+    """Exports, private object stores and agent homes left by a process that is gone."""
+    notes: list[str] = []
+    for folder in (ctx.paths.exports, ctx.paths.objects, ctx.paths.homes):
+        if not folder.is_dir():
+            continue
+        for stale in sorted(folder.iterdir()):
+            if stale.name == "tests":
+                continue  # the empty HOME of test runs, shared by every run
+            owner = next((int(p) for p in stale.name.split("-") if p.isdigit()), 0)
+            if folder != ctx.paths.homes and owner and Path(f"/proc/{owner}").exists():
+                continue  # a live `seed gaps` may be measuring there
+            shutil.rmtree(stale, ignore_errors=True)
+            notes.append(f"removed a stale {folder.name} folder {stale.name}")
+    return notes
+
+
 def recover(ctx: Context) -> list[str]:
     """Clean up after a daemon that died; every step is said in daemon.log and events.jsonl."""
     notes: list[str] = []
@@ -362,6 +379,7 @@ def recover(ctx: Context) -> list[str]:
                 shutil.rmtree(stale, ignore_errors=True)
             notes.append(f"removed a stale worktree {stale.name}")
     gitops.git(ctx.paths.root, "worktree", "prune", check=False)
+    notes += _remove_stale_folders(ctx)
     for branch in gitops.list_branches(ctx.paths.root, "seed/iter-"):
         gitops.delete_branch(ctx.paths.root, branch)
         notes.append(f"removed the branch {branch} of an unfinished iteration")
