@@ -7,6 +7,7 @@ the crashed run's agent also leaves a grandchild in a session of its own.
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 
@@ -159,3 +160,25 @@ def test_an_orphaned_agent_that_tampers_with_the_checkout_is_undone_at_restart(
     before["notes.txt"] = b"written by the orphan\n"
     assert_checkout_kept(project, before)
     assert_no_leftovers(project)
+
+
+def test_a_restart_removes_what_dead_processes_left_in_the_kernels_state(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    state = project.root / ".git" / "seed"
+    dead, live = (
+        state / "exports" / "candidate-999999999-0",
+        state / "exports" / f"base-{os.getpid()}-0",
+    )
+    for folder in (
+        dead,
+        live,
+        state / "objects" / "wt-999999999-1",
+        state / "homes" / "iter-0001-x",
+    ):
+        folder.mkdir(parents=True)
+        (folder / "file").write_text("left over")
+    project.seed(project.plan_only(), "once")
+    assert not dead.exists() and live.exists()
+    assert not (state / "objects" / "wt-999999999-1").exists()
+    assert not (state / "homes" / "iter-0001-x").exists()
+    assert any("candidate-999999999-0" in e["message"] for e in project.events("recovery"))
