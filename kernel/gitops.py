@@ -181,7 +181,13 @@ def stage_all(worktree: Path) -> None:
 
 def staged_changes(worktree: Path, base: str) -> list[Change]:
     """Changes staged in the worktree against base, renames detected."""
-    raw = git(worktree, "diff", "--cached", "--name-status", "-z", "-M", base).stdout
+    return parse_name_status(
+        git(worktree, "diff", "--cached", "--name-status", "-z", "-M", base).stdout
+    )
+
+
+def parse_name_status(raw: bytes) -> list[Change]:
+    """`--name-status -z` output as changes (R and C carry the old path)."""
     parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
     changes: list[Change] = []
     i = 0
@@ -198,7 +204,11 @@ def staged_changes(worktree: Path, base: str) -> list[Change]:
 
 def numstat(worktree: Path, base: str) -> tuple[int, int]:
     """Inserted and deleted lines staged against base (binary files count as 0)."""
-    text = git(worktree, "diff", "--cached", "--numstat", base).text()
+    return sum_numstat(git(worktree, "diff", "--cached", "--numstat", base).text())
+
+
+def sum_numstat(text: str) -> tuple[int, int]:
+    """Inserted and deleted lines of `--numstat` output (binary files count as 0)."""
     added = deleted = 0
     for line in text.splitlines():
         cols = line.split("\t")

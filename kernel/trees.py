@@ -253,22 +253,11 @@ def _changes(root: Path, old: str, new: str, env: dict[str, str]) -> list[gitops
     raw = gitops.git(
         root, "diff-tree", "-r", "-z", "-M", "--name-status", "--no-ext-diff", old, new, env=env
     ).stdout
-    parts = raw.decode("utf-8", errors="surrogateescape").split("\0")
-    changes: list[gitops.Change] = []
-    i = 0
-    while i < len(parts) and parts[i]:
-        status = parts[i]
-        if status.startswith(("R", "C")):
-            changes.append(gitops.Change(status[0], parts[i + 2], parts[i + 1]))
-            i += 3
-        else:
-            changes.append(gitops.Change(status[0], parts[i + 1]))
-            i += 2
-    return changes
+    return gitops.parse_name_status(raw)
 
 
 def _numstat(root: Path, old: str, new: str, env: dict[str, str]) -> tuple[int, int]:
-    """Inserted and deleted lines; --text so no attribute can make a file count as binary."""
+    """Inserted and deleted lines; run in the kernel's store, where no attribute applies."""
     text = gitops.git(
         root,
         "diff-tree",
@@ -281,13 +270,7 @@ def _numstat(root: Path, old: str, new: str, env: dict[str, str]) -> tuple[int, 
         new,
         env=env,
     ).text()
-    added = deleted = 0
-    for line in text.splitlines():
-        cols = line.split("\t")
-        if len(cols) >= 2 and cols[0].isdigit() and cols[1].isdigit():
-            added += int(cols[0])
-            deleted += int(cols[1])
-    return added, deleted
+    return gitops.sum_numstat(text)
 
 
 def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = None) -> None:

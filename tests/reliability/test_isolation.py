@@ -400,38 +400,14 @@ def test_a_person_changing_the_checkout_during_a_sandboxed_run_is_not_blamed(
     project = make_project(tmp_path)
     project.task()
     root = project.root
-    steps = [
-        {"touch": "started.flag"},
-        {"wait_for": "release.flag"},
-        {"delete": "started.flag"},
-        {"delete": "release.flag"},
-        *DO_THE_TASK,
-    ]
-    config = project.config(steps, extra=FAST)
-    daemon = subprocess.Popen(
-        seed_argv(root, "--config", str(config), "once"),
-        env=seed_env(),
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
 
-    def started() -> list[Path]:
-        return list((root / ".git" / "seed" / "wt").glob("*/started.flag"))
-
-    try:
-        wait_for(lambda: bool(started()), 120, "the agent to start", alive=daemon)
-        # the person edits a protected file and installs a hook while the agent works
+    def person() -> None:
+        # a protected file edited, and a hook installed, while the agent works
         (root / "VISION.md").write_text("the person rewrote the vision\n")
         (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
-        started()[0].with_name("release.flag").write_text("go")
-        _, err = daemon.communicate(timeout=300)
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-        daemon.communicate()
-    [record] = project.records()
-    assert record["outcome"] == "SUCCESS", (record["reason"], err[-2000:])
+
+    record = _while_the_agent_waits(project, person)
+    assert record["outcome"] == "SUCCESS", record["reason"]
     assert (root / "VISION.md").read_text() == "the person rewrote the vision\n"
     assert (root / ".git" / "hooks" / "pre-commit").exists()
     assert any("VISION.md" in c and "person" in c for c in record["checkout_changes"])
