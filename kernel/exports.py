@@ -39,8 +39,7 @@ class Export:
         if self._files is None:
             shutil.rmtree(self.path, ignore_errors=True)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            trees.export_tree(self.root, self.tree, self.path, self.store)
-            self._files = frozenset(trees.files(self.root, self.tree, self.store))
+            self._files = frozenset(trees.export_tree(self.root, self.tree, self.path, self.store))
         return self.path
 
     def written(self) -> tuple[str, ...]:

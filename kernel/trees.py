@@ -79,11 +79,6 @@ def _entries(
         yield mode, oid, path.decode("utf-8", errors="surrogateescape")
 
 
-def files(root: Path, tree: str, store: ObjectStore | None = None) -> list[str]:
-    """Every path in a tree."""
-    return [p for _, _, p in _entries(root, tree, store.env() if store is not None else None)]
-
-
 def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None = None) -> list[bytes]:
     """The contents of blobs, in order, from one `cat-file --batch`."""
     if not oids:
@@ -273,9 +268,10 @@ def _numstat(root: Path, old: str, new: str, env: dict[str, str]) -> tuple[int, 
     return gitops.sum_numstat(text)
 
 
-def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = None) -> None:
+def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = None) -> list[str]:
     """A fresh folder holding exactly the tree's files, written by the kernel from git objects
-    (never checkout or archive, which apply smudge filters, export-ignore and export-subst)."""
+    (never checkout or archive, which apply smudge filters, export-ignore and export-subst);
+    returns the paths written."""
     env = store.env() if store is not None else None
     entries = list(_entries(root, tree, env))
     blobs = [(m, o, p) for m, o, p in entries if m != "160000"]
@@ -294,6 +290,7 @@ def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = N
     for mode, _, rel in entries:
         if mode == "160000":
             (dest / rel).mkdir(parents=True, exist_ok=True)
+    return [rel for _, _, rel in entries]
 
 
 def unsafe_links(root: Path, tree: str, store: ObjectStore | None = None) -> list[tuple[str, str]]:
