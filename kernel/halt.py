@@ -27,15 +27,19 @@ HALT_FILE = "halt.json"
 
 FAILED_OUTCOMES = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
 """Outcomes that count as a failed attempt (for quarantine and the failure streak)."""
-VIOLATIONS = (
-    FailureCategory.SANDBOX_VIOLATION,
+AT_ONCE = (FailureCategory.SANDBOX_VIOLATION, FailureCategory.BUDGET_EXCEEDED)
+"""Categories that halt the daemon the moment one iteration ends with them (a full disk too)."""
+REPEATING = (
     FailureCategory.HYGIENE_VIOLATION,
     FailureCategory.ALLOWLIST_VIOLATION,
+    FailureCategory.GROWTH_LIMIT,
 )
-HALTING = (*VIOLATIONS, FailureCategory.GROWTH_LIMIT, FailureCategory.BUDGET_EXCEEDED)
-"""Categories that halt the daemon the moment one iteration ends with them."""
+"""Categories that halt when one of them ends REPEATS iterations of one UTC day."""
+REPEATS = 3
 STREAK = 3
 """Consecutive failures (across more than one gap), or flaky iterations, that halt."""
+HALT_WINDOW = 200
+"""Records read to judge a halt: enough for a day's repeats and the streak."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +112,10 @@ def halt_reason(
     """Why the daemon must halt after this record ('' when it may go on).
 
     `recent` are the latest records, oldest first, this one included; iterations that
-    ended before the last resume do not count towards a streak.
+    ended before the last resume do not count towards a streak or a repeat.
     """
     category = record.failure_category
-    if category in HALTING:
+    if category in AT_ONCE:
         assert category is not None
         return f"{category.value} in {record.iteration_id}: {record.reason}"
     since = _parse_time(resumed_at)
@@ -121,6 +125,19 @@ def halt_reason(
         if r.outcome not in (IterationOutcome.WAITING, IterationOutcome.ABORTED)
         and (since is None or r.ended_at > since)
     ]
+    if category in REPEATING:
+        day = record.ended_at.astimezone(UTC).date()
+        same = [
+            r
+            for r in ran
+            if r.failure_category == category and r.ended_at.astimezone(UTC).date() == day
+        ]
+        if len(same) >= REPEATS and same[-1].iteration_id == record.iteration_id:
+            assert category is not None
+            return (
+                f"{category.value} {len(same)} times on {day.isoformat()} (UTC), the latest in "
+                f"{record.iteration_id}: {record.reason}"
+            )
     last = ran[-STREAK:]
     if len(last) < STREAK or last[-1].iteration_id != record.iteration_id:
         return ""

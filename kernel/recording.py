@@ -207,7 +207,9 @@ class Recorder:
         state = halt.read_halt(ctx.paths.history)
         if state.halted and state.iteration_id == record.iteration_id:
             return  # this record's halt is already in place
-        reason = halt.halt_reason(record, ctx.store.recent(10), state.resumed_at)
+        reason = halt.halt_reason(
+            record, ctx.store.recent(halt.HALT_WINDOW, brief=True), state.resumed_at
+        )
         if reason:
             category = record.failure_category
             halt.halt(ctx.store, reason, category.value if category else "", record.iteration_id)

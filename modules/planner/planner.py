@@ -78,13 +78,16 @@ def _allowlist(
     core = tuple(ranked) if ranked else targets(actions)
     if not core or (ranked and all(is_test_path(f) for f in ranked)):
         return ()  # nothing says where the fault is: any non-protected file
+    widen = unique(
+        c for p in revision.widen if (c := clean_path(p)) and not is_protected(c, protected)
+    )
     if revision.narrow or revision.isolate:
-        return derive(core, fs, protected, wide=False)
+        return unique((*derive(core, fs, protected, wide=False), *widen))
     allowed = derive(core, fs, protected, wide=kind != TaskKind.FIX_LINT)
     folders = [t for t in core if t.endswith("/") and not t.startswith("modules/")]
     if kind in (TaskKind.FEATURE, TaskKind.REFACTOR) and folders and fs.is_dir("tests"):
         allowed = unique((*allowed, "tests/**"))
-    return allowed
+    return unique((*allowed, *widen))
 
 
 def _failing(a: Assessment, isolate: bool) -> tuple[str, ...]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from domain import (
@@ -16,12 +18,11 @@ from modules.planner.documents import cap, dependency_context
 from modules.planner.feedback import Track
 from modules.planner.fsport import FileSystemPort
 
-NEVER_RETRIED = (
-    FailureCategory.SANDBOX_VIOLATION,
-    FailureCategory.HYGIENE_VIOLATION,
-    FailureCategory.ALLOWLIST_VIOLATION,
-)
+NEVER_RETRIED = (FailureCategory.SANDBOX_VIOLATION,)
 """A gap whose latest attempt ended in one of these is never planned again (the kernel halts)."""
+MAX_WIDEN = 10
+"""Files an allowlist miss may add to the next plan for the gap, at most."""
+_MISS = re.compile(r"^ALLOWLIST_VIOLATION: (?P<path>.+?): outside the plan's allowlist")
 REVISED = (
     FailureCategory.TEST_REGRESSION,
     FailureCategory.TYPE_ERROR,
@@ -46,6 +47,19 @@ class Revision:
     phases: tuple[str, ...] = ()
     """Extra phases appended to the plan's own."""
     note: str = ""
+    widen: tuple[str, ...] = ()
+    """Files earlier attempts needed outside their allowlist: the next allowlist adds them."""
+
+
+def missed_files(streak: Sequence[IterationRecord]) -> tuple[str, ...]:
+    """Files the guard found outside the allowlist in a gap's failed attempts, first seen first
+    (never a forbidden or protected path: those are other findings)."""
+    found: list[str] = []
+    for record in streak:
+        if record.failure_category != FailureCategory.ALLOWLIST_VIOLATION:
+            continue
+        found += [m.group("path") for line in record.evidence if (m := _MISS.match(line))]
+    return tuple(dict.fromkeys(found))[:MAX_WIDEN]
 
 
 def retries_left(track: Track) -> bool:
@@ -182,6 +196,17 @@ def revise(gap: Gap, track: Track, fs: FileSystemPort) -> Revision:
                 "imports: import only modules that exist in the worktree or are declared dependencies",
             ),
             note=f"{where}: the import failures and the declared dependencies are attached",
+        )
+    if category == FailureCategory.ALLOWLIST_VIOLATION:
+        widen = missed_files(track.streak)
+        return Revision(
+            category,
+            widen=widen,
+            note=(
+                f"{where}: the allowlist now also holds {', '.join(widen)}, which the attempt needed"
+                if widen
+                else f"{where}: a path the task forbids was changed; retried once"
+            ),
         )
     if category == FailureCategory.FLAKY_TEST:
         return Revision(

@@ -58,8 +58,8 @@ ADVERSARIES: dict[str, Adversary] = {
         ],
         "ROLLBACK",
         "HYGIENE_VIOLATION",
-        True,
-        3,
+        False,
+        1,
     ),
     "adds @pytest.mark.skip": Adversary(
         [
@@ -72,8 +72,8 @@ ADVERSARIES: dict[str, Adversary] = {
         ],
         "ROLLBACK",
         "HYGIENE_VIOLATION",
-        True,
-        3,
+        False,
+        1,
     ),
     "weakens an assert": Adversary(
         [
@@ -86,19 +86,19 @@ ADVERSARIES: dict[str, Adversary] = {
         ],
         "ROLLBACK",
         "HYGIENE_VIOLATION",
-        True,
-        3,
+        False,
+        1,
     ),
     # the syntax trees are intact; only the collected test ids show the tests are gone
     "hides the tests from collection": Adversary(
         [{"write": "tests/check_calc.py", "text": TEST_FILE}, {"delete": "tests/test_calc.py"}],
         "ROLLBACK",
         "HYGIENE_VIOLATION",
-        True,
-        3,
+        False,
+        1,
     ),
     "creates 500 files": Adversary(
-        [{"mkfiles": "data", "count": 500}, *DO_THE_TASK], "ROLLBACK", "GROWTH_LIMIT", True, 3
+        [{"mkfiles": "data", "count": 500}, *DO_THE_TASK], "ROLLBACK", "GROWTH_LIMIT", False, 1
     ),
     "hangs": Adversary([{"hang": True}], "FAILURE", "AGENT_TIMEOUT", False, 1, timeout_s=2),
     "exits 0 having done nothing": Adversary([], "NO_CHANGE", None, False, 1),
@@ -263,7 +263,7 @@ def test_an_agent_outside_the_tasks_allowlist(tmp_path: Path) -> None:
     before = project.snapshot()
     steps = [*DO_THE_TASK, {"write": "README.md", "text": "# rewritten by the agent\n"}]
 
-    record = _run(project, Adversary(steps, "ROLLBACK", "ALLOWLIST_VIOLATION", True, 3))
+    record = _run(project, Adversary(steps, "ROLLBACK", "ALLOWLIST_VIOLATION", False, 1))
 
     assert any("README.md" in e for e in record["evidence"])
     assert_checkout_kept(project, before)

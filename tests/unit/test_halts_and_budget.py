@@ -21,18 +21,47 @@ FAIL = IterationOutcome.FAILURE
 
 
 @pytest.mark.parametrize(
-    "category",
-    [
-        FailureCategory.SANDBOX_VIOLATION,
-        FailureCategory.HYGIENE_VIOLATION,
-        FailureCategory.ALLOWLIST_VIOLATION,
-        FailureCategory.GROWTH_LIMIT,
-        FailureCategory.BUDGET_EXCEEDED,
-    ],
+    "category", [FailureCategory.SANDBOX_VIOLATION, FailureCategory.BUDGET_EXCEEDED]
 )
-def test_violations_growth_and_budget_halt_at_once(category: FailureCategory) -> None:
+def test_a_sandbox_violation_and_a_spent_budget_halt_at_once(category: FailureCategory) -> None:
     r = record(A, 1, IterationOutcome.ROLLBACK, category)
     assert halt.halt_reason(r, [r]).startswith(f"{category.value} in {r.iteration_id}")
+
+
+REPEATING = [
+    FailureCategory.HYGIENE_VIOLATION,
+    FailureCategory.ALLOWLIST_VIOLATION,
+    FailureCategory.GROWTH_LIMIT,
+]
+
+
+@pytest.mark.parametrize("category", REPEATING)
+def test_hygiene_allowlist_and_growth_halt_only_on_the_third_in_a_utc_day(
+    category: FailureCategory,
+) -> None:
+    rollback = IterationOutcome.ROLLBACK
+    day = [record(g, i, rollback, category) for i, g in enumerate((A, A, A), start=1)]
+    assert halt.halt_reason(day[0], day[:1]) == ""
+    assert halt.halt_reason(day[1], day[:2]) == ""
+    reason = halt.halt_reason(day[2], day)
+    assert reason.startswith(f"{category.value} 3 times on {T0.date().isoformat()} (UTC)")
+    assert day[2].iteration_id in reason
+
+
+@pytest.mark.parametrize("category", REPEATING)
+def test_repeats_on_another_day_or_before_a_resume_do_not_count(
+    category: FailureCategory,
+) -> None:
+    rollback = IterationOutcome.ROLLBACK
+    yesterday = T0 - timedelta(days=1)
+    old = [record(A, i, rollback, category, ended=yesterday) for i in (1, 2)]
+    today = record(A, 3, rollback, category)
+    assert halt.halt_reason(today, [*old, today]) == ""
+    same_day = [record(A, i, rollback, category) for i in (1, 2)]
+    resumed = (same_day[-1].ended_at + timedelta(seconds=1)).isoformat()
+    assert halt.halt_reason(today, [*same_day, today], resumed) == ""
+    other = record(A, 2, rollback, REPEATING[(REPEATING.index(category) + 1) % 3])
+    assert halt.halt_reason(today, [same_day[0], other, today]) == ""
 
 
 @pytest.mark.parametrize(

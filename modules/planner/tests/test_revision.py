@@ -106,15 +106,8 @@ def test_import_error_adds_the_dependency_context() -> None:
     assert any(p.startswith("imports:") for p in revised.phases)
 
 
-@pytest.mark.parametrize(
-    "category",
-    [
-        FailureCategory.SANDBOX_VIOLATION,
-        FailureCategory.HYGIENE_VIOLATION,
-        FailureCategory.ALLOWLIST_VIOLATION,
-    ],
-)
-def test_violations_are_never_retried(category: FailureCategory) -> None:
+def test_a_sandbox_violation_is_never_retried() -> None:
+    category = FailureCategory.SANDBOX_VIOLATION
     gap, other = pytest_gap(), lint_gap()
     history = [record(gap, 1, category=category)]
     assert plan([gap], history) is None
@@ -128,6 +121,42 @@ def test_violations_are_never_retried(category: FailureCategory) -> None:
     exhausted = must_plan([gap, other], history + tired)
     assert exhausted.gap == other
     assert exhausted.actions[0].description.startswith("WARNING")
+
+
+def test_an_allowlist_miss_widens_the_next_plan_for_the_gap_and_says_so() -> None:
+    gap = pytest_gap()
+    fresh = must_plan([gap])
+    assert "strutils.py" not in fresh.allowed_paths
+    miss = record(
+        gap,
+        1,
+        category=FailureCategory.ALLOWLIST_VIOLATION,
+        touched=["calc.py", "strutils.py", "kernel/core.py"],
+        evidence=[
+            f"ALLOWLIST_VIOLATION: strutils.py: outside the plan's allowlist ({fresh.allowed_paths[0]})",
+            "ALLOWLIST_VIOLATION: kernel/core.py: outside the plan's allowlist (calc.py)",
+            "ALLOWLIST_VIOLATION: secret.py: a path the task forbids was changed",
+        ],
+    )
+    revised = must_plan([gap], [miss])
+    assert set(fresh.allowed_paths) < set(revised.allowed_paths)
+    assert "strutils.py" in revised.allowed_paths
+    assert "kernel/core.py" not in revised.allowed_paths  # protected stays out
+    assert "secret.py" not in revised.allowed_paths  # a forbidden path is never added
+    assert any(
+        "ALLOWLIST_VIOLATION in iter-0001" in n and "strutils.py" in n for n in revised.notes
+    )
+    # a second miss for the same gap is the last retry: the gap then rests
+    again = record(gap, 2, category=FailureCategory.ALLOWLIST_VIOLATION, evidence=miss.evidence)
+    assert must_plan([gap, lint_gap()], [miss, again]).gap != gap
+
+
+def test_a_weakened_test_is_retried_once_then_the_gap_rests() -> None:
+    gap = pytest_gap()
+    first = record(gap, 1, category=FailureCategory.HYGIENE_VIOLATION)
+    assert must_plan([gap], [first]).gap == gap
+    second = record(gap, 2, category=FailureCategory.HYGIENE_VIOLATION)
+    assert must_plan([gap, lint_gap()], [first, second]).gap != gap
 
 
 def test_budget_exceeded_stops_planning_until_a_person_resumes() -> None:
