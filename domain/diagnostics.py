@@ -50,6 +50,9 @@ class Measurement(Fact):
     collected: tuple[str, ...] = ()
     """pytest: every node id collected."""
     timed_out: bool = False
+    advisory: bool = False
+    """The target does not configure this tool: its findings offer no gaps, and the ratchet
+    judges only the files it already passed at the baseline."""
     incremental: bool = False
     """Only changed files (and, for pyright, their importers) were checked; the findings
     of every other file were carried over from the measurement of an earlier tree."""

@@ -28,6 +28,8 @@ class DaemonStatus(Fact):
     sandbox: str = ""
     """How agents and test runs are isolated: on (bubblewrap), off (by seed.toml), or why
     no agent can run."""
+    tools: tuple[str, ...] = ()
+    """Which quality tools take part, one line each, and why (from HEAD's configuration)."""
     land_blocker: str = ""
     """Why the daemon only plans (detached HEAD, no commits, a merge in progress)."""
     last_iteration_id: str | None = None

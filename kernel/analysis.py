@@ -61,6 +61,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
         {
             "ruff": gate.ruff_config.read_text(encoding="utf-8"),
             "pyright": gate.pyright_config,
+            "tools": [gate.adoption.tools, gate.adoption.advisory],
             "quality": ctx.config.quality.model_dump(mode="json"),
             "strict": ctx.target.strict,
             "python": ctx.target.python,

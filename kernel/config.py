@@ -80,14 +80,23 @@ class QualityConfig(_Section):
     pyright_strict: list[str] | None = None
     """Paths pyright checks in strict mode on top of the target's own pyright config.
     Unset: kernel, domain and modules when the target is seed itself, none elsewhere."""
-    tools: list[str] = Field(default_factory=lambda: ["ruff", "ruff-format", "pyright", "pytest"])
-    """Measurements to run: ruff, ruff-format, pyright, pytest."""
+    tools: list[str] | None = None
+    """The tools that take part (ruff, ruff-format, pyright, pytest), exactly. Unset: the ones
+    the target configures (pytest always; ruff's syntax and undefined-name rules always)."""
     pytest_args: list[str] = Field(default_factory=list[str])
     """Extra pytest arguments (test selection) for the daemon's test runs."""
     ruff_select: list[str] = Field(default_factory=lambda: ["E4", "E7", "E9", "F"])
-    """Rule selection used when the target has no ruff configuration of its own."""
+    """Rule selection when `tools` names ruff and the target has no ruff configuration."""
     tool_timeout_s: float = Field(default=900.0, gt=0)
     """Seconds one measurement (a pytest run, a pyright run) may take."""
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, value: list[str] | None) -> list[str] | None:
+        unknown = [t for t in value or () if t not in ("ruff", "ruff-format", "pyright", "pytest")]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}: use ruff, ruff-format, pyright, pytest")
+        return value
 
 
 RANK_BUCKETS: tuple[str, ...] = (

@@ -54,12 +54,77 @@ _PYRIGHT_PATH_LISTS = ("include", "exclude", "ignore", "strict", "extraPaths")
 _PYRIGHT_PATHS = ("stubPath", "typingsPath", "typeshedPath", "venvPath", "extends")
 
 
+ALL_TOOLS: tuple[str, ...] = ("ruff", "ruff-format", "pyright", "pytest")
+SMALL_RUFF: tuple[str, ...] = ("E9", "F63", "F7", "F82")
+"""ruff's rules that always count: syntax errors and undefined names (flake8's serious set)."""
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """Which tools take part for a target, and why: configured by it, or named in seed.toml."""
+
+    tools: tuple[str, ...] = ALL_TOOLS
+    """Tools that run."""
+    advisory: tuple[str, ...] = ()
+    """Tools that run but offer no gaps (ruff format unconfigured: it judges only files that
+    were formatted at the baseline, through the ratchet)."""
+    why: tuple[str, ...] = ()
+    """One line per tool: whether it takes part, and why."""
+    own_ruff: bool = True
+    """The target configures ruff (else only SMALL_RUFF, or [quality] ruff_select when named)."""
+
+
+def adoption(read: Callable[[str], str | None], quality: QualityConfig) -> Adoption:
+    """Which tools take part, from the target's configuration files (read by name)."""
+    tool = cast(dict[str, Any], (_toml(read("pyproject.toml")) or {}).get("tool", {}))
+    ruff_file = next(
+        (d for n in ("ruff.toml", ".ruff.toml") if (d := _toml(read(n))) is not None), None
+    )
+    ruff = ruff_file if ruff_file is not None else tool.get("ruff")
+    own_ruff = isinstance(ruff, dict)
+    own_format = own_ruff and "format" in cast(dict[str, Any], ruff)
+    own_pyright = read("pyrightconfig.json") is not None or "pyright" in tool
+    if quality.tools is not None:
+        named = tuple(t for t in ALL_TOOLS if t in quality.tools)
+        why = tuple(
+            f"{t}: {'on' if t in named else 'off'} ([quality] tools in seed.toml)"
+            for t in ALL_TOOLS
+        )
+        return Adoption(named, (), why, own_ruff)
+    tools = ["ruff", "ruff-format", "pytest"] + (["pyright"] if own_pyright else [])
+    why = (
+        "ruff: on (configured)"
+        if own_ruff
+        else "ruff: syntax errors and undefined names only (no [tool.ruff], ruff.toml or .ruff.toml)",
+        "ruff-format: on ([tool.ruff.format])"
+        if own_format
+        else "ruff-format: only files already formatted at the baseline (no [tool.ruff.format])",
+        "pyright: on (configured)"
+        if own_pyright
+        else "pyright: off (no [tool.pyright] or pyrightconfig.json)",
+        "pytest: on (always)",
+    )
+    advisory = () if own_format else ("ruff-format",)
+    return Adoption(tuple(t for t in ALL_TOOLS if t in tools), advisory, why, own_ruff)
+
+
+def _toml(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None  # unreadable: as if absent (ruff's own defaults are never the rule)
+
+
 @dataclass(frozen=True)
 class Gate:
     """Tool configuration frozen from the baseline commit, kept outside the agent's reach."""
 
     ruff_config: Path
     pyright_config: dict[str, Any] = field(default_factory=dict[str, Any])
+    adoption: Adoption = field(default_factory=Adoption)
+    """Which tools take part, decided by the baseline commit's configuration."""
 
 
 def _strip_jsonc(text: str) -> str:
@@ -103,15 +168,10 @@ def json_lenient(text: str) -> dict[str, Any]:
 
 def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: QualityConfig) -> Gate:
     out_dir.mkdir(parents=True, exist_ok=True)
+    adopted = adoption(read, quality)
 
     def toml(name: str) -> dict[str, Any] | None:
-        text = read(name)
-        if text is None:
-            return None
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return None  # unreadable: as if absent (ruff's own defaults are never the rule)
+        return _toml(read(name))
 
     tool = cast(dict[str, Any], (toml("pyproject.toml") or {}).get("tool", {}))
     ruff_config = out_dir / "pyproject.toml"
@@ -124,7 +184,9 @@ def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: Qualit
         if "ruff" in tool:
             ruff_doc = {"tool": {"ruff": tool["ruff"]}}
         else:
-            ruff_doc = {"tool": {"ruff": {"lint": {"select": list(quality.ruff_select)}}}}
+            named = quality.tools is not None and "ruff" in quality.tools
+            select = list(quality.ruff_select) if named else list(SMALL_RUFF)
+            ruff_doc = {"tool": {"ruff": {"lint": {"select": select}}}}
     ruff_doc["tool"]["ruff"] = {
         k: v for k, v in ruff_doc["tool"]["ruff"].items() if k not in RUFF_WRITE_SETTINGS
     }
@@ -136,7 +198,7 @@ def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: Qualit
     elif "pyright" in tool:
         pyright = dict(cast(dict[str, Any], tool["pyright"]))
     (out_dir / "pyright.json").write_text(json.dumps(pyright, indent=2), encoding="utf-8")
-    return Gate(ruff_config=ruff_config, pyright_config=pyright)
+    return Gate(ruff_config=ruff_config, pyright_config=pyright, adoption=adopted)
 
 
 def freeze_gate(tree: Path, out_dir: Path, quality: QualityConfig) -> Gate:

@@ -149,6 +149,7 @@ class Iteration:
                     ctx.config,
                     protected_patterns(ctx.config.guard.protected),
                     ctx.paths.selfhost,
+                    baseline.gate.adoption.tools,
                 )
                 name, spec_reason = self.choose(plan, backend)
                 attempt = Attempt(

@@ -239,7 +239,7 @@ def measure(
     scope: Scope | None = None,
 ) -> Measurements:
     """Every configured tool on one tree; with a base and a scope, ruff and pyright only re-check."""
-    wanted = [Tool(t) for t in target.quality.tools if t in {x.value for x in Tool}]
+    wanted = [Tool(t) for t in gate.adoption.tools]
     timeout = target.quality.tool_timeout_s
     ruff_files = scope.ruff if scope is not None and base is not None else None
     pyright_files = scope.pyright if scope is not None and base is not None else None
@@ -277,5 +277,10 @@ def measure(
             )
         for tool, future in futures.items():
             results[tool] = future.result()
-    ordered = tuple(results[t] for t in Tool if t in results)
+    advisory = gate.adoption.advisory
+    ordered = tuple(
+        results[t].model_copy(update={"advisory": True}) if t.value in advisory else results[t]
+        for t in Tool
+        if t in results
+    )
     return Measurements(tree=tree_id, items=ordered)

@@ -15,6 +15,7 @@ from kernel import gitops, halt, jails, ledger, reporting
 from kernel.context import Backend, Context
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
+from kernel.gate import adoption
 from kernel.recording import QUARANTINED
 
 STATUS_FILE = reporting.STATUS_NAME
@@ -84,6 +85,16 @@ def _status_backend(ctx: Context, live: dict[str, Any]) -> Backend:
         return Backend("", f"cannot tell: {exc}")
 
 
+def _tools(ctx: Context) -> tuple[str, ...]:
+    """Which tools take part, read from HEAD's configuration."""
+
+    def read(name: str) -> str | None:
+        result = gitops.git(ctx.paths.root, "cat-file", "blob", f"HEAD:{name}", check=False)
+        return result.stdout.decode("utf-8", errors="replace") if result.ok else None
+
+    return adoption(read, ctx.config.quality).why
+
+
 def read_status(ctx: Context) -> DaemonStatus:
     """The daemon's status, from its live file, the halt state, the lock and the record index."""
     path = ctx.paths.history / STATUS_FILE
@@ -128,6 +139,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         backend=backend.name,
         backend_reason=backend.reason,
         sandbox=jails.describe(ctx.config.guard),
+        tools=_tools(ctx),
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,
         last_outcome=latest[0].outcome if latest else None,

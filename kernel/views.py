@@ -59,6 +59,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     )
     if status.sandbox:
         out.append(f"sandbox:     {status.sandbox}")
+    for i, line in enumerate(status.tools):
+        out.append(("tools:       " if i == 0 else "             ") + line)
     last = f"{status.last_iteration_id} {status.last_outcome}" if status.last_iteration_id else "-"
     out.append(
         f"iterations:  {status.iterations:,} in all, {status.iterations_today} today; last: {last}"

@@ -13,7 +13,8 @@ from tests.support import make_repo
 
 PLANTED: dict[str, str] = {
     "pyproject.toml": (
-        '[tool.ruff.lint]\nselect = ["E", "F"]\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n'
+        '[tool.ruff.lint]\nselect = ["E", "F"]\n\n[tool.ruff.format]\n\n[tool.pyright]\n\n'
+        '[tool.pytest.ini_options]\npythonpath = ["."]\n'
     ),
     "lib/__init__.py": "",
     "lib/calc.py": (

@@ -123,7 +123,9 @@ class QualityAnalyzer:
             if measurement.tool == Tool.PYTEST:
                 gaps.extend(_pytest_gaps(measurement))
             elif (
-                measurement.tool in (Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT) and measurement.ran
+                measurement.tool in (Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT)
+                and measurement.ran
+                and not measurement.advisory
             ):
                 gaps.extend(_grouped_gaps(measurement))
         return gaps

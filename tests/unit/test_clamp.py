@@ -74,9 +74,12 @@ def test_an_allowlist_of_only_protected_paths_allows_nothing() -> None:
 
 
 def test_checks_of_tools_the_target_does_not_run_are_dropped() -> None:
-    config = Config.model_validate({"quality": {"tools": ["ruff", "pytest"]}})
+    taking_part = ("ruff", "pytest")
     checks = [
-        c.check for c in clamp_plan(_plan((), ()), config, protected_patterns([]), False).criteria
+        c.check
+        for c in clamp_plan(
+            _plan((), ()), Config(), protected_patterns([]), False, taking_part
+        ).criteria
     ]
     assert checks == [CheckName.RUFF, CheckName.PYTEST_ALL, CheckName.GAP_CLOSED]
     every = [

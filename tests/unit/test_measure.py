@@ -148,14 +148,21 @@ def test_the_gate_is_the_baseline_commits_configuration(tmp_path: Path) -> None:
     assert from_commit.pyright_config == {"strict": ["a"]}
     from_tree = freeze_gate(root, tmp_path / "g2", QualityConfig())
     assert "F401" in from_tree.ruff_config.read_text() and from_tree.pyright_config == {}
-    # no ruff settings at all: the configured selection, never ruff's changing defaults
-    bare = make_repo(tmp_path / "bare", {"a.py": "import os\n"})
-    gate = freeze_gate(bare, tmp_path / "g3", QualityConfig(ruff_select=["F"]))
+    # no ruff settings, ruff named in seed.toml: the configured selection, never ruff's
+    # changing defaults
+    bare = make_repo(tmp_path / "bare", {"a.py": "import os\nprint(nowhere)\n"})
+    named = QualityConfig(ruff_select=["F"], tools=["ruff"])
+    gate = freeze_gate(bare, tmp_path / "g3", named)
     assert 'select = [\n    "F",\n]' in gate.ruff_config.read_text()
     m = measure(bare, target_for(bare, tools=["ruff"]), gate, tmp_path / "w")
     ruff_m = m.get(Tool.RUFF)
-    assert ruff_m is not None and [d.rule for d in ruff_m.diagnostics] == ["F401"]
+    assert ruff_m is not None and [d.rule for d in ruff_m.diagnostics] == ["F401", "F821"]
     assert sorted(os.listdir(bare)) == [".git", "a.py"]
+    # ... and not named: only syntax errors and undefined names count
+    small = freeze_gate(bare, tmp_path / "g4", QualityConfig(ruff_select=["F"]))
+    m = measure(bare, target_for(bare), small, tmp_path / "w")
+    ruff_m = m.get(Tool.RUFF)
+    assert ruff_m is not None and [d.rule for d in ruff_m.diagnostics] == ["F821"]
 
 
 def test_the_kernels_own_plugin_is_not_an_import_from_the_checkout(tmp_path: Path) -> None:
