@@ -51,6 +51,8 @@ class IterationRecord(Fact):
     """New diagnostics the change introduced."""
     verdicts: tuple[CriterionVerdict, ...] = ()
     touched_files: tuple[str, ...] = ()
+    repairs: tuple[str, ...] = ()
+    """What the kernel's own fixers (ruff's safe fixes, ruff format) changed before judging."""
     diff: DiffStat = Field(default_factory=DiffStat)
     base: str = ""
     """The commit the iteration started from."""

@@ -55,6 +55,10 @@ class Attempt:
     """reported, prices or none: where the run's cost comes from."""
     exit_code: int | None = None
     touched: list[str] = field(default_factory=list[str])
+    repairs: list[str] = field(default_factory=list[str])
+    """What the kernel's fixers changed in the candidate before judging it."""
+    repaired: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    """The repaired files' bytes (written back into the worktree before a repair round)."""
     diff: DiffStat = field(default_factory=DiffStat)
     branch: str = ""
     claimed_inbox: str = ""

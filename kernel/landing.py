@@ -24,11 +24,22 @@ from kernel.gate import freeze_gate_at
 from kernel.globs import protected_patterns
 from kernel.measure import run_pytest
 from kernel.recording import Recorder
+from kernel.repair import repair
 from kernel.selfcheck import selfcheck
 from kernel.verify import Verification, verify
 
 STEADY_RUNS = 3
 """Runs in a row, each a fresh process, that the gap's own tests must pass before landing."""
+
+
+def _diffstat(candidate: trees.Candidate) -> DiffStat:
+    changes = candidate.changes
+    return DiffStat(
+        files=len(changes),
+        insertions=candidate.inserted,
+        deletions=candidate.deleted,
+        new_files=sum(1 for c in changes if c.status == "A"),
+    )
 
 
 class Lander:
@@ -61,12 +72,7 @@ class Lander:
         faults.fault("inspect")
         changes = candidate.changes
         attempt.touched = [c.path for c in changes]
-        attempt.diff = DiffStat(
-            files=len(changes),
-            insertions=candidate.inserted,
-            deletions=candidate.deleted,
-            new_files=sum(1 for c in changes if c.status == "A"),
-        )
+        attempt.diff = _diffstat(candidate)
         if candidate.oversized:
             timed(attempt, "inspect", t0)
             limit = ctx.config.guard.max_file_bytes
@@ -92,6 +98,32 @@ class Lander:
             )
         place = Export(root, ctx.paths.exports, candidate.tree, "candidate", store)
         try:
+            fixed = repair(
+                root,
+                store,
+                candidate.tree,
+                place(),
+                [c.path for c in changes if c.status != "D"],
+                baseline.measurements,
+                baseline.gate,
+                ctx.config.quality.tool_timeout_s,
+            )
+            if fixed.notes:
+                # the export already holds the repaired bytes: it is the repaired tree's export
+                candidate = trees.rediff(root, attempt.base, candidate, fixed.tree, store)
+                place.tree = fixed.tree
+                changes = candidate.changes
+                attempt.repairs += fixed.notes
+                attempt.repaired = fixed.files
+                attempt.touched = [c.path for c in changes]
+                attempt.diff = _diffstat(candidate)
+                if not changes:
+                    return self.recorder.finish(
+                        attempt,
+                        IterationOutcome.NO_CHANGE,
+                        None,
+                        "the kernel's repairs (ruff's fixes, ruff format) undid every change",
+                    )
             findings = guard.inspect_changes(
                 place(),
                 attempt.base,

@@ -86,6 +86,7 @@ class Recorder:
             failures=tuple(verification.failures) if verification else (),
             verdicts=tuple(verification.verdicts) if verification else (),
             touched_files=tuple(attempt.touched),
+            repairs=tuple(attempt.repairs),
             diff=attempt.diff,
             base=attempt.base,
             commit=commit,

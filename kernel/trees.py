@@ -231,10 +231,18 @@ def build_candidate(
         env=env,
         stdin=b"\0".join(lines) + b"\0" if lines else b"",
     )
-    candidate.tree = gitops.git(root, "write-tree", env=env).text().strip()
+    return rediff(
+        root, base, candidate, gitops.git(root, "write-tree", env=env).text().strip(), store
+    )
+
+
+def rediff(root: Path, base: str, candidate: Candidate, tree: str, store: ObjectStore) -> Candidate:
+    """The candidate with another tree (a repaired one): its changes and line counts anew."""
+    env = store.env()
     base_tree = gitops.tree_of(root, base)
-    candidate.changes = _changes(root, base_tree, candidate.tree, env)
-    candidate.inserted, candidate.deleted = _numstat(root, base_tree, candidate.tree, env)
+    candidate.tree = tree
+    candidate.changes = _changes(root, base_tree, tree, env)
+    candidate.inserted, candidate.deleted = _numstat(root, base_tree, tree, env)
     return candidate
 
 

@@ -241,6 +241,9 @@ def _agent(record: IterationRecord) -> list[str]:
             lines.append(f"- ... and {len(record.touched_files) - 100} more")
     elif _agent_ran(record):
         lines.append("No files changed.")
+    if record.repairs:
+        lines += ["", "Repaired by the kernel before judging (ruff's own fixers):", ""]
+        lines += [f"- {md(r)}" for r in record.repairs[:50]]
     return lines
 
 

@@ -1,0 +1,109 @@
+"""Mechanical repair: the catalogue's own fixers on the files the agent touched, before judging.
+
+A real agent that leaves two blank lines where an import was, or an import it no longer
+uses, should not lose its whole run to `ruff format` or F401: ruff fixes those itself. The
+kernel runs ruff's safe fixes for the findings the change added, then `ruff format` on the
+touched files that were formatted at the baseline, in the candidate's export (a folder the
+agent never saw). The repaired tree is what is guarded, verified and committed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from domain import Measurements, Tool
+from kernel import procs, trees
+from kernel.gate import Gate
+from kernel.measure import ruff_binary, run_ruff
+from kernel.toolenv import tool_env
+
+FIX_FLAGS: tuple[str, ...] = ("check", "--fix-only", "--no-unsafe-fixes", "--no-cache", "--quiet")
+"""ruff's safe fixes only; nothing is reported."""
+FORMAT_FLAGS: tuple[str, ...] = ("format", "--no-cache", "--quiet")
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What the kernel's fixers changed: the repaired tree, what they did, the new bytes."""
+
+    tree: str
+    notes: tuple[str, ...] = ()
+    files: dict[str, bytes] = field(default_factory=dict[str, bytes])
+    """Repaired files' new bytes (written back into the worktree before a repair round)."""
+
+
+def _ruff(
+    flags: Sequence[str], gate: Gate, files: Sequence[str], tree: Path, timeout: float
+) -> None:
+    argv = [ruff_binary(), *flags, "--config", str(gate.ruff_config), "--force-exclude", "--"]
+    env = {k: v for k, v in tool_env().items() if not k.startswith("RUFF_")}
+    # a fixer that fails or times out changes nothing worth keeping: the verifier judges as is
+    procs.run([*argv, *files], cwd=tree, timeout_s=timeout, env=env)
+
+
+def _read(export: Path, files: Sequence[str]) -> dict[str, bytes]:
+    return {f: (export / f).read_bytes() for f in files}
+
+
+def _new_fixable(
+    baseline: Measurements, gate: Gate, files: Sequence[str], tree: Path, timeout: float
+) -> dict[str, list[str]]:
+    """Per touched file, the fixable rules whose count the change made grow."""
+    before = baseline.get(Tool.RUFF)
+    after = run_ruff(tree, gate, timeout, files)
+    if before is None or not after.ran:
+        return {}
+    had = Counter((d.file, d.rule) for d in before.diagnostics)
+    has = Counter((d.file, d.rule) for d in after.diagnostics)
+    grown: dict[str, list[str]] = {}
+    for d in after.diagnostics:
+        key = (d.file, d.rule)
+        if d.fixable and has[key] > had[key] and d.rule not in grown.get(d.file, []):
+            grown.setdefault(d.file, []).append(d.rule)
+    return grown
+
+
+def repair(
+    root: Path,
+    store: trees.ObjectStore,
+    tree: str,
+    export: Path,
+    touched: Sequence[str],
+    baseline: Measurements,
+    gate: Gate,
+    timeout: float,
+) -> Repair:
+    """Run the fixers on the touched Python files in `export` (holding `tree`): the new tree."""
+    tools = gate.adoption.tools
+    files = sorted(f for f in touched if f.endswith(".py") and (export / f).is_file())
+    if not files:
+        return Repair(tree)
+    before = _read(export, files)
+    notes: list[str] = []
+    if "ruff" in tools:
+        grown = _new_fixable(baseline, gate, files, export, timeout)
+        for path, rules in sorted(grown.items()):
+            _ruff((*FIX_FLAGS, "--select", ",".join(rules)), gate, [path], export, timeout)
+        fixed = _read(export, files)
+        notes += [
+            f"ruff's safe fixes for {', '.join(rules)}: {path}"
+            for path, rules in sorted(grown.items())
+            if fixed[path] != before[path]
+        ]
+    else:
+        fixed = before
+    if "ruff-format" in tools:
+        judged = baseline.get(Tool.RUFF_FORMAT)
+        unformatted = {d.file for d in judged.diagnostics} if judged is not None else set[str]()
+        formatted = [f for f in files if f not in unformatted]
+        if formatted:
+            _ruff(FORMAT_FLAGS, gate, formatted, export, timeout)
+    after = _read(export, files)
+    notes += [f"ruff format: {f}" for f in files if after[f] != fixed[f]]
+    changed = {f: data for f, data in after.items() if data != before[f]}
+    for path, data in sorted(changed.items()):
+        tree = trees.with_file(root, tree, path, data, store)
+    return Repair(tree, tuple(notes), changed)

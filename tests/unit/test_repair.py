@@ -1,0 +1,78 @@
+"""Mechanical repair: ruff's own fixers on the touched files, before the candidate is judged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from kernel import gitops, trees
+from kernel.config import QualityConfig
+from kernel.exports import Export
+from kernel.gate import freeze_gate
+from kernel.measure import measure
+from kernel.repair import Repair, repair
+from tests.planted import target_for
+from tests.support import make_repo
+
+CONFIG = '[tool.ruff.lint]\nselect = ["F"]\n\n[tool.ruff.format]\n'
+NEAT = "import os\n\n\ndef size(path: str) -> int:\n    return os.path.getsize(path)\n"
+UGLY = "x  =  1\n"
+
+
+def _repair(
+    tmp: Path, files: dict[str, str], edits: dict[str, str], quality: QualityConfig
+) -> tuple[Repair, Callable[[str], str]]:
+    root = make_repo(tmp / "repo", files)
+    base = gitops.head(root)
+    assert base is not None
+    gate = freeze_gate(root, tmp / "gate", quality)
+    baseline = measure(root, target_for(root, strict=()), gate, tmp / "work")
+    for path, text in edits.items():
+        (root / path).write_text(text)
+    store = trees.ObjectStore(tmp / "store", root / ".git" / "objects")
+    candidate = trees.build_candidate(root, root, base, store)
+    place = Export(root, tmp / "exports", candidate.tree, "candidate", store)
+    touched = [c.path for c in candidate.changes]
+    fixed = repair(root, store, candidate.tree, place(), touched, baseline, gate, 60)
+    place.close()
+
+    def blob(path: str) -> str:
+        return gitops.git(root, "cat-file", "blob", f"{fixed.tree}:{path}", env=store.env()).text()
+
+    return fixed, blob
+
+
+def test_an_unused_import_and_its_blank_lines_are_repaired(tmp_path: Path) -> None:
+    # the agent dropped the only use of os and left the import and two blank lines behind
+    agent = "import os\n\n\n\n\ndef size(path: str) -> int:\n    return len(path)\n"
+    fixed, blob = _repair(
+        tmp_path, {"pyproject.toml": CONFIG, "a.py": NEAT}, {"a.py": agent}, QualityConfig()
+    )
+    assert blob("a.py") == "def size(path: str) -> int:\n    return len(path)\n"
+    assert fixed.notes == ("ruff's safe fixes for F401: a.py", "ruff format: a.py")
+    assert fixed.files == {"a.py": blob("a.py").encode()}
+
+
+def test_findings_the_baseline_had_and_files_unformatted_there_are_left_alone(
+    tmp_path: Path,
+) -> None:
+    files = {
+        "pyproject.toml": CONFIG,
+        "a.py": NEAT.replace("os.path.getsize(path)", "1"),
+        "b.py": UGLY,
+    }
+    edits = {"a.py": files["a.py"] + "y  =  2\n", "b.py": UGLY + "z  =  3\n"}
+    fixed, blob = _repair(tmp_path, files, edits, QualityConfig())
+    assert blob("a.py").startswith("import os\n")  # F401 was there before the agent
+    assert blob("a.py").endswith("y = 2\n")  # a.py was formatted at the baseline
+    assert blob("b.py") == edits["b.py"]  # b.py was not: the person's style stays
+    assert fixed.notes == ("ruff format: a.py",)
+
+
+def test_tools_that_take_no_part_repair_nothing(tmp_path: Path) -> None:
+    agent = "import os\n\n\n\n\ndef size(path: str) -> int:\n    return len(path)\n"
+    only_tests = QualityConfig(tools=["pytest"])
+    fixed, blob = _repair(
+        tmp_path, {"pyproject.toml": CONFIG, "a.py": NEAT}, {"a.py": agent}, only_tests
+    )
+    assert blob("a.py") == agent and fixed.notes == () and fixed.files == {}
