@@ -85,10 +85,10 @@ def test_the_prompt_shows_what_was_tried_and_asks_for_a_different_approach() -> 
     assert "take a different approach" in section
 
 
-def test_first_attempt_says_so() -> None:
+def test_a_first_attempt_has_no_history_section() -> None:
     prompt = render_prompt(must_plan([pytest_gap()]))
-    section = prompt.split("## What was tried and why it failed", 1)[1].split("## Documents")[0]
-    assert "Nothing: this is the first attempt at this gap." in section
+    assert "## What was tried" not in prompt and "first attempt" not in prompt
+    assert "## Rules" in prompt
 
 
 def test_long_evidence_is_capped() -> None:

@@ -66,10 +66,13 @@ def test_the_prompt_has_every_section_in_order() -> None:
         "What to do",
         "Files you may change",
         "How your work will be judged",
+        "How to check it yourself",
         "What was tried and why it failed",
-        "Documents",
         "Rules",
     ]
+    commands = prompt.split("## How to check it yourself", 1)[1].split("##", 1)[0]
+    assert "    python -m pytest tests/test_calc.py::test_add\n" in commands
+    assert "    ruff format --check $(git ls-files --modified --others" in commands
     assert "A daemon that keeps a project healthy." in prompt  # VISION.md's summary
     assert "Work in these phases, in order:\n\n1. reproduce:" in prompt
     for criterion in plan.criteria:
@@ -95,7 +98,10 @@ def test_no_vision_no_why() -> None:
     files = {k: v for k, v in TREE.items() if k != "VISION.md"}
     plan = must_plan([lint_gap()], files=files)
     assert plan.why == ""
-    assert "## Why it matters\n\nSee the goal." in render_prompt(plan)
+    prompt = render_prompt(plan)
+    assert "## Why it matters" not in prompt and "See the goal" not in prompt
+    first = must_plan([lint_gap()], files=files)
+    assert "## What was tried" not in prompt and "## Documents" not in render_prompt(first)
 
 
 def test_a_vision_without_a_summary_heading_gives_its_first_paragraph() -> None:
