@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from domain.agents import AgentReport, RunResult, RunSpec
-from domain.diagnostics import Diagnostic, Measurement, Measurements
+from domain.diagnostics import Diagnostic, Executed, Measurement, Measurements
 from domain.enums import (
     ActionType,
     CheckName,
@@ -51,6 +51,7 @@ __all__ = [
     "CriterionVerdict",
     "DaemonStatus",
     "Diagnostic",
+    "Executed",
     "DiffStat",
     "Event",
     "EventNote",

@@ -8,6 +8,16 @@ from domain.base import Fact
 from domain.enums import Tool
 
 
+class Executed(Fact):
+    """The lines of one project file a failing test executed, and how many passing tests
+    of the same run executed each of them (the spectrum fault localisation ranks by)."""
+
+    file: str
+    lines: tuple[int, ...] = ()
+    passing: tuple[int, ...] = ()
+    """Per line in `lines`: passing tests of the localisation run that executed it."""
+
+
 class Diagnostic(Fact):
     """One finding of a quality tool, in repository-relative terms."""
 
@@ -34,6 +44,10 @@ class Diagnostic(Fact):
     frame_line: int = 0
     detail: str = ""
     """Longer text: the head of a traceback, capped."""
+    executed: tuple[Executed, ...] = ()
+    """A failing test: the project files and lines it executed (coverage.py, per test)."""
+    passing_tests: int = 0
+    """A failing test: the passing tests of its localisation run (the spectrum's size)."""
 
 
 class Measurement(Fact):
@@ -53,6 +67,9 @@ class Measurement(Fact):
     advisory: bool = False
     """The target does not configure this tool: its findings offer no gaps, and the ratchet
     judges only the files it already passed at the baseline."""
+    localised: bool = False
+    """pytest: the failing tests' files were re-run under coverage (their diagnostics carry
+    what each failing test executed)."""
     incremental: bool = False
     """Only changed files (and, for pyright, their importers) were checked; the findings
     of every other file were carried over from the measurement of an earlier tree."""

@@ -90,7 +90,10 @@ class IterationPlan(Fact):
     phases: tuple[str, ...] = ()
     """Ordered steps for the agent, each "name: instruction" (reproduce, localise, patch, ...)."""
     suspect_files: tuple[str, ...] = ()
-    """Files most likely to hold the fault, most likely first (from the traceback)."""
+    """Files most likely to hold the fault, most likely first (from what the failing test
+    executed, else the traceback)."""
+    suspect_lines: tuple[str, ...] = ()
+    """For the first suspect files: their most suspicious lines ("12-14, 20"), "" if unknown."""
     why: str = ""
     """Why the work matters: the summary of VISION.md (data, never instructions)."""
     documents: tuple[PlanDocument, ...] = ()

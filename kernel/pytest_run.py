@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -94,6 +94,17 @@ def _pytest_diagnostics(
     return diagnostics, collected, finish
 
 
+def _coverage_shim(run_dir: Path) -> Path:
+    """A folder holding only coverage.py (a link to the daemon's copy): the rest of the
+    daemon's packages stay off the target's path."""
+    import coverage
+
+    shim = run_dir / "shim"
+    shim.mkdir()
+    (shim / "coverage").symlink_to(Path(coverage.__file__).resolve().parent)
+    return shim
+
+
 def config_file(tree: Path) -> str:
     """The file pytest takes its configuration from at the top of the tree, as pytest looks
     for it ("" when there is none); verification passes it with -c, so a file above the tree
@@ -119,9 +130,19 @@ def config_file(tree: Path) -> str:
 
 
 def run_pytest(
-    tree: Path, target: Target, work_dir: Path, timeout_s: float, node_ids: Sequence[str] = ()
+    tree: Path,
+    target: Target,
+    work_dir: Path,
+    timeout_s: float,
+    node_ids: Sequence[str] = (),
+    *,
+    cover: Callable[[Path], None] | None = None,
 ) -> Measurement:
-    """The target's tests with its own interpreter, through the kernel's plugin."""
+    """The target's tests with its own interpreter, through the kernel's plugin.
+
+    With `cover`, the run also records per-test line coverage (seed_pytest_cover) and
+    `cover` reads the data file before the run's folder is removed.
+    """
     # a folder per run: the only place of the kernel's the run may write
     run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}"
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -146,18 +167,22 @@ def run_pytest(
         "-rN",
         # one module that cannot be imported must not hide every other test's result
         "--continue-on-collection-errors",
-        *target.quality.pytest_args,
+        *(() if cover is not None else target.quality.pytest_args),
         *node_ids,
     ]
-    env = tool_env(
-        {
-            # the kernel's plugin first: a module of the same name in the tree cannot replace it
-            "PYTHONPATH": os.pathsep.join([str(PLUGIN_DIR), str(tree)]),
-            "SEED_PYTEST_OUT": str(out),
-            "SEED_PYTEST_ROOT": str(tree),
-            "SEED_PYTEST_FORBID": str(target.root),
-        }
-    )
+    # the kernel's plugin first: a module of the same name in the tree cannot replace it
+    path = [str(PLUGIN_DIR), str(tree)]
+    extra = {
+        "SEED_PYTEST_OUT": str(out),
+        "SEED_PYTEST_ROOT": str(tree),
+        "SEED_PYTEST_FORBID": str(target.root),
+    }
+    data = run_dir / "coverage.db"
+    if cover is not None:
+        path.insert(1, str(_coverage_shim(run_dir)))
+        argv[5:5] = ["-p", "seed_pytest_cover"]  # right after the kernel's own plugin
+        extra["SEED_COVER_DATA"] = str(data)
+    env = tool_env({"PYTHONPATH": os.pathsep.join(path), **extra})
     if target.jail is not None:
         argv = target.jail(argv, (tree, run_dir))
     result = procs.run(
@@ -172,6 +197,8 @@ def run_pytest(
                 records.append(cast(dict[str, Any], json.loads(line)))
             except json.JSONDecodeError:
                 continue  # a line torn by a crash: the rest still counts
+    if cover is not None and data.is_file() and not result.timed_out:
+        cover(data)
     shutil.rmtree(run_dir, ignore_errors=True)
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if result.timed_out:

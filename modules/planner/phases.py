@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from domain import Diagnostic, Gap, Tool
-from modules.planner.allowlist import clean_path, is_protected, unique
+from domain import Diagnostic, Executed, Gap, Tool
+from modules.planner.allowlist import clean_path, is_protected, is_test_path, unique
 from modules.planner.fsport import FileSystemPort
 
 # pytest's own location lines ("calc.py:5: in add", "tests/test_a.py:9: AssertionError"); the
@@ -17,6 +19,9 @@ _PYTEST_LOCATION = re.compile(r"^(?P<path>[A-Za-z0-9_./-]+\.py):(?P<line>\d+): "
 _PYTHON_LOCATION = re.compile(r'^\s*File "(?P<path>[^"\n]+\.py)", line (?P<line>\d+)', re.MULTILINE)
 MAX_IMPORTED = 5
 """Imported project files a failing test adds to its suspects at most."""
+MAX_SHOWN = 5
+"""Suspects whose lines the prompt shows."""
+MAX_RANGES = 8
 _SAFE_NODE = re.compile(r"^[A-Za-z0-9_./-]+\.py(?:::[A-Za-z0-9_.\[\]-]+)*$")
 
 
@@ -95,27 +100,72 @@ def imported_files(test_file: str, fs: FileSystemPort) -> list[str]:
     return found[:MAX_IMPORTED]
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """Suspect files, most likely first, and the most suspicious lines of the first ones."""
+
+    files: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+
+
+def ochiai(executed: Sequence[Executed]) -> dict[str, tuple[float, tuple[int, ...]]]:
+    """Per file a failing test executed: its best Ochiai score and the lines that have it.
+
+    With one failing test, a line's score is 1/sqrt(1 + p), p the passing tests that ran it:
+    lines only the failing test reached come first."""
+    scores: dict[str, tuple[float, tuple[int, ...]]] = {}
+    for e in executed:
+        if not e.lines or len(e.passing) != len(e.lines):
+            continue
+        per_line = [1 / math.sqrt(1 + max(p, 0)) for p in e.passing]
+        best = max(per_line)
+        hot = tuple(n for n, s in zip(e.lines, per_line, strict=True) if s == best)
+        scores[e.file] = (best, hot)
+    return scores
+
+
+def ranges(lines: Sequence[int], limit: int = MAX_RANGES) -> str:
+    """Line numbers as ranges: "3-5, 9"."""
+    spans: list[list[int]] = []
+    for n in sorted(set(lines)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    text = [f"{a}-{b}" if a != b else f"{a}" for a, b in spans[:limit]]
+    return ", ".join(text) + (", ..." if len(spans) > limit else "")
+
+
+def rank_suspects(gap: Gap, fs: FileSystemPort, protected: Sequence[str], worktree: str) -> Ranked:
+    """Suspect files of a failing test, most likely first. With the kernel's record of what
+    the test executed: every project file it ran, by Ochiai (ties: traceback order). Without
+    it: the first project frame of the traceback (counted from the failure), the other
+    frames, the project files the test imports. The test file itself comes last."""
+    evidence = failing_test_of(gap)
+    if evidence is None:
+        return Ranked()
+    test_file = evidence.node_id.split("::")[0]
+    frames: list[str] = []
+    if evidence.frame_file:
+        frames.append(evidence.frame_file)
+    # frames read from text must exist in the worktree; the measured ones are facts already
+    frames += [f for f in trace_frames(evidence.detail, worktree) if fs.is_file(f)]
+    scores = ochiai(evidence.executed)
+    order = {f: i for i, f in reversed(list(enumerate(frames)))}
+    by_score = sorted(scores, key=lambda f: (-scores[f][0], order.get(f, len(order)), f))
+    ranked = [*by_score, *frames, *imported_files(test_file, fs), test_file]
+    cleaned = unique(c for f in ranked if (c := clean_path(f)) is not None)
+    kept = [f for f in cleaned if not is_protected(f, protected)]
+    files = (*(f for f in kept if not is_test_path(f)), *(f for f in kept if is_test_path(f)))
+    lines = tuple(ranges(scores[f][1]) if f in scores else "" for f in files[:MAX_SHOWN])
+    return Ranked(files, lines)
+
+
 def suspects(
     gap: Gap, fs: FileSystemPort, protected: Sequence[str], worktree: str
 ) -> tuple[str, ...]:
-    """Suspect files of a failing test, most likely first: the first project frame of the
-    traceback (counted from the failure), the other frames, the project files the test
-    imports, then the test file itself."""
-    evidence = failing_test_of(gap)
-    if evidence is None:
-        return ()
-    test_file = evidence.node_id.split("::")[0]
-    ranked: list[str] = []
-    if evidence.frame_file:
-        ranked.append(evidence.frame_file)
-    # frames read from text must exist in the worktree; the measured ones are facts already
-    ranked += [f for f in trace_frames(evidence.detail, worktree) if fs.is_file(f)]
-    ranked += imported_files(test_file, fs)
-    ranked.append(test_file)
-    cleaned = unique(c for f in ranked if (c := clean_path(f)) is not None)
-    tests = [f for f in cleaned if f == evidence.file]
-    others = [f for f in cleaned if f != evidence.file]
-    return tuple(f for f in (*others, *tests) if not is_protected(f, protected))
+    """The suspect files of rank_suspects, most likely first."""
+    return rank_suspects(gap, fs, protected, worktree).files
 
 
 def _run(node: str) -> str:

@@ -30,7 +30,7 @@ from modules.planner.criteria import base_criteria, criterion, merge, parse_acce
 from modules.planner.documents import module_docs, vision_summary
 from modules.planner.feedback import Track, chronological, latest_judged, notes, tracks
 from modules.planner.fsport import FileSystemPort, worktree_fs
-from modules.planner.phases import failing_test_phases, isolation_phases, suspects
+from modules.planner.phases import failing_test_phases, isolation_phases, rank_suspects
 from modules.planner.revision import Revision, revise
 from modules.planner.risk import assess as assess_risk
 from modules.planner.selection import (
@@ -131,7 +131,8 @@ def draft(
     protected = protected_patterns(state.protected)
     kind = task_kind(gap)
     revision = revise(gap, a.track, fs)
-    ranked = suspects(gap, fs, protected, state.worktree)
+    suspected = rank_suspects(gap, fs, protected, state.worktree)
+    ranked = suspected.files
     drafted = draft_actions(gap, report, ranked, fs, protected)
     if drafted.all_protected or not drafted.actions:
         return Refusal("every file it names is protected")
@@ -178,6 +179,7 @@ def draft(
         history=notes(a.track),
         phases=(*phases, *revision.phases),
         suspect_files=tuple(ranked),
+        suspect_lines=suspected.lines,
         why=vision_summary(fs),
         documents=(*module_docs((*planned, *allowed), fs), *revision.documents),
         notes=tuple(r for r in remarks if r),

@@ -68,6 +68,12 @@ def _actions(plan: IterationPlan) -> str:
         lines.append(
             "- suspect files, most likely first: " + ", ".join(code(f) for f in plan.suspect_files)
         )
+    shown = [(f, n) for f, n in zip(plan.suspect_files, plan.suspect_lines, strict=False) if n]
+    if shown:
+        lines.append(
+            "- lines the failing test ran that the fewest passing tests ran, per suspect: "
+            + "; ".join(f"{code(f)} lines {n}" for f, n in shown)
+        )
     return "\n".join(lines)
 
 

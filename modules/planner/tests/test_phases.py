@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from modules.planner.phases import safe_node, suspects, trace_frames
+from domain import Executed, Gap
+from modules.planner.allowlist import covered
+from modules.planner.phases import (
+    ochiai,
+    ranges,
+    rank_suspects,
+    safe_node,
+    suspects,
+    trace_frames,
+)
+from modules.planner.prompt import render_prompt
 from modules.planner.tests.factory import (
     failing_test,
     fs,
@@ -95,3 +105,59 @@ def test_node_ids_with_odd_characters_never_reach_a_command_line() -> None:
     result = must_plan([pytest_gap(odd)])
     assert all("$(" not in p for p in result.phases)
     assert "pytest on the failing test named in the gap" in result.phases[0]
+
+
+def _executed_gap() -> Gap:
+    """The traceback names only the test file; the kernel saw the test run three modules."""
+    d = failing_test(frame="tests/test_api.py", frame_line=5, detail="E   assert '2K' == '1K'")
+    d = d.model_copy(
+        update={
+            "node_id": "tests/test_api.py::test_kilo",
+            "file": "tests/test_api.py",
+            "executed": (
+                Executed(file="pkg/__init__.py", lines=(1,), passing=(3,)),
+                Executed(file="pkg/api.py", lines=(5, 6), passing=(1, 1)),
+                Executed(file="pkg/strutils.py", lines=(2, 3, 4, 5), passing=(1, 1, 0, 0)),
+                Executed(file="tests/test_api.py", lines=(8, 9), passing=(0, 0)),
+            ),
+            "passing_tests": 3,
+        }
+    )
+    return pytest_gap("tests/test_api.py::test_kilo").model_copy(
+        update={"evidence": (d,), "files": ("tests/test_api.py",)}
+    )
+
+
+EXECUTED_TREE = {
+    "pkg/__init__.py": "from pkg.api import human\n",
+    "pkg/api.py": "",
+    "pkg/strutils.py": "",
+    "pkg/other.py": "",
+    "tests/test_api.py": "import pkg\n",
+}
+
+
+def test_what_the_failing_test_executed_ranks_suspects_by_ochiai() -> None:
+    ranked = rank_suspects(_executed_gap(), fs(EXECUTED_TREE), (), "")
+    assert ranked.files == ("pkg/strutils.py", "pkg/api.py", "pkg/__init__.py", "tests/test_api.py")
+    assert ranked.lines[0] == "4-5"  # run by the failing test alone
+    assert ochiai(_executed_gap().evidence[0].executed)["pkg/api.py"][0] == 1 / 2**0.5
+
+
+def test_the_allowlist_covers_every_executed_project_file_and_the_prompt_shows_lines() -> None:
+    plan = must_plan([_executed_gap()], files=EXECUTED_TREE)
+    for path in ("pkg/strutils.py", "pkg/api.py", "pkg/__init__.py", "tests/test_api.py"):
+        assert covered(path, plan.allowed_paths), path
+    assert not covered("pkg/other.py", plan.allowed_paths)  # never executed
+    assert "`pkg/strutils.py` lines 4-5" in render_prompt(plan)
+
+
+def test_without_an_execution_record_the_traceback_ranks() -> None:
+    gap = pytest_gap()
+    assert rank_suspects(gap, fs(), (), "").files == ("calc.py", "tests/test_calc.py")
+    assert rank_suspects(gap, fs(), (), "").lines == ("", "")
+
+
+def test_line_ranges_are_short() -> None:
+    assert ranges([9, 3, 4, 5]) == "3-5, 9"
+    assert ranges(list(range(0, 40, 2)), limit=2) == "0, 2, ..."
