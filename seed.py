@@ -8,6 +8,7 @@ virtualenv on first use), then hands over to the kernel's command line.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from kernel.bootstrap import ensure
 
@@ -26,10 +27,25 @@ def _command(argv: list[str]) -> str:
     return "run"
 
 
+def _on_itself(argv: list[str]) -> bool:
+    """Whether the daemon works on this repository (no --root, or --root naming it)."""
+    root = None
+    for i, arg in enumerate(argv):
+        if arg == "--root" and i + 1 < len(argv):
+            root = argv[i + 1]
+        elif arg.startswith("--root="):
+            root = arg.split("=", 1)[1]
+    home = Path(__file__).resolve().parent
+    return root is None or Path(root).resolve() == home
+
+
 def main() -> int:
     """Bootstrap, then run the command line."""
     argv = sys.argv[1:]
-    ensure([__file__, *argv], tests=_command(argv) == "test", allowed="--no-bootstrap" not in argv)
+    command = _command(argv)
+    # on itself the daemon measures its own tests, which need the test extras too
+    tests = command == "test" or (command in ("run", "once", "gaps", "plan") and _on_itself(argv))
+    ensure([__file__, *argv], tests=tests, allowed="--no-bootstrap" not in argv)
     from kernel.cli import main as cli_main
 
     return cli_main(argv)

@@ -216,10 +216,10 @@ class Daemon:
         self.ctx.store.close()
         self.lock.release()
 
-    def iterate(self) -> list[IterationRecord]:
-        """One pass: analyse, then plan and run what can run."""
+    def iterate(self, *, single: bool = False) -> list[IterationRecord]:
+        """One pass: analyse, then plan and run what can run (single: one record at most)."""
         try:
-            return Iteration(self.ctx, self.status.phase, self._analysed).run()
+            return Iteration(self.ctx, self.status.phase, self._analysed).run(single=single)
         finally:
             self._refresh_metrics()
 
@@ -232,7 +232,7 @@ class Daemon:
                 self.ctx.log(f"halted: {before.reason}; run `python seed.py resume` to continue")
                 return EXIT_HALTED
             try:
-                records = self.iterate()
+                records = self.iterate(single=True)
             except Interrupted:
                 return EXIT_FAILED
             after = halt.read_halt(self.ctx.paths.history)

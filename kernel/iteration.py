@@ -71,10 +71,12 @@ class Iteration:
             shutil.rmtree(folder / worktree.name, ignore_errors=True)
         shutil.rmtree(paths.objects / f"{worktree.name}-agent", ignore_errors=True)
 
-    def run(self, *, execute: bool = True) -> list[IterationRecord]:
+    def run(self, *, execute: bool = True, single: bool = False) -> list[IterationRecord]:
         """Analyse, then plan and run gaps until one runs an agent or none is left.
 
         Returns the records written (WAITING ones, then at most one that ran an agent).
+        `single` (`once`): one record at most; gaps no agent can take are passed over in the
+        log, and recorded as WAITING only when none can run.
         """
         ctx = self.ctx
         free = _free_mb(ctx.paths.state)
@@ -91,6 +93,7 @@ class Iteration:
         faults.fault("prepare")
         began = watch.take(ctx.paths.root, ctx.target.python)
         records_written: list[IterationRecord] = []
+        passed_over: list[tuple[Attempt, str]] = []
         attempt: Attempt | None = None
         journal = Journal(ctx.paths.running)
         recorder = Recorder(ctx)
@@ -134,6 +137,8 @@ class Iteration:
                 plan = ctx.host.plan(report, history, state)
                 plan_s = mono() - t1
                 if plan is None:
+                    if passed_over and not records_written:
+                        records_written.append(recorder.record_waiting(*passed_over[0]))
                     return records_written
                 expected = f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}"
                 if plan.iteration_id != expected:
@@ -177,14 +182,16 @@ class Iteration:
                     if spec is None:
                         why_not = f"{name} cannot take this gap"
                 if spec is None:
-                    record = recorder.record_waiting(
-                        attempt, why_not or f"backend {name} only writes plans"
-                    )
-                    records_written.append(record)
+                    why = why_not or f"backend {name} only writes plans"
+                    if single:
+                        passed_over.append((attempt, why))
+                        ctx.log(f"passed over {plan.gap.key}: {why}")
+                    else:
+                        records_written.append(recorder.record_waiting(attempt, why))
+                        sequence += 1
                     report = report.model_copy(
                         update={"gaps": tuple(g for g in report.gaps if g.key != plan.gap.key)}
                     )
-                    sequence += 1
                     attempt = None
                     continue
                 attempt.backend = Backend(name, backend.reason, backend.sources)
