@@ -93,7 +93,7 @@ class Iteration:
         faults.fault("prepare")
         began = watch.take(ctx.paths.root, ctx.target.python)
         records_written: list[IterationRecord] = []
-        passed_over: list[tuple[Attempt, str]] = []
+        unrecorded: list[tuple[Attempt, str]] = []
         attempt: Attempt | None = None
         journal = Journal(ctx.paths.running)
         recorder = Recorder(ctx)
@@ -137,8 +137,8 @@ class Iteration:
                 plan = ctx.host.plan(report, history, state)
                 plan_s = mono() - t1
                 if plan is None:
-                    if passed_over and not records_written:
-                        records_written.append(recorder.record_waiting(*passed_over[0]))
+                    if unrecorded and not records_written:
+                        records_written.append(recorder.record_waiting(*unrecorded[0]))
                     return records_written
                 expected = f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}"
                 if plan.iteration_id != expected:
@@ -184,7 +184,7 @@ class Iteration:
                 if spec is None:
                     why = why_not or f"backend {name} only writes plans"
                     if single:
-                        passed_over.append((attempt, why))
+                        unrecorded.append((attempt, why))
                         ctx.log(f"passed over {plan.gap.key}: {why}")
                     else:
                         records_written.append(recorder.record_waiting(attempt, why))
