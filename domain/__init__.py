@@ -35,7 +35,7 @@ from domain.plans import (
     PlanDocument,
     PlannedAction,
 )
-from domain.records import CriterionVerdict, DiffStat, Event, IterationRecord
+from domain.records import AgentRound, CriterionVerdict, DiffStat, Event, IterationRecord
 from domain.state import OutcomeTally, ProjectState
 from domain.status import DaemonStatus
 
@@ -45,6 +45,7 @@ __all__ = [
     "ActionType",
     "AgentContext",
     "AgentReport",
+    "AgentRound",
     "AnalysisInput",
     "AttemptNote",
     "CheckName",

@@ -30,6 +30,8 @@ class RunSpec(Fact):
     home: tuple[str, ...] = ()
     """The tool's login and configuration files, relative to HOME (".claude", ".codex"): the
     only ones the sandbox shows the agent, read-write so a rotating token stays valid."""
+    resumes: bool = False
+    """This run continues the tool's own earlier session (a repair round that kept context)."""
 
 
 class RunResult(Fact):
@@ -75,3 +77,5 @@ class AgentReport(Fact):
     """The model the tool says it used ("" when it does not say)."""
     version: str = ""
     """The tool's version when its output carries it (for tools with no --version)."""
+    session: str = ""
+    """The tool's own session id, when it reports one (a repair round continues it)."""

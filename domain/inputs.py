@@ -41,3 +41,9 @@ class AgentContext(Fact):
     model: str = ""
     options: dict[str, Any] = Field(default_factory=dict[str, Any])
     """Backend-specific settings from seed.toml."""
+    round: int = 1
+    """1 for the first run; 2 and on for repair rounds after the kernel refused the change."""
+    resume: str = ""
+    """A repair round: the session id the tool reported in the previous round ("" if none)."""
+    feedback: str = ""
+    """A repair round: why the kernel refused the last change (its evidence), for the prompt."""

@@ -34,6 +34,19 @@ class DiffStat(Fact):
     new_files: int = 0
 
 
+class AgentRound(Fact):
+    """One turn of the agent within an iteration, and how the kernel judged it."""
+
+    number: int
+    outcome: IterationOutcome
+    failure_category: FailureCategory | None = None
+    reason: str = ""
+    resumed: bool = False
+    """The tool continued its own session (it kept its context) rather than starting afresh."""
+    tokens_used: int = 0
+    cost_usd: float = 0.0
+
+
 class IterationRecord(Fact):
     """The outcome of one iteration, as the kernel saw it."""
 
@@ -53,6 +66,8 @@ class IterationRecord(Fact):
     touched_files: tuple[str, ...] = ()
     repairs: tuple[str, ...] = ()
     """What the kernel's own fixers (ruff's safe fixes, ruff format) changed before judging."""
+    rounds: tuple[AgentRound, ...] = ()
+    """The agent's turns when a refused change got repair rounds (the outcome is the last's)."""
     diff: DiffStat = Field(default_factory=DiffStat)
     base: str = ""
     """The commit the iteration started from."""

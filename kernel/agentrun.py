@@ -74,16 +74,18 @@ class AgentRunner:
             run_dir / "result.json",
         )
         result_file.unlink(missing_ok=True)
-        for (
-            name
-        ) in spec.artifacts:  # a file left from an earlier attempt must not be read as this run's
+        turn = len(attempt.rounds) + 1
+        # a file left from an earlier attempt must not be read as this run's; a repair round
+        # keeps the iteration's own (aider's chat history is how it continues)
+        for name in spec.artifacts if turn == 1 else ():
             if not Path(name).is_absolute() and ".." not in Path(name).parts:
                 (run_dir / name).unlink(missing_ok=True)
         atomic_write_text(prompt_file, spec.prompt)
         atomic_write_text(plan_file, plan.model_dump_json(indent=2))
         ctx.store.write_file(iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
+        suffix = "" if turn == 1 else f"-round-{turn}"
         if spec.prompt:
-            ctx.store.write_file(iteration_id, "prompt.md", spec.prompt)
+            ctx.store.write_file(iteration_id, f"prompt{suffix}.md", spec.prompt)
         values = {
             "{prompt_file}": str(prompt_file),
             "{plan_file}": str(plan_file),
@@ -104,13 +106,14 @@ class AgentRunner:
                 "SEED_ITERATION_ID": iteration_id,
                 "SEED_RESULT_FILE": str(result_file),
                 "SEED_RUN_DIR": str(run_dir),
+                "SEED_ROUND": str(turn),
                 # the agent's own commits go to a private object folder; the kernel never
                 # reads the agent's index or objects, it builds the tree from the files
                 "GIT_OBJECT_DIRECTORY": str(agent_objects),
                 "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(ctx.paths.common / "objects"),
             },
         )
-        log_path = ctx.store.folder(iteration_id) / "agent.log"
+        log_path = ctx.store.folder(iteration_id) / f"agent{suffix}.log"
         timeout = min(plan.budget.timeout_s, ctx.config.agent.timeout_s)
         if spec.version_argv:
             attempt.agent_version = _version(spec.version_argv, env, attempt.worktree)
@@ -220,15 +223,17 @@ class AgentRunner:
                 FailureCategory.AGENT_TIMEOUT,
                 f"the agent ran past its {timeout:.0f}s limit; its process group was ended",
             )
+        # repair rounds share the iteration's budget: the sum of the rounds so far counts
+        spent = attempt.agent or agent
         over = _over_budget(
-            agent.tokens_used, agent.cost_usd, plan.budget.max_tokens, plan.budget.max_cost_usd
+            spent.tokens_used, spent.cost_usd, plan.budget.max_tokens, plan.budget.max_cost_usd
         )
         if over:
             return self.recorder.finish(
                 attempt,
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
-                f"the run used {agent.tokens_used} tokens / ${agent.cost_usd:.2f}, over the per-iteration budget: {over}",
+                f"the runs used {spent.tokens_used} tokens / ${spent.cost_usd:.2f}, over the per-iteration budget: {over}",
             )
         if not agent.success:
             category = agent.failure_category or FailureCategory.AGENT_ERROR
@@ -264,8 +269,9 @@ class AgentRunner:
         """Price the run when the tool gave no cost, note its version, and append it to the ledger."""
         ctx = self.ctx
         priced, basis = costs.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
-        attempt.agent = priced
+        attempt.agent = _plus(attempt.agent, priced)
         attempt.cost_basis = basis
+        attempt.session = report.session or attempt.session
         if not attempt.agent_version and report.version:
             attempt.agent_version = report.version[:120]
         if report.note:
@@ -317,6 +323,22 @@ def watched(ctx: Context, attempt: Attempt) -> list[str]:
     return [*settings, *(f"interpreter start-up file {f}" for f in files)]
     for line in attempt.integrity_evidence:
         ctx.log(f"{attempt.plan.iteration_id}: SANDBOX_VIOLATION: {line}")
+
+
+def _plus(before: AgentReport | None, run: AgentReport) -> AgentReport:
+    """The latest run's report with the usage of the earlier rounds added."""
+    if before is None:
+        return run
+    return run.model_copy(
+        update={
+            "tokens_used": before.tokens_used + run.tokens_used,
+            "input_tokens": before.input_tokens + run.input_tokens,
+            "output_tokens": before.output_tokens + run.output_tokens,
+            "cached_tokens": before.cached_tokens + run.cached_tokens,
+            "cost_usd": before.cost_usd + run.cost_usd,
+            "turns": before.turns + run.turns,
+        }
+    )
 
 
 def _over_budget(tokens: int, cost: float, max_tokens: int, max_cost: float) -> str:

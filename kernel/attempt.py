@@ -10,6 +10,7 @@ from pathlib import Path
 
 from domain import (
     AgentReport,
+    AgentRound,
     DiffStat,
     FailureCategory,
     GapReport,
@@ -55,6 +56,14 @@ class Attempt:
     """reported, prices or none: where the run's cost comes from."""
     exit_code: int | None = None
     touched: list[str] = field(default_factory=list[str])
+    rounds: list[AgentRound] = field(default_factory=list[AgentRound])
+    """Judged turns of the agent before the last one (repair rounds)."""
+    session: str = ""
+    """The agent tool's session id from its latest run (a repair round continues it)."""
+    resumed: bool = False
+    """The latest run continued the tool's earlier session."""
+    round_start: tuple[int, float] = (0, 0.0)
+    """Tokens and cost spent before the latest round began."""
     repairs: list[str] = field(default_factory=list[str])
     """What the kernel's fixers changed in the candidate before judging it."""
     repaired: dict[str, bytes] = field(default_factory=dict[str, bytes])

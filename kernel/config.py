@@ -60,6 +60,9 @@ class AgentConfig(_Section):
     max_turns: int = Field(default=30, ge=0)
     """Agent turns per run where the tool takes a limit (claude --max-turns, mini's model-call
     limit); 0 leaves the tool's own default."""
+    repair_rounds: int = Field(default=2, ge=0, le=5)
+    """More turns the same agent gets in the same worktree when the kernel refuses its change
+    (not for a sandbox violation), with the refusal's evidence; each has its own timeout_s."""
     allowed_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_TOOLS))
     """Tools claude may use without asking (--allowedTools); edits are accepted anyway."""
     api_base: str = ""

@@ -21,10 +21,11 @@ from domain import (
     IterationPlan,
     IterationRecord,
     ProjectState,
+    RunSpec,
 )
 from kernel import faults, gitops, halt, jails, watch
 from kernel.agentrun import AgentRunner
-from kernel.analysis import analyse, fail_quarantined
+from kernel.analysis import Baseline, analyse, fail_quarantined
 from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
 from kernel.clamp import clamp_plan
 from kernel.context import Backend, Context
@@ -35,7 +36,7 @@ from kernel.landing import Lander
 from kernel.measure import ruff_binary
 from kernel.modhost import reload_after_landing
 from kernel.quarantine import publish_quarantine, quarantine, tree_digest
-from kernel.recording import QUARANTINED, WAITING, Recorder
+from kernel.recording import QUARANTINED, WAITING, Recorder, round_of
 from kernel.store import RecordStore
 
 Analysed = Callable[[GapReport, Mapping[str, str]], None]
@@ -200,7 +201,7 @@ class Iteration:
                     plan, ctx.paths.runs / plan.iteration_id / "plan.json", head, worktree, name
                 )
                 faults.fault("plan")
-                record = runner.execute(attempt, spec) or lander.inspect_and_land(attempt, baseline)
+                record = self._rounds(attempt, spec, baseline, name, runner, lander)
                 records_written.append(record)
                 if record.outcome == IterationOutcome.SUCCESS:
                     self.phase("reloading modules", "")
@@ -296,6 +297,61 @@ class Iteration:
             pyright_strict=ctx.target.strict,
             selfhost=ctx.paths.selfhost,
         )
+
+    def _rounds(
+        self,
+        attempt: Attempt,
+        spec: RunSpec,
+        baseline: Baseline,
+        name: str,
+        runner: AgentRunner,
+        lander: Lander,
+    ) -> IterationRecord:
+        """The agent's run, then up to [agent] repair_rounds more in the same worktree while
+        the kernel refuses the change; the record is the last round's."""
+        ctx = self.ctx
+        # ruff-fix is deterministic: another round would do the same again
+        left = 0 if name in UNSANDBOXED else ctx.config.agent.repair_rounds
+        while True:
+            used = attempt.agent
+            attempt.round_start = (used.tokens_used, used.cost_usd) if used else (0, 0.0)
+            attempt.resumed = spec.resumes
+            record = runner.execute(attempt, spec)
+            if record is not None:
+                return record
+            verdict = lander.inspect_and_land(attempt, baseline, retry=left > 0)
+            if isinstance(verdict, IterationRecord):
+                return verdict
+            left -= 1
+            attempt.rounds.append(
+                round_of(attempt, IterationOutcome.ROLLBACK, verdict.category, verdict.reason)
+            )
+            ctx.log(
+                f"{attempt.plan.iteration_id}: round {len(attempt.rounds)} refused "
+                f"({verdict.category.value if verdict.category else 'refused'}); "
+                f"the agent gets round {len(attempt.rounds) + 1}"
+            )
+            for path, data in attempt.repaired.items():  # the kernel's repairs carry over
+                target = attempt.worktree / path
+                if target.is_file() and not target.is_symlink():
+                    target.write_bytes(data)
+            attempt.repaired = {}
+            context = self.agent_context(attempt.worktree).model_copy(
+                update={
+                    "round": len(attempt.rounds) + 1,
+                    "resume": attempt.session,
+                    "feedback": verdict.feedback,
+                }
+            )
+            following = ctx.host.agent_spec(name, attempt.plan, context)
+            if following is None:
+                return runner.recorder.finish(
+                    attempt,
+                    IterationOutcome.ROLLBACK,
+                    verdict.category,
+                    f"{verdict.reason} (no repair round: {name} gave no run for it)",
+                )
+            spec = following
 
     def agent_context(self, worktree: Path) -> AgentContext:
         """What adapters may know."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from domain import (
@@ -42,6 +43,50 @@ def _diffstat(candidate: trees.Candidate) -> DiffStat:
     )
 
 
+NO_ROUND = (FailureCategory.SANDBOX_VIOLATION, FailureCategory.BUDGET_EXCEEDED)
+"""Refusals no repair round follows."""
+FEEDBACK_CHARS = 6000
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A refused change the agent gets another round for, with the evidence to act on."""
+
+    category: FailureCategory | None
+    reason: str
+    feedback: str
+
+
+def _feedback(
+    category: FailureCategory | None,
+    reason: str,
+    evidence: Sequence[str],
+    verification: Verification | None,
+) -> str:
+    """What the agent is told in a repair round: the refusal, failed criteria, new findings
+    and the failing tests' output, capped."""
+    name = category.value if category is not None else "refused"
+    lines = [f"{name}: {reason}"]
+    if evidence:
+        lines += ["", "Evidence:", *(f"- {e}" for e in evidence[:20])]
+    if verification is not None:
+        failed = [v for v in verification.verdicts if not v.passed]
+        if failed:
+            lines += ["", "Failed criteria:"]
+            lines += [f"- {v.text or v.check.value}: {v.evidence}"[:500] for v in failed]
+        shown = [d for d in verification.failures if d.rule != "failed" or not d.detail][:20]
+        if shown:
+            lines += ["", "New findings:"]
+            lines += [
+                f"- {d.file}:{d.line}: {d.rule}: {d.message}"[:300] if d.file else f"- {d.message}"
+                for d in shown
+            ]
+        tests = [d for d in verification.failures if d.node_id and d.detail][:3]
+        for d in tests:
+            lines += ["", f"Output of {d.node_id}:", d.detail[-2000:]]
+    return "\n".join(lines)[:FEEDBACK_CHARS]
+
+
 class Lander:
     """Judges the agent's work and lands it on the user's branch, or keeps or discards it."""
 
@@ -49,10 +94,18 @@ class Lander:
         self.ctx = ctx
         self.phase = phase
         self.recorder = recorder
+        self._retry = False
 
-    def inspect_and_land(self, attempt: Attempt, baseline: Baseline) -> IterationRecord:
+    def inspect_and_land(
+        self, attempt: Attempt, baseline: Baseline, *, retry: bool = False
+    ) -> IterationRecord | Retry:
         """Build the candidate tree from the worktree's files, guard it, verify it on a fresh
-        export, and fast-forward the user's branch to a commit of exactly that tree."""
+        export, and fast-forward the user's branch to a commit of exactly that tree.
+
+        With `retry`, a refusal the agent can act on (anything but a sandbox violation) is
+        returned as a Retry, unrecorded: the agent gets a repair round.
+        """
+        self._retry = retry
         ctx = self.ctx
         root = ctx.paths.root
         self.phase("inspecting", "")
@@ -81,13 +134,7 @@ class Lander:
                 for path, size in candidate.oversized
             ]
             attempt.touched = sorted({*attempt.touched, *(p for p, _ in candidate.oversized)})
-            return self.recorder.finish(
-                attempt,
-                IterationOutcome.ROLLBACK,
-                FailureCategory.GROWTH_LIMIT,
-                evidence[0],
-                evidence=evidence,
-            )
+            return self._refused(attempt, FailureCategory.GROWTH_LIMIT, evidence[0], evidence)
         if not changes:
             timed(attempt, "inspect", t0)
             return self.recorder.finish(
@@ -142,12 +189,8 @@ class Lander:
             timed(attempt, "inspect", t0)
             if findings:
                 category = guard.worst(findings)
-                return self.recorder.finish(
-                    attempt,
-                    IterationOutcome.ROLLBACK,
-                    category,
-                    str(findings[0]),
-                    evidence=[str(f) for f in findings],
+                return self._refused(
+                    attempt, category, str(findings[0]), [str(f) for f in findings]
                 )
             self.phase("verifying", "")
             attempt.note(stage="verifying")
@@ -168,14 +211,34 @@ class Lander:
                 evidence=late,
             )
         if not verification.passed:
-            return self.recorder.finish(
+            return self._refused(
                 attempt,
-                IterationOutcome.ROLLBACK,
                 verification.category,
                 verification.reason,
-                verification=verification,
+                verification.evidence,
+                verification,
             )
         return self.land(attempt, baseline, verification, candidate.tree, store)
+
+    def _refused(
+        self,
+        attempt: Attempt,
+        category: FailureCategory | None,
+        reason: str,
+        evidence: Sequence[str],
+        verification: Verification | None = None,
+    ) -> IterationRecord | Retry:
+        """ROLLBACK, or a repair round when one is left and the agent can act on the refusal."""
+        if self._retry and category not in NO_ROUND:
+            return Retry(category, reason, _feedback(category, reason, evidence, verification))
+        return self.recorder.finish(
+            attempt,
+            IterationOutcome.ROLLBACK,
+            category,
+            reason,
+            evidence=evidence if verification is None else (),
+            verification=verification,
+        )
 
     def verify(self, attempt: Attempt, baseline: Baseline, place: Export) -> Verification:
         """Measure the candidate's export with the baseline's gate and compare."""

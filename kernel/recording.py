@@ -7,6 +7,7 @@ from collections.abc import Generator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from domain import (
+    AgentRound,
     FailureCategory,
     GapReport,
     IterationOutcome,
@@ -24,6 +25,23 @@ from kernel.verify import Verification
 
 QUARANTINED = "quarantined"
 WAITING = "waiting for an agent"
+
+
+def round_of(
+    attempt: Attempt, outcome: IterationOutcome, category: FailureCategory | None, reason: str
+) -> AgentRound:
+    """The agent's latest round as judged: its usage is what it added to the iteration's."""
+    tokens, cost = attempt.round_start
+    used = attempt.agent
+    return AgentRound(
+        number=len(attempt.rounds) + 1,
+        outcome=outcome,
+        failure_category=category,
+        reason=reason[:500],
+        resumed=attempt.resumed,
+        tokens_used=(used.tokens_used - tokens) if used else 0,
+        cost_usd=round((used.cost_usd - cost) if used else 0.0, 6),
+    )
 
 
 class Recorder:
@@ -87,6 +105,9 @@ class Recorder:
             verdicts=tuple(verification.verdicts) if verification else (),
             touched_files=tuple(attempt.touched),
             repairs=tuple(attempt.repairs),
+            rounds=(*attempt.rounds, round_of(attempt, outcome, category, reason))
+            if attempt.rounds
+            else (),
             diff=attempt.diff,
             base=attempt.base,
             commit=commit,

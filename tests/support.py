@@ -55,13 +55,24 @@ def make_repo(path: Path, files: Mapping[str, str], config: str | None = None) -
 
 
 def agent_config(
-    tmp: Path, steps: Sequence[dict[str, Any]], *, timeout_s: float = 120, extra: str = ""
+    tmp: Path,
+    steps: Sequence[dict[str, Any]],
+    *,
+    timeout_s: float = 120,
+    extra: str = "",
+    rounds: Sequence[Sequence[dict[str, Any]]] = (),
 ) -> str:
-    """seed.toml for the scripted agent with these steps."""
+    """seed.toml for the scripted agent with these steps; with `rounds`, one list of steps per
+    round and that many rounds (else no repair round: one run, judged once)."""
     script = tmp / f"script-{len(list(tmp.glob('script-*.json')))}.json"
-    script.write_text(json.dumps({"steps": list(steps)}), encoding="utf-8")
+    body = {"rounds": [list(r) for r in rounds]} if rounds else {"steps": list(steps)}
+    script.write_text(json.dumps(body), encoding="utf-8")
     argv = json.dumps([sys.executable, str(AGENT), str(script)])
-    return f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = {timeout_s}\n{extra}'
+    repair = max(len(rounds) - 1, 0)
+    return (
+        f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = {timeout_s}\n'
+        f"repair_rounds = {repair}\n{extra}"
+    )
 
 
 def seed_argv(root: Path, *args: str) -> list[str]:
@@ -205,7 +216,8 @@ FIX_ADD = [{"replace": "calc.py", "old": "return a - b", "new": "return a + b"}]
 def fake_cli_config(backend: str, extra: str = "") -> str:
     """seed.toml for a fake agent CLI: the backend, and the fakes' variables passed through."""
     return (
-        f'[agent]\nbackend = "{backend}"\nenv = ["FAKE_AGENT_SCRIPT", "FAKE_AGENT_TRACE"]\n{extra}'
+        f'[agent]\nbackend = "{backend}"\nenv = ["FAKE_AGENT_SCRIPT", "FAKE_AGENT_TRACE"]\n'
+        f"repair_rounds = 0\n{extra}"
     )
 
 

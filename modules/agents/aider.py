@@ -15,7 +15,7 @@ from modules.agents.common import (
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_prompt
+from modules.planner.prompt import render_for
 
 _COUNT = r"[\d.]+k?"
 USAGE_LINE = re.compile(
@@ -101,6 +101,10 @@ class AiderAgent(CliAgent):
         argv += ["--no-show-model-warnings", "--no-show-release-notes"]
         argv += ["--input-history-file", "{run_dir}/aider.input.history"]
         argv += ["--chat-history-file", "{run_dir}/aider.chat.history.md"]
+        # aider has no session id: a repair round reloads the iteration's own chat history
+        resumes = context.round > 1
+        if resumes:
+            argv.append("--restore-chat-history")
         if context.model:
             argv += ["--model", context.model]
         api_base = option_str(context, "api_base")
@@ -108,7 +112,8 @@ class AiderAgent(CliAgent):
             argv += ["--openai-api-base", api_base]
         argv += option_list(context, "extra_args")
         argv += plan_files(plan)
-        return self.spec(render_prompt(plan), argv, artifacts=("aider.chat.history.md",))
+        prompt = render_for(plan, context, resumes=resumes)
+        return self.spec(prompt, argv, artifacts=("aider.chat.history.md",), resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the human text for usage and API errors."""

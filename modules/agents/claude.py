@@ -13,6 +13,7 @@ from modules.agents.common import (
     as_int,
     as_list,
     failure,
+    first_string,
     json_objects,
     option_int,
     option_list,
@@ -20,7 +21,7 @@ from modules.agents.common import (
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_prompt
+from modules.planner.prompt import render_for
 
 
 def usage_of(final: dict[str, Any]) -> Usage:
@@ -87,10 +88,14 @@ class ClaudeAgent(CliAgent):
     note = "claude can report an API error with exit 0 (is_error true): read from its result object"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """claude -p PROMPT --output-format json --permission-mode acceptEdits ... (stdin closed)."""
-        prompt = render_prompt(plan)
+        """claude -p PROMPT --output-format json --permission-mode acceptEdits ... (stdin closed);
+        a repair round continues the first run's session (--resume SESSION_ID, same worktree)."""
+        resumes = bool(context.resume) and context.round > 1
+        prompt = render_for(plan, context, resumes=resumes)
         # the prompt goes right after -p: --allowedTools is variadic and would swallow it
         argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
+        if resumes:
+            argv += ["--resume", context.resume]
         argv += ["--permission-mode", "acceptEdits"]
         turns = option_int(context, "max_turns")
         if turns > 0:
@@ -103,11 +108,15 @@ class ClaudeAgent(CliAgent):
         tools = option_list(context, "allowed_tools")
         if tools:
             argv += ["--allowedTools", ",".join(tools)]
-        return self.spec(prompt, argv)
+        return self.spec(prompt, argv, resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the final result object."""
         return read_output(text, result.exit_code)
+
+    def session_of(self, text: str) -> str:
+        """session_id of the result object."""
+        return first_string(text, "session_id", "result")
 
 
 AGENT = ClaudeAgent()

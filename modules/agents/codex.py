@@ -9,13 +9,14 @@ from modules.agents.common import (
     as_dict,
     as_int,
     failure,
+    first_string,
     json_objects,
     option_list,
     prompt_argument,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_prompt
+from modules.planner.prompt import render_for
 
 _ACTIONS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
 
@@ -70,20 +71,28 @@ class CodexAgent(CliAgent):
     note = "codex reports tokens but no cost: cost comes from [agent.prices]"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """codex exec --json --sandbox MODE -C {worktree} --skip-git-repo-check PROMPT."""
-        prompt = render_prompt(plan)
+        """codex exec --json --sandbox MODE -C {worktree} --skip-git-repo-check PROMPT; a repair
+        round: ... resume THREAD_ID PROMPT (--sandbox and -C must come before `resume`)."""
+        resumes = bool(context.resume) and context.round > 1
+        prompt = render_for(plan, context, resumes=resumes)
         mode = "danger-full-access" if context.options.get("sandboxed") else "workspace-write"
         argv = [self.executable, "exec", "--json", "--sandbox", mode]
         argv += ["-C", "{worktree}", "--skip-git-repo-check"]
         if context.model:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
+        if resumes:
+            argv += ["resume", context.resume]
         argv.append(prompt_argument(prompt))
-        return self.spec(prompt, argv)
+        return self.spec(prompt, argv, resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSONL events."""
         return read_output(text, result.exit_code)
+
+    def session_of(self, text: str) -> str:
+        """thread_id of the thread.started event (a resumed run reports the same id)."""
+        return first_string(text, "thread_id", "thread.started")
 
 
 AGENT = CodexAgent()

@@ -6,7 +6,7 @@ import json
 from typing import Any, cast
 
 from domain import AgentContext, AgentReport, FailureCategory, IterationPlan, RunResult, RunSpec
-from modules.planner.prompt import render_prompt
+from modules.planner.prompt import render_for
 
 
 def read_result_file(result: RunResult) -> dict[str, Any]:
@@ -29,10 +29,11 @@ class CommandAgent:
     sources: tuple[str, ...] = ("*",)
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec | None:
-        """The configured argv (placeholders are the kernel's to fill)."""
+        """The configured argv (placeholders are the kernel's to fill); a repair round gets the
+        whole prompt again with the refusal (SEED_ROUND says which round it is)."""
         if not context.command:
             return None
-        return RunSpec(argv=context.command, prompt=render_prompt(plan))
+        return RunSpec(argv=context.command, prompt=render_for(plan, context, resumes=False))
 
     def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
         """Exit 0 is success; anything else is AGENT_ERROR."""

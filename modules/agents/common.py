@@ -188,8 +188,10 @@ class CliAgent:
         argv: Sequence[str],
         env: dict[str, str] | None = None,
         artifacts: tuple[str, ...] = (),
+        *,
+        resumes: bool = False,
     ) -> RunSpec:
-        """The run spec for this tool."""
+        """The run spec for this tool (resumes: it continues its own earlier session)."""
         return RunSpec(
             argv=tuple(argv),
             env=env or {},
@@ -198,12 +200,29 @@ class CliAgent:
             note=self.note,
             artifacts=artifacts,
             home=self.home,
+            resumes=resumes,
         )
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """The tool's own reading of a run that ended by itself."""
         raise NotImplementedError
 
+    def session_of(self, text: str) -> str:
+        """The tool's session id in its output ("" when it reports none)."""
+        return ""
+
     def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
-        """The timeout rule, then the tool's output."""
-        return timed_out(result, self.name) or self.read(output_text(result), result)
+        """The timeout rule, then the tool's output, with the session id it reported."""
+        text = output_text(result)
+        found = timed_out(result, self.name) or self.read(text, result)
+        session = self.session_of(text)
+        return found.model_copy(update={"session": session[:200]}) if session else found
+
+
+def first_string(text: str, key: str, kind: str = "") -> str:
+    """The first string value of `key` in the output's JSON objects (of a `type`, if given)."""
+    for obj in json_objects(text):
+        value = obj.get(key)
+        if isinstance(value, str) and value and (not kind or obj.get("type") == kind):
+            return value
+    return ""

@@ -11,13 +11,14 @@ from modules.agents.common import (
     as_dict,
     as_int,
     failure,
+    first_string,
     json_objects,
     option_list,
     prompt_argument,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_prompt
+from modules.planner.prompt import render_for
 
 EXIT_CODES: dict[int, str] = {
     1: "a general error",
@@ -85,19 +86,27 @@ class GeminiAgent(CliAgent):
     note = "gemini reports tokens but no cost: cost comes from [agent.prices]"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """gemini -p PROMPT --output-format json --approval-mode=yolo --skip-trust [-m MODEL]."""
-        prompt = render_prompt(plan)
+        """gemini -p PROMPT --output-format json --approval-mode=yolo --skip-trust [-m MODEL]; a
+        repair round adds --resume SESSION_ID (same worktree, same private HOME)."""
+        resumes = bool(context.resume) and context.round > 1
+        prompt = render_for(plan, context, resumes=resumes)
         argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
+        if resumes:
+            argv += ["--resume", context.resume]
         # an untrusted folder forces the approval mode back to default; --skip-trust trusts it
         argv += ["--approval-mode=yolo", "--skip-trust"]
         if context.model:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
-        return self.spec(prompt, argv)
+        return self.spec(prompt, argv, resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSON document and map the exit code."""
         return read_output(text, result.exit_code)
+
+    def session_of(self, text: str) -> str:
+        """session_id of the JSON document."""
+        return first_string(text, "session_id")
 
 
 AGENT = GeminiAgent()

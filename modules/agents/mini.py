@@ -21,7 +21,7 @@ from modules.agents.common import (
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_prompt
+from modules.planner.prompt import render_for
 
 TRAJECTORY = "trajectory.json"
 
@@ -93,7 +93,9 @@ class MiniAgent(CliAgent):
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
         """mini -y --exit-immediately -t TASK -o {run_dir}/trajectory.json [-m MODEL] [-l COST]."""
-        prompt = render_prompt(plan)
+        # mini-swe-agent has no way to continue a run: a repair round starts afresh with the
+        # whole task and the refusal
+        prompt = render_for(plan, context, resumes=False)
         argv = [self.executable, "-y", "--exit-immediately", "-t", prompt_argument(prompt)]
         argv += ["-o", "{run_dir}/" + TRAJECTORY]
         if context.model:

@@ -10,13 +10,14 @@ from modules.agents.common import (
     as_float,
     as_int,
     failure,
+    first_string,
     json_objects,
     option_list,
     prompt_argument,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_prompt
+from modules.planner.prompt import render_for
 
 
 def read_output(text: str, exit_code: int | None) -> AgentReport:
@@ -71,15 +72,23 @@ class OpencodeAgent(CliAgent):
     note = "opencode reports cost 0 for models it has no price for: then [agent.prices] applies"
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """opencode run --format json --auto [-m PROVIDER/MODEL] MESSAGE."""
-        prompt = render_prompt(plan)
+        """opencode run --format json --auto [-m PROVIDER/MODEL] MESSAGE; a repair round adds
+        --session SESSION_ID (its database is under the private HOME the iteration keeps)."""
+        resumes = bool(context.resume) and context.round > 1
+        prompt = render_for(plan, context, resumes=resumes)
         # without --auto, `run` rejects every permission that would ask (edits included)
         argv = [self.executable, "run", "--format", "json", "--auto"]
+        if resumes:
+            argv += ["--session", context.resume]
         if context.model:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
         argv.append(prompt_argument(prompt))
-        return self.spec(prompt, argv)
+        return self.spec(prompt, argv, resumes=resumes)
+
+    def session_of(self, text: str) -> str:
+        """sessionID, which every JSON event carries."""
+        return first_string(text, "sessionID")
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSONL events."""

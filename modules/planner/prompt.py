@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from string import Template
 
-from domain import AttemptNote, CheckName, IterationPlan, PlanDocument
+from domain import AgentContext, AttemptNote, CheckName, IterationPlan, PlanDocument
 from modules.planner.phases import safe_node
 
 RULES = Template(
@@ -186,3 +186,33 @@ def render_prompt(plan: IterationPlan) -> str:
     )
     body = "\n\n".join(f"## {title}\n\n{text}" for title, text in sections if text.strip())
     return f"# Task {plan.iteration_id}\n\n{body}\n"
+
+
+def _refusal(context: AgentContext) -> str:
+    return (
+        f"## Round {context.round}: the kernel refused your change\n\n"
+        "Your change is still in the working tree (with the kernel's own formatting repairs). "
+        "The kernel judged it and refused it; its evidence:\n\n"
+        + quote(f"refusal before round {context.round}", context.feedback)
+        + "\n\nFix what the evidence names, in the same working tree, within the files you may "
+        "change. Do not start over, and do not weaken tests to get past it.\n"
+    )
+
+
+def render_for(plan: IterationPlan, context: AgentContext, *, resumes: bool) -> str:
+    """The prompt of one run: the whole prompt on the first round; on a repair round the
+    refusal's evidence, alone when the tool continues its own session (it still has the task),
+    after the whole prompt when it starts afresh."""
+    if context.round <= 1 or not context.feedback:
+        return render_prompt(plan)
+    if not resumes:
+        return render_prompt(plan) + "\n" + _refusal(context)
+    protected = ", ".join(code(p) for p in plan.protected_paths) or "`kernel/`, `seed.py`"
+    commands = _commands(plan)
+    return (
+        f"# Task {plan.iteration_id}, round {context.round}\n\n"
+        + _refusal(context)
+        + (f"\n## How to check it yourself\n\n{commands}\n" if commands else "")
+        + "\n## Rules\n\n"
+        + RULES.substitute(protected=protected)
+    )

@@ -247,6 +247,24 @@ def _agent(record: IterationRecord) -> list[str]:
     return lines
 
 
+def _rounds(record: IterationRecord) -> list[str]:
+    if not record.rounds:
+        return []
+    lines = [
+        "",
+        "## Rounds",
+        "",
+        "The kernel refused a change and the agent got another round:",
+        "",
+    ]
+    for r in record.rounds:
+        verdict = r.outcome.value + (f" {r.failure_category.value}" if r.failure_category else "")
+        how = ", continuing its session" if r.resumed else ""
+        used = f", {r.tokens_used} tokens, ${r.cost_usd:.4f}" if r.tokens_used or r.cost_usd else ""
+        lines.append(f"- Round {r.number}: {verdict}{how}{used}: {md(r.reason)}")
+    return lines
+
+
 def _proof(record: IterationRecord) -> list[str]:
     lines: list[str] = []
     if record.verdicts:
@@ -309,6 +327,7 @@ def render_record(record: IterationRecord) -> str:
     if record.plan is not None:
         lines += _plan(record.plan)
     lines += _agent(record)
+    lines += _rounds(record)
     lines += _proof(record)
     lines += _time(record)
     lines += _files(record)

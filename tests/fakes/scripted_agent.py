@@ -19,6 +19,8 @@ It runs in the worktree (cwd) and performs the script's steps in order:
   {"mkfiles": "dir", "count": 500}        create COUNT small files in dir
   {"flood": 104857600}                    write this many bytes to stdout, in 1 MiB chunks
   {"sparse": "path", "size": N}           a sparse file of apparent size N (truncate)
+A script may hold "rounds": [[steps of round 1], [steps of round 2], ...] instead of "steps":
+the kernel's SEED_ROUND picks the list (a repair round after the kernel refused the change).
 Any step with "may_fail": true goes on when it fails (an adversary trying what the sandbox
 forbids); the failure is appended to SEED_AGENT_TRACE's folder as failures.txt if set.
 Each run appends its argv and SEED_* environment to SEED_AGENT_TRACE if that is set.
@@ -52,7 +54,12 @@ def main(argv: list[str]) -> int:
                 )
                 + "\n"
             )
-    steps: list[dict[str, Any]] = script["steps"]
+    if "rounds" in script:
+        turn = int(os.environ.get("SEED_ROUND", "1"))
+        rounds: list[list[dict[str, Any]]] = script["rounds"]
+        steps: list[dict[str, Any]] = rounds[min(turn, len(rounds)) - 1]
+    else:
+        steps = script["steps"]
     for step in steps:
         try:
             code = _step(step)

@@ -128,7 +128,7 @@ def test_real_mini_fixes_a_failing_test_through_seed_once(tmp_path: Path, mini_b
     (bin_dir / "mini").symlink_to(mini_bin / "mini")
     with serving() as model:
         config = (
-            '[agent]\nbackend = "mini"\nmodel = "openai/fake-model"\n'
+            '[agent]\nbackend = "mini"\nmodel = "openai/fake-model"\nrepair_rounds = 0\n'
             f'api_base = "{model.url}"\n'
             'env = ["OPENAI_API_KEY", "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT"]\n'
             '[agent.prices."fake-model"]\ninput = 1.0\noutput = 2.0\n'

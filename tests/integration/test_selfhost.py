@@ -52,7 +52,8 @@ def _configure(clone: Path, tmp_path: Path, scripts: list[list[dict[str, Any]]])
     )
     argv = json.dumps([sys.executable, str(runner)])
     (clone / "seed.toml").write_text(
-        f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = 300\n{QUALITY}'
+        f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = 300\nrepair_rounds = 0\n'
+        f"{QUALITY}"
     )
 
 

@@ -1,0 +1,65 @@
+"""Repair before throwing work away: the kernel's own fixers, then repair rounds for the agent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_ratchet import BUGGY, TOOLS
+from tests.support import agent_config, git, make_repo, records, seed
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+WRONG_AND_UGLY = {"replace": "calc.py", "old": "return a - b", "new": "return  a  *  b"}
+"""Round 1: a formatting nit ruff format repairs, and a fix that leaves the test failing."""
+RIGHT = {"replace": "calc.py", "old": "return a * b", "new": "return a + b"}
+"""Round 2 edits the repaired line: it only matches if the repair was written back."""
+
+
+def test_a_formatting_nit_is_repaired_and_a_failing_test_is_fixed_in_round_two(
+    tmp_path: Path,
+) -> None:
+    config = agent_config(tmp_path, [], extra=TOOLS, rounds=[[WRONG_AND_UGLY], [RIGHT]])
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = records(repo)
+    assert record["outcome"] == "SUCCESS"
+    first, second = record["rounds"]
+    assert (first["number"], first["outcome"]) == (1, "ROLLBACK")
+    assert (
+        first["failure_category"] in ("TEST_REGRESSION", "UNKNOWN") or "test_add" in first["reason"]
+    )
+    assert (second["number"], second["outcome"], second["resumed"]) == (2, "SUCCESS", False)
+    landed = git(repo, "show", "HEAD:calc.py")
+    assert "    return a + b\n" in landed
+    assert git(repo, "rev-parse", "HEAD~1").strip() == head
+    folder = repo / "history" / record["iteration_id"]
+    follow_up = (folder / "prompt-round-2.md").read_text()
+    assert "## Round 2: the kernel refused your change" in follow_up
+    assert "tests/test_calc.py::test_add" in follow_up  # the evidence the agent acts on
+    assert (folder / "agent-round-2.log").exists() and (folder / "agent.log").exists()
+    report = (folder / "report.md").read_text()
+    assert "Round 1" in report and "Round 2" in report
+
+
+def test_rounds_stop_at_the_limit_and_the_last_round_decides(tmp_path: Path) -> None:
+    still_wrong = {"append": "calc.py", "text": "\n# still wrong\n"}
+    config = agent_config(tmp_path, [], extra=TOOLS, rounds=[[WRONG_AND_UGLY], [still_wrong]])
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    [record] = records(repo)
+    assert record["outcome"] == "ROLLBACK"
+    assert [r["outcome"] for r in record["rounds"]] == ["ROLLBACK", "ROLLBACK"]
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    trace = json.dumps(record["rounds"])
+    assert "test_add" in trace
