@@ -34,6 +34,7 @@ def lint_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         **SAMPLE,
         "calc.py": "import os\n\n\n" + SAMPLE["calc.py"],
         "ROADMAP.md": "# Soon\n- [ ] add a sub function\n",
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F"]\n',  # ruff takes part: F401 counts
     }
     return make_repo(
         tmp_path_factory.mktemp("cli") / "repo", files, '[agent]\nbackend = "ruff-fix"\n'
