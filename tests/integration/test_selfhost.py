@@ -374,3 +374,24 @@ def _cmdlines() -> list[str]:
             except (OSError, UnicodeDecodeError):
                 continue
     return found
+
+
+def test_a_fresh_clone_measures_itself_clean(tmp_path: Path) -> None:
+    # its own seed.toml and test selection: every test file collects (the test extras are
+    # seen), and nothing is a gap on a clean main
+    clone = _clone(tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "gaps", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=seed_env(),
+        stdin=subprocess.DEVNULL,
+        cwd=clone,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    quality = [g["key"] for g in report["gaps"] if g["category"] == "quality"]
+    assert quality == [], quality
+    assert (clone / "history" / ".gitkeep").is_file()
+    assert git(clone, "status", "--porcelain", "--untracked-files=all").strip() == ""

@@ -1,0 +1,48 @@
+"""seed.py bootstraps what the command needs: on itself, the daemon measures its own tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.support import SEED_HOME
+
+
+def _entry() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("seed_entry", SEED_HOME / "seed.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("argv", "tests"),
+    [
+        ([], True),  # `python seed.py`: the daemon on this repository
+        (["once"], True),
+        (["--root", str(SEED_HOME), "gaps"], True),
+        ([f"--root={SEED_HOME}", "plan"], True),
+        (["--root", "/elsewhere", "run"], False),
+        (["status"], False),
+        (["test"], True),
+        (["--root", "/elsewhere", "test"], True),
+    ],
+)
+def test_the_test_extras_are_bootstrapped_when_the_daemon_measures_itself(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], tests: bool
+) -> None:
+    entry = _entry()
+    asked: list[bool] = []
+    monkeypatch.setattr(entry, "ensure", lambda _argv, *, tests, allowed: asked.append(tests))
+    monkeypatch.setattr(sys, "argv", ["seed.py", *argv])
+    import kernel.cli
+
+    monkeypatch.setattr(kernel.cli, "main", lambda _argv: 0)
+    assert entry.main() == 0
+    assert asked == [tests]
+    assert Path(str(entry.__file__)).parent == SEED_HOME
