@@ -63,3 +63,38 @@ def test_rounds_stop_at_the_limit_and_the_last_round_decides(tmp_path: Path) -> 
     assert git(repo, "rev-parse", "HEAD").strip() == head
     trace = json.dumps(record["rounds"])
     assert "test_add" in trace
+
+
+def test_an_allowlist_miss_gets_a_round_and_a_sandbox_violation_never(tmp_path: Path) -> None:
+    task = '+++\nallowed = ["calc.py"]\n+++\nMake add() add.\n'
+    stray = {"write": "notes.md", "text": "outside the allowlist\n"}
+    back = {"delete": "notes.md"}
+    config = agent_config(
+        tmp_path,
+        [],
+        extra=TOOLS,
+        rounds=[
+            [stray, {"replace": "calc.py", "old": "return a - b", "new": "return a + b"}],
+            [back],
+        ],
+    )
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+    (repo / "inbox").mkdir()
+    (repo / "inbox" / "task.md").write_text(task)
+    result = seed(repo, "once")
+    [record] = records(repo)
+    assert [(r["outcome"], r["failure_category"]) for r in record["rounds"]] == [
+        ("ROLLBACK", "ALLOWLIST_VIOLATION"),
+        ("SUCCESS", None),
+    ], result.stderr[-3000:]
+    assert (
+        "notes.md" in (repo / "history" / record["iteration_id"] / "prompt-round-2.md").read_text()
+    )
+
+    protected = {"write": "seed.py", "text": "# the kernel's own entry point, rewritten\n"}
+    config = agent_config(tmp_path, [], extra=TOOLS, rounds=[[protected], [back]])
+    repo = make_repo(tmp_path / "other", BUGGY, config)
+    result = seed(repo, "once")
+    assert result.returncode == 3, result.stderr[-3000:]
+    [record] = records(repo)
+    assert record["failure_category"] == "SANDBOX_VIOLATION" and record["rounds"] == []
