@@ -89,7 +89,9 @@ class QualityConfig(_Section):
     pytest_args: list[str] = Field(default_factory=list[str])
     """Extra pytest arguments (test selection) for the daemon's test runs."""
     ruff_select: list[str] = Field(default_factory=lambda: ["E4", "E7", "E9", "F"])
-    """Rule selection when `tools` names ruff and the target has no ruff configuration."""
+    """Rules when the target's ruff configuration selects none (ruff's long-standing defaults,
+    whatever the installed ruff's are), or `tools` names ruff for a target with no ruff
+    configuration."""
     tool_timeout_s: float = Field(default=900.0, gt=0)
     """Seconds one measurement (a pytest run, a pyright run) may take."""
 

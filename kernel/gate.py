@@ -190,6 +190,12 @@ def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: Qualit
     ruff_doc["tool"]["ruff"] = {
         k: v for k, v in ruff_doc["tool"]["ruff"].items() if k not in RUFF_WRITE_SETTINGS
     }
+    own = cast(dict[str, Any], ruff_doc["tool"]["ruff"])
+    lint = own.get("lint")
+    if "select" not in own and not (isinstance(lint, dict) and "select" in lint):
+        # no selection of its own: the long-standing defaults, never those of ruff's version
+        own["lint"] = {**(cast(dict[str, Any], lint) if isinstance(lint, dict) else {})}
+        own["lint"]["select"] = list(quality.ruff_select if adopted.own_ruff else SMALL_RUFF)
     ruff_config.write_text(tomli_w.dumps(ruff_doc), encoding="utf-8")
     pyright: dict[str, Any] = {}
     own_pyright = read("pyrightconfig.json")

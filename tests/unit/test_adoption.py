@@ -87,3 +87,23 @@ def test_an_unconfigured_target_is_judged_by_the_small_rule_set_and_offers_no_fo
     assert fmt is not None and fmt.advisory and [d.file for d in fmt.diagnostics] == ["a.py"]
     gaps = ANALYZER.analyze(AnalysisInput(measurements=m, now=datetime.now(UTC)))
     assert [g.key for g in gaps] == ["ruff:c.py:F821"]
+
+
+def test_a_ruff_config_without_a_selection_gets_the_long_standing_defaults(tmp_path: Path) -> None:
+    # the installed ruff's own defaults change between versions (0.17 enables pylint rules)
+    root = make_repo(
+        tmp_path / "repo",
+        {
+            "pyproject.toml": '[tool.ruff]\nline-length = 90\n\n[tool.ruff.lint]\nextend-select = ["I"]\n',
+            "a.py": "import subprocess\nimport os\n\nsubprocess.run(['x'])\n",
+        },
+    )
+    gate = freeze_gate(root, tmp_path / "gate", QualityConfig())
+    text = gate.ruff_config.read_text()
+    assert (
+        'select = [\n    "E4",\n    "E7",\n    "E9",\n    "F",\n]' in text
+        and "line-length = 90" in text
+    )
+    m = measure(root, target_for(root, strict=()), gate, tmp_path / "work")
+    ruff = m.get(Tool.RUFF)
+    assert ruff is not None and sorted(d.rule for d in ruff.diagnostics) == ["F401", "I001"]
