@@ -25,7 +25,9 @@ def main(argv: list[str]) -> int:
     sys.stderr.write(done.stderr)
     result = os.environ.get("SEED_RESULT_FILE")
     if result:
-        summary = f"applied {os.path.basename(patch)}" if done.returncode == 0 else "git apply failed"
+        summary = (
+            f"applied {os.path.basename(patch)}" if done.returncode == 0 else "git apply failed"
+        )
         with open(result, "w", encoding="utf-8") as handle:
             json.dump({"summary": summary, "tokens_used": 0, "cost_usd": 0.0}, handle)
     return done.returncode
