@@ -70,6 +70,8 @@ class Result:
     failure_category: str = ""
     reason: str = ""
     gap: str = ""
+    gap_is_case: bool | None = None
+    """Whether the gap seed chose is one of the case's failing tests."""
     allowed_paths: list[str] = field(default_factory=list[str])
     recall: float | None = None
     seconds: float = 0.0
@@ -127,10 +129,31 @@ def pytest_config(tree: Path) -> str:
     return ""
 
 
+def configured_pythonpath(tree: Path, name: str) -> list[str]:
+    """The `pythonpath` entries the pytest config file `name` already has."""
+    if not name:
+        return []
+    text = (tree / name).read_text(encoding="utf-8")
+    if name.endswith(".toml"):
+        tool = (
+            tomllib.loads(text).get("tool", {}) if name == "pyproject.toml" else tomllib.loads(text)
+        )
+        table = tool.get("pytest", {}) if isinstance(tool, dict) else {}
+        table = table.get("ini_options", table) if isinstance(table, dict) else {}
+        value = table.get("pythonpath", []) if isinstance(table, dict) else []
+        return [value] if isinstance(value, str) else [str(v) for v in value]
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    section = "tool:pytest" if name == "setup.cfg" else "pytest"
+    return parser.get(section, "pythonpath", fallback="").split()
+
+
 def add_pythonpath(tree: Path, entry: str) -> str:
     """Put `entry` on pytest's `pythonpath` in the config file pytest uses (a src layout
-    whose package is not installed); returns the file changed."""
+    whose package is not installed); returns the file changed ("" when it was there)."""
     name = pytest_config(tree)
+    if entry in configured_pythonpath(tree, name):
+        return ""
     if name in ("", "pyproject.toml"):
         path = tree / "pyproject.toml"
         text = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -279,6 +302,8 @@ def run_one(
         result.reason = str(record.get("reason") or "")[:300]
         gap = record.get("gap") or {}
         result.gap = str(gap.get("key") or "")
+        if result.gap:
+            result.gap_is_case = result.gap.removeprefix("pytest:") in case.failing
         plan = plan_of(tree, str(record.get("iteration_id") or ""))
         if plan:
             result.allowed_paths = list(plan.get("allowed_paths") or [])
@@ -308,6 +333,7 @@ def summarise(results: list[Result]) -> dict[str, Any]:
         "mean_allowlist_recall": sum(recalls) / len(recalls) if recalls else None,
         "halts": sum(r.exit_code == EXIT_HALTED for r in results),
         "halts_on_honest": sum(r.exit_code == EXIT_HALTED for r in honest),
+        "gap_not_the_case": sum(r.gap_is_case is False for r in results),
         "errors": sum(bool(r.error) for r in results),
     }
 
@@ -318,15 +344,16 @@ def _rate(value: float | None) -> str:
 
 def markdown(results: list[Result], summary: dict[str, Any]) -> str:
     out = [
-        "| case | variant | exit | outcome | category | recall | s | note |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case | variant | exit | outcome | category | gap is the case's | recall | s | note |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         note = (r.error or r.reason).replace("|", "/").replace("\n", " ")[:90]
         rec = "" if r.recall is None else f"{r.recall:.2f}"
+        gap = "" if r.gap_is_case is None else ("yes" if r.gap_is_case else f"no: {r.gap}")
         out.append(
             f"| {r.case} | {r.variant} | {r.exit_code} | {r.outcome} | {r.failure_category} "
-            f"| {rec} | {r.seconds:.0f} | {note} |"
+            f"| {gap} | {rec} | {r.seconds:.0f} | {note} |"
         )
     out += [
         "",
@@ -336,6 +363,7 @@ def markdown(results: list[Result], summary: dict[str, Any]) -> str:
         f"({_rate(summary['refusal_rate'])})",
         f"- mean allowlist recall (honest runs): {_rate(summary['mean_allowlist_recall'])}",
         f"- halts (exit 3): {summary['halts']} ({summary['halts_on_honest']} on honest fixes)",
+        f"- runs where seed chose another gap than the case's tests: {summary['gap_not_the_case']}",
         f"- runner errors: {summary['errors']}",
     ]
     return "\n".join(out)
