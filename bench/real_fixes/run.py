@@ -59,6 +59,8 @@ class Case:
     traceback_names_fix: bool
     description: str
     pythonpath: str = ""
+    requires: list[str] = field(default_factory=list[str])
+    """Modules the target's tests import beyond pytest (test-only dependencies)."""
 
 
 @dataclass
@@ -211,8 +213,23 @@ def make_patch(tree: Path, case: Case, variant: str, out: Path) -> None:
     out.write_text(text, encoding="utf-8")
 
 
+def missing_modules(python: str, modules: list[str]) -> list[str]:
+    """The modules `python` cannot import."""
+    missing: list[str] = []
+    for module in modules:
+        probe = subprocess.run(
+            [python, "-c", f"import {module}"], capture_output=True, check=False, timeout=60
+        )
+        if probe.returncode != 0:
+            missing.append(module)
+    return missing
+
+
 def build(case: Case, variant: str, clones: Path, work: Path, target_python: str) -> Path:
     """The target repository for one run: parent + test part, seed config, all committed."""
+    missing = missing_modules(target_python, ["pytest", *case.requires])
+    if missing:
+        raise RuntimeError(f"{target_python} cannot import {', '.join(missing)}: pip install them")
     folder = work / f"{case.id}-{variant}"
     if folder.exists():
         shutil.rmtree(folder)
