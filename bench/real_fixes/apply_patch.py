@@ -2,7 +2,8 @@
 
 seed runs it as `[agent] backend = "command"` with the iteration's worktree as the working
 directory. It uses `git apply` (no index, so it works in a worktree or a plain tree) and
-writes a one-line summary to SEED_RESULT_FILE when seed asks for one.
+writes a one-line summary to SEED_RESULT_FILE when seed asks for one. A patch that is applied
+already (a repair round in the same worktree) is left as it is: exit 0, nothing changed.
 """
 
 from __future__ import annotations
@@ -18,19 +19,28 @@ def main(argv: list[str]) -> int:
         print("usage: apply_patch.py PATCHFILE", file=sys.stderr)
         return 2
     patch = argv[0]
-    done = subprocess.run(
-        ["git", "apply", "--whitespace=nowarn", patch], capture_output=True, text=True, check=False
-    )
-    sys.stdout.write(done.stdout)
-    sys.stderr.write(done.stderr)
+    if _git_apply("--reverse", "--check", patch).returncode == 0:
+        # a later round in the same worktree (seed's repair rounds): the change is in place
+        # already, and the scripted agent has nothing better to offer
+        code, summary = 0, f"{os.path.basename(patch)} is applied already; nothing to add"
+    else:
+        done = _git_apply(patch)
+        sys.stdout.write(done.stdout)
+        sys.stderr.write(done.stderr)
+        code = done.returncode
+        summary = f"applied {os.path.basename(patch)}" if code == 0 else "git apply failed"
+    print(summary)
     result = os.environ.get("SEED_RESULT_FILE")
     if result:
-        summary = (
-            f"applied {os.path.basename(patch)}" if done.returncode == 0 else "git apply failed"
-        )
         with open(result, "w", encoding="utf-8") as handle:
             json.dump({"summary": summary, "tokens_used": 0, "cost_usd": 0.0}, handle)
-    return done.returncode
+    return code
+
+
+def _git_apply(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "apply", "--whitespace=nowarn", *args], capture_output=True, text=True, check=False
+    )
 
 
 if __name__ == "__main__":
