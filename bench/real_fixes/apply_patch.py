@@ -2,8 +2,9 @@
 
 seed runs it as `[agent] backend = "command"` with the iteration's worktree as the working
 directory. It uses `git apply` (no index, so it works in a worktree or a plain tree) and
-writes a one-line summary to SEED_RESULT_FILE when seed asks for one. A patch that is applied
-already (a repair round in the same worktree) is left as it is: exit 0, nothing changed.
+writes a one-line summary to SEED_RESULT_FILE when seed asks for one. In a repair round
+(SEED_ROUND > 1, the same worktree) or when the patch is applied already it changes nothing
+and exits 0: a replayed fix has nothing better to offer.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ def main(argv: list[str]) -> int:
         print("usage: apply_patch.py PATCHFILE", file=sys.stderr)
         return 2
     patch = argv[0]
-    if _git_apply("--reverse", "--check", patch).returncode == 0:
-        # a later round in the same worktree (seed's repair rounds): the change is in place
-        # already, and the scripted agent has nothing better to offer
+    if int(os.environ.get("SEED_ROUND") or 1) > 1:
+        # a repair round in the same worktree: the change is in place already (perhaps
+        # reformatted by the kernel), and a scripted agent has nothing better to offer
+        code, summary = 0, "the patch was applied in round 1; nothing to add"
+    elif _git_apply("--reverse", "--check", patch).returncode == 0:
         code, summary = 0, f"{os.path.basename(patch)} is applied already; nothing to add"
     else:
         done = _git_apply(patch)
