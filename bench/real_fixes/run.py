@@ -61,6 +61,10 @@ class Case:
     pythonpath: str = ""
     requires: list[str] = field(default_factory=list[str])
     """Modules the target's tests import beyond pytest (test-only dependencies)."""
+    env_pythonpath: bool = False
+    """The package is one pytest imports itself (packaging): `pythonpath` must be on
+    PYTHONPATH before pytest starts, so seed is given a wrapper interpreter that puts it there
+    (the pytest option comes too late: the installed copy is imported already)."""
 
 
 @dataclass
@@ -251,6 +255,8 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
     commit_all(tree, f"tests for the bug ({case.id})")
     patch = folder / f"{variant}.patch"
     make_patch(tree, case, variant, patch)
+    if case.env_pythonpath:
+        target_python = wrapper_python(folder, target_python, case.pythonpath)
     (tree / "seed.toml").write_text(seed_toml(patch, target_python), encoding="utf-8")
     init = subprocess.run(
         [*seed_command(), "--root", str(tree), "init"], capture_output=True, text=True, check=False
@@ -259,6 +265,18 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
         raise RuntimeError(f"seed init failed: {(init.stdout + init.stderr).strip()[:400]}")
     commit_all(tree, "seed config for the benchmark")
     return tree
+
+
+def wrapper_python(folder: Path, python: str, entry: str) -> str:
+    """An interpreter that runs python with <cwd>/entry first on PYTHONPATH after what seed
+    puts there (seed runs the target's tests with the tree as the working directory)."""
+    path = folder / "python"
+    path.write_text(
+        f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}$PWD/{entry}" exec {python} "$@"\n',
+        encoding="utf-8",
+    )
+    path.chmod(0o755)
+    return str(path)
 
 
 def seed_command() -> list[str]:
