@@ -98,6 +98,15 @@ def module_of(path: str, fs: FileSystemPort) -> str | None:
     return None
 
 
+def package_of(path: str, fs: FileSystemPort) -> str | None:
+    """The Python package a source file belongs to (its folder, when that holds an
+    __init__.py): a fix often spans the package's modules beyond the ones a test ran."""
+    parent = PurePosixPath(path).parent
+    if not path.endswith(".py") or is_test_path(path) or str(parent) in ("", "."):
+        return None
+    return str(parent) if fs.is_file(f"{parent}/__init__.py") else None
+
+
 def globs_for_tests(path: str) -> tuple[str, ...]:
     """Globs for the tests of a source file (the file itself when it is a test)."""
     if is_test_path(path):
@@ -120,7 +129,8 @@ def derive(
     *,
     wide: bool,
 ) -> tuple[str, ...]:
-    """The allowlist for a gap's files: the files; when wide, also their module folders and tests."""
+    """The allowlist for a gap's files: the files; when wide, also their module folders (or
+    their Python package) and tests."""
     out: list[str] = []
     for path in files:
         if path.endswith("/"):
@@ -129,7 +139,7 @@ def derive(
         out.append(path)
         if not wide:
             continue
-        module = module_of(path, fs)
+        module = module_of(path, fs) or package_of(path, fs)
         if module is not None:
             out.append(f"{module}/**")
         out.extend(globs_for_tests(path))

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from modules.planner.allowlist import clean_path, covered, derive, globs_for_tests, module_of
+from modules.planner.allowlist import (
+    clean_path,
+    covered,
+    derive,
+    globs_for_tests,
+    module_of,
+    package_of,
+)
 from modules.planner.tests.factory import (
     fs,
     inbox_gap,
@@ -113,3 +120,19 @@ def test_the_planners_globs_agree_with_the_kernels() -> None:
                 pattern,
                 path,
             )
+
+
+def test_a_source_file_brings_its_package_but_never_the_root_or_a_test_folder() -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "",
+        "loose/b.py": "",
+        "top.py": "",
+        "tests/t.py": "",
+    }
+    assert package_of("pkg/a.py", fs(files)) == "pkg"
+    assert package_of("loose/b.py", fs(files)) is None  # a folder without __init__.py
+    assert package_of("top.py", fs(files)) is None
+    assert package_of("tests/t.py", fs(files)) is None
+    assert "pkg/**" in derive(["pkg/a.py"], fs(files), (), wide=True)
+    assert "pkg/**" not in derive(["pkg/a.py"], fs(files), (), wide=False)
