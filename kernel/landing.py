@@ -27,7 +27,7 @@ from kernel.measure import run_pytest
 from kernel.recording import Recorder
 from kernel.repair import repair
 from kernel.selfcheck import selfcheck
-from kernel.verify import Verification, verify
+from kernel.verify import Verification, gap_tests_first, verify
 
 STEADY_RUNS = 3
 """Runs in a row, each a fresh process, that the gap's own tests must pass before landing."""
@@ -246,6 +246,14 @@ class Lander:
         root = ctx.paths.root
         work = ctx.paths.runs / "pytest"
         timeout = ctx.config.quality.tool_timeout_s
+        nodes = [a for c in attempt.plan.criteria if c.check == CheckName.PYTEST for a in c.args]
+        if nodes:
+            # the gap's own tests first: a candidate that leaves them failing is refused now
+            early = gap_tests_first(
+                attempt.plan, run_pytest(place(), ctx.target, work, timeout, sorted(set(nodes)))
+            )
+            if early is not None:
+                return early
         after, _ = measure_cached(
             ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
         )

@@ -435,3 +435,33 @@ def verify(
     else:
         result.reason = "every criterion passed and nothing new broke"
     return result
+
+
+def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | None:
+    """A refusal from the gap's own tests alone, run before anything else (None: they pass,
+    or could not tell, and the full verification decides). A candidate whose gap tests still
+    fail is refused in the time those tests take, not the whole suite's."""
+    criteria = [c for c in plan.criteria if c.check == CheckName.PYTEST and c.args]
+    if not criteria or not first.ran:
+        return None
+    if any(n not in first.collected for c in criteria for n in c.args):
+        return None  # a test gone is the full verification's to judge (HYGIENE_VIOLATION)
+    after = Measurements(items=(first,))
+    result = Verification(passed=True)
+    for criterion in criteria:
+        verdict = check_criterion(criterion, plan, Measurements(), after, (), Path("."), None)
+        if verdict.passed:
+            continue
+        result.verdicts.append(verdict)
+        result.evidence.append(
+            f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}"
+        )
+    if not result.verdicts:
+        return None
+    failing = _failed_ids(first)
+    result.failures = [d for d in first.diagnostics if d.node_id in failing]
+    result.passed = False
+    result.category = FailureCategory.TEST_REGRESSION
+    result.reason = result.evidence[0]
+    result.evidence.append("judged on the gap's own tests first: the whole suite did not run")
+    return result
