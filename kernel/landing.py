@@ -247,13 +247,14 @@ class Lander:
         work = ctx.paths.runs / "pytest"
         timeout = ctx.config.quality.tool_timeout_s
         nodes = [a for c in attempt.plan.criteria if c.check == CheckName.PYTEST for a in c.args]
+        passed_first = False
         if nodes:
             # the gap's own tests first: a candidate that leaves them failing is refused now
-            early = gap_tests_first(
-                attempt.plan, run_pytest(place(), ctx.target, work, timeout, sorted(set(nodes)))
-            )
+            first = run_pytest(place(), ctx.target, work, timeout, sorted(set(nodes)))
+            early = gap_tests_first(attempt.plan, first)
             if early is not None:
                 return early
+            passed_first = first.ran and not _failed(first)
         after, _ = measure_cached(
             ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
         )
@@ -280,6 +281,15 @@ class Lander:
             rerun=rerun,
             selfcheck=boot if wants_boot else None,
         )
+        flipped = [v for v in verification.verdicts if v.check == CheckName.PYTEST and not v.passed]
+        if passed_first and flipped and not verification.passed:
+            # the gap's tests passed on their own and failed in the suite: the same tree flips
+            verification.category = FailureCategory.FLAKY_TEST
+            verification.evidence.insert(
+                0,
+                f"flaky: the gap's tests passed in their own run, then failed: {flipped[0].evidence}",
+            )
+            verification.reason = verification.evidence[0]
         if verification.passed:
             verification = self._steady(attempt, place, verification)
         return verification

@@ -281,6 +281,7 @@ def check_criterion(
     touched: Sequence[str],
     tree: Path,
     selfcheck: Callable[[], tuple[bool, str]] | None,
+    excused: frozenset[str] = frozenset(),
 ) -> CriterionVerdict:
     """The verdict on one criterion, from measurements the kernel made itself."""
 
@@ -332,7 +333,9 @@ def check_criterion(
             return verdict(
                 False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
             )
-        fresh = new_findings(baseline.get(Tool.PYTEST), pytest)
+        fresh = [
+            d for d in new_findings(baseline.get(Tool.PYTEST), pytest) if d.node_id not in excused
+        ]
         if fresh:
             return verdict(False, describe(fresh[0]))
         return verdict(True, f"{len(pytest.collected)} tests collected, no new failure")
@@ -368,6 +371,7 @@ def verify(
     result = Verification(passed=True)
     categories: list[FailureCategory] = []
     notes: list[str] = []  # said after everything else, so a note never becomes the reason
+    excused: set[str] = set()  # pre-existing or flaky: judged by the re-run, not as regressions
     for m in after.items:
         before = baseline.get(m.tool)
         if before is not None and before.ran and not m.ran:
@@ -382,14 +386,18 @@ def verify(
             )
             if suspects:
                 failed_before, failed_after = rerun(suspects)
-                flaky = {n for n in suspects if n in failed_before or n not in failed_after}
+                # failing on the baseline too: pre-existing, not the change's (and not flaky)
+                earlier = {n for n in suspects if n in failed_before}
+                flaky = {n for n in suspects if n not in earlier and n not in failed_after}
+                excused |= earlier | flaky  # judged here: the suite's criterion leaves them
+                notes += [f"pre-existing: {n} fails on the baseline too" for n in sorted(earlier)]
                 if flaky:
                     categories.append(FailureCategory.FLAKY_TEST)
                     result.evidence += [
-                        f"flaky: {n} (failed on the baseline too, or passed on a re-run)"
+                        f"flaky: {n} (failed, then passed on a re-run of the same tree)"
                         for n in sorted(flaky)
                     ]
-                    fresh = [d for d in fresh if d.node_id not in flaky]
+                fresh = [d for d in fresh if d.node_id not in flaky | earlier]
         for d in fresh:
             categories.append(_category(d))
             result.failures.append(d)
@@ -409,7 +417,9 @@ def verify(
                     + (f" (+{len(lost.unstable) - 5} more)" if len(lost.unstable) > 5 else "")
                 )
     for criterion in plan.criteria:
-        verdict = check_criterion(criterion, plan, baseline, after, touched, tree, selfcheck)
+        verdict = check_criterion(
+            criterion, plan, baseline, after, touched, tree, selfcheck, frozenset(excused)
+        )
         result.verdicts.append(verdict)
         if not verdict.passed:
             result.evidence.append(
