@@ -37,6 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kernel.pytest_run import config_file
+
 HERE = Path(__file__).resolve().parent
 SEED_ROOT = HERE.parent.parent
 CASES = HERE / "cases.toml"
@@ -113,26 +115,8 @@ def commit_all(tree: Path, message: str) -> None:
 
 
 def pytest_config(tree: Path) -> str:
-    """The file pytest (and so seed) takes its configuration from, as kernel/pytest_run.py
-    finds it; "" when there is none."""
-    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
-        if (tree / name).is_file():
-            return name
-    try:
-        tool = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8")).get("tool", {})
-        if isinstance(tool, dict) and "pytest" in tool:
-            return "pyproject.toml"
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        pass
-    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(tree / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_section(section):
-            return name
-    return ""
+    """The file pytest (and so seed) takes its configuration from; "" when there is none."""
+    return config_file(tree)
 
 
 def configured_pythonpath(tree: Path, name: str) -> list[str]:
