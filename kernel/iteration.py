@@ -319,7 +319,7 @@ class Iteration:
             record = runner.execute(attempt, spec)
             if record is not None:
                 return record
-            verdict = lander.inspect_and_land(attempt, baseline, retry=left > 0)
+            verdict = lander.inspect_and_land(attempt, baseline, retry=left > 0 and _room(attempt))
             if isinstance(verdict, IterationRecord):
                 return verdict
             left -= 1
@@ -373,6 +373,16 @@ class Iteration:
         )
 
     # -- execute, inspect, verify, land -------------------------------------------
+
+
+def _room(attempt: Attempt) -> bool:
+    """Whether the iteration's budget leaves room for another round (rounds share it)."""
+    used, budget = attempt.agent, attempt.plan.budget
+    if used is None:
+        return True
+    spent_tokens = budget.max_tokens and used.tokens_used >= budget.max_tokens
+    spent_cost = budget.max_cost_usd and used.cost_usd >= budget.max_cost_usd
+    return not (spent_tokens or spent_cost)
 
 
 UNSANDBOXED = ("ruff-fix", "none")

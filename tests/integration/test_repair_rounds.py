@@ -98,3 +98,17 @@ def test_an_allowlist_miss_gets_a_round_and_a_sandbox_violation_never(tmp_path: 
     assert result.returncode == 3, result.stderr[-3000:]
     [record] = records(repo)
     assert record["failure_category"] == "SANDBOX_VIOLATION" and record["rounds"] == []
+
+
+def test_no_round_once_the_iterations_budget_is_spent(tmp_path: Path) -> None:
+    paid = {"result": {"summary": "tried", "cost_usd": 2.0}}
+    budget = "\n[budget]\nmax_cost_usd_per_iteration = 2.0\nmax_cost_usd_per_day = 10.0\n"
+    config = agent_config(
+        tmp_path, [], extra=TOOLS + budget, rounds=[[WRONG_AND_UGLY, paid], [RIGHT]]
+    )
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+    result = seed(repo, "once")
+    assert result.returncode == 1, result.stderr[-3000:]
+    [record] = records(repo)
+    assert (record["outcome"], record["rounds"]) == ("ROLLBACK", [])
+    assert record["cost_usd"] == 2.0
