@@ -86,7 +86,12 @@ def test_status_json_round_trips(lint_repo: Path) -> None:
     assert result.returncode == 0, result.stderr
     status = DaemonStatus.model_validate_json(result.stdout)
     assert status.running is False and status.halted is False and status.root == str(lint_repo)
-    assert "not running" in seed(lint_repo, "status").stdout
+    shown = seed(lint_repo, "status").stdout
+    assert "not running" in shown
+    # which tools take part, and why: lint_repo configures ruff, not pyright or ruff format
+    assert status.tools[0] == "ruff: on (configured)"
+    assert "pyright: off (no [tool.pyright] or pyrightconfig.json)" in status.tools
+    assert "tools:       ruff: on (configured)" in shown
 
 
 def test_init_writes_config_gitignore_and_readmes_without_overwriting(tmp_path: Path) -> None:
