@@ -3,8 +3,9 @@
 seed runs it as `[agent] backend = "command"` with the iteration's worktree as the working
 directory. It uses `git apply` (no index, so it works in a worktree or a plain tree) and
 writes a one-line summary to SEED_RESULT_FILE when seed asks for one. In a repair round
-(SEED_ROUND > 1, the same worktree) or when the patch is applied already it changes nothing
-and exits 0: a replayed fix has nothing better to offer.
+(SEED_ROUND > 1, the same worktree) it changes nothing and exits 0: a replayed fix has
+nothing better to offer. (No "applied already" check in round 1: the reverse of a patch that
+only deletes lines applies to a file that still holds them, so it misfired.)
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ def main(argv: list[str]) -> int:
         # a repair round in the same worktree: the change is in place already (perhaps
         # reformatted by the kernel), and a scripted agent has nothing better to offer
         code, summary = 0, "the patch was applied in round 1; nothing to add"
-    elif _git_apply("--reverse", "--check", patch).returncode == 0:
-        code, summary = 0, f"{os.path.basename(patch)} is applied already; nothing to add"
     else:
         done = _git_apply(patch)
         sys.stdout.write(done.stdout)
