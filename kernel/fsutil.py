@@ -65,3 +65,15 @@ def unique_path(path: Path) -> Path:
         if not candidate.exists() and not candidate.is_symlink():
             return candidate
     raise FileExistsError(f"no free name next to {path}")
+
+
+def plain_file(root: Path, rel: str) -> bool:
+    """Whether root/rel is a regular file reached through no link (the file itself or any
+    folder on the way): writing to it cannot land outside root."""
+    real_root = os.path.realpath(root)
+    path = root / rel
+    return (
+        path.is_file()
+        and not path.is_symlink()
+        and os.path.realpath(path) == os.path.join(real_root, os.path.normpath(rel))
+    )

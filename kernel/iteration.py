@@ -30,6 +30,7 @@ from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
 from kernel.clamp import clamp_plan
 from kernel.context import Backend, Context
 from kernel.errors import HostError, Interrupted
+from kernel.fsutil import plain_file
 from kernel.globs import protected_patterns
 from kernel.journal import Journal
 from kernel.landing import Lander
@@ -332,9 +333,8 @@ class Iteration:
                 f"the agent gets round {len(attempt.rounds) + 1}"
             )
             for path, data in attempt.repaired.items():  # the kernel's repairs carry over
-                target = attempt.worktree / path
-                if target.is_file() and not target.is_symlink():
-                    target.write_bytes(data)
+                if plain_file(attempt.worktree, path):
+                    (attempt.worktree / path).write_bytes(data)
             attempt.repaired = {}
             context = self.agent_context(attempt.worktree).model_copy(
                 update={

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from domain import Measurements, Tool
 from kernel import procs, trees
+from kernel.fsutil import plain_file
 from kernel.gate import Gate
 from kernel.measure import ruff_binary, run_ruff
 from kernel.toolenv import tool_env
@@ -78,7 +79,8 @@ def repair(
 ) -> Repair:
     """Run the fixers on the touched Python files in `export` (holding `tree`): the new tree."""
     tools = gate.adoption.tools
-    files = sorted(f for f in touched if f.endswith(".py") and (export / f).is_file())
+    # the fixers run outside the sandbox: never on a file reached through a link
+    files = sorted(f for f in touched if f.endswith(".py") and plain_file(export, f))
     if not files:
         return Repair(tree)
     before = _read(export, files)

@@ -76,3 +76,26 @@ def test_tools_that_take_no_part_repair_nothing(tmp_path: Path) -> None:
         tmp_path, {"pyproject.toml": CONFIG, "a.py": NEAT}, {"a.py": agent}, only_tests
     )
     assert blob("a.py") == agent and fixed.notes == () and fixed.files == {}
+
+
+def test_a_touched_file_behind_a_link_is_never_repaired_through_it(tmp_path: Path) -> None:
+    # the kernel runs ruff outside the sandbox: a link in the agent's tree (as a file, or as a
+    # folder on the way) must not let it rewrite a file outside the export
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.py").write_text("import os\nx  =  1\n")
+    root = make_repo(tmp_path / "repo", {"pyproject.toml": CONFIG, "a.py": NEAT})
+    base = gitops.head(root)
+    assert base is not None
+    gate = freeze_gate(root, tmp_path / "gate", QualityConfig())
+    baseline = measure(root, target_for(root, strict=()), gate, tmp_path / "work")
+    (root / "lib.py").symlink_to(outside / "victim.py")
+    (root / "pkg").symlink_to(outside)
+    store = trees.ObjectStore(tmp_path / "store", root / ".git" / "objects")
+    candidate = trees.build_candidate(root, root, base, store)
+    place = Export(root, tmp_path / "exports", candidate.tree, "candidate", store)
+    touched = ["lib.py", "pkg/victim.py"]
+    fixed = repair(root, store, candidate.tree, place(), touched, baseline, gate, 60)
+    place.close()
+    assert (outside / "victim.py").read_text() == "import os\nx  =  1\n"
+    assert fixed.tree == candidate.tree and fixed.notes == () and fixed.files == {}
