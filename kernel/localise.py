@@ -9,10 +9,12 @@ passing tests of that run executed it too: the spectrum the planner ranks suspec
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
 from domain import Diagnostic, Executed, Measurement
+from kernel.fsutil import plain_file
 from kernel.pytest_run import PLUGIN_DIR, run_pytest
 from kernel.toolenv import Target
 
@@ -23,6 +25,8 @@ MAX_FILES = 40
 MAX_LINES = 1000
 """Lines kept per file and failing test."""
 TIMEOUT_S = 300.0
+MAX_DATA_BYTES = 256 * 1024 * 1024
+"""A larger coverage data file is not read (it is the sandboxed run's output, not the kernel's)."""
 
 
 def _failing(measurement: Measurement) -> list[Diagnostic]:
@@ -34,18 +38,27 @@ Raw = dict[str, dict[int, list[str]]]
 
 
 def read_contexts(data_file: Path, tree: Path) -> Raw:
-    """The per-test line data of a coverage file, for the project files under `tree`."""
+    """The per-test line data of a coverage file, for the project files under `tree`; {}
+    when the file is not coverage.py's (the sandboxed run wrote it: code under test can too)."""
     from coverage import CoverageData
+    from coverage.exceptions import CoverageException
 
-    data = CoverageData(basename=str(data_file))
-    data.read()
+    if not plain_file(data_file.parent, data_file.name):
+        return {}
+    if data_file.stat().st_size > MAX_DATA_BYTES:
+        return {}
     root = os.path.realpath(tree)
     raw: Raw = {}
-    for measured in sorted(data.measured_files()):
-        real = os.path.realpath(measured)
-        if real.startswith(root + os.sep) and not real.startswith(str(PLUGIN_DIR)):
-            rel = os.path.relpath(real, root).replace(os.sep, "/")
-            raw[rel] = {n: list(c) for n, c in data.contexts_by_lineno(measured).items()}
+    try:
+        data = CoverageData(basename=str(data_file))
+        data.read()
+        for measured in sorted(data.measured_files()):
+            real = os.path.realpath(measured)
+            if real.startswith(root + os.sep) and not real.startswith(str(PLUGIN_DIR)):
+                rel = os.path.relpath(real, root).replace(os.sep, "/")
+                raw[rel] = {n: list(c) for n, c in data.contexts_by_lineno(measured).items()}
+    except (OSError, sqlite3.Error, CoverageException):
+        return {}
     return raw
 
 

@@ -71,3 +71,24 @@ def test_nothing_failing_nothing_to_localise(tmp_path: Path) -> None:
     measured = measure(root, target, gate, tmp_path / "work").get(Tool.PYTEST)
     assert measured is not None
     assert localise(root, target, tmp_path / "work", measured) is measured
+
+
+def test_coverage_data_forged_by_the_code_under_test_is_set_aside(tmp_path: Path) -> None:
+    # the data file is written inside the sandboxed run: code under test can replace it with
+    # anything (here at exit, after coverage.py saved); the analysis goes on without it
+    forge = (
+        "import atexit, os\n\n\n"
+        "def _forge():\n"
+        "    with open(os.environ['SEED_COVER_DATA'], 'wb') as f:\n"
+        "        f.write(b'not a database' * 1000)\n\n\n"
+        "atexit.register(_forge)\n"
+    )
+    files = {**FILES, "tests/conftest.py": forge}
+    root = make_repo(tmp_path / "repo", files)
+    target = target_for(root, strict=(), tools=["pytest"])
+    gate = freeze_gate(root, tmp_path / "gate", QualityConfig(tools=["pytest"]))
+    measured = measure(root, target, gate, tmp_path / "work").get(Tool.PYTEST)
+    assert measured is not None
+    localised = localise(root, target, tmp_path / "work", measured)
+    [kilo] = [d for d in localised.diagnostics if d.node_id == "tests/test_api.py::test_kilo"]
+    assert localised.localised and kilo.executed == ()
