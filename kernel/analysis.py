@@ -24,6 +24,7 @@ from kernel.gate import freeze_gate_at
 from kernel.incremental import FULL, Scope, plan_scope, tree_delta
 from kernel.localise import localise
 from kernel.measure import Gate, measure
+from kernel.pytest_run import failed_ids
 
 _CACHE_KEEP = 32
 _FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
@@ -160,12 +161,7 @@ def measure_cached(
 
 def _unlocalised(measurements: Measurements) -> bool:
     pytest = measurements.get(Tool.PYTEST)
-    return (
-        pytest is not None
-        and pytest.ran
-        and not pytest.localised
-        and any(d.rule in ("failed", "error") for d in pytest.diagnostics)
-    )
+    return pytest is not None and pytest.ran and not pytest.localised and bool(failed_ids(pytest))
 
 
 def _measure(

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from domain import AcceptanceCriterion, CheckName, IterationPlan, PlanBudget
 from kernel.config import Config
+from kernel.gate import ALL_TOOLS
 from kernel.globs import matches, matches_any
 
 SELFCHECK_PATHS = ("modules", "domain")
@@ -36,7 +37,7 @@ def clamp_plan(
     config: Config,
     protected: Sequence[str],
     selfhost: bool,
-    tools: Sequence[str] = ("ruff", "ruff-format", "pyright", "pytest"),
+    tools: Sequence[str] = ALL_TOOLS,
 ) -> IterationPlan:
     """The plan as the kernel will run it, whatever the planner said."""
     allowed = tuple(

@@ -7,6 +7,7 @@ does not relax the judgement.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import posixpath
@@ -168,6 +169,7 @@ def json_lenient(text: str) -> dict[str, Any]:
 
 def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: QualityConfig) -> Gate:
     out_dir.mkdir(parents=True, exist_ok=True)
+    read = functools.cache(read)  # adoption and the gate read the same files: once each
     adopted = adoption(read, quality)
 
     def toml(name: str) -> dict[str, Any] | None:
@@ -217,14 +219,19 @@ def freeze_gate(tree: Path, out_dir: Path, quality: QualityConfig) -> Gate:
     return _gate_from(read, out_dir, quality)
 
 
-def freeze_gate_at(root: Path, commit: str, out_dir: Path, quality: QualityConfig) -> Gate:
-    """The gate of a commit, read from git (for a branch that moved: never from the agent's tree)."""
+def read_at(root: Path, commit: str) -> Callable[[str], str | None]:
+    """A reader of a commit's files by name, from git objects (None: no such file)."""
 
     def read(name: str) -> str | None:
         result = gitops.git(root, "cat-file", "blob", f"{commit}:{name}", check=False)
         return result.stdout.decode("utf-8", errors="replace") if result.ok else None
 
-    return _gate_from(read, out_dir, quality)
+    return read
+
+
+def freeze_gate_at(root: Path, commit: str, out_dir: Path, quality: QualityConfig) -> Gate:
+    """The gate of a commit, read from git (for a branch that moved: never from the agent's tree)."""
+    return _gate_from(read_at(root, commit), out_dir, quality)
 
 
 def pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from domain import (
     FailureCategory,
     IterationOutcome,
     IterationRecord,
-    Measurement,
 )
 from kernel import faults, gitops, guard, trees
 from kernel.agentrun import watched
@@ -24,6 +23,7 @@ from kernel.exports import Export
 from kernel.gate import freeze_gate_at
 from kernel.globs import protected_patterns
 from kernel.measure import run_pytest
+from kernel.pytest_run import failed_ids
 from kernel.recording import Recorder
 from kernel.repair import repair
 from kernel.selfcheck import selfcheck
@@ -94,7 +94,6 @@ class Lander:
         self.ctx = ctx
         self.phase = phase
         self.recorder = recorder
-        self._retry = False
 
     def inspect_and_land(
         self, attempt: Attempt, baseline: Baseline, *, retry: bool = False
@@ -105,7 +104,6 @@ class Lander:
         With `retry`, a refusal the agent can act on (anything but a sandbox violation) is
         returned as a Retry, unrecorded: the agent gets a repair round.
         """
-        self._retry = retry
         ctx = self.ctx
         root = ctx.paths.root
         self.phase("inspecting", "")
@@ -134,7 +132,9 @@ class Lander:
                 for path, size in candidate.oversized
             ]
             attempt.touched = sorted({*attempt.touched, *(p for p, _ in candidate.oversized)})
-            return self._refused(attempt, FailureCategory.GROWTH_LIMIT, evidence[0], evidence)
+            return self._refused(
+                attempt, retry, FailureCategory.GROWTH_LIMIT, evidence[0], evidence
+            )
         if not changes:
             timed(attempt, "inspect", t0)
             return self.recorder.finish(
@@ -190,7 +190,7 @@ class Lander:
             if findings:
                 category = guard.worst(findings)
                 return self._refused(
-                    attempt, category, str(findings[0]), [str(f) for f in findings]
+                    attempt, retry, category, str(findings[0]), [str(f) for f in findings]
                 )
             self.phase("verifying", "")
             attempt.note(stage="verifying")
@@ -213,6 +213,7 @@ class Lander:
         if not verification.passed:
             return self._refused(
                 attempt,
+                retry,
                 verification.category,
                 verification.reason,
                 verification.evidence,
@@ -223,13 +224,14 @@ class Lander:
     def _refused(
         self,
         attempt: Attempt,
+        retry: bool,
         category: FailureCategory | None,
         reason: str,
         evidence: Sequence[str],
         verification: Verification | None = None,
     ) -> IterationRecord | Retry:
         """ROLLBACK, or a repair round when one is left and the agent can act on the refusal."""
-        if self._retry and category not in NO_ROUND:
+        if retry and category not in NO_ROUND:
             return Retry(category, reason, _feedback(category, reason, evidence, verification))
         return self.recorder.finish(
             attempt,
@@ -254,7 +256,7 @@ class Lander:
             early = gap_tests_first(attempt.plan, first)
             if early is not None:
                 return early
-            passed_first = first.ran and not _failed(first)
+            passed_first = first.ran and not failed_ids(first)
         after, _ = measure_cached(
             ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
         )
@@ -266,7 +268,7 @@ class Lander:
                 again = run_pytest(place(), ctx.target, work, timeout, nodes)
             finally:
                 base.close()
-            return _failed(before), _failed(again)
+            return failed_ids(before), failed_ids(again)
 
         def boot() -> tuple[bool, str]:
             return selfcheck(place(), ctx.paths.state / "selfcheck.log", ctx.target.jail)
@@ -314,7 +316,7 @@ class Lander:
                 ctx.config.quality.tool_timeout_s,
                 nodes,
             )
-            failing = _failed(m)
+            failing = failed_ids(m)
             missing = [n for n in nodes if n not in m.collected]
             if not m.ran or failing or missing:
                 what = ", ".join(sorted(failing) or missing) or m.error[:200]
@@ -468,10 +470,6 @@ class Lander:
         kept = gitops.list_branches(self.ctx.paths.root, "seed/kept/")
         for name in kept[: max(len(kept) - keep, 0)]:
             gitops.delete_branch(self.ctx.paths.root, name)
-
-
-def _failed(m: Measurement) -> set[str]:
-    return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
 
 
 _UNCHECKED = re.compile(r"^(?P<lead>\s*[-*]\s+)\[ \](?P<rest>\s+(?P<text>\S.*?))\s*$")

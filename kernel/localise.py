@@ -13,9 +13,9 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-from domain import Diagnostic, Executed, Measurement
+from domain import Executed, Measurement
 from kernel.fsutil import plain_file
-from kernel.pytest_run import PLUGIN_DIR, run_pytest
+from kernel.pytest_run import PLUGIN_DIR, failed_ids, run_pytest
 from kernel.toolenv import Target
 
 MAX_TEST_FILES = 5
@@ -27,10 +27,6 @@ MAX_LINES = 1000
 TIMEOUT_S = 300.0
 MAX_DATA_BYTES = 256 * 1024 * 1024
 """A larger coverage data file is not read (it is the sandboxed run's output, not the kernel's)."""
-
-
-def _failing(measurement: Measurement) -> list[Diagnostic]:
-    return [d for d in measurement.diagnostics if d.rule in ("failed", "error") and d.node_id]
 
 
 Raw = dict[str, dict[int, list[str]]]
@@ -82,14 +78,13 @@ def spectrum(raw: Raw, node: str, passed: set[str]) -> tuple[Executed, ...]:
 def localise(tree: Path, target: Target, work_dir: Path, measurement: Measurement) -> Measurement:
     """The pytest measurement with what each failing test executed (unchanged when none fail,
     the run fails, or coverage.py recorded nothing)."""
-    failing = _failing(measurement)
-    if not measurement.ran or not failing or measurement.localised:
+    nodes = failed_ids(measurement)
+    if not measurement.ran or not nodes or measurement.localised:
         return measurement
-    per_file = Counter(d.node_id.split("::")[0] for d in failing)
+    per_file = Counter(n.split("::")[0] for n in nodes)
     files = [f for f, _ in per_file.most_common(MAX_TEST_FILES) if (tree / f).is_file()]
     if not files:
         return measurement.model_copy(update={"localised": True})
-    nodes = {d.node_id for d in failing}
     raw: Raw = {}
 
     def cover(data_file: Path) -> None:
@@ -97,7 +92,7 @@ def localise(tree: Path, target: Target, work_dir: Path, measurement: Measuremen
 
     timeout = min(TIMEOUT_S, target.quality.tool_timeout_s)
     rerun = run_pytest(tree, target, work_dir, timeout, files, cover=cover)
-    failed = {d.node_id for d in _failing(rerun)} | nodes
+    failed = failed_ids(rerun) | nodes
     passed = {c for by_line in raw.values() for cs in by_line.values() for c in cs} - failed
     passed.discard("")
     count = len(set(rerun.collected) - failed) if rerun.collected else len(passed)

@@ -94,6 +94,13 @@ def _pytest_diagnostics(
     return diagnostics, collected, finish
 
 
+def failed_ids(m: Measurement | None) -> set[str]:
+    """The node ids of the tests that failed or errored in a pytest measurement."""
+    if m is None:
+        return set()
+    return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
+
+
 def _coverage_shim(run_dir: Path) -> Path:
     """A folder holding only coverage.py (a link to the daemon's copy): the rest of the
     daemon's packages stay off the target's path."""
@@ -155,6 +162,7 @@ def run_pytest(
         "pytest",
         "-p",
         "seed_pytest_plugin",
+        *(("-p", "seed_pytest_cover") if cover is not None else ()),
         *PYTEST_READ_ONLY,
         "--rootdir",
         str(tree),
@@ -180,7 +188,6 @@ def run_pytest(
     data = run_dir / "coverage.db"
     if cover is not None:
         path.insert(1, str(_coverage_shim(run_dir)))
-        argv[5:5] = ["-p", "seed_pytest_cover"]  # right after the kernel's own plugin
         extra["SEED_COVER_DATA"] = str(data)
     env = tool_env({"PYTHONPATH": os.pathsep.join(path), **extra})
     if target.jail is not None:

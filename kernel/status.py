@@ -15,7 +15,7 @@ from kernel import gitops, halt, jails, ledger, reporting
 from kernel.context import Backend, Context
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
-from kernel.gate import adoption
+from kernel.gate import adoption, read_at
 from kernel.recording import QUARANTINED
 
 STATUS_FILE = reporting.STATUS_NAME
@@ -87,12 +87,7 @@ def _status_backend(ctx: Context, live: dict[str, Any]) -> Backend:
 
 def _tools(ctx: Context) -> tuple[str, ...]:
     """Which tools take part, read from HEAD's configuration."""
-
-    def read(name: str) -> str | None:
-        result = gitops.git(ctx.paths.root, "cat-file", "blob", f"HEAD:{name}", check=False)
-        return result.stdout.decode("utf-8", errors="replace") if result.ok else None
-
-    return adoption(read, ctx.config.quality).why
+    return adoption(read_at(ctx.paths.root, "HEAD"), ctx.config.quality).why
 
 
 def read_status(ctx: Context) -> DaemonStatus:

@@ -28,6 +28,7 @@ from domain import (
     Tool,
 )
 from kernel.guard import is_test_path
+from kernel.pytest_run import failed_ids
 
 Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
 """Re-run node ids on (baseline, changed) trees; returns the ids that failed on each."""
@@ -219,12 +220,6 @@ class Verification:
     evidence: list[str] = field(default_factory=list[str])
 
 
-def _failed_ids(m: Measurement | None) -> set[str]:
-    if m is None:
-        return set()
-    return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
-
-
 def gap_closed(
     gap: Gap,
     baseline: Measurements,
@@ -260,7 +255,7 @@ def gap_closed(
         pytest = after.get(Tool.PYTEST)
         test_files = {t for t in touched if is_test_path(t)}
         ran = [n for n in (pytest.collected if pytest else ()) if n.split("::")[0] in test_files]
-        failing = _failed_ids(pytest)
+        failing = failed_ids(pytest)
         if not ran:
             return False, "a feature needs at least one new or changed test, and none ran"
         if any(n in failing for n in ran):
@@ -319,7 +314,7 @@ def check_criterion(
             return verdict(
                 False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
             )
-        failing = _failed_ids(pytest)
+        failing = failed_ids(pytest)
         for node in criterion.args:
             if node not in pytest.collected:
                 return verdict(False, f"{node} was not collected")
@@ -468,7 +463,7 @@ def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | N
         )
     if not result.verdicts:
         return None
-    failing = _failed_ids(first)
+    failing = failed_ids(first)
     result.failures = [d for d in first.diagnostics if d.node_id in failing]
     result.passed = False
     result.category = FailureCategory.TEST_REGRESSION
