@@ -161,13 +161,6 @@ def rank_suspects(gap: Gap, fs: FileSystemPort, protected: Sequence[str], worktr
     return Ranked(files, lines)
 
 
-def suspects(
-    gap: Gap, fs: FileSystemPort, protected: Sequence[str], worktree: str
-) -> tuple[str, ...]:
-    """The suspect files of rank_suspects, most likely first."""
-    return rank_suspects(gap, fs, protected, worktree).files
-
-
 def _run(node: str) -> str:
     safe = safe_node(node)
     return f"`python -m pytest {safe}`" if safe else "pytest on the failing test named in the gap"

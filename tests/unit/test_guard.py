@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from domain import FailureCategory, Risk
+from domain import FailureCategory, IterationOutcome, Risk
 from kernel import gitops, guard
 from kernel.config import GrowthConfig, GuardConfig, RiskLimit
 from kernel.globs import protected_patterns
+from modules.planner.revision import missed_files
 from tests.support import SAMPLE, git, make_repo
-from tests.unit.factories import gap, plan
+from tests.unit.factories import gap, plan, record
 
 FILES = {**SAMPLE, "kernel/core.py": "X = 1\n", "tests/data/input.txt": "1 2\n"}
 
@@ -68,6 +69,12 @@ def test_outside_the_allowlist(tmp_path: Path) -> None:
     )
     assert _categories(findings) == {FailureCategory.ALLOWLIST_VIOLATION}
     assert guard.worst(findings) == FailureCategory.ALLOWLIST_VIOLATION
+    # the planner reads the files from the record's evidence: the guard's words are its input
+    missed = record(
+        gap("pytest:x"), 1, IterationOutcome.ROLLBACK, FailureCategory.ALLOWLIST_VIOLATION
+    )
+    missed = missed.model_copy(update={"evidence": tuple(str(f) for f in findings)})
+    assert missed_files([missed]) == ("README.txt",)
 
 
 def test_a_symlink_out_of_the_worktree(tmp_path: Path) -> None:

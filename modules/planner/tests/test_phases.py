@@ -9,7 +9,6 @@ from modules.planner.phases import (
     ranges,
     rank_suspects,
     safe_node,
-    suspects,
     trace_frames,
 )
 from modules.planner.prompt import render_prompt
@@ -47,7 +46,7 @@ def test_the_first_project_frame_ranks_first_and_the_test_file_last() -> None:
     files = {"pkg/util.py": "", "pkg/core.py": "", "tests/test_calc.py": ""}
     d = failing_test(frame="pkg/core.py", frame_line=3, detail=detail)
     gap = pytest_gap().model_copy(update={"evidence": (d,), "files": (d.file, d.frame_file)})
-    ranked = suspects(gap, fs(files), (), "")
+    ranked = rank_suspects(gap, fs(files), (), "").files
     assert ranked == ("pkg/core.py", "pkg/util.py", "tests/test_calc.py")
     result = must_plan([gap], files=files)
     assert result.suspect_files == ranked
@@ -64,15 +63,16 @@ def test_frames_outside_the_project_or_missing_from_the_worktree_are_not_suspect
     assert trace_frames(detail, "/work/wt") == ["ghost.py", "pkg/a.py"]
     d = failing_test(frame="", detail=detail)
     gap = pytest_gap().model_copy(update={"evidence": (d,)})
-    ranked = suspects(gap, fs({"pkg/a.py": "", "tests/test_calc.py": ""}), (), "/work/wt")
+    tree = fs({"pkg/a.py": "", "tests/test_calc.py": ""})
+    ranked = rank_suspects(gap, tree, (), "/work/wt").files
     assert ranked == ("pkg/a.py", "tests/test_calc.py")
 
 
 def test_protected_suspects_are_dropped() -> None:
     d = failing_test(frame="kernel/guard.py", detail="kernel/guard.py:3: in f\n")
     gap = pytest_gap().model_copy(update={"evidence": (d,)})
-    assert suspects(gap, fs(), (), "") == ("calc.py", "tests/test_calc.py")
-    assert suspects(gap, fs(), ("calc.py",), "") == ("tests/test_calc.py",)
+    assert rank_suspects(gap, fs(), (), "").files == ("calc.py", "tests/test_calc.py")
+    assert rank_suspects(gap, fs(), ("calc.py",), "").files == ("tests/test_calc.py",)
 
 
 def test_an_assertion_in_the_test_itself_suspects_what_the_test_imports() -> None:
@@ -83,7 +83,11 @@ def test_an_assertion_in_the_test_itself_suspects_what_the_test_imports() -> Non
     }
     d = failing_test(frame="tests/test_calc.py", frame_line=5, detail="tests/test_calc.py:5: E")
     gap = pytest_gap().model_copy(update={"evidence": (d,), "files": (d.file,)})
-    assert suspects(gap, fs(files), (), "") == ("calc.py", "src/pkg/util.py", "tests/test_calc.py")
+    assert rank_suspects(gap, fs(files), (), "").files == (
+        "calc.py",
+        "src/pkg/util.py",
+        "tests/test_calc.py",
+    )
     result = must_plan([gap], files=files)
     assert result.allowed_paths[:2] == ("calc.py", "tests/**/test_calc.py")
     assert "src/pkg/util.py" in result.allowed_paths
@@ -165,3 +169,21 @@ def test_without_an_execution_record_the_traceback_ranks() -> None:
 def test_line_ranges_are_short() -> None:
     assert ranges([9, 3, 4, 5]) == "3-5, 9"
     assert ranges(list(range(0, 40, 2)), limit=2) == "0, 2, ..."
+
+
+def test_execution_facts_naming_protected_or_outside_paths_never_reach_the_allowlist() -> None:
+    # the facts come from a run of code under test: they may name anything
+    gap = _executed_gap()
+    [d] = gap.evidence
+    forged = (
+        Executed(file="kernel/core.py", lines=(1,), passing=(0,)),
+        Executed(file="../outside.py", lines=(1,), passing=(0,)),
+        *d.executed,
+    )
+    gap = gap.model_copy(update={"evidence": (d.model_copy(update={"executed": forged}),)})
+    tree = {**EXECUTED_TREE, "kernel/core.py": "", "kernel/__init__.py": ""}
+    ranked = rank_suspects(gap, fs(tree), ("kernel/**",), "").files
+    assert "kernel/core.py" not in ranked and not any(".." in f for f in ranked)
+    plan = must_plan([gap], files=tree)
+    assert not covered("kernel/core.py", plan.allowed_paths)
+    assert not any(".." in p for p in plan.allowed_paths)
