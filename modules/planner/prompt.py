@@ -166,13 +166,17 @@ def _documents(docs: Sequence[PlanDocument], context: Sequence[str]) -> str:
     return "\n\n".join(parts)
 
 
+def _protected(plan: IterationPlan) -> str:
+    return ", ".join(code(p) for p in plan.protected_paths) or (
+        "`seed.py`, `VISION.md`, `kernel/`, `history/`, `seed.toml`, `.git/`"
+    )
+
+
 def render_prompt(plan: IterationPlan) -> str:
     """The agent's prompt: goal, why, actions and phases, allowed files, criteria and the
     commands behind them, earlier failures, documents, rules; a section with nothing to say
     is left out."""
-    protected = ", ".join(code(p) for p in plan.protected_paths) or (
-        "`seed.py`, `VISION.md`, `kernel/`, `history/`, `seed.toml`, `.git/`"
-    )
+    protected = _protected(plan)
     sections = (
         ("Goal", _goal(plan)),
         ("Why it matters", quote("VISION.md summary", plan.why) if plan.why else ""),
@@ -207,7 +211,7 @@ def render_for(plan: IterationPlan, context: AgentContext, *, resumes: bool) -> 
         return render_prompt(plan)
     if not resumes:
         return render_prompt(plan) + "\n" + _refusal(context)
-    protected = ", ".join(code(p) for p in plan.protected_paths) or "`kernel/`, `seed.py`"
+    protected = _protected(plan)
     commands = _commands(plan)
     return (
         f"# Task {plan.iteration_id}, round {context.round}\n\n"
