@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -101,13 +102,18 @@ class _Loop:
         self.daemon._stop()  # pyright: ignore[reportPrivateUsage]
 
     def once(self) -> tuple[float, float, dict[str, Any]]:
-        """One iteration: wall seconds, seconds tools or the agent ran, the record."""
+        """One iteration: wall seconds, seconds tools or the agent ran, the record (with the
+        daemon process's own CPU seconds under "kernel_cpu_s")."""
         with _Intervals() as spans:
+            cpu = resource.getrusage(resource.RUSAGE_SELF)
             started = time.monotonic()
             self.daemon.iterate(single=True)
             wall = time.monotonic() - started
+            after = resource.getrusage(resource.RUSAGE_SELF)
         records = self.root / "history" / "records.jsonl"
-        return wall, spans.covered(), json.loads(records.read_text().splitlines()[-1])
+        record = json.loads(records.read_text().splitlines()[-1])
+        record["kernel_cpu_s"] = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+        return wall, spans.covered(), record
 
 
 def _inbox(root: Path, name: str) -> None:
@@ -116,10 +122,10 @@ def _inbox(root: Path, name: str) -> None:
     (folder / name).write_text("# Tidy the counters\n\nKeep every test passing.\n")
 
 
-BREAKER = '''"""Breaks Counter.bump in one module: one passing test fails."""
+BREAKER = '''"""Breaks one function: passing tests fail."""
 from pathlib import Path
 path = Path({path!r})
-path.write_text(path.read_text().replace("self.count += by", "self.count += by + 1", 1))
+path.write_text(path.read_text().replace({old!r}, {new!r}, 1))
 '''
 
 
@@ -130,12 +136,14 @@ def _refused(loop: _Loop, n: int) -> dict[str, Any]:
     return record
 
 
-def refusal(root: Path, python: str, packages: int, repeat: int) -> dict[str, float | str]:
-    """The verify phase of a candidate that breaks one test, against the whole suite."""
-    module = f"pkg{packages // 2}/mod{MODULES_PER_PACKAGE - 1}.py"
+def refusal(
+    root: Path, python: str, breaks: tuple[str, str, str], repeat: int, config: str = ""
+) -> dict[str, float | str]:
+    """The verify phase of a candidate that breaks a test, against the whole suite."""
+    path, old, new = breaks
     script = root.parent / f"{root.name}-breaker.py"
-    script.write_text(BREAKER.format(path=module))
-    (root / "seed.toml").write_text(_agent_config([sys.executable, str(script)]))
+    script.write_text(BREAKER.format(path=path, old=old, new=new))
+    (root / "seed.toml").write_text(_agent_config([sys.executable, str(script)]) + config)
     env_git(root, "add", "seed.toml")
     env_git(root, "commit", "-qm", "bench: the breaking agent")
     verify: list[float] = []
@@ -170,6 +178,7 @@ def overhead(root: Path, repeat: int) -> dict[str, float]:
     env_git(root, "commit", "-qm", "bench: the landing agent")
     walls: list[float] = []
     kernel: list[float] = []
+    cpu: list[float] = []
     with _Loop(root) as loop:
         for n in range(repeat + 1):
             _inbox(root, f"add-{n}.md")
@@ -178,7 +187,12 @@ def overhead(root: Path, repeat: int) -> dict[str, float]:
             if n:  # the first iteration also measures the repository for the first time
                 walls.append(wall)
                 kernel.append(wall - busy)
-    return {"iteration_s": statistics.median(walls), "overhead_s": statistics.median(kernel)}
+                cpu.append(record["kernel_cpu_s"])
+    return {
+        "iteration_s": statistics.median(walls),
+        "overhead_s": statistics.median(kernel),
+        "kernel_cpu_s": statistics.median(cpu),
+    }
 
 
 def reanalysis(root: Path, change: Callable[[], str], repeat: int) -> dict[str, float | str]:
@@ -244,19 +258,29 @@ def bench_generated(lines: int, work: Path, repeat: int) -> dict[str, Any]:
     figures |= overhead(clean, repeat)
     breaking = work / f"breaking-{lines}"
     generate(breaking, lines, planted=False)
-    figures |= refusal(breaking, sys.executable, packages, repeat)
+    module = f"pkg{packages // 2}/mod{MODULES_PER_PACKAGE - 1}.py"
+    breaks = (module, "self.count += by", "self.count += by + 1")
+    figures |= refusal(breaking, sys.executable, breaks, repeat)
     return figures
 
 
-def bench_real(source: Path, python: str, module: str, work: Path, repeat: int) -> dict[str, Any]:
-    """Re-analysis after a one-line change on a copy of a real repository."""
+def bench_real(
+    source: Path, python: str, module: str, breaks: str, work: Path, repeat: int
+) -> dict[str, Any]:
+    """Re-analysis after a one-line change, and a refusal, on copies of a real repository."""
+    quality = f"\n[quality]\npython = {json.dumps(python)}\n"
     root = work / f"real-{source.name}"
     subprocess.run(["git", "clone", "-q", str(source), str(root)], check=True)
-    (root / "seed.toml").write_text(f"[quality]\npython = {json.dumps(python)}\n")
+    (root / "seed.toml").write_text(quality)
     env_git(root, "add", "seed.toml")
     env_git(root, "commit", "-qm", "bench: target interpreter")
     figures: dict[str, Any] = {"repository": source.name}
     figures |= reanalysis(root, _real_change(root, module), repeat)
+    if breaks:
+        path, old, new = breaks.split("::", 2)
+        breaking = work / f"real-{source.name}-breaking"
+        subprocess.run(["git", "clone", "-q", str(source), str(breaking)], check=True)
+        figures |= refusal(breaking, python, (path, old, new), repeat, quality)
     return figures
 
 
@@ -268,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--real", type=Path, default=None, help="a real repository's clone")
     parser.add_argument("--real-python", default="", help="its interpreter (with pytest)")
     parser.add_argument("--real-module", default="", help="the file the one-line change edits")
+    parser.add_argument(
+        "--real-break", default="", help="FILE::OLD::NEW: the breaking agent's edit (refusal)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="seed-speed-"))
@@ -279,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.real is not None:
             print(f"bench.speed: {args.real.name} ...", file=sys.stderr, flush=True)
             results[f"real-{args.real.name}"] = bench_real(
-                args.real, args.real_python, args.real_module, work, args.repeat
+                args.real, args.real_python, args.real_module, args.real_break, work, args.repeat
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -271,7 +271,7 @@ class Lander:
             first = run_pytest(place(), ctx.target, work, timeout, argv)
             early = gap_tests_first(attempt.plan, first)
             if early is None:
-                early = self._confirmed(first, baseline, place, argv)
+                early = self._confirmed(first, baseline, place)
             if early is not None:
                 return early
             passed_first = (
@@ -338,7 +338,7 @@ class Lander:
         return testmap.select(found, sorted(changed - set(gone)), gone, strict=False)
 
     def _confirmed(
-        self, first: Measurement, baseline: Baseline, place: Export, argv: Sequence[str]
+        self, first: Measurement, baseline: Baseline, place: Export
     ) -> Verification | None:
         """Refuse on the first pass's new failures once they are confirmed (see affected_first)."""
         suspects = first_suspects(first, baseline.measurements.get(Tool.PYTEST))
@@ -350,7 +350,7 @@ class Lander:
         base = Export(ctx.paths.root, ctx.paths.exports, baseline.tree, "first-base")
         try:
             with ThreadPoolExecutor(max_workers=2) as pool:
-                on_base = pool.submit(run_pytest, base(), ctx.target, work, timeout, argv)
+                on_base = pool.submit(run_pytest, base(), ctx.target, work, timeout, suspects)
                 again = pool.submit(run_pytest, place(), ctx.target, work, timeout, suspects)
                 return affected_first(first, suspects, on_base.result(), again.result())
         finally:

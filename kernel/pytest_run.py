@@ -208,8 +208,8 @@ def run_pytest(
         "SEED_PYTEST_ROOT": str(tree),
         "SEED_PYTEST_FORBID": str(target.root),
     }
-    if executed is not None:
-        extra["SEED_PYTEST_FILES"] = "1"
+    # set either way: a run of the kernel's inside a traced test run must not inherit it
+    extra["SEED_PYTEST_FILES"] = "1" if executed is not None and cover is None else "0"
     data = run_dir / "coverage.db"
     if cover is not None:
         path.insert(1, str(_coverage_shim(run_dir)))

@@ -484,8 +484,8 @@ def affected_first(
 ) -> Verification | None:
     """A refusal from the affected tests alone (None: the whole suite decides).
 
-    A suspect counts only when it failed twice on the candidate and passed on the baseline
-    with the same selection: a test that fails when run apart from the rest of the suite
+    A suspect counts only when it failed again on the candidate run alone, and passed on the
+    baseline run the same way: a test that fails when run apart from the rest of the suite
     (it leans on another test's leftovers) fails on the baseline too and is not refused here.
     """
     if not on_base.ran or not again.ran:
@@ -501,7 +501,7 @@ def affected_first(
     evidence = [describe(d) for d in failures]
     evidence.append(
         f"judged on the {len(first.collected)} affected test(s) first: {len(confirmed)} failed "
-        "twice on the candidate and passed on the baseline; the whole suite did not run"
+        "again on the candidate alone and passed on the baseline alone; the whole suite did not run"
     )
     return Verification(
         passed=False,

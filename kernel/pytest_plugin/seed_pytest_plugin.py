@@ -167,6 +167,7 @@ class _Files:
     def __init__(self) -> None:
         self.seen: set[str] = set()
         self.rel: dict[str, str] = {}
+        self.blind = False
         self._mon: Any = getattr(sys, "monitoring", None)
         self._tool = 0
         if self._mon is not None:
@@ -190,9 +191,14 @@ class _Files:
 
     def start(self) -> None:
         self.seen = set()
+        self.blind = False
         if self._mon is not None:
             self._mon.restart_events()
             self._mon.set_events(self._tool, self._mon.events.PY_START)
+        elif sys.gettrace() is not None:
+            # someone else traces (the target's own coverage, a debugger): never displace it;
+            # the map then says this test may run anything
+            self.blind = True
         else:
             sys.settrace(self._trace)
             threading.settrace(self._trace)  # threads the test starts
@@ -200,8 +206,11 @@ class _Files:
     def stop(self) -> list[str]:
         if self._mon is not None:
             self._mon.set_events(self._tool, 0)
+        elif self.blind:
+            return ["*"]
         else:
-            sys.settrace(None)
+            if sys.gettrace() == self._trace:
+                sys.settrace(None)
             threading.settrace(None)  # type: ignore[arg-type]
         found: set[str] = set()
         for name in self.seen:

@@ -8,6 +8,7 @@ the selection alone, and what lands always passed the whole suite.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,27 @@ def test_a_test_that_fails_only_apart_from_the_suite_does_not_refuse_an_honest_f
     [record] = records(repo)
     assert record["outcome"] == "SUCCESS", record["reason"]
     assert "x + 1" in git(repo, "show", "HEAD:app/a.py")
+
+
+def test_the_map_never_displaces_the_targets_own_tracer(tmp_path: Path) -> None:
+    # pytest-cov and debuggers trace with sys.settrace too: under 3.12 the map's call trace
+    # would replace theirs; it steps aside and marks the test as running anything
+    files = {
+        "conftest.py": (
+            "import sys\n\n\ndef _tracer(frame, event, arg):\n    return None\n\n\n"
+            "def pytest_sessionstart(session):\n    sys.settrace(_tracer)\n"
+        ),
+        "tests/test_t.py": (
+            "import sys\n\n\ndef test_own_tracer() -> None:\n"
+            "    assert getattr(sys.gettrace(), '__name__', '') == '_tracer'\n"
+        ),
+    }
+    root = make_repo(tmp_path / "repo", files)
+    ctx = open_context(root, quiet=True)
+    found: list[dict[str, frozenset[str]]] = []
+    m = measure.run_pytest(root, ctx.target, tmp_path / "w", 120, executed=found.append)
+    assert m.ran and not failed_ids(m), m.diagnostics
+    if sys.version_info < (3, 12):
+        assert found == [{"tests/test_t.py::test_own_tracer": frozenset({"*"})}]
+    else:
+        assert "tests/test_t.py" in found[0]["tests/test_t.py::test_own_tracer"]
