@@ -130,6 +130,10 @@ class AnalysisConfig(_Section):
     """After a change to some files, ruff and pyright re-check only those (and pyright their importers)."""
     full_every: int = Field(default=10, ge=1)
     """At most this many incremental measurements in a row; then a full one."""
+    resident_pyright: bool = True
+    """Keep one pyright --watch running on a kernel-owned folder synced from tree to tree."""
+    pyright_memory_mb: int = Field(default=2048, ge=256, le=1 << 16)
+    """Heap limit of the resident pyright (MiB); it is restarted when its RSS goes over it."""
 
     @field_validator("order")
     @classmethod
