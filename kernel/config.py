@@ -133,6 +133,10 @@ class AnalysisConfig(_Section):
     """At most this many incremental measurements in a row; then a full one."""
     test_map: bool = True
     """Record which project files each test runs (full analyses), to run affected tests first."""
+    resident_pyright: bool = True
+    """Keep one pyright --watch running on a kernel-owned folder synced from tree to tree."""
+    pyright_memory_mb: int = Field(default=2048, ge=256, le=1 << 16)
+    """Heap limit of the resident pyright (MiB); it is restarted when its RSS goes over it."""
 
     @field_validator("order")
     @classmethod

@@ -34,6 +34,7 @@ __all__ = [
     "Target",
     "freeze_gate",
     "measure",
+    "pyright_diagnostics",
     "resolve_python",
     "ruff_binary",
     "run_pyright",
@@ -166,6 +167,33 @@ def run_ruff_format(
     return _measured(Tool.RUFF_FORMAT, result, diagnostics)
 
 
+def pyright_diagnostics(data: dict[str, Any], tree: Path) -> list[Diagnostic]:
+    """The errors of one pyright JSON document, with paths relative to the tree.
+
+    Only errors count: a rule a project sets to "warning" is one it chose not to enforce.
+    """
+    diagnostics: list[Diagnostic] = []
+    for item in cast(list[dict[str, Any]], data.get("generalDiagnostics", [])):
+        if str(item.get("severity", "error")) != "error":
+            continue
+        start = cast(
+            dict[str, Any], cast(dict[str, Any], item.get("range") or {}).get("start") or {}
+        )
+        message = str(item.get("message", ""))
+        diagnostics.append(
+            Diagnostic(
+                tool=Tool.PYRIGHT,
+                file=_rel(str(item.get("file", "")), tree),
+                line=int(start.get("line", -1)) + 1,
+                column=int(start.get("character", -1)) + 1,
+                rule=str(item.get("rule") or "syntax"),
+                message=message.splitlines()[0] if message else "",
+                detail=message[:MAX_DETAIL],
+            )
+        )
+    return diagnostics
+
+
 def run_pyright(
     tree: Path, gate: Gate, target: Target, timeout_s: float, files: Sequence[str] = ()
 ) -> Measurement:
@@ -192,26 +220,7 @@ def run_pyright(
             error=f"unreadable pyright output: {exc}",
             duration_s=result.duration_s,
         )
-    diagnostics: list[Diagnostic] = []
-    for item in cast(list[dict[str, Any]], data.get("generalDiagnostics", [])):
-        if str(item.get("severity", "error")) != "error":
-            continue
-        start = cast(
-            dict[str, Any], cast(dict[str, Any], item.get("range") or {}).get("start") or {}
-        )
-        message = str(item.get("message", ""))
-        diagnostics.append(
-            Diagnostic(
-                tool=Tool.PYRIGHT,
-                file=_rel(str(item.get("file", "")), tree),
-                line=int(start.get("line", -1)) + 1,
-                column=int(start.get("character", -1)) + 1,
-                rule=str(item.get("rule") or "syntax"),
-                message=message.splitlines()[0] if message else "",
-                detail=message[:MAX_DETAIL],
-            )
-        )
-    return _measured(Tool.PYRIGHT, result, diagnostics)
+    return _measured(Tool.PYRIGHT, result, pyright_diagnostics(data, tree))
 
 
 def _partly(
