@@ -16,7 +16,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements, Tool
+from domain import (
+    AnalysisInput,
+    GapReport,
+    InboxItem,
+    IterationOutcome,
+    Measurement,
+    Measurements,
+    Tool,
+)
 from kernel import gitops, inbox, seal, testmap
 from kernel.context import Context
 from kernel.exports import Export
@@ -190,8 +198,12 @@ def _measure(
             if mapping:
                 scope = replace(scope, tests=_selection(ctx, key, tree, base, delta))
     executed = _mapper(ctx, key, tree) if mapping else None  # a whole suite maps the tests
+    pyright = _resident(ctx, place, gate)
     if scope.full or base is None:
-        return measure(tree_dir, ctx.target, gate, work_dir, tree_id=tree, executed=executed), 0
+        result = measure(
+            tree_dir, ctx.target, gate, work_dir, tree_id=tree, executed=executed, pyright=pyright
+        )
+        return result, 0
     result = measure(
         tree_dir,
         ctx.target,
@@ -201,8 +213,19 @@ def _measure(
         base=base.measurements,
         scope=scope,
         executed=executed,
+        pyright=pyright,
     )
     return result, base.since_full + 1
+
+
+def _resident(ctx: Context, place: Export, gate: Gate) -> Callable[[], Measurement] | None:
+    """The resident checker on the export's tree (read from git objects, never from the
+    export, where tests run), or None for a cold run."""
+    resident = ctx.pyright
+    if resident is None:
+        return None
+    timeout = ctx.config.quality.tool_timeout_s
+    return lambda: resident.check(place.tree, gate, ctx.target, timeout, place.store)
 
 
 def _mapper(ctx: Context, key: str, tree: str) -> Callable[[TestFiles], None] | None:

@@ -268,10 +268,11 @@ def measure(
     base: Measurements | None = None,
     scope: Scope | None = None,
     executed: Callable[[TestFiles], None] | None = None,
+    pyright: Callable[[], Measurement] | None = None,
 ) -> Measurements:
     """Every configured tool on one tree; with a base and a scope, ruff and pyright only
     re-check, and pytest re-runs the scope's tests. `executed` gets the test map of a full
-    test run."""
+    test run; `pyright`, when given, checks the whole tree instead (the resident checker)."""
     wanted = [Tool(t) for t in gate.adoption.tools]
     timeout = target.quality.tool_timeout_s
     ruff_files = scope.ruff if scope is not None and base is not None else None
@@ -288,7 +289,9 @@ def measure(
             futures[Tool.PYTEST] = pool.submit(
                 _tests, tree, target, work_dir, timeout, previous(Tool.PYTEST), scope, executed
             )
-        if Tool.PYRIGHT in wanted:
+        if Tool.PYRIGHT in wanted and pyright is not None:
+            futures[Tool.PYRIGHT] = pool.submit(pyright)
+        elif Tool.PYRIGHT in wanted:
             futures[Tool.PYRIGHT] = pool.submit(
                 _partly,
                 previous(Tool.PYRIGHT),
