@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -45,6 +46,8 @@ __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
 
 SENTINEL_PREFIX = "_seed_sync_"
 """Name prefix of the sentinel files; they live in the config folder's `sync/`, never in the tree's."""
+SENTINEL_LAG_S = 0.1
+"""How long after the tree's files the sentinel is written (see ResidentPyright._resident)."""
 _SYNC_DIR = "sync"
 _CONFIG = "pyrightconfig.json"
 _FILE_MODES = {"100644": 0o644, "100755": 0o755}
@@ -56,6 +59,9 @@ Entries = dict[str, tuple[str, str]]
 
 
 def _ls_tree(root: Path, tree: str, env: dict[str, str] | None) -> Entries:
+    """Every entry of a tree, the listing checked against the tree's id (nothing lost on the way)."""
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", tree):
+        tree = gitops.git(root, "rev-parse", "--verify", f"{tree}^{{tree}}", env=env).text().strip()
     raw = gitops.git(root, "ls-tree", "-r", "-z", "--full-tree", tree, env=env).stdout
     out: Entries = {}
     for item in raw.split(b"\0"):
@@ -64,11 +70,13 @@ def _ls_tree(root: Path, tree: str, env: dict[str, str] | None) -> Entries:
         meta, _, path = item.partition(b"\t")
         mode, _kind, oid = meta.decode().split(" ")
         out[path.decode("utf-8", errors="surrogateescape")] = (mode, oid)
+    if _tree_id(out, len(tree)) != tree:
+        raise gitops.GitError(f"ls-tree: the listing of {tree} does not make that tree")
     return out
 
 
 def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None) -> list[bytes]:
-    """The contents of blobs, in order, from one `cat-file --batch`."""
+    """The contents of blobs, in order, from one `cat-file --batch`, each checked against its id."""
     if not oids:
         return []
     data = gitops.git(
@@ -76,15 +84,47 @@ def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None) -> list
     ).stdout
     out: list[bytes] = []
     at = 0
-    for _ in oids:
-        end = data.index(b"\n", at)
-        header = data[at:end].split(b" ")
-        if len(header) < 3 or header[1] != b"blob":
-            raise gitops.GitError(f"not a blob: {data[at:end]!r}")
+    for oid in oids:
+        end = data.find(b"\n", at)
+        header = data[at:end].split(b" ") if end >= 0 else []
+        if len(header) < 3 or header[1] != b"blob" or not header[2].isdigit():
+            raise gitops.GitError(f"cat-file: no blob {oid} in its output")
         size = int(header[2])
-        out.append(data[end + 1 : end + 1 + size])
+        blob = data[end + 1 : end + 1 + size]
+        if _blob_id(blob, len(oid)) != oid:
+            raise gitops.GitError(f"cat-file: the bytes given for {oid} are not that blob")
+        out.append(blob)
         at = end + 1 + size + 1
     return out
+
+
+def _tree_id(entries: Entries, oid_len: int) -> str:
+    """The id of the tree these (recursive) entries make, computed as git does."""
+    top: dict[str, Any] = {}
+    for path, leaf in entries.items():
+        node = top
+        *dirs, name = path.split("/")
+        for part in dirs:
+            node = node.setdefault(part, {})
+        node[name] = leaf
+
+    def digest(node: dict[str, Any]) -> bytes:
+        items: list[tuple[bytes, bytes]] = []
+        for name, value in node.items():
+            raw = os.fsencode(name)
+            if isinstance(value, dict):
+                sub = digest(cast(dict[str, Any], value))
+                items.append((raw + b"/", b"40000 " + raw + b"\0" + sub))
+            else:
+                mode, oid = cast(tuple[str, str], value)
+                items.append((raw, mode.encode() + b" " + raw + b"\0" + bytes.fromhex(oid)))
+        body = b"".join(entry for _, entry in sorted(items))
+        algo = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
+        algo.update(b"tree %d\0" % len(body))
+        algo.update(body)
+        return algo.digest()
+
+    return digest(top).hex()
 
 
 def _blob_id(data: bytes, oid_len: int) -> str:
@@ -378,6 +418,9 @@ class _Process:
     cond: threading.Condition = field(default_factory=threading.Condition)
     ended: bool = False
     stderr_tail: bytes = b""
+    threads: list[threading.Thread] = field(default_factory=list[threading.Thread])
+    matched: int = -1
+    """Index in docs of the document the last check reported (-1: none)."""
 
     def read_stdout(self) -> None:
         """Split stdout into complete JSON documents (pyright prints one per re-check)."""
@@ -414,6 +457,9 @@ class _Process:
                     with self.cond:
                         self.docs.append(cast(dict[str, Any], doc))
                         self.cond.notify_all()
+        # the reader closes its own pipe: closed from another thread while this one reads,
+        # the fd number could be reused (by a git pipe) and this thread would read from that
+        stream.close()
         with self.cond:
             self.ended = True
             self.cond.notify_all()
@@ -427,10 +473,11 @@ class _Process:
             try:
                 chunk = os.read(fd, 1 << 14)
             except OSError:
-                return
+                break
             if not chunk:
-                return
+                break
             self.stderr_tail = (self.stderr_tail + chunk)[-MAX_DETAIL:]
+        stream.close()
 
     def alive(self) -> bool:
         """The wrapper has not exited."""
@@ -468,6 +515,8 @@ class ResidentPyright:
         """Why the last check fell back to a cold run ('' when it did not)."""
         self.restarts = 0
         """How many times pyright was started."""
+        self.late = 0
+        """Checks after which pyright printed another report before the next check."""
 
     # -- public -------------------------------------------------------------------------
 
@@ -565,17 +614,25 @@ class ResidentPyright:
                 proc = None
                 paused = False
             nonce = secrets.token_hex(12)
+            started = proc is None
             if proc is None:
                 self._write_config(config)
                 self._write_sentinel(nonce, fresh=True)
                 proc = self._start(target, identity)
             else:
+                self._late(proc, tree)
                 with proc.cond:
                     proc.docs.clear()  # everything printed so far is of an earlier state
-                self._write_sentinel(nonce, fresh=sync.structural)
+                    proc.matched = -1
         finally:
             if paused and self._proc is not None:
                 self._signal(self._proc, signal.SIGCONT)
+        if not started:
+            # the tree's file events reach pyright together on SIGCONT; the sentinel's comes
+            # SENTINEL_LAG_S later, so its watcher (which delays each file's event by its own
+            # timers) hands pyright the tree's changes first
+            time.sleep(SENTINEL_LAG_S)
+            self._write_sentinel(nonce, fresh=sync.structural)
         doc = self._wait(proc, nonce, deadline)
         wrong = mismatch(self.folder.path, self.folder.held or {})
         if wrong:
@@ -583,6 +640,17 @@ class ResidentPyright:
         if self._tampered_config():
             raise _Stale("the config or sentinel folder changed during the check")
         return doc
+
+    def _late(self, proc: _Process, tree: str) -> None:
+        """Note documents pyright printed after the one the last check reported."""
+        with proc.cond:
+            extra = len(proc.docs) - proc.matched - 1 if proc.matched >= 0 else 0
+        if extra > 0:
+            self.late += 1
+            self._log(
+                f"resident pyright: {extra} more report(s) came after the one given for the"
+                f" last check (before tree {tree[:12]}): a late file event or a library change"
+            )
 
     def _config(self, gate: Gate, target: Target) -> str:
         config = pyright_config_outside(
@@ -639,8 +707,12 @@ class ResidentPyright:
         )
         procs.register_known(popen.pid)
         proc = _Process(popen=popen, identity=identity)
-        threading.Thread(target=proc.read_stdout, daemon=True, name="pyright-out").start()
-        threading.Thread(target=proc.read_stderr, daemon=True, name="pyright-err").start()
+        proc.threads = [
+            threading.Thread(target=proc.read_stdout, daemon=True, name="pyright-out"),
+            threading.Thread(target=proc.read_stderr, daemon=True, name="pyright-err"),
+        ]
+        for thread in proc.threads:
+            thread.start()
         self._proc = proc
         self.restarts += 1
         return proc
@@ -649,12 +721,13 @@ class ResidentPyright:
         sentinel = str(self._sentinel)
         with proc.cond:
             while True:
-                for doc in proc.docs:
+                for index, doc in enumerate(proc.docs):
                     items = cast(list[dict[str, Any]], doc.get("generalDiagnostics") or [])
                     if any(
                         str(i.get("file", "")) == sentinel and nonce in str(i.get("message", ""))
                         for i in items
                     ):
+                        proc.matched = index
                         return doc
                 if not proc.alive():
                     words = proc.stderr_tail.decode(errors="replace").strip()
@@ -727,7 +800,5 @@ class ResidentPyright:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.popen.wait(timeout=5)
         procs.forget_known(pgid)
-        for stream in (proc.popen.stdout, proc.popen.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        for thread in proc.threads:
+            thread.join(timeout=5)  # they close the pipes themselves, at end of file

@@ -192,7 +192,8 @@ def test_a_killed_pyright_is_restarted_and_close_leaves_nothing(
     assert pid is not None and checker.rss_bytes() > 0
     os.killpg(pid, signal.SIGKILL)
     tree = _commit(root, {"pkg/clean.py": "VALUE: str = 1\n"}, "an error")
-    assert _facts(checker.check(tree, gate, target, 300)) == _cold(root, tree, gate, tmp_path)
+    found = checker.check(tree, gate, target, 300)
+    assert _facts(found) == _cold(root, tree, gate, tmp_path), said
     assert checker.pid not in (None, pid)
     assert any("died" in s for s in said)
 
@@ -201,7 +202,8 @@ def test_a_killed_pyright_is_restarted_and_close_leaves_nothing(
     again = _facts(checker.check(tree, gate, target, 300))
     assert again == _cold(root, tree, gate, tmp_path)
     last = checker.pid
-    assert last is not None and _group_alive(last)
+    assert last is not None and _group_alive(last), said
+    assert checker.last_reason == "", said
     checker.close()
     assert not _group_alive(last)
     assert checker.rss_bytes() == 0
