@@ -1,16 +1,27 @@
 """A resident type checker: `pyright --watch` kept running on one kernel-owned folder.
 
-The folder is synced from git tree to git tree (only the files that differ are written)
-and checked byte for byte against the tree before and after every use; any mismatch means
-a fresh export and a restarted pyright. Which of pyright's JSON documents belongs to the
-synced state is told by a sentinel: a file outside the folder (in a folder of its own that
-the config includes) holding an error that names a fresh nonce, written after the tree's
-files, with pyright stopped (SIGSTOP) while they are written so it reads none of them half
-synced. pyright's CLI watcher ignores deletions (1.1.414 logs "unknown file change event:
-'unlink'"), so a sync that adds, deletes or re-links files gets a sentinel under a new
-name: the file's arrival makes pyright re-list and re-read every file. Anything amiss (a
-timeout, a crash, a tampered folder or config) falls back to a cold `run_pyright` on a
-fresh export, and the reason goes to the log callback.
+The folder is synced from git tree to git tree (only the files that differ are written; the
+listing is checked against the tree id, each blob against its id) and checked byte for byte
+against the tree before and after every use; any mismatch means a fresh export and a
+restarted pyright.
+
+Which of pyright's JSON documents belongs to the synced state is told by a sentinel: a file
+outside the folder (in `sync/` beside the config, which the config includes) holding an
+error that names a fresh nonce, written after the tree's files while pyright is stopped
+(SIGSTOP), so it reads nothing half synced. pyright's CLI watcher hands it each file's event
+after its own per-file timers (chokidar's awaitWriteFinish, ~1 s), in no guaranteed order,
+so the sentinel's event cannot be trusted to come after the tree's. Instead the sentinel is
+`builtins.pyi`: pyright handles a change to a file of that name by re-reading every file and
+marking each whose bytes changed, and its importers, for a re-check (`markAllFilesDirty`
+without `evenIfContentsAreSame`); the first report naming the nonce therefore comes from a run
+that saw every change. pyright's CLI watcher ignores deletions (1.1.414 logs "unknown file
+change event: 'unlink'"), so a sync that adds, deletes or re-links files (and the check after
+it, and any check after pyright printed a report late) writes the nonce into a file of a new
+name instead: a new file makes pyright re-list the folder and re-read everything.
+
+Anything amiss (a timeout, a crash, a tampered folder or config, a git listing that does not
+make the tree) falls back to a cold `run_pyright` on a fresh export, and the reason goes to
+the log callback.
 """
 
 from __future__ import annotations
@@ -46,8 +57,9 @@ __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
 
 SENTINEL_PREFIX = "_seed_sync_"
 """Name prefix of the sentinel files; they live in the config folder's `sync/`, never in the tree's."""
-SENTINEL_LAG_S = 0.1
-"""How long after the tree's files the sentinel is written (see ResidentPyright._resident)."""
+_CHANGED_SENTINEL = "builtins.pyi"
+"""pyright handles a change to a file of this name by re-reading every file and marking those
+whose bytes changed (and their importers) for a re-check (`markAllFilesDirty(false)`)."""
 _SYNC_DIR = "sync"
 _CONFIG = "pyrightconfig.json"
 _FILE_MODES = {"100644": 0o644, "100755": 0o755}
@@ -509,6 +521,7 @@ class ResidentPyright:
         self._log: Callable[[str], None] = log or _quiet
         self._proc: _Process | None = None
         self._sentinel: Path | None = None
+        self._after_structural = False
         self._config_text = ""
         self._lock = threading.Lock()
         self.last_reason = ""
@@ -614,25 +627,23 @@ class ResidentPyright:
                 proc = None
                 paused = False
             nonce = secrets.token_hex(12)
-            started = proc is None
             if proc is None:
                 self._write_config(config)
-                self._write_sentinel(nonce, fresh=True)
+                self._write_sentinel(nonce, relist=False)
                 proc = self._start(target, identity)
             else:
-                self._late(proc, tree)
+                late = self._late(proc, tree)
                 with proc.cond:
                     proc.docs.clear()  # everything printed so far is of an earlier state
                     proc.matched = -1
+                # a re-listing (a new file's arrival) is needed for added or removed files, and
+                # is the safe way after a re-listing or a late report (see the module's doc)
+                relist = sync.structural or late or self._after_structural
+                self._write_sentinel(nonce, relist=relist)
+            self._after_structural = sync.structural
         finally:
             if paused and self._proc is not None:
                 self._signal(self._proc, signal.SIGCONT)
-        if not started:
-            # the tree's file events reach pyright together on SIGCONT; the sentinel's comes
-            # SENTINEL_LAG_S later, so its watcher (which delays each file's event by its own
-            # timers) hands pyright the tree's changes first
-            time.sleep(SENTINEL_LAG_S)
-            self._write_sentinel(nonce, fresh=sync.structural)
         doc = self._wait(proc, nonce, deadline)
         wrong = mismatch(self.folder.path, self.folder.held or {})
         if wrong:
@@ -641,8 +652,8 @@ class ResidentPyright:
             raise _Stale("the config or sentinel folder changed during the check")
         return doc
 
-    def _late(self, proc: _Process, tree: str) -> None:
-        """Note documents pyright printed after the one the last check reported."""
+    def _late(self, proc: _Process, tree: str) -> bool:
+        """Whether pyright printed reports after the one the last check gave (a late event)."""
         with proc.cond:
             extra = len(proc.docs) - proc.matched - 1 if proc.matched >= 0 else 0
         if extra > 0:
@@ -651,6 +662,7 @@ class ResidentPyright:
                 f"resident pyright: {extra} more report(s) came after the one given for the"
                 f" last check (before tree {tree[:12]}): a late file event or a library change"
             )
+        return extra > 0
 
     def _config(self, gate: Gate, target: Target) -> str:
         config = pyright_config_outside(
@@ -676,20 +688,27 @@ class ResidentPyright:
             if (self.config_dir / _CONFIG).read_text(encoding="utf-8") != self._config_text:
                 return True
             names = sorted(os.listdir(self.config_dir))
-            inside = os.listdir(self.config_dir / _SYNC_DIR)
+            inside = sorted(os.listdir(self.config_dir / _SYNC_DIR))
         except OSError:
             return True
-        wanted = [self._sentinel.name] if self._sentinel is not None else []
-        return names != sorted([_CONFIG, _SYNC_DIR]) or sorted(inside) != wanted
+        wanted = sorted({_CHANGED_SENTINEL, *([self._sentinel.name] if self._sentinel else [])})
+        return names != sorted([_CONFIG, _SYNC_DIR]) or inside != wanted
 
-    def _write_sentinel(self, nonce: str, *, fresh: bool) -> None:
-        """An error naming the nonce; under a new name when pyright must re-list the folder."""
+    def _write_sentinel(self, nonce: str, *, relist: bool) -> None:
+        """An error naming the nonce, in `builtins.pyi` or, to make pyright re-list and re-read
+        every file, in a file of a new name."""
         sync_dir = self.config_dir / _SYNC_DIR
-        text = f'_seed_sync: int = "{nonce}"\n'
-        if fresh or self._sentinel is None:
-            for old in sync_dir.iterdir():
+        # the comment keeps the error whatever the project's config says of the rule
+        text = f'# pyright: reportAssignmentType=error\n_seed_sync: int = "{nonce}"\n'
+        for old in sync_dir.iterdir():
+            if old.name != _CHANGED_SENTINEL:
                 old.unlink()
+        if relist:
             self._sentinel = sync_dir / f"{SENTINEL_PREFIX}{nonce}.py"
+        else:
+            self._sentinel = sync_dir / _CHANGED_SENTINEL
+        if not (sync_dir / _CHANGED_SENTINEL).exists():
+            (sync_dir / _CHANGED_SENTINEL).write_text(text, encoding="utf-8")
         self._sentinel.write_text(text, encoding="utf-8")
 
     def _start(self, target: Target, identity: tuple[Any, ...]) -> _Process:

@@ -118,6 +118,14 @@ def test_tree_after_tree_it_reports_what_a_cold_run_reports(
     assert got == _cold(root, tree, stricter, tmp_path)
     assert checker.pid != pid  # a new config means a new pyright
     assert any("configuration" in s for s in said)
+    # a project that turns off the rule of the sentinel's error still gets its own findings
+    quiet = Gate(
+        ruff_config=tmp_path / "unused.toml", pyright_config={"reportAssignmentType": "none"}
+    )
+    tree = _commit(root, {"pkg/clean/__init__.py": "V: int = ''\nW: str = V.nothing\n"}, "more")
+    got = _facts(checker.check(tree, quiet, target, 300))
+    assert got == _cold(root, tree, quiet, tmp_path) and got, said
+    assert checker.last_reason == "", said
 
 
 def test_a_tampered_folder_is_never_reported_from(
