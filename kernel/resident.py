@@ -1,16 +1,27 @@
 """A resident type checker: `pyright --watch` kept running on one kernel-owned folder.
 
-The folder is synced from git tree to git tree (only the files that differ are written)
-and checked byte for byte against the tree before and after every use; any mismatch means
-a fresh export and a restarted pyright. Which of pyright's JSON documents belongs to the
-synced state is told by a sentinel: a file outside the folder (in a folder of its own that
-the config includes) holding an error that names a fresh nonce, written after the tree's
-files, with pyright stopped (SIGSTOP) while they are written so it reads none of them half
-synced. pyright's CLI watcher ignores deletions (1.1.414 logs "unknown file change event:
-'unlink'"), so a sync that adds, deletes or re-links files gets a sentinel under a new
-name: the file's arrival makes pyright re-list and re-read every file. Anything amiss (a
-timeout, a crash, a tampered folder or config) falls back to a cold `run_pyright` on a
-fresh export, and the reason goes to the log callback.
+The folder is synced from git tree to git tree (only the files that differ are written; the
+listing is checked against the tree id, each blob against its id) and checked byte for byte
+against the tree before and after every use; any mismatch means a fresh export and a
+restarted pyright.
+
+Which of pyright's JSON documents belongs to the synced state is told by a sentinel: a file
+outside the folder (in `sync/` beside the config, which the config includes) holding an
+error that names a fresh nonce, written after the tree's files while pyright is stopped
+(SIGSTOP), so it reads nothing half synced. pyright's CLI watcher hands it each file's event
+after its own per-file timers (chokidar's awaitWriteFinish, ~1 s), in no guaranteed order,
+so the sentinel's event cannot be trusted to come after the tree's. Instead the sentinel is
+`builtins.pyi`: pyright handles a change to a file of that name by re-reading every file and
+marking each whose bytes changed, and its importers, for a re-check (`markAllFilesDirty`
+without `evenIfContentsAreSame`); the first report naming the nonce therefore comes from a run
+that saw every change. pyright's CLI watcher ignores deletions (1.1.414 logs "unknown file
+change event: 'unlink'"), so a sync that adds, deletes or re-links files (and the check after
+it, and any check after pyright printed a report late) writes the nonce into a file of a new
+name instead: a new file makes pyright re-list the folder and re-read everything.
+
+Anything amiss (a timeout, a crash, a tampered folder or config, a git listing that does not
+make the tree) falls back to a cold `run_pyright` on a fresh export, and the reason goes to
+the log callback.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -45,6 +57,9 @@ __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
 
 SENTINEL_PREFIX = "_seed_sync_"
 """Name prefix of the sentinel files; they live in the config folder's `sync/`, never in the tree's."""
+_CHANGED_SENTINEL = "builtins.pyi"
+"""pyright handles a change to a file of this name by re-reading every file and marking those
+whose bytes changed (and their importers) for a re-check (`markAllFilesDirty(false)`)."""
 _SYNC_DIR = "sync"
 _CONFIG = "pyrightconfig.json"
 _FILE_MODES = {"100644": 0o644, "100755": 0o755}
@@ -56,6 +71,9 @@ Entries = dict[str, tuple[str, str]]
 
 
 def _ls_tree(root: Path, tree: str, env: dict[str, str] | None) -> Entries:
+    """Every entry of a tree, the listing checked against the tree's id (nothing lost on the way)."""
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", tree):
+        tree = gitops.git(root, "rev-parse", "--verify", f"{tree}^{{tree}}", env=env).text().strip()
     raw = gitops.git(root, "ls-tree", "-r", "-z", "--full-tree", tree, env=env).stdout
     out: Entries = {}
     for item in raw.split(b"\0"):
@@ -64,11 +82,13 @@ def _ls_tree(root: Path, tree: str, env: dict[str, str] | None) -> Entries:
         meta, _, path = item.partition(b"\t")
         mode, _kind, oid = meta.decode().split(" ")
         out[path.decode("utf-8", errors="surrogateescape")] = (mode, oid)
+    if _tree_id(out, len(tree)) != tree:
+        raise gitops.GitError(f"ls-tree: the listing of {tree} does not make that tree")
     return out
 
 
 def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None) -> list[bytes]:
-    """The contents of blobs, in order, from one `cat-file --batch`."""
+    """The contents of blobs, in order, from one `cat-file --batch`, each checked against its id."""
     if not oids:
         return []
     data = gitops.git(
@@ -76,15 +96,47 @@ def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None) -> list
     ).stdout
     out: list[bytes] = []
     at = 0
-    for _ in oids:
-        end = data.index(b"\n", at)
-        header = data[at:end].split(b" ")
-        if len(header) < 3 or header[1] != b"blob":
-            raise gitops.GitError(f"not a blob: {data[at:end]!r}")
+    for oid in oids:
+        end = data.find(b"\n", at)
+        header = data[at:end].split(b" ") if end >= 0 else []
+        if len(header) < 3 or header[1] != b"blob" or not header[2].isdigit():
+            raise gitops.GitError(f"cat-file: no blob {oid} in its output")
         size = int(header[2])
-        out.append(data[end + 1 : end + 1 + size])
+        blob = data[end + 1 : end + 1 + size]
+        if _blob_id(blob, len(oid)) != oid:
+            raise gitops.GitError(f"cat-file: the bytes given for {oid} are not that blob")
+        out.append(blob)
         at = end + 1 + size + 1
     return out
+
+
+def _tree_id(entries: Entries, oid_len: int) -> str:
+    """The id of the tree these (recursive) entries make, computed as git does."""
+    top: dict[str, Any] = {}
+    for path, leaf in entries.items():
+        node = top
+        *dirs, name = path.split("/")
+        for part in dirs:
+            node = node.setdefault(part, {})
+        node[name] = leaf
+
+    def digest(node: dict[str, Any]) -> bytes:
+        items: list[tuple[bytes, bytes]] = []
+        for name, value in node.items():
+            raw = os.fsencode(name)
+            if isinstance(value, dict):
+                sub = digest(cast(dict[str, Any], value))
+                items.append((raw + b"/", b"40000 " + raw + b"\0" + sub))
+            else:
+                mode, oid = cast(tuple[str, str], value)
+                items.append((raw, mode.encode() + b" " + raw + b"\0" + bytes.fromhex(oid)))
+        body = b"".join(entry for _, entry in sorted(items))
+        algo = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
+        algo.update(b"tree %d\0" % len(body))
+        algo.update(body)
+        return algo.digest()
+
+    return digest(top).hex()
 
 
 def _blob_id(data: bytes, oid_len: int) -> str:
@@ -378,6 +430,9 @@ class _Process:
     cond: threading.Condition = field(default_factory=threading.Condition)
     ended: bool = False
     stderr_tail: bytes = b""
+    threads: list[threading.Thread] = field(default_factory=list[threading.Thread])
+    matched: int = -1
+    """Index in docs of the document the last check reported (-1: none)."""
 
     def read_stdout(self) -> None:
         """Split stdout into complete JSON documents (pyright prints one per re-check)."""
@@ -414,6 +469,9 @@ class _Process:
                     with self.cond:
                         self.docs.append(cast(dict[str, Any], doc))
                         self.cond.notify_all()
+        # the reader closes its own pipe: closed from another thread while this one reads,
+        # the fd number could be reused (by a git pipe) and this thread would read from that
+        stream.close()
         with self.cond:
             self.ended = True
             self.cond.notify_all()
@@ -427,10 +485,11 @@ class _Process:
             try:
                 chunk = os.read(fd, 1 << 14)
             except OSError:
-                return
+                break
             if not chunk:
-                return
+                break
             self.stderr_tail = (self.stderr_tail + chunk)[-MAX_DETAIL:]
+        stream.close()
 
     def alive(self) -> bool:
         """The wrapper has not exited."""
@@ -462,12 +521,15 @@ class ResidentPyright:
         self._log: Callable[[str], None] = log or _quiet
         self._proc: _Process | None = None
         self._sentinel: Path | None = None
+        self._after_structural = False
         self._config_text = ""
         self._lock = threading.Lock()
         self.last_reason = ""
         """Why the last check fell back to a cold run ('' when it did not)."""
         self.restarts = 0
         """How many times pyright was started."""
+        self.late = 0
+        """Checks after which pyright printed another report before the next check."""
 
     # -- public -------------------------------------------------------------------------
 
@@ -567,12 +629,18 @@ class ResidentPyright:
             nonce = secrets.token_hex(12)
             if proc is None:
                 self._write_config(config)
-                self._write_sentinel(nonce, fresh=True)
+                self._write_sentinel(nonce, relist=False)
                 proc = self._start(target, identity)
             else:
+                late = self._late(proc, tree)
                 with proc.cond:
                     proc.docs.clear()  # everything printed so far is of an earlier state
-                self._write_sentinel(nonce, fresh=sync.structural)
+                    proc.matched = -1
+                # a re-listing (a new file's arrival) is needed for added or removed files, and
+                # is the safe way after a re-listing or a late report (see the module's doc)
+                relist = sync.structural or late or self._after_structural
+                self._write_sentinel(nonce, relist=relist)
+            self._after_structural = sync.structural
         finally:
             if paused and self._proc is not None:
                 self._signal(self._proc, signal.SIGCONT)
@@ -583,6 +651,18 @@ class ResidentPyright:
         if self._tampered_config():
             raise _Stale("the config or sentinel folder changed during the check")
         return doc
+
+    def _late(self, proc: _Process, tree: str) -> bool:
+        """Whether pyright printed reports after the one the last check gave (a late event)."""
+        with proc.cond:
+            extra = len(proc.docs) - proc.matched - 1 if proc.matched >= 0 else 0
+        if extra > 0:
+            self.late += 1
+            self._log(
+                f"resident pyright: {extra} more report(s) came after the one given for the"
+                f" last check (before tree {tree[:12]}): a late file event or a library change"
+            )
+        return extra > 0
 
     def _config(self, gate: Gate, target: Target) -> str:
         config = pyright_config_outside(
@@ -608,20 +688,27 @@ class ResidentPyright:
             if (self.config_dir / _CONFIG).read_text(encoding="utf-8") != self._config_text:
                 return True
             names = sorted(os.listdir(self.config_dir))
-            inside = os.listdir(self.config_dir / _SYNC_DIR)
+            inside = sorted(os.listdir(self.config_dir / _SYNC_DIR))
         except OSError:
             return True
-        wanted = [self._sentinel.name] if self._sentinel is not None else []
-        return names != sorted([_CONFIG, _SYNC_DIR]) or sorted(inside) != wanted
+        wanted = sorted({_CHANGED_SENTINEL, *([self._sentinel.name] if self._sentinel else [])})
+        return names != sorted([_CONFIG, _SYNC_DIR]) or inside != wanted
 
-    def _write_sentinel(self, nonce: str, *, fresh: bool) -> None:
-        """An error naming the nonce; under a new name when pyright must re-list the folder."""
+    def _write_sentinel(self, nonce: str, *, relist: bool) -> None:
+        """An error naming the nonce, in `builtins.pyi` or, to make pyright re-list and re-read
+        every file, in a file of a new name."""
         sync_dir = self.config_dir / _SYNC_DIR
-        text = f'_seed_sync: int = "{nonce}"\n'
-        if fresh or self._sentinel is None:
-            for old in sync_dir.iterdir():
+        # the comment keeps the error whatever the project's config says of the rule
+        text = f'# pyright: reportAssignmentType=error\n_seed_sync: int = "{nonce}"\n'
+        for old in sync_dir.iterdir():
+            if old.name != _CHANGED_SENTINEL:
                 old.unlink()
+        if relist:
             self._sentinel = sync_dir / f"{SENTINEL_PREFIX}{nonce}.py"
+        else:
+            self._sentinel = sync_dir / _CHANGED_SENTINEL
+        if not (sync_dir / _CHANGED_SENTINEL).exists():
+            (sync_dir / _CHANGED_SENTINEL).write_text(text, encoding="utf-8")
         self._sentinel.write_text(text, encoding="utf-8")
 
     def _start(self, target: Target, identity: tuple[Any, ...]) -> _Process:
@@ -639,8 +726,12 @@ class ResidentPyright:
         )
         procs.register_known(popen.pid)
         proc = _Process(popen=popen, identity=identity)
-        threading.Thread(target=proc.read_stdout, daemon=True, name="pyright-out").start()
-        threading.Thread(target=proc.read_stderr, daemon=True, name="pyright-err").start()
+        proc.threads = [
+            threading.Thread(target=proc.read_stdout, daemon=True, name="pyright-out"),
+            threading.Thread(target=proc.read_stderr, daemon=True, name="pyright-err"),
+        ]
+        for thread in proc.threads:
+            thread.start()
         self._proc = proc
         self.restarts += 1
         return proc
@@ -649,12 +740,13 @@ class ResidentPyright:
         sentinel = str(self._sentinel)
         with proc.cond:
             while True:
-                for doc in proc.docs:
+                for index, doc in enumerate(proc.docs):
                     items = cast(list[dict[str, Any]], doc.get("generalDiagnostics") or [])
                     if any(
                         str(i.get("file", "")) == sentinel and nonce in str(i.get("message", ""))
                         for i in items
                     ):
+                        proc.matched = index
                         return doc
                 if not proc.alive():
                     words = proc.stderr_tail.decode(errors="replace").strip()
@@ -727,7 +819,5 @@ class ResidentPyright:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.popen.wait(timeout=5)
         procs.forget_known(pgid)
-        for stream in (proc.popen.stdout, proc.popen.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        for thread in proc.threads:
+            thread.join(timeout=5)  # they close the pipes themselves, at end of file

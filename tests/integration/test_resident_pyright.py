@@ -118,6 +118,14 @@ def test_tree_after_tree_it_reports_what_a_cold_run_reports(
     assert got == _cold(root, tree, stricter, tmp_path)
     assert checker.pid != pid  # a new config means a new pyright
     assert any("configuration" in s for s in said)
+    # a project that turns off the rule of the sentinel's error still gets its own findings
+    quiet = Gate(
+        ruff_config=tmp_path / "unused.toml", pyright_config={"reportAssignmentType": "none"}
+    )
+    tree = _commit(root, {"pkg/clean/__init__.py": "V: int = ''\nW: str = V.nothing\n"}, "more")
+    got = _facts(checker.check(tree, quiet, target, 300))
+    assert got == _cold(root, tree, quiet, tmp_path) and got, said
+    assert checker.last_reason == "", said
 
 
 def test_a_tampered_folder_is_never_reported_from(
@@ -192,7 +200,8 @@ def test_a_killed_pyright_is_restarted_and_close_leaves_nothing(
     assert pid is not None and checker.rss_bytes() > 0
     os.killpg(pid, signal.SIGKILL)
     tree = _commit(root, {"pkg/clean.py": "VALUE: str = 1\n"}, "an error")
-    assert _facts(checker.check(tree, gate, target, 300)) == _cold(root, tree, gate, tmp_path)
+    found = checker.check(tree, gate, target, 300)
+    assert _facts(found) == _cold(root, tree, gate, tmp_path), said
     assert checker.pid not in (None, pid)
     assert any("died" in s for s in said)
 
@@ -201,7 +210,8 @@ def test_a_killed_pyright_is_restarted_and_close_leaves_nothing(
     again = _facts(checker.check(tree, gate, target, 300))
     assert again == _cold(root, tree, gate, tmp_path)
     last = checker.pid
-    assert last is not None and _group_alive(last)
+    assert last is not None and _group_alive(last), said
+    assert checker.last_reason == "", said
     checker.close()
     assert not _group_alive(last)
     assert checker.rss_bytes() == 0
