@@ -74,7 +74,7 @@ class Context:
         if self.pyright is None and self.config.analysis.resident_pyright:
             self.pyright = ResidentPyright(
                 self.paths.root,
-                self.paths.state / "pyright",
+                self.paths.resident,
                 memory_mb=self.config.analysis.pyright_memory_mb,
                 log=self.log,
             )
