@@ -1,0 +1,327 @@
+"""Append-only JSON-lines logs read back with bounds: whole lines, whole objects, nothing swallowed.
+
+Every line is read with a size cap (a longer one is skipped in blocks, never held whole).
+A damaged line (torn, glued to the next append by an older writer, NUL padding) still
+gives up every whole JSON object in it: `objects_in` finds them, and `repair` rewrites the
+log with each on a line of its own, the rest of the line set aside in a side file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, cast
+
+from kernel.bounds import (
+    KIB,
+    SALVAGE_SLACK,
+    SALVAGE_TRIES,
+    SALVAGE_WORK,
+    SEQUENCE_DIGITS_MAX,
+)
+from kernel.fsutil import unique_path
+
+_BLOCK = 64 * KIB
+_NUMBER = re.compile(rb"iter-(\d{4,%d})(?!\d)" % SEQUENCE_DIGITS_MAX)
+TORN = ".torn-"
+"""Side files are named <log>.torn-<UTC time>: the bytes a repair took out of a log."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a log: where it starts, its bytes (None when over the cap) and its size."""
+
+    offset: int
+    data: bytes | None
+    size: int
+    ended: bool
+    """Whether the line ends with a newline (the last line of a torn append does not)."""
+
+
+def lines(path: Path, cap: int, start: int = 0) -> Iterator[Line]:
+    """The lines of a file from byte `start`, each read whole only when within `cap` bytes."""
+    with path.open("rb") as handle:
+        handle.seek(start)
+        offset = start
+        while True:
+            raw = handle.readline(cap + 1)
+            if not raw:
+                return
+            ended = raw.endswith(b"\n")
+            if ended or len(raw) <= cap:
+                yield Line(offset, raw, len(raw), ended)
+                offset += len(raw)
+                continue
+            size = len(raw)
+            while True:  # over the cap: find its end without keeping it
+                chunk = handle.readline(_BLOCK)
+                size += len(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    ended = chunk.endswith(b"\n")
+                    break
+            yield Line(offset, None, size, ended)
+            offset += size
+
+
+def lines_backwards(path: Path, cap: int) -> Iterator[bytes | None]:
+    """The lines of a file from the end, newest first, without newlines; None for one over `cap`."""
+    with path.open("rb") as handle:
+        position = handle.seek(0, os.SEEK_END)
+        rest, over = b"", False
+        while position > 0:
+            step = min(_BLOCK, position)
+            position -= step
+            handle.seek(position)
+            parts = handle.read(step).split(b"\n")
+            if len(parts) == 1:
+                if not over:
+                    rest = parts[0] + rest
+                    over = len(rest) > cap
+                    rest = b"" if over else rest
+                continue
+            line = parts[-1] + rest
+            yield None if over or len(line) > cap else line
+            for middle in reversed(parts[1:-1]):
+                yield None if len(middle) > cap else middle
+            rest = parts[0]
+            over = len(rest) > cap
+            rest = b"" if over else rest
+        yield None if over else rest
+
+
+def whole_object(data: bytes) -> dict[str, Any] | None:
+    """The JSON object that is all of `data` (UTF-8, surrounding whitespace aside), or None."""
+    try:
+        value: Any = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
+
+
+def objects_in(data: bytes, keys: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Spans (start, end) of the whole JSON objects with these keys found in a damaged line.
+
+    Candidates are tried left to right at each '{'; an object taken is skipped past. The
+    search is bounded (SALVAGE_WORK times the line's length, SALVAGE_TRIES starts): past
+    that, what is left counts as a fragment.
+    """
+    # latin-1 maps each byte to one character, so offsets in the text are offsets in bytes
+    text = data.decode("latin-1")
+    decoder = json.JSONDecoder()
+    spans: list[tuple[int, int]] = []
+    budget = SALVAGE_WORK * len(data) + SALVAGE_SLACK
+    position = tries = 0
+    while budget > 0 and tries < SALVAGE_TRIES:
+        start = text.find("{", position)
+        if start < 0:
+            break
+        tries += 1
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            budget -= max(exc.pos - start, 1)
+            position = start + 1
+            continue
+        except (ValueError, RecursionError):
+            budget -= len(text) - start
+            position = start + 1
+            continue
+        budget -= end - start
+        if (
+            isinstance(value, dict)
+            and all(k in value for k in keys)
+            and whole_object(data[start:end]) is not None
+        ):
+            spans.append((start, end))
+            position = end
+        else:
+            position = start + 1
+    return spans
+
+
+def numbers_in(data: bytes) -> int:
+    """The highest iteration number named in these bytes (0 when none)."""
+    return max((int(m) for m in _NUMBER.findall(data)), default=0)
+
+
+@dataclass
+class Repair:
+    """What a repair of one log did."""
+
+    path: Path
+    aside: Path | None = None
+    kept: int = 0
+    """Whole objects kept out of damaged lines (each now on a line of its own)."""
+    fragments: int = 0
+    aside_bytes: int = 0
+    torn_tail: int = 0
+    """Bytes of an unterminated last line set aside (0 when the log ended with a newline)."""
+    reasons: list[str] = field(default_factory=list[str])
+    highest: int = 0
+    """The highest iteration number named in what was set aside."""
+
+    def message(self) -> str:
+        """One sentence for daemon.log and events.jsonl."""
+        where = f"(saved to {self.aside.name})" if self.aside else ""
+        said: list[str] = []
+        if self.torn_tail and self.fragments == 1 and not self.kept:
+            said.append(f"cut a torn last line of {self.torn_tail} bytes {where}")
+        else:
+            if self.fragments:
+                said.append(
+                    f"set aside {self.fragments} fragment(s) of {self.aside_bytes} bytes {where}"
+                )
+            if self.kept:
+                said.append(
+                    f"kept {self.kept} whole object(s) found in damaged lines, each on its own line"
+                )
+        text = f"{self.path}: " + "; ".join(s.strip() for s in said)
+        return text + (f" ({'; '.join(self.reasons[:5])})" if self.reasons else "")
+
+
+def _sound(line: Line) -> bool:
+    """A line a repair leaves as it is: whole, ended, blank or one JSON object."""
+    if line.data is None or not line.ended:
+        return False
+    return not line.data.strip() or whole_object(line.data) is not None
+
+
+class _Aside:
+    """The side file of one repair, opened on the first fragment."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.path: Path | None = None
+        self._handle: IO[bytes] | None = None
+        self.pieces = 0
+        self.size = 0
+        self.highest = 0
+
+    def put(self, chunks: Iterator[bytes]) -> None:
+        if self._handle is None:
+            stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            self.path = unique_path(self.log.with_name(f"{self.log.name}{TORN}{stamp}"))
+            self._handle = self.path.open("xb")
+        elif self.pieces:
+            self._handle.write(b"\n")
+        self.pieces += 1
+        tail = b""
+        for chunk in chunks:
+            self._handle.write(chunk)
+            self.size += len(chunk)
+            self.highest = max(self.highest, numbers_in(tail + chunk))
+            tail = chunk[-32:]
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            self._handle = None
+
+
+def _copy(handle: IO[bytes], offset: int, size: int) -> Iterator[bytes]:
+    """The bytes of one line, in blocks (a line over the cap is never held whole)."""
+    handle.seek(offset)
+    while size > 0:
+        chunk = handle.read(min(_BLOCK, size))
+        if not chunk:
+            return
+        size -= len(chunk)
+        yield chunk
+
+
+def repair(path: Path, cap: int, keys: tuple[str, ...]) -> Repair | None:
+    """Rewrite a damaged log so every line is whole: None when nothing was damaged.
+
+    Whole lines stay as they are; every whole JSON object with these keys in a damaged line
+    is kept on a line of its own; everything else of a damaged line (a torn fragment, NULs,
+    a line over `cap`) goes to a side file, bytes unchanged. The new log replaces the old
+    one atomically, so a crash during the repair leaves one or the other.
+    """
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    with path.open("rb") as locked:
+        fcntl.flock(locked.fileno(), fcntl.LOCK_EX)  # appenders wait, then see the new file
+        if all(_sound(line) for line in lines(path, cap)):
+            return None
+        return _rewrite(path, cap, keys)
+
+
+def _rewrite(path: Path, cap: int, keys: tuple[str, ...]) -> Repair:
+    result = Repair(path)
+    aside = _Aside(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, path.open("rb") as source:
+            for line in lines(path, cap):
+                if _sound(line):
+                    assert line.data is not None
+                    out.write(line.data)
+                    continue
+                if not line.ended:
+                    result.torn_tail = line.size
+                if line.data is None:
+                    result.reasons.append(
+                        f"a line of {line.size} bytes at byte {line.offset} is over the bound of {cap}"
+                    )
+                    aside.put(_copy(source, line.offset, line.size - line.ended))
+                    continue
+                body = line.data.rstrip(b"\n")
+                if not line.ended and whole_object(body) is not None:
+                    out.write(body + b"\n")  # whole, only its newline was lost
+                    result.kept += 1
+                    continue
+                start = 0
+                for begin, end in objects_in(body, keys):
+                    if body[start:begin].strip():
+                        aside.put(iter((body[start:begin],)))
+                    out.write(body[begin:end] + b"\n")
+                    result.kept += 1
+                    start = end
+                if body[start:].strip() or (start == 0 and body):
+                    aside.put(iter((body[start:],)))
+            out.flush()
+            os.fsync(out.fileno())
+        aside.close()
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        aside.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    result.aside = aside.path
+    result.fragments = aside.pieces
+    result.aside_bytes = aside.size
+    result.highest = aside.highest
+    return result
+
+
+def side_files(log: Path) -> list[Path]:
+    """The side files repairs of this log left."""
+    return sorted(log.parent.glob(f"{log.name}{TORN}*"))
+
+
+def highest_in_file(path: Path) -> int:
+    """The highest iteration number named anywhere in a file, read in blocks (0 when none)."""
+    highest = 0
+    tail = b""
+    with contextlib.suppress(OSError), path.open("rb") as handle:
+        while chunk := handle.read(_BLOCK * 16):
+            highest = max(highest, numbers_in(tail + chunk))
+            tail = chunk[-32:]
+    return highest
