@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
+
+from pydantic import BaseModel, ValidationError
 
 from kernel.bounds import (
     KIB,
@@ -29,6 +31,7 @@ from kernel.bounds import (
 )
 from kernel.fsutil import unique_path
 
+M = TypeVar("M", bound=BaseModel)
 _BLOCK = 64 * KIB
 _NUMBER = re.compile(rb"iter-(\d{4,%d})(?!\d)" % SEQUENCE_DIGITS_MAX)
 TORN = ".torn-"
@@ -106,17 +109,18 @@ def whole_object(data: bytes) -> dict[str, Any] | None:
     return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
-def objects_in(data: bytes, keys: tuple[str, ...]) -> list[tuple[int, int]]:
-    """Spans (start, end) of the whole JSON objects with these keys found in a damaged line.
+def objects_in(data: bytes, model: type[M]) -> list[tuple[int, int, M]]:
+    """The whole objects of this model found in a damaged line: (start, end, object) each.
 
-    Candidates are tried left to right at each '{'; an object taken is skipped past. The
-    search is bounded (SALVAGE_WORK times the line's length, SALVAGE_TRIES starts): past
-    that, what is left counts as a fragment.
+    Candidates are tried left to right at each '{'; an object taken is skipped past, one
+    that is not of the model (a fragment's inner object, a torn record that swallowed the
+    next) is looked into. The search is bounded (SALVAGE_WORK times the line's length,
+    SALVAGE_TRIES starts): past that, what is left counts as a fragment.
     """
     # latin-1 maps each byte to one character, so offsets in the text are offsets in bytes
     text = data.decode("latin-1")
     decoder = json.JSONDecoder()
-    spans: list[tuple[int, int]] = []
+    found: list[tuple[int, int, M]] = []
     budget = SALVAGE_WORK * len(data) + SALVAGE_SLACK
     position = tries = 0
     while budget > 0 and tries < SALVAGE_TRIES:
@@ -124,27 +128,25 @@ def objects_in(data: bytes, keys: tuple[str, ...]) -> list[tuple[int, int]]:
         if start < 0:
             break
         tries += 1
+        position = start + 1
         try:
             value, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             budget -= max(exc.pos - start, 1)
-            position = start + 1
             continue
         except (ValueError, RecursionError):
             budget -= len(text) - start
-            position = start + 1
             continue
         budget -= end - start
-        if (
-            isinstance(value, dict)
-            and all(k in value for k in keys)
-            and whole_object(data[start:end]) is not None
-        ):
-            spans.append((start, end))
-            position = end
-        else:
-            position = start + 1
-    return spans
+        if not isinstance(value, dict):
+            continue
+        try:
+            item = model.model_validate_json(data[start:end])
+        except (ValidationError, ValueError, RecursionError):
+            continue
+        found.append((start, end, item))
+        position = end
+    return found
 
 
 def numbers_in(data: bytes) -> int:
@@ -239,10 +241,10 @@ def _copy(handle: IO[bytes], offset: int, size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def repair(path: Path, cap: int, keys: tuple[str, ...]) -> Repair | None:
+def repair(path: Path, cap: int, model: type[BaseModel]) -> Repair | None:
     """Rewrite a damaged log so every line is whole: None when nothing was damaged.
 
-    Whole lines stay as they are; every whole JSON object with these keys in a damaged line
+    Whole lines stay as they are (any one JSON object); every whole object of the model in a damaged line
     is kept on a line of its own; everything else of a damaged line (a torn fragment, NULs,
     a line over `cap`) goes to a side file, bytes unchanged. The new log replaces the old
     one atomically, so a crash during the repair leaves one or the other.
@@ -253,10 +255,10 @@ def repair(path: Path, cap: int, keys: tuple[str, ...]) -> Repair | None:
         fcntl.flock(locked.fileno(), fcntl.LOCK_EX)  # appenders wait, then see the new file
         if all(_sound(line) for line in lines(path, cap)):
             return None
-        return _rewrite(path, cap, keys)
+        return _rewrite(path, cap, model)
 
 
-def _rewrite(path: Path, cap: int, keys: tuple[str, ...]) -> Repair:
+def _rewrite(path: Path, cap: int, model: type[BaseModel]) -> Repair:
     result = Repair(path)
     aside = _Aside(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -281,7 +283,7 @@ def _rewrite(path: Path, cap: int, keys: tuple[str, ...]) -> Repair:
                     result.kept += 1
                     continue
                 start = 0
-                for begin, end in objects_in(body, keys):
+                for begin, end, _ in objects_in(body, model):
                     if body[start:begin].strip():
                         aside.put(iter((body[start:begin],)))
                     out.write(body[begin:end] + b"\n")

@@ -20,8 +20,6 @@ from kernel.fsutil import append_line
 from kernel.store import RecordStore
 
 LEDGER_FILE = "ledger.jsonl"
-LEDGER_KEYS = ("at", "iteration_id")
-"""Keys a whole entry glued into a damaged line must have to be kept (see jsonl.repair)."""
 _FIELD_MAX = 500
 """Characters of each text field of an entry: a line always fits LEDGER_LINE_MAX."""
 
@@ -81,13 +79,7 @@ def entries(history: Path) -> Iterator[LedgerEntry]:
             continue
         except (ValidationError, ValueError):
             pass
-        glued: list[LedgerEntry] = []
-        for start, end in jsonl.objects_in(raw, LEDGER_KEYS):
-            try:
-                glued.append(LedgerEntry.model_validate_json(raw[start:end]))
-            except (ValidationError, ValueError):
-                continue
-        yield from reversed(glued)
+        yield from reversed([entry for _, _, entry in jsonl.objects_in(raw, LedgerEntry)])
 
 
 def accounted(history: Path, iteration_id: str) -> bool:
@@ -97,7 +89,7 @@ def accounted(history: Path, iteration_id: str) -> bool:
 
 def repair(history: Path) -> str:
     """Make ledger.jsonl whole again (see jsonl.repair); what was done, or ''."""
-    fixed = jsonl.repair(ledger_path(history), LEDGER_LINE_MAX, LEDGER_KEYS)
+    fixed = jsonl.repair(ledger_path(history), LEDGER_LINE_MAX, LedgerEntry)
     return fixed.message() if fixed is not None else ""
 
 

@@ -36,10 +36,6 @@ from kernel.errors import SeedError
 from kernel.fsutil import append_line, atomic_write_text
 
 _SEQ = re.compile(r"^iter-(\d{4,})-")
-RECORD_KEYS = ("iteration_id", "outcome")
-"""Keys a whole object glued into a damaged line of records.jsonl must have to be kept."""
-EVENT_KEYS = ("at", "kind")
-"""The same for events.jsonl."""
 SEQUENCE_FILE = "sequence"
 """The high-water mark of iteration numbers, in the kernel's state folder."""
 _SCHEMA = """
@@ -203,7 +199,7 @@ class RecordStore:
         folder kept record.json is appended again. Each step is an event.
         """
         said: list[str] = []
-        fixed = jsonl.repair(self.records_path, RECORD_LINE_MAX, RECORD_KEYS)
+        fixed = jsonl.repair(self.records_path, RECORD_LINE_MAX, IterationRecord)
         if fixed is not None:
             self.raise_mark(fixed.highest)
             message = fixed.message()
@@ -224,7 +220,7 @@ class RecordStore:
 
     def repair_events(self) -> str:
         """Make events.jsonl whole again (see jsonl.repair); what was done, or ''."""
-        fixed = jsonl.repair(self.events_path, EVENT_LINE_MAX, EVENT_KEYS)
+        fixed = jsonl.repair(self.events_path, EVENT_LINE_MAX, Event)
         return fixed.message() if fixed is not None else ""
 
     def _restore(self) -> list[str]:
@@ -405,11 +401,9 @@ class RecordStore:
                 continue
             seen = max(seen, jsonl.numbers_in(line.data))
             found = 0
-            for start, end in jsonl.objects_in(line.data, RECORD_KEYS):
-                with contextlib.suppress(ValidationError, ValueError):
-                    inner = IterationRecord.model_validate_json(line.data[start:end])
-                    self._insert(db, inner, line.offset + start, end - start)
-                    found += 1
+            for start, end, inner in jsonl.objects_in(line.data, IterationRecord):
+                self._insert(db, inner, line.offset + start, end - start)
+                found += 1
             kept = f" ({found} whole record(s) in it are read)" if found else ""
             self.problems.append(f"{where}: {reason}{kept}")
         self._set_meta(db, "size", str(offset))
@@ -628,11 +622,7 @@ def _events_in(raw: bytes) -> list[Event]:
     """The events of one line of events.jsonl: the line, or the whole ones glued in it."""
     with contextlib.suppress(ValidationError, ValueError):
         return [Event.model_validate_json(raw)]
-    found: list[Event] = []
-    for start, end in jsonl.objects_in(raw, EVENT_KEYS):
-        with contextlib.suppress(ValidationError, ValueError):
-            found.append(Event.model_validate_json(raw[start:end]))
-    return found
+    return [event for _, _, event in jsonl.objects_in(raw, Event)]
 
 
 def _read_record(path: Path) -> IterationRecord | None:
