@@ -74,30 +74,31 @@ def lines(path: Path, cap: int, start: int = 0) -> Iterator[Line]:
             offset += size
 
 
-def lines_backwards(path: Path, cap: int) -> Iterator[bytes | None]:
-    """The lines of a file from the end, newest first, without newlines; None for one over `cap`."""
+def lines_backwards(path: Path, cap: int) -> Iterator[Line]:
+    """The lines of a file from the end, newest first, read in blocks: each with its bytes
+    (no newline; None when over `cap`, never held whole), its offset and size (no newline)."""
     with path.open("rb") as handle:
-        position = handle.seek(0, os.SEEK_END)
-        rest, over = b"", False
+        position = line_end = handle.seek(0, os.SEEK_END)
+        rest, over, ended = b"", False, False
         while position > 0:
             step = min(_BLOCK, position)
             position -= step
             handle.seek(position)
-            parts = handle.read(step).split(b"\n")
-            if len(parts) == 1:
+            chunk = handle.read(step)
+            high = len(chunk)
+            while True:
+                cut = chunk.rfind(b"\n", 0, high)
                 if not over:
-                    rest = parts[0] + rest
+                    rest = chunk[cut + 1 : high] + rest
                     over = len(rest) > cap
                     rest = b"" if over else rest
-                continue
-            line = parts[-1] + rest
-            yield None if over or len(line) > cap else line
-            for middle in reversed(parts[1:-1]):
-                yield None if len(middle) > cap else middle
-            rest = parts[0]
-            over = len(rest) > cap
-            rest = b"" if over else rest
-        yield None if over else rest
+                if cut < 0:
+                    break
+                start = position + cut + 1
+                yield Line(start, None if over else rest, line_end - start, ended)
+                line_end, high = position + cut, cut
+                rest, over, ended = b"", False, True
+        yield Line(0, None if over else rest, line_end, ended)
 
 
 def whole_object(data: bytes) -> dict[str, Any] | None:
@@ -109,13 +110,14 @@ def whole_object(data: bytes) -> dict[str, Any] | None:
     return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
-def objects_in(data: bytes, model: type[M]) -> list[tuple[int, int, M]]:
+def objects_in(data: bytes, model: type[M], stop: int = -1) -> list[tuple[int, int, M]]:
     """The whole objects of this model found in a damaged line: (start, end, object) each.
 
     Candidates are tried left to right at each '{'; an object taken is skipped past, one
     that is not of the model (a fragment's inner object, a torn record that swallowed the
     next) is looked into. The search is bounded (SALVAGE_WORK times the line's length,
-    SALVAGE_TRIES starts): past that, what is left counts as a fragment.
+    SALVAGE_TRIES starts): past that, what is left counts as a fragment. With `stop`, only
+    objects starting before it are looked for.
     """
     # latin-1 maps each byte to one character, so offsets in the text are offsets in bytes
     text = data.decode("latin-1")
@@ -124,7 +126,7 @@ def objects_in(data: bytes, model: type[M]) -> list[tuple[int, int, M]]:
     budget = SALVAGE_WORK * len(data) + SALVAGE_SLACK
     position = tries = 0
     while budget > 0 and tries < SALVAGE_TRIES:
-        start = text.find("{", position)
+        start = text.find("{", position, len(text) if stop < 0 else stop)
         if start < 0:
             break
         tries += 1
@@ -147,6 +149,22 @@ def objects_in(data: bytes, model: type[M]) -> list[tuple[int, int, M]]:
         found.append((start, end, item))
         position = end
     return found
+
+
+def objects_in_long(
+    path: Path, line: Line, model: type[M], cap: int
+) -> Iterator[tuple[int, int, M]]:
+    """The whole objects of the model (each within `cap`) in a line over `cap`, at their
+    offsets in the file: the line is read in windows of twice the cap, never whole."""
+    with path.open("rb") as handle:
+        base, end = line.offset, line.offset + line.size
+        while base < end:
+            handle.seek(base)
+            window = handle.read(min(2 * cap, end - base))
+            found = objects_in(window, model, stop=cap)
+            for start, stop, item in found:
+                yield base + start, base + stop, item
+            base = max(base + cap, base + found[-1][1] if found else 0)
 
 
 def numbers_in(data: bytes) -> int:
@@ -276,6 +294,9 @@ def _rewrite(path: Path, cap: int, model: type[BaseModel]) -> Repair:
                         f"a line of {line.size} bytes at byte {line.offset} is over the bound of {cap}"
                     )
                     aside.put(_copy(source, line.offset, line.size - line.ended))
+                    for begin, end, _ in objects_in_long(path, line, model, cap):
+                        out.write(b"".join(_copy(source, begin, end - begin)) + b"\n")
+                        result.kept += 1
                     continue
                 body = line.data.rstrip(b"\n")
                 if not line.ended and whole_object(body) is not None:

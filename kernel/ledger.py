@@ -71,8 +71,13 @@ def entries(history: Path) -> Iterator[LedgerEntry]:
     path = ledger_path(history)
     if not path.exists():
         return
-    for raw in jsonl.lines_backwards(path, LEDGER_LINE_MAX):
-        if not raw or not raw.strip():
+    for line in jsonl.lines_backwards(path, LEDGER_LINE_MAX):
+        raw = line.data
+        if raw is None:
+            glued = jsonl.objects_in_long(path, line, LedgerEntry, LEDGER_LINE_MAX)
+            yield from reversed([entry for _, _, entry in glued])
+            continue
+        if not raw.strip():
             continue
         try:
             yield LedgerEntry.model_validate_json(raw)

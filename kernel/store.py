@@ -183,10 +183,12 @@ class RecordStore:
         if not self.events_path.exists() or limit <= 0:
             return []
         found: list[Event] = []
-        for raw in jsonl.lines_backwards(self.events_path, EVENT_LINE_MAX):
-            if not raw or not raw.strip():
-                continue
-            found += reversed(_events_in(raw))
+        for line in jsonl.lines_backwards(self.events_path, EVENT_LINE_MAX):
+            if line.data is None:
+                glued = jsonl.objects_in_long(self.events_path, line, Event, EVENT_LINE_MAX)
+                found += reversed([event for _, _, event in glued])
+            elif line.data.strip():
+                found += reversed(_events_in(line.data))
             if len(found) >= limit:
                 break
         return list(reversed(found[:limit]))
@@ -386,8 +388,15 @@ class RecordStore:
             offset = line.offset + line.size
             where = f"{self.records_path}: line at byte {line.offset}"
             if line.data is None:
+                found = 0
+                for start, end, inner in jsonl.objects_in_long(
+                    self.records_path, line, IterationRecord, RECORD_LINE_MAX
+                ):
+                    self._insert(db, inner, start, end - start)
+                    found += 1
+                kept = f" ({found} whole record(s) in it are read)" if found else ""
                 self.problems.append(
-                    f"{where}: {line.size} bytes, over the bound of {RECORD_LINE_MAX}; skipped"
+                    f"{where}: {line.size} bytes, over the bound of {RECORD_LINE_MAX}{kept}"
                 )
                 continue
             if not line.data.strip():

@@ -44,11 +44,24 @@ def test_lines_over_the_cap_are_skipped_not_held(tmp_path: Path) -> None:
         (None, 1001, True),
         (b"end", 3, False),
     ]
-    assert list(jsonl.lines_backwards(path, 100)) == [b"end", None, b"short"]
-    assert list(jsonl.lines_backwards(path, 10_000)) == [b"end", b"x" * 1000, b"short"]
+    backward = list(jsonl.lines_backwards(path, 100))
+    assert [(line.offset, line.data, line.size, line.ended) for line in backward] == [
+        (1007, b"end", 3, False),
+        (6, None, 1000, True),
+        (0, b"short", 5, True),
+    ]
+    assert [line.data for line in jsonl.lines_backwards(path, 10_000)] == [
+        b"end",
+        b"x" * 1000,
+        b"short",
+    ]
     path.write_bytes(b"y" * 200_000)  # one line over the cap, no newline at all
-    assert list(jsonl.lines_backwards(path, 100)) == [None]
+    assert [(line.data, line.size) for line in jsonl.lines_backwards(path, 100)] == [
+        (None, 200_000)
+    ]
     assert [line.data for line in jsonl.lines(path, 100)] == [None]
+    path.write_bytes(b"a\n" * 100_000)  # many blocks
+    assert [line.data for line in jsonl.lines_backwards(path, 100)] == [b""] + [b"a"] * 100_000
 
 
 def test_objects_glued_to_fragments_are_found(tmp_path: Path) -> None:
