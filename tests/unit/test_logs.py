@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from domain import Event
-from kernel import halt, jsonl, ledger
+from kernel import bounds, halt, jsonl, ledger
 from kernel.bounds import EVENT_LINE_MAX, HALT_FILE_MAX, LEDGER_LINE_MAX, STATUS_FILE_MAX
 from kernel.fsutil import append_line
 from kernel.store import RecordStore
@@ -169,3 +169,19 @@ def test_a_huge_status_file_is_said_by_status(tmp_path: Path) -> None:
     (root / "history" / "status.json").write_bytes(b"\xff\xfe[[[")
     shown = seed(root, "status")
     assert shown.returncode == 0 and "status.json is unreadable" in shown.stdout
+
+
+def test_the_readme_lists_the_bounds() -> None:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = {
+        "a line of `history/records.jsonl`": bounds.RECORD_LINE_MAX,
+        "a line of `history/events.jsonl`": bounds.EVENT_LINE_MAX,
+        "a line of `history/ledger.jsonl`": bounds.LEDGER_LINE_MAX,
+        "`history/status.json`": bounds.STATUS_FILE_MAX,
+        "`history/halt.json`": bounds.HALT_FILE_MAX,
+    }
+    for what, size in rows.items():
+        shown = f"{size // bounds.MIB} MiB" if size >= bounds.MIB else f"{size // bounds.KIB} KiB"
+        assert f"| {what} | {shown}" in text, what
+    assert f"{bounds.HALT_REASON_MAX:,} characters" in text
+    assert f"| {bounds.SEQUENCE_DIGITS_MAX} digits |" in text
