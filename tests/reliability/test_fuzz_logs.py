@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,7 +72,7 @@ Piece = tuple[str, int, bytes]
 """(kind, index into the pool or -1, bytes): kind is whole, torn or noise."""
 
 
-def pieces(pool: list[bytes]) -> st.SearchStrategy[list[tuple[Piece, bytes]]]:
+def pieces(pool: list[bytes]) -> st.SearchStrategy[Sequence[tuple[Piece, bytes]]]:
     """A log as pieces, each followed by a separator (a newline, or nothing: glued)."""
     index = st.integers(0, len(pool) - 1)
     whole = index.map(lambda i: ("whole", i, pool[i]))
@@ -91,11 +91,11 @@ def pieces(pool: list[bytes]) -> st.SearchStrategy[list[tuple[Piece, bytes]]]:
     )
 
 
-def joined(parts: list[tuple[Piece, bytes]]) -> bytes:
+def joined(parts: Sequence[tuple[Piece, bytes]]) -> bytes:
     return b"".join(piece[2] + sep for piece, sep in parts)
 
 
-def written(parts: list[tuple[Piece, bytes]]) -> set[int]:
+def written(parts: Sequence[tuple[Piece, bytes]]) -> set[int]:
     """Indexes of the pool items written whole."""
     return {piece[1] for piece, _ in parts if piece[0] == "whole"}
 
@@ -116,7 +116,7 @@ RECORD_LINES = [r.model_dump_json().encode() for r in RECORDS]
 
 @FUZZ
 @given(parts=pieces(RECORD_LINES), folders=st.sets(st.integers(0, len(RECORDS) - 1)))
-def test_records_any_bytes(parts: list[tuple[Piece, bytes]], folders: set[int]) -> None:
+def test_records_any_bytes(parts: Sequence[tuple[Piece, bytes]], folders: set[int]) -> None:
     data = joined(parts)
     ids = {RECORDS[i].iteration_id for i in written(parts)}
     kept = {RECORDS[i].iteration_id for i in folders}
@@ -167,7 +167,7 @@ EVENT_LINES = [e.model_dump_json().encode() for e in EVENTS]
 
 @MANY
 @given(parts=pieces(EVENT_LINES))
-def test_events_any_bytes(parts: list[tuple[Piece, bytes]]) -> None:
+def test_events_any_bytes(parts: Sequence[tuple[Piece, bytes]]) -> None:
     data = joined(parts)
     messages = {EVENTS[i].message for i in written(parts)}
     with tempfile.TemporaryDirectory() as tmp, low_bounds():
@@ -189,7 +189,7 @@ ENTRY_LINES = [e.model_dump_json().encode() for e in ENTRIES]
 
 @MANY
 @given(parts=pieces(ENTRY_LINES))
-def test_ledger_any_bytes(parts: list[tuple[Piece, bytes]]) -> None:
+def test_ledger_any_bytes(parts: Sequence[tuple[Piece, bytes]]) -> None:
     data = joined(parts)
     whole = [ENTRIES[piece[1]] for piece, _ in parts if piece[0] == "whole"]
     day = DAY.date().isoformat()
@@ -241,7 +241,7 @@ def test_halt_and_status_files_any_bytes(data: bytes, big: bool, deep: bool) -> 
 
 @SLOW
 @given(parts=pieces(RECORD_LINES))
-def test_history_through_seed_py(parts: list[tuple[Piece, bytes]]) -> None:
+def test_history_through_seed_py(parts: Sequence[tuple[Piece, bytes]]) -> None:
     """`seed.py history --json` on any records.jsonl: exit 0 and every whole record listed."""
     parts = [(p, s) for p, s in parts if len(p[2]) <= 1000 or p[0] != "noise"]  # real bounds
     data = joined(parts)

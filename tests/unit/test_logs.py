@@ -14,6 +14,7 @@ from kernel.bounds import EVENT_LINE_MAX, HALT_FILE_MAX, LEDGER_LINE_MAX, STATUS
 from kernel.fsutil import append_line
 from kernel.store import RecordStore
 from tests.support import SAMPLE, make_repo, seed
+from tests.unit.factories import gap, record
 
 
 def test_an_append_closes_a_torn_line_first(tmp_path: Path) -> None:
@@ -185,3 +186,16 @@ def test_the_readme_lists_the_bounds() -> None:
         assert f"| {what} | {shown}" in text, what
     assert f"{bounds.HALT_REASON_MAX:,} characters" in text
     assert f"| {bounds.SEQUENCE_DIGITS_MAX} digits |" in text
+
+
+def test_a_record_too_big_for_one_line_is_cut_to_fit(tmp_path: Path) -> None:
+    big = record(gap("ruff:big.py:F401"), 7, evidence=tuple("e" * 200 for _ in range(120_000)))
+    assert len(big.model_dump_json()) > bounds.RECORD_LINE_MAX
+    store = RecordStore(tmp_path)
+    store.append(big)
+    [line] = store.records_path.read_bytes().splitlines()
+    assert len(line) < bounds.RECORD_LINE_MAX
+    kept = store.get(big.iteration_id)
+    assert kept is not None and len(kept.evidence) == 101
+    assert kept.evidence[-1].startswith("... 119900 more items left out")
+    assert kept.plan == big.plan  # the plan fitted: it stays

@@ -105,7 +105,9 @@ def test_the_index_follows_a_repair_and_appends_go_on(tmp_path: Path) -> None:
     assert all(json.loads(line) for line in _lines(reopened))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     n=st.integers(min_value=1, max_value=5),
     cut=st.floats(min_value=0.0, max_value=1.0),
