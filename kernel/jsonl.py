@@ -259,19 +259,23 @@ def _copy(handle: IO[bytes], offset: int, size: int) -> Iterator[bytes]:
         yield chunk
 
 
-def repair(path: Path, cap: int, model: type[BaseModel]) -> Repair | None:
+def repair(path: Path, cap: int, model: type[BaseModel], sound_until: int = 0) -> Repair | None:
     """Rewrite a damaged log so every line is whole: None when nothing was damaged.
 
     Whole lines stay as they are (any one JSON object); every whole object of the model in a damaged line
     is kept on a line of its own; everything else of a damaged line (a torn fragment, NULs,
     a line over `cap`) goes to a side file, bytes unchanged. The new log replaces the old
-    one atomically, so a crash during the repair leaves one or the other.
+    one atomically, so a crash during the repair leaves one or the other. `sound_until`: the
+    bytes before it are known whole lines (an index read them), so only the rest is checked.
     """
     if not path.is_file() or path.stat().st_size == 0:
         return None
     with path.open("rb") as locked:
         fcntl.flock(locked.fileno(), fcntl.LOCK_EX)  # appenders wait, then see the new file
-        if all(_sound(line) for line in lines(path, cap)):
+        size = os.fstat(locked.fileno()).st_size
+        if not 0 < sound_until <= size or os.pread(locked.fileno(), 1, sound_until - 1) != b"\n":
+            sound_until = 0
+        if all(_sound(line) for line in lines(path, cap, sound_until)):
             return None
         return _rewrite(path, cap, model)
 

@@ -131,6 +131,7 @@ class RecordStore:
         self.mark_path = state / SEQUENCE_FILE if state is not None else None
         """Where the highest iteration number ever given out is kept (None: nowhere)."""
         self._mark = -1
+        self._sides: dict[str, tuple[tuple[int, int], int]] = {}
         self.problems: list[str] = []
         """Malformed lines met while indexing (path, line, reason); they are skipped, not lost."""
         self._db: sqlite3.Connection | None = None
@@ -201,7 +202,8 @@ class RecordStore:
         folder kept record.json is appended again. Each step is an event.
         """
         said: list[str] = []
-        fixed = jsonl.repair(self.records_path, RECORD_LINE_MAX, IterationRecord)
+        clean = int(self._meta(self._index(), "clean") or 0)
+        fixed = jsonl.repair(self.records_path, RECORD_LINE_MAX, IterationRecord, clean)
         if fixed is not None:
             self.raise_mark(fixed.highest)
             message = fixed.message()
@@ -265,6 +267,19 @@ class RecordStore:
             atomic_write_text(self.mark_path, f"{number}\n")
             self._mark = number
 
+    def _side_highest(self, side: Path) -> int:
+        """The highest number a side file names (read again only when it changed)."""
+        try:
+            stat = side.stat()
+        except OSError:
+            return 0
+        key = (stat.st_size, stat.st_mtime_ns)
+        known = self._sides.get(side.name)
+        if known is None or known[0] != key:
+            known = (key, jsonl.highest_in_file(side))
+            self._sides[side.name] = known
+        return known[1]
+
     def next_sequence(self) -> int:
         """One more than the highest iteration number ever given out.
 
@@ -279,7 +294,7 @@ class RecordStore:
             for name in os.listdir(self.history):
                 highest = max(highest, sequence_of(name))
         for side in jsonl.side_files(self.records_path):
-            highest = max(highest, jsonl.highest_in_file(side))
+            highest = max(highest, self._side_highest(side))
         number = highest + 1
         if len(str(number)) > SEQUENCE_DIGITS_MAX:
             raise SeedError(
@@ -374,12 +389,13 @@ class RecordStore:
         if size == indexed and not replaced:
             return
         seen = int(self._meta(db, "seen") or 0)
+        clean = int(self._meta(db, "clean") or 0)  # every line before it is a whole record
         self._set_meta(db, "file", identity)
         if size < indexed or replaced:  # cut short, or rewritten by a repair: read it all again
             db.execute("DELETE FROM records")
             db.execute("DELETE FROM details")
             db.execute("DELETE FROM briefs")
-            indexed = seen = 0
+            indexed = seen = clean = 0
         self.problems.clear()
         offset = indexed
         for line in jsonl.lines(self.records_path, RECORD_LINE_MAX, indexed):
@@ -400,6 +416,7 @@ class RecordStore:
                 )
                 continue
             if not line.data.strip():
+                clean = offset if clean == line.offset else clean
                 continue
             try:
                 record = IterationRecord.model_validate_json(line.data)
@@ -407,6 +424,7 @@ class RecordStore:
                 reason = str(exc).splitlines()[0]
             else:
                 self._insert(db, record, line.offset, line.size)
+                clean = offset if clean == line.offset else clean
                 continue
             seen = max(seen, jsonl.numbers_in(line.data))
             found = 0
@@ -417,6 +435,7 @@ class RecordStore:
             self.problems.append(f"{where}: {reason}{kept}")
         self._set_meta(db, "size", str(offset))
         self._set_meta(db, "seen", str(min(seen, 10**SEQUENCE_DIGITS_MAX - 1)))
+        self._set_meta(db, "clean", str(clean))
         db.commit()
 
     # -- reading ----------------------------------------------------------------

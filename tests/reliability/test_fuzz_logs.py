@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from domain import Event, IterationOutcome, IterationRecord
@@ -35,7 +35,7 @@ from tests.unit.factories import gap, record
 
 CAP = 8 * 1024
 """The line bound during the fuzz (records here are under 2 KiB)."""
-EXAMPLES = int(os.environ.get("SEED_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("SEED_FUZZ_EXAMPLES", "150"))
 settings.register_profile(
     "seed-fuzz-logs",
     max_examples=EXAMPLES,
@@ -86,9 +86,15 @@ def pieces(pool: list[bytes]) -> st.SearchStrategy[Sequence[tuple[Piece, bytes]]
         st.sampled_from([b"{", b"}", b'"', b"\\", b"\xff\xfe", b'{"at":', b"\r"]),
     ).map(lambda b: ("noise", -1, b))
     separator = st.sampled_from([b"\n", b"\n", b"\n", b"", b"\r\n", b" "])
-    return st.lists(st.tuples(st.one_of(whole, whole, torn, noise), separator), max_size=12).filter(
+    items = st.tuples(st.one_of(whole, whole, torn, noise), separator)
+    return st.lists(items, min_size=1, max_size=12).filter(
         lambda ps: sum(len(p[2]) + len(s) for p, s in ps) < 40 * CAP
     )
+
+
+def tally(what: str, found: int) -> None:
+    """Say in hypothesis's statistics how many whole items an example wrote and found."""
+    event(f"{what} written whole and read back", found)
 
 
 def joined(parts: Sequence[tuple[Piece, bytes]]) -> bytes:
@@ -138,6 +144,7 @@ def test_records_any_bytes(parts: Sequence[tuple[Piece, bytes]], folders: set[in
         store.repair()
         after = {s.iteration_id for s in store.summaries()}
         assert ids | kept <= after, "a whole record was lost"
+        tally("records", len(ids | kept))
         assert after <= {r.iteration_id for r in RECORDS}
         assert {r.iteration_id for r in store.recent(50)} == after  # each loads back
         if data.endswith(b"\n") or not data:
@@ -178,6 +185,7 @@ def test_events_any_bytes(parts: Sequence[tuple[Piece, bytes]]) -> None:
         store.repair_events()
         after = {e.message for e in store.events(1000)}
         assert messages <= after, "a whole event was lost"
+        tally("events", len(messages))
         assert before <= after
         store.event("halt", "the newest")
         assert store.events(1)[0].message == "the newest"
@@ -203,6 +211,7 @@ def test_ledger_any_bytes(parts: Sequence[tuple[Piece, bytes]]) -> None:
         assert repaired.runs >= len(whole), "a whole entry no longer counts"
         assert repaired.cost_usd >= spent - 1e-9
         assert all(ledger.accounted(history, e.iteration_id) for e in whole)
+        tally("ledger entries", len(whole))
         assert ledger.repair(history) == ""
 
 
