@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
+from domain import Event
+from kernel.ledger import LedgerEntry
 from tests.reliability.helpers import DO_THE_TASK, FAST, make_project
 from tests.support import agent_io, seed, start_daemon, wait_for
 
@@ -67,3 +70,27 @@ def test_a_record_appended_after_a_tear_survives_the_next_start(tmp_path: Path) 
     assert aside.read_bytes() == whole[:-40]
     said = [e["message"] for e in project.events("recovery")]
     assert any("records.jsonl" in m and "set aside" in m for m in said), said
+
+
+def test_torn_and_glued_events_and_ledger_are_repaired_at_start(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    history = project.root / "history"
+    history.mkdir()
+    now = datetime.now(UTC)
+    spend = LedgerEntry(at=now, iteration_id="iter-0007-x", backend="codex", cost_usd=2.5)
+    old = Event(at=now, kind="halt", message="an old halt")
+    (history / "ledger.jsonl").write_bytes(b'{"at": "20' + spend.model_dump_json().encode() + b"\n")
+    (history / "events.jsonl").write_bytes(b'{"at": "2026-' + old.model_dump_json().encode())
+    project.task()
+
+    started = project.seed(project.plan_only(), "once")
+
+    assert started.returncode == 5, started.stderr
+    said = [e["message"] for e in project.events("recovery")]
+    assert any("ledger.jsonl" in m and "kept 1 whole object(s)" in m for m in said), said
+    assert any("events.jsonl" in m and "kept 1 whole object(s)" in m for m in said), said
+    assert project.events("halt")[0]["message"] == "an old halt"  # the glued event is kept
+    assert project.status()["cost_today_usd"] == 2.5  # the glued spend still counts
+    [aside] = history.glob("ledger.jsonl.torn-*")
+    assert aside.read_bytes() == b'{"at": "20'
+    assert [r["outcome"] for r in project.records()] == ["WAITING"]

@@ -215,3 +215,26 @@ def test_a_number_with_too_many_digits_is_not_one_given_out(tmp_path: Path) -> N
     store.folder("iter-" + "9" * 18 + "-20260101-120000")
     with pytest.raises(SeedError, match="used up"):
         store.next_sequence()
+
+
+def test_a_log_torn_while_the_daemon_runs_gives_no_number_twice(tmp_path: Path) -> None:
+    history, state = tmp_path / "history", tmp_path / "state"
+    store = RecordStore(history, state=state)
+    first = record(gap("ruff:f1.py:F401"), 1)
+    store.append(first)
+    whole = store.records_path.read_bytes()
+    store.records_path.write_bytes(whole[:-40])  # cut mid-line, no restart, no repair
+    assert store.count() == 0
+    assert store.next_sequence() == 2  # the folder and the mark still hold number 1
+    second = record(gap("ruff:f2.py:F401"), 2)
+    store.append(second)
+    assert store.records_path.read_bytes() == whole[:-40] + b"\n" + _lines(store)[-1]
+    assert store.count() == 1 and store.next_sequence() == 3
+    store.close()
+    restarted = RecordStore(history, state=state)
+    restarted.repair()  # the torn line set aside, the first record back from its folder
+    assert {s.iteration_id for s in restarted.summaries()} == {
+        first.iteration_id,
+        second.iteration_id,
+    }
+    assert restarted.next_sequence() == 3
