@@ -35,7 +35,13 @@ API_ERROR = re.compile(
 """How aider reports a failed model call (it still exits 0)."""
 _MODEL = re.compile(r"^Model: (\S+)", re.MULTILINE)
 _VERSION = re.compile(r"^Aider v(\d[\w.]*)", re.MULTILINE)
-_NOISE = re.compile(r"^(Tokens:|Cost:|Aider v|Model:|Git repo:|Repo-map:|Added |Analytics )")
+_NOISE = re.compile(
+    r"^(Tokens:|Cost:|Aider v|Model:|Git repo:|Repo-map:|Added |Analytics |Applied edit to "
+    r"|Update git (name|email) with:|Warning: Input is not a terminal"
+    r"|HTTPSConnectionPool\(|Failed to .*model_prices_and_context_window)"
+)
+"""aider's own lines around the model's reply: banner, usage, git hints, and the failed
+price-map fetch and terminal warning it prints when run offline and headless."""
 
 
 def count(text: str | None) -> int:
@@ -109,11 +115,13 @@ class AiderAgent(CliAgent):
             argv += ["--model", context.model]
         api_base = option_str(context, "api_base")
         if api_base:
-            argv += ["--openai-api-base", api_base]
+            # a self-hosted model is unknown to aider, which would then ask for whole files
+            argv += ["--openai-api-base", api_base, "--edit-format", "diff"]
         argv += option_list(context, "extra_args")
         argv += plan_files(plan)
         prompt = render_for(plan, context, resumes=resumes)
-        return self.spec(prompt, argv, artifacts=("aider.chat.history.md",), resumes=resumes)
+        env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # never fetch litellm's price map
+        return self.spec(prompt, argv, env, artifacts=("aider.chat.history.md",), resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the human text for usage and API errors."""

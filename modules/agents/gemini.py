@@ -14,6 +14,7 @@ from modules.agents.common import (
     first_string,
     json_objects,
     option_list,
+    option_str,
     prompt_argument,
     report,
     tail_lines,
@@ -98,7 +99,12 @@ class GeminiAgent(CliAgent):
         if context.model:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
-        return self.spec(prompt, argv, resumes=resumes)
+        api_base = option_str(context, "api_base")
+        # the key still comes from GEMINI_API_KEY ([agent] env), and ~/.gemini/settings.json
+        # must select "gemini-api-key" (with the base URL alone gemini picks an auth type it
+        # then refuses: exit 41, "Invalid auth method selected.")
+        env = {"GOOGLE_GEMINI_BASE_URL": api_base.rstrip("/")} if api_base else {}
+        return self.spec(prompt, argv, env, resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSON document and map the exit code."""

@@ -6,8 +6,9 @@ Anthropic Messages (`POST /v1/messages`, SSE; Claude Code), Gemini (`POST
 chat completions (`POST /v1/chat/completions`, streaming or not; opencode, Aider, mini).
 
 It plays a script: a list of turns, each a tool call or a final text. Which turn answers a
-request is the number of tool results already in it (text-only scripts, for Aider, count the
-requests answered before), so the CLIs' side calls (titles, routing, next-speaker checks)
+request is the number of tool results and final texts already in it (a resumed session
+carries the earlier rounds; text-only scripts, for Aider, count the requests answered
+before), so the CLIs' side calls (titles, routing, next-speaker checks)
 never move the script on; a side call gets a short text. It can answer every request with one
 HTTP error instead, or hold every request until it stops. It logs every request; it is bounded
 (a number of requests, a lifetime) and stops itself at the end of its lifetime.
@@ -169,7 +170,8 @@ class ScriptedModel:
         else:
             if api == "chat" and not body.get("tools"):
                 return -1  # a title call
-            index = _tool_results(api, body)
+            # a resumed session carries its earlier answers: each final text ended a round
+            index = _tool_results(api, body) + _final_texts(api, body)
         return min(index, len(self.turns) - 1)
 
     def answer_json(self, handler: BaseHTTPRequestHandler, status: int, doc: Any) -> None:
@@ -298,6 +300,32 @@ def _tool_results(api: str, body: dict[str, Any]) -> int:
     return sum(1 for m in _items(body.get("messages")) if m.get("role") == "tool")
 
 
+def _final_texts(api: str, body: dict[str, Any]) -> int:
+    """How many answers without a tool call (ends of earlier rounds) the request carries."""
+    if api == "responses":
+        items = _items(body.get("input"))
+        return sum(1 for i in items if i.get("type") == "message" and i.get("role") == "assistant")
+    if api == "messages":
+        return sum(
+            1
+            for m in _items(body.get("messages"))
+            if m.get("role") == "assistant"
+            and not any(b.get("type") == "tool_use" for b in _items(m.get("content")))
+        )
+    if api == "gemini":
+        return sum(
+            1
+            for c in _items(body.get("contents"))
+            if c.get("role") == "model"
+            and not any("functionCall" in p for p in _items(c.get("parts")))
+        )
+    return sum(
+        1
+        for m in _items(body.get("messages"))
+        if m.get("role") == "assistant" and not m.get("tool_calls")
+    )
+
+
 def _usage_numbers() -> tuple[int, int, int]:
     return INPUT_TOKENS, OUTPUT_TOKENS, CACHED_TOKENS
 
@@ -331,8 +359,14 @@ def _responses(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[st
     }
     base = {"id": rid, "object": "response", "created_at": int(time.time()), "model": model}
     return [
-        ("response.created", {"type": "response.created", "response": {**base, "status": "in_progress"}}),
-        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        (
+            "response.created",
+            {"type": "response.created", "response": {**base, "status": "in_progress"}},
+        ),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        ),
         (
             "response.completed",
             {
@@ -370,7 +404,12 @@ def _messages(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[str
         )
     ]
     if turn.tool:
-        block: dict[str, Any] = {"type": "tool_use", "id": f"toolu_{n}", "name": turn.tool, "input": {}}
+        block: dict[str, Any] = {
+            "type": "tool_use",
+            "id": f"toolu_{n}",
+            "name": turn.tool,
+            "input": {},
+        }
         delta: dict[str, Any] = {"type": "input_json_delta", "partial_json": json.dumps(turn.args)}
         stop = "tool_use"
     else:
@@ -378,7 +417,10 @@ def _messages(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[str
         delta = {"type": "text_delta", "text": turn.text}
         stop = "end_turn"
     events += [
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         (
@@ -454,7 +496,12 @@ def _chat(turn: Turn, n: int, model: str) -> dict[str, Any]:
 
 
 def _chat_chunks(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[str, Any]]]:
-    base = {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+    base = {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
     if turn.tool:
         delta: dict[str, Any] = {
             "role": "assistant",
