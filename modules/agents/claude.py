@@ -103,7 +103,7 @@ class ClaudeAgent(CliAgent):
     )
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """claude -p PROMPT --output-format json --permission-mode acceptEdits ... (stdin closed);
+        """claude -p PROMPT --output-format json --permission-mode MODE ... (stdin closed);
         a repair round continues the first run's session (--resume SESSION_ID, same worktree)."""
         resumes = bool(context.resume) and context.round > 1
         prompt = render_for(plan, context, resumes=resumes)
@@ -111,7 +111,12 @@ class ClaudeAgent(CliAgent):
         argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
         if resumes:
             argv += ["--resume", context.resume]
-        argv += ["--permission-mode", "acceptEdits"]
+        # seed's worktrees live under .git/, where Claude Code denies every edit as "a
+        # sensitive file" in acceptEdits mode, allow rules or not; inside seed's bubblewrap
+        # sandbox it may bypass its permission prompts (CLAUDE_CODE_BUBBLEWRAP says where it
+        # is, which it requires to bypass them as root)
+        sandboxed = context.options.get("sandboxed") is True
+        argv += ["--permission-mode", "bypassPermissions" if sandboxed else "acceptEdits"]
         turns = option_int(context, "max_turns")
         if turns > 0:
             argv += ["--max-turns", str(turns)]
@@ -123,10 +128,10 @@ class ClaudeAgent(CliAgent):
         tools = option_list(context, "allowed_tools")
         if tools:
             argv += ["--allowedTools", ",".join(tools)]
-        env: dict[str, str] = {}
+        env: dict[str, str] = {"CLAUDE_CODE_BUBBLEWRAP": "1"} if sandboxed else {}
         api_base = option_str(context, "api_base")
         if api_base:
-            env = {
+            env |= {
                 "ANTHROPIC_BASE_URL": api_base.rstrip("/"),
                 # a self-hosted endpoint: no retries with backoff (a 401 would be retried for
                 # minutes), no side requests (telemetry, a tool-less call before the task)
