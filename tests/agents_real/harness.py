@@ -80,8 +80,8 @@ class Cli:
     """Files of the person's HOME the tool needs (its settings)."""
     api_error: str = ""
     """A piece of the tool's own words on an HTTP 401, expected in the record."""
-    session_evidence: Callable[[str, ScriptedModel], None] | None = None
-    """Checks that round 2 continued the session round 1 reported."""
+    session_evidence: Callable[[str, str, ScriptedModel], None] | None = None
+    """Checks that round 2 continued the session round 1 reported (given both rounds' logs)."""
 
     def config(self, model: ScriptedModel, **agent: Any) -> str:
         """README's example, pointed at the scripted server, with these [agent] keys changed."""
@@ -126,7 +126,7 @@ def expected_cost(cli: Cli, answered: int) -> float:
 def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedModel]:
     """The real program fixes add() through `seed.py once`: landed, recorded, priced."""
     program(cli.backend)
-    with serving(cli.fix, text_only=cli.text_only) as model:
+    with serving(cli.fix, text_only=cli.text_only, log=tmp / "model.jsonl") as model:
         repo, result = cli.run(tmp, cli.config(model))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     [record] = records(repo)
@@ -214,7 +214,7 @@ def is_ended_at_the_timeout(cli: Cli, tmp: Path) -> dict[str, Any]:
 def resumes_its_session(cli: Cli, tmp: Path) -> tuple[dict[str, Any], ScriptedModel, str]:
     """Round 1 leaves test_add failing; round 2 continues the tool's own session and fixes it."""
     program(cli.backend)
-    with serving(cli.wrong_then_right, text_only=cli.text_only) as model:
+    with serving(cli.wrong_then_right, text_only=cli.text_only, log=tmp / "model.jsonl") as model:
         repo, result = cli.run(tmp, cli.config(model, repair_rounds=1))
     assert result.returncode == 0, result.stderr[-3000:]
     [record] = records(repo)
@@ -236,5 +236,6 @@ def resumes_its_session(cli: Cli, tmp: Path) -> tuple[dict[str, Any], ScriptedMo
     assert round_two, "no request carried the refusal"
     assert all(line in text_of(round_two[0].body) for line in task[:5])
     if cli.session_evidence is not None:
-        cli.session_evidence(first_log, model)
+        second_log = (folder / "agent-round-2.log").read_text(errors="replace")
+        cli.session_evidence(first_log, second_log, model)
     return record, model, first_log

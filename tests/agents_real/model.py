@@ -6,9 +6,9 @@ Anthropic Messages (`POST /v1/messages`, SSE; Claude Code), Gemini (`POST
 chat completions (`POST /v1/chat/completions`, streaming or not; opencode, Aider, mini).
 
 It plays a script: a list of turns, each a tool call or a final text. Which turn answers a
-request is the number of tool results and final texts already in it (a resumed session
-carries the earlier rounds; text-only scripts, for Aider, count the requests answered
-before), so the CLIs' side calls (titles, routing, next-speaker checks)
+request is the number of the model's answers already in it (a resumed session carries the
+earlier rounds'; text-only scripts, for Aider, whose prompt holds example answers, count the
+requests answered before), so the CLIs' side calls (titles, routing, next-speaker checks)
 never move the script on; a side call gets a short text. It can answer every request with one
 HTTP error instead, or hold every request until it stops. It logs every request; it is bounded
 (a number of requests, a lifetime) and stops itself at the end of its lifetime.
@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, cast
 
 INPUT_TOKENS = 1000
@@ -73,6 +74,7 @@ class ScriptedModel:
         hold: bool = False,
         max_requests: int = 200,
         lifetime_s: float = 900.0,
+        log: Path | None = None,
     ) -> None:
         self.turns = turns
         self.text_only = text_only
@@ -81,6 +83,8 @@ class ScriptedModel:
         self.max_requests = max_requests
         self.lifetime_s = lifetime_s
         self.requests: list[Request] = []
+        self.log = log
+        """A JSONL file every request is appended to (for reading a failed test)."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         model = self
@@ -131,6 +135,9 @@ class ScriptedModel:
         with self._lock:
             self.requests.append(entry)
             count = len(self.requests)
+            if self.log is not None:
+                with self.log.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"path": path, "turn": turn, "body": body}) + "\n")
         if count > self.max_requests:
             entry.turn = -1
             self.answer_json(handler, 500, {"error": {"message": "too many requests"}})
@@ -170,8 +177,9 @@ class ScriptedModel:
         else:
             if api == "chat" and not body.get("tools"):
                 return -1  # a title call
-            # a resumed session carries its earlier answers: each final text ended a round
-            index = _tool_results(api, body) + _final_texts(api, body)
+            # the answers already given (a resumed session carries its earlier rounds'); not
+            # the tool results, which a resumed gemini session repeats
+            index = _answers(api, body)
         return min(index, len(self.turns) - 1)
 
     def answer_json(self, handler: BaseHTTPRequestHandler, status: int, doc: Any) -> None:
@@ -279,51 +287,18 @@ def _items(value: object) -> list[dict[str, Any]]:
     return [cast(dict[str, Any], v) for v in cast(list[Any], value) if isinstance(v, dict)]
 
 
-def _tool_results(api: str, body: dict[str, Any]) -> int:
-    """How many tool results the request already carries."""
+def _answers(api: str, body: dict[str, Any]) -> int:
+    """How many answers of the model the request already carries (each one tool call or text)."""
     if api == "responses":
-        return sum(1 for i in _items(body.get("input")) if i.get("type") == "function_call_output")
-    if api == "messages":
         return sum(
             1
-            for m in _items(body.get("messages"))
-            for block in _items(m.get("content"))
-            if block.get("type") == "tool_result"
+            for i in _items(body.get("input"))
+            if i.get("type") == "function_call"
+            or (i.get("type") == "message" and i.get("role") == "assistant")
         )
     if api == "gemini":
-        return sum(
-            1
-            for c in _items(body.get("contents"))
-            for part in _items(c.get("parts"))
-            if "functionResponse" in part
-        )
-    return sum(1 for m in _items(body.get("messages")) if m.get("role") == "tool")
-
-
-def _final_texts(api: str, body: dict[str, Any]) -> int:
-    """How many answers without a tool call (ends of earlier rounds) the request carries."""
-    if api == "responses":
-        items = _items(body.get("input"))
-        return sum(1 for i in items if i.get("type") == "message" and i.get("role") == "assistant")
-    if api == "messages":
-        return sum(
-            1
-            for m in _items(body.get("messages"))
-            if m.get("role") == "assistant"
-            and not any(b.get("type") == "tool_use" for b in _items(m.get("content")))
-        )
-    if api == "gemini":
-        return sum(
-            1
-            for c in _items(body.get("contents"))
-            if c.get("role") == "model"
-            and not any("functionCall" in p for p in _items(c.get("parts")))
-        )
-    return sum(
-        1
-        for m in _items(body.get("messages"))
-        if m.get("role") == "assistant" and not m.get("tool_calls")
-    )
+        return sum(1 for c in _items(body.get("contents")) if c.get("role") == "model")
+    return sum(1 for m in _items(body.get("messages")) if m.get("role") == "assistant")
 
 
 def _usage_numbers() -> tuple[int, int, int]:

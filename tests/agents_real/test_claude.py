@@ -30,7 +30,7 @@ READ = call("Read", file_path="calc.py")
 """Claude Code's Edit refuses a file it has not read (or that changed since it read it)."""
 
 
-def _same_session(first_log: str, model: ScriptedModel) -> None:
+def _same_session(first_log: str, second_log: str, model: ScriptedModel) -> None:
     session = claude.AGENT.session_of(first_log)
     assert session
     # claude names its session in every request's metadata; a resumed one keeps the id

@@ -26,7 +26,7 @@ def _shell(command: str):  # noqa: ANN202
     return call("exec_command", cmd=command)
 
 
-def _same_thread(first_log: str, model: ScriptedModel) -> None:
+def _same_thread(first_log: str, second_log: str, model: ScriptedModel) -> None:
     thread = codex.AGENT.session_of(first_log)
     assert thread
     # a resumed thread keeps its id: codex keys its prompt cache and its session header by it
