@@ -80,6 +80,8 @@ class Cli:
     """Files of the person's HOME the tool needs (its settings)."""
     api_error: str = ""
     """A piece of the tool's own words on an HTTP 401, expected in the record."""
+    carries_task: bool = True
+    """A resumed session sends round 1's task again verbatim (aider sends a summary of it)."""
     session_evidence: Callable[[str, str, ScriptedModel], None] | None = None
     """Checks that round 2 continued the session round 1 reported (given both rounds' logs)."""
 
@@ -234,7 +236,8 @@ def resumes_its_session(cli: Cli, tmp: Path) -> tuple[dict[str, Any], ScriptedMo
     assert task
     round_two = [r for r in model.answered() if "## Round 2" in text_of(r.body)]
     assert round_two, "no request carried the refusal"
-    assert all(line in text_of(round_two[0].body) for line in task[:5])
+    if cli.carries_task:
+        assert all(line in text_of(round_two[0].body) for line in task[:5])
     if cli.session_evidence is not None:
         second_log = (folder / "agent-round-2.log").read_text(errors="replace")
         cli.session_evidence(first_log, second_log, model)

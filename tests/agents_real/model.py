@@ -9,7 +9,7 @@ It plays a script: a list of turns, each a tool call or a final text. Which turn
 request is the number of the model's answers already in it (a resumed session carries the
 earlier rounds'; text-only scripts, for Aider, whose prompt holds example answers, count the
 requests answered before), so the CLIs' side calls (titles, routing, next-speaker checks)
-never move the script on; a side call gets a short text. It can answer every request with one
+never move the script on; a side call gets a short text (SIDE_TEXT). It can answer every request with one
 HTTP error instead, or hold every request until it stops. It logs every request; it is bounded
 (a number of requests, a lifetime) and stops itself at the end of its lifetime.
 """
@@ -30,6 +30,8 @@ INPUT_TOKENS = 1000
 OUTPUT_TOKENS = 50
 CACHED_TOKENS = 200
 """What each answer reports as its usage (the cached part is inside the input)."""
+SIDE_TEXT = "Earlier: a task to fix add() in calc.py."
+"""The answer to a side call (a title, a summary of the conversation so far)."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ class ScriptedModel:
             entry.turn = -1
             self.answer_error(handler, api, *self.error)
             return
-        answer = self.turns[turn] if turn >= 0 else say("Fix the failing test")
+        answer = self.turns[turn] if turn >= 0 else say(SIDE_TEXT)
         model = str(body.get("model") or _gemini_model(path) or "model")
         if api == "responses":
             self.answer_sse(handler, _responses(answer, count, model))
@@ -171,6 +173,8 @@ class ScriptedModel:
         """The script's turn for this request, or -1 for a side call."""
         if api == "gemini" and _wants_json(body):
             return -1  # gemini's next-speaker check asks for JSON
+        if "summarize this partial conversation" in json.dumps(body.get("messages", ""))[:400]:
+            return -1  # aider condensing a restored chat history
         if self.text_only:
             # aider's prompt holds example answers: count the answers given instead
             index = sum(1 for r in self.requests if r.turn >= 0)

@@ -26,7 +26,9 @@ from tests.support import BROKEN_ADD
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
-SETTINGS = {".gemini/settings.json": json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})}
+SETTINGS = {
+    ".gemini/settings.json": json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
+}
 """What README says a person puts in ~/.gemini/settings.json for api_base."""
 
 
