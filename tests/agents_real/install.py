@@ -14,6 +14,7 @@ its size.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -125,10 +126,8 @@ def size_of(folder: Path) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
     return total
 
 

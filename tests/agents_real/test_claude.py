@@ -17,12 +17,12 @@ from tests.agents_real.harness import (
     reports_an_api_error,
     resumes_its_session,
 )
-from tests.agents_real.model import call, say
+from tests.agents_real.model import Turn, call, say
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
 
-def _edit(old: str, new: str):  # noqa: ANN202
+def _edit(old: str, new: str) -> Turn:
     return call("Edit", file_path="calc.py", old_string=old, new_string=new)
 
 

@@ -17,12 +17,12 @@ from tests.agents_real.harness import (
     reports_an_api_error,
     resumes_its_session,
 )
-from tests.agents_real.model import call, say
+from tests.agents_real.model import Turn, call, say
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
 
-def _shell(command: str):  # noqa: ANN202
+def _shell(command: str) -> Turn:
     return call("exec_command", cmd=command)
 
 

@@ -21,7 +21,7 @@ from tests.agents_real.harness import (
     reports_an_api_error,
     resumes_its_session,
 )
-from tests.agents_real.model import call, say
+from tests.agents_real.model import Turn, call, say
 from tests.support import BROKEN_ADD
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
@@ -32,7 +32,7 @@ SETTINGS = {
 """What README says a person puts in ~/.gemini/settings.json for api_base."""
 
 
-def _write(line: str):  # noqa: ANN202
+def _write(line: str) -> Turn:
     text = BROKEN_ADD["calc.py"].replace("    return a - b\n", line)
     return call("write_file", file_path="calc.py", content=text)
 
