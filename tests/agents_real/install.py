@@ -103,7 +103,19 @@ def _run(argv: list[str], **kwargs: object) -> None:
         raise SystemExit(f"{' '.join(argv[:4])} ... failed:\n{(done.stdout + done.stderr)[-4000:]}")
 
 
+def _node_major() -> int:
+    """The major version of the node on PATH (0 when there is none)."""
+    try:
+        done = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    except OSError:
+        return 0
+    digits = done.stdout.strip().lstrip("v").split(".")[0]
+    return int(digits) if digits.isdigit() else 0
+
+
 def _install_npm(part: Part) -> None:
+    if _node_major() < 20 or shutil.which("npm") is None:
+        raise SystemExit("the npm agent CLIs need node 20 or newer with npm on PATH")
     shutil.rmtree(part.folder, ignore_errors=True)
     part.folder.mkdir(parents=True)
     shutil.copy(PACKAGE, part.folder / "package.json")
