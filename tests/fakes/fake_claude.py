@@ -3,8 +3,8 @@
 An unknown option in print mode is commander's `error: unknown option '--x'`, exit 1
 (reported for 2.1.132 in getpaseo/paseo#807).
 
-Outcomes: success; api_error (subtype success, is_error true, exit 0: the shape an adapter
-must not take for success); max_turns (subtype error_max_turns, is_error true, exit 1).
+Outcomes: success; max_turns (subtype error_max_turns, is_error true, exit 1). An API error
+is the real program's own: tests/agents_real/test_claude.py.
 """
 
 from __future__ import annotations
@@ -122,15 +122,7 @@ def main(args: list[str]) -> int:
         "uuid": str(uuid.uuid4()),
     }
     code = 0
-    if outcome == "api_error":
-        result.update(
-            is_error=True,
-            result='API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
-            api_error_status=401,
-            num_turns=1,
-            total_cost_usd=0,
-        )
-    elif outcome == "max_turns":
+    if outcome == "max_turns":
         del result["result"]
         result.update(
             subtype="error_max_turns",
