@@ -42,6 +42,9 @@ WRONG = "    return b - a\n"
 
 def program(backend: str) -> Path:
     """The installed program of a backend; skips (fails under CI) when it is not installed."""
+    if os.environ.get("SEED_DEPTH"):
+        # a daemon measuring its own suite runs it with an empty HOME: the cache is not there
+        pytest.skip("the real agent CLIs are not driven from inside a daemon's own test run")
     found = install.programs().get(backend)
     if found is not None and found.exists():
         return found

@@ -5,6 +5,7 @@ shows it in the agent's private HOME)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -21,8 +22,8 @@ from tests.agents_real.harness import (
     reports_an_api_error,
     resumes_its_session,
 )
-from tests.agents_real.model import Turn, call, say
-from tests.support import BROKEN_ADD
+from tests.agents_real.model import Turn, call, say, serving
+from tests.support import BROKEN_ADD, records
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
@@ -73,3 +74,15 @@ def test_gemini_past_its_timeout_is_ended(tmp_path: Path) -> None:
 
 def test_gemini_repair_round_resumes_its_session(tmp_path: Path) -> None:
     resumes_its_session(CLI, tmp_path)
+
+
+def test_gemini_without_its_settings_file_names_the_auth_failure(tmp_path: Path) -> None:
+    without = dataclasses.replace(CLI, home_files={})
+    with serving(CLI.fix) as model:
+        repo, result = without.run(tmp_path, without.config(model))
+    assert result.returncode == 1
+    [record] = records(repo)
+    assert (record["outcome"], record["failure_category"]) == ("FAILURE", "AGENT_ERROR")
+    assert "gemini exited 41: authentication failed" in record["reason"]
+    assert "Invalid auth method selected." in record["reason"]
+    assert model.requests == []

@@ -1,7 +1,7 @@
 """Fake `gemini` (Gemini CLI 0.61.0, headless), faithful to docs/agent-clis.md section 5.
 
-Outcomes: success; turn_limit (exit 53); auth (exit 41). An API error is the real program's
-own: tests/agents_real/test_gemini.py.
+Outcomes: success; turn_limit (exit 53). An API error and a failed authentication (exit 41)
+are the real program's own: tests/agents_real/test_gemini.py.
 With --output-format json, errors go to stderr as JSON and stdout stays empty. An untrusted
 folder (no --skip-trust, no GEMINI_CLI_TRUST_WORKSPACE=true) exits 55 with plain text.
 Without yolo approval, headless runs deny edits.
@@ -136,8 +136,6 @@ def main(args: list[str]) -> int:
     plan = fakecli.script()
     fakecli.barriers(plan)
     outcome = plan.get("outcome", "success")
-    if outcome == "auth":
-        return _error(session, "Error", "Invalid auth method selected.", 41, fmt)
     used = fakecli.usage(plan)
     model = str(options.get("-m", options.get("--model", "gemini-2.5-pro")))
     if outcome == "turn_limit":
