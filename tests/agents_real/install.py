@@ -134,12 +134,16 @@ def _install_venv(part: Part) -> None:
 
 
 def size_of(folder: Path) -> int:
-    """Bytes of the files under a folder (links not followed)."""
+    """Bytes of the files under a folder (links not followed, a hard-linked file counted once)."""
     total = 0
+    seen: set[tuple[int, int]] = set()
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(dirpath, name)).st_size
+                info = os.lstat(os.path.join(dirpath, name))
+                if (info.st_dev, info.st_ino) not in seen:
+                    seen.add((info.st_dev, info.st_ino))
+                    total += info.st_size
     return total
 
 
