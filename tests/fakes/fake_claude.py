@@ -68,7 +68,9 @@ def main(args: list[str]) -> int:
             f"Allowed choices are {', '.join(PERMISSION_MODES)}."
         )
     bypass = mode == "bypassPermissions" or options.get("--dangerously-skip-permissions")
-    if bypass and os.geteuid() == 0 and os.environ.get("IS_SANDBOX") != "1":
+    # as root the real CLI bypasses its prompts only where it is told it is sandboxed
+    sandboxed = "1" in (os.environ.get("IS_SANDBOX"), os.environ.get("CLAUDE_CODE_BUBBLEWRAP"))
+    if bypass and os.geteuid() == 0 and not sandboxed:
         fakecli.err(
             "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n"
         )

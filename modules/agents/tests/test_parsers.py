@@ -367,7 +367,7 @@ def test_claude_api_error_exits_1_and_quotes_the_server() -> None:
 def test_aider_wrapped_api_error_and_offline_noise() -> None:
     # aider 0.86.2 offline, headless, without a git identity (from a real run)
     noise = (
-        "Update git name with: git config user.name \"Your Name\"\n"
+        'Update git name with: git config user.name "Your Name"\n'
         "HTTPSConnectionPool(host='raw.githubusercontent.com', port=443): Max retries exceeded"
         " with url: /BerriAI/litellm/main/model_prices_and_context_window.json\n"
         "Warning: Input is not a terminal (fd=0).\n"
