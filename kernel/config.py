@@ -295,7 +295,8 @@ def _describe(err: Any, path: Path) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         return f"{path}: unknown key '{loc}'"
-    return f"{path}: key '{loc}': {err['msg']}"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{path}: key '{loc}': {message}"
 
 
 def load_config(path: Path) -> Config:
