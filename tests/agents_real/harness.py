@@ -33,8 +33,6 @@ from tests.agents_real.model import (
 )
 from tests.support import BROKEN_ADD, SEED_HOME, git, make_repo, records, seed
 
-PRICE = {"input": 1.0, "output": 2.0, "cached_input": 0.5}
-"""The price README's examples give their model (USD per million tokens)."""
 FIXED = "    return a + b\n"
 WRONG = "    return b - a\n"
 """calc.py's add() after the right fix, and after a wrong one (test_add still fails)."""
@@ -120,12 +118,13 @@ class Cli:
 
 
 def expected_cost(cli: Cli, answered: int) -> float:
-    """What [agent.prices] makes of `answered` scripted answers."""
+    """What README's [agent.prices] table makes of `answered` scripted answers."""
+    [price] = endpoint_example(cli.backend)["agent"]["prices"].values()
     inputs = INPUT_TOKENS * answered
     cached = CACHED_TOKENS * answered if cli.cached_reported else 0
     outputs = OUTPUT_TOKENS * answered
-    usd = (inputs - cached) * PRICE["input"] + cached * PRICE["cached_input"]
-    return (usd + outputs * PRICE["output"]) / 1e6
+    usd = (inputs - cached) * price["input"] + cached * price.get("cached_input", price["input"])
+    return (usd + outputs * price["output"]) / 1e6
 
 
 def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedModel]:
