@@ -71,7 +71,8 @@ class AgentConfig(_Section):
     """More turns the same agent gets in the same worktree when the kernel refuses its change
     (not for a sandbox violation), with the refusal's evidence; each has its own timeout_s."""
     allowed_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_TOOLS))
-    """Tools claude may use without asking (--allowedTools); edits are accepted anyway."""
+    """Tools claude may use without asking (--allowedTools) when seed's sandbox is off (inside
+    it claude runs with bypassPermissions); edits are accepted anyway."""
     api_base: str = ""
     """A self-hosted or local model endpoint, in the API the backend speaks (API_OF): codex the
     OpenAI Responses API (http://HOST/v1); claude the Anthropic Messages API (http://HOST, no
