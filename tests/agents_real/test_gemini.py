@@ -49,6 +49,7 @@ CLI = Cli(
     fix=[_write(FIXED), say("Fixed add().")],
     wrong_then_right=[_write(WRONG), say("Changed add()."), _write(FIXED), say("Fixed it.")],
     home_files=SETTINGS,
+    api_error="gemini exited 145: the model API answered HTTP 401",
     session_evidence=_same_session,
 )
 

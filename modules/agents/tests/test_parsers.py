@@ -384,3 +384,23 @@ def test_aider_wrapped_api_error_and_offline_noise() -> None:
     done = noise + "Fixing add().\n\nApplied edit to calc.py\nTokens: 1.0k sent, 50 received.\n"
     report = aider.AGENT.parse(make_plan(), ran(done, 0))
     assert report.success and report.summary == "Fixing add()."
+
+
+def test_gemini_http_error_names_the_status_and_the_servers_words() -> None:
+    # Gemini CLI 0.61.0 on an HTTP 401 (the tail of a real run): exit 401 % 256
+    doc = {
+        "session_id": "436517aa-61f1-40de-8a1a-a97565f63dfa",
+        "error": {
+            "type": "Error",
+            "message": json.dumps(
+                {"error": {"code": 401, "message": "no such key", "status": "UNAUTHENTICATED"}}
+            ),
+            "code": 401,
+        },
+    }
+    text = "    at async Turn.run (file:///x.js:1:2) {\n  status: 401\n}\n" + json.dumps(
+        doc, indent=2
+    )
+    report = gemini.AGENT.parse(make_plan(), ran(text, 145))
+    assert not report.success and report.failure_category == FailureCategory.AGENT_ERROR
+    assert report.summary == "gemini exited 145: the model API answered HTTP 401: no such key"
