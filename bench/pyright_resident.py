@@ -141,7 +141,7 @@ def stress(work: Path, edits: int) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the comparison and print one JSON line per repository, then a table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000, 50000])
     parser.add_argument("--repeat", type=int, default=5, help="edits (and checks) per repository")
     parser.add_argument("--real", default=REAL_DEFAULT, help="a git repository to clone ('': none)")

@@ -41,6 +41,7 @@ from bench.generate import MODULES_PER_PACKAGE, env_git, generate, one_file_chan
 from kernel import procs
 from kernel.context import open_context
 from kernel.daemon import Daemon
+from kernel.resident import ResidentPyright
 
 FAKE = Path(__file__).resolve().parent / "fake_agent.py"
 _TOOLS = ("pytest", "pyright", "ruff", "fake_agent.py", "breaker.py")
@@ -48,12 +49,14 @@ _TOOLS = ("pytest", "pyright", "ruff", "fake_agent.py", "breaker.py")
 
 
 class _Intervals:
-    """Records when tool and agent processes ran (procs.run wrapped, then restored)."""
+    """Records when tool and agent processes ran, the resident pyright's checks included
+    (procs.run and ResidentPyright.check wrapped, then restored)."""
 
     def __init__(self) -> None:
         self.spans: list[tuple[float, float]] = []
         self._lock = threading.Lock()
         self._real = procs.run
+        self._check = ResidentPyright.check
 
     def __enter__(self) -> _Intervals:
         def run(argv: Sequence[str], **kw: Any) -> procs.Completed:
@@ -65,11 +68,21 @@ class _Intervals:
                     with self._lock:
                         self.spans.append((started, time.monotonic()))
 
+        def check(checker: ResidentPyright, *args: Any, **kw: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return self._check(checker, *args, **kw)
+            finally:
+                with self._lock:
+                    self.spans.append((started, time.monotonic()))
+
         procs.run = run  # type: ignore[assignment]
+        ResidentPyright.check = check  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         procs.run = self._real
+        ResidentPyright.check = self._check  # type: ignore[method-assign]
 
     def covered(self) -> float:
         """Seconds during which at least one tool or agent process ran."""

@@ -749,7 +749,8 @@ class ResidentPyright:
         re-list and re-read every file (the folder is what it was: checked before and after).
         """
         wanted = {(str(self._sentinel), nonce)}
-        nudge = time.monotonic() + NUDGE_S
+        pause = NUDGE_S
+        nudge = time.monotonic() + pause
         deadline = min(deadline, time.monotonic() + MAX_WAIT_S)
         with proc.cond:
             while True:
@@ -772,7 +773,10 @@ class ResidentPyright:
                     again = secrets.token_hex(12)
                     self._write_sentinel(again, relist=True)
                     wanted.add((str(self._sentinel), again))
-                    nudge = now + NUDGE_S
+                    # a busy pyright is silent too: each nudge waits twice as long as the last
+                    # (a nudge every few seconds would restart a long check for ever)
+                    pause *= 2
+                    nudge = now + pause
                 proc.cond.wait(min(deadline - now, nudge - now, 0.5))
 
     def _measurement(self, doc: dict[str, Any], duration: float) -> Measurement:
