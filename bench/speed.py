@@ -39,7 +39,7 @@ from typing import Any
 from bench.analysis import SEED, _env, seed_analysis
 from bench.generate import MODULES_PER_PACKAGE, env_git, generate, one_file_change
 from kernel import procs
-from kernel.context import open_context
+from kernel.context import Context, open_context
 from kernel.daemon import Daemon
 from kernel.resident import ResidentPyright
 
@@ -181,6 +181,8 @@ def refusal(
         "full_suite_s": s,
         "refuse_ratio": v / s,
         "refused_as": str(records[-1]["failure_category"]),
+        "refused_because": str(records[-1]["reason"])[:300],
+        "refused_durations": json.dumps(records[-1]["durations"]),
     }
 
 
@@ -211,6 +213,7 @@ def overhead(root: Path, repeat: int) -> dict[str, float]:
 def reanalysis(root: Path, change: Callable[[], str], repeat: int) -> dict[str, float | str]:
     """Re-analysis after a one-file change against a full analysis of the same commit."""
     ctx = open_context(root, quiet=True)
+    ctx.keep_pyright()  # as the daemon does
     ctx.start_host()
     try:
         pairs: list[tuple[float, float]] = []
@@ -221,9 +224,10 @@ def reanalysis(root: Path, change: Callable[[], str], repeat: int) -> dict[str, 
             hits.append(seed_analysis(ctx, fresh=False)[0])
             changed = change()
             inc, _ = seed_analysis(ctx, fresh=False)
-            full, _ = seed_analysis(ctx, fresh=True)
+            full, _ = _cold(ctx, lambda: seed_analysis(ctx, fresh=True))
             pairs.append((inc, full))
     finally:
+        ctx.drop_pyright()
         ctx.host.stop()
         ctx.store.close()
     whole: list[float] = []
@@ -244,6 +248,15 @@ def reanalysis(root: Path, change: Callable[[], str], repeat: int) -> dict[str, 
         "cache_hit_s": statistics.median(hits),
         "cache_hit_process_s": statistics.median(whole),
     }
+
+
+def _cold(ctx: Context, analysis: Callable[[], tuple[float, Any]]) -> tuple[float, Any]:
+    """A full analysis as a fresh start makes it: no cache, no resident pyright."""
+    resident, ctx.pyright = ctx.pyright, None
+    try:
+        return analysis()
+    finally:
+        ctx.pyright = resident
 
 
 def _real_change(root: Path, package: str) -> Callable[[], str]:
