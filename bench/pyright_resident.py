@@ -101,6 +101,8 @@ def bench_repo(root: Path, rel: str, work: Path, repeat: int) -> dict[str, float
         "first_check_s": round(start_s, 3),
         "rss_mb": round(rss / 1024 / 1024, 1),
         "restarts": checker.restarts,
+        "relists": checker.relists,
+        "late": checker.late,
     }
 
 

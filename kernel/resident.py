@@ -57,6 +57,8 @@ __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
 
 SENTINEL_PREFIX = "_seed_sync_"
 """Name prefix of the sentinel files; they live in the config folder's `sync/`, never in the tree's."""
+NUDGE_S = 5.0
+"""Seconds without any report from pyright before the sentinel is written again (see `_wait`)."""
 _CHANGED_SENTINEL = "builtins.pyi"
 """pyright handles a change to a file of this name by re-reading every file and marking those
 whose bytes changed (and their importers) for a re-check (`markAllFilesDirty(false)`)."""
@@ -387,7 +389,7 @@ def _interpreter(python: str) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def _group_pids(pgid: int) -> list[int]:
+def _group_pids(pgid: int, *, zombies: bool = False) -> list[int]:
     out: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -397,7 +399,7 @@ def _group_pids(pgid: int) -> list[int]:
         except OSError:
             continue
         fields = raw[raw.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+        if len(fields) > 2 and fields[2] == str(pgid) and (zombies or fields[0] != "Z"):
             out.append(int(entry))
     return out
 
@@ -521,6 +523,7 @@ class ResidentPyright:
         self._log: Callable[[str], None] = log or _quiet
         self._proc: _Process | None = None
         self._sentinel: Path | None = None
+        self._sentinels: list[str] = []
         self._after_structural = False
         self._config_text = ""
         self._lock = threading.Lock()
@@ -529,6 +532,8 @@ class ResidentPyright:
         self.restarts = 0
         """How many times pyright was started."""
         self.late = 0
+        self.relists = 0
+        """Checks that had pyright re-list and re-read every file (a new-named sentinel)."""
         """Checks after which pyright printed another report before the next check."""
 
     # -- public -------------------------------------------------------------------------
@@ -627,6 +632,7 @@ class ResidentPyright:
                 proc = None
                 paused = False
             nonce = secrets.token_hex(12)
+            started = proc is None
             if proc is None:
                 self._write_config(config)
                 self._write_sentinel(nonce, relist=False)
@@ -639,12 +645,14 @@ class ResidentPyright:
                 # a re-listing (a new file's arrival) is needed for added or removed files, and
                 # is the safe way after a re-listing or a late report (see the module's doc)
                 relist = sync.structural or late or self._after_structural
+                self.relists += relist
                 self._write_sentinel(nonce, relist=relist)
-            self._after_structural = sync.structural
+            # a fresh pyright has no events pending from before it listed the folder
+            self._after_structural = sync.structural and not started
         finally:
             if paused and self._proc is not None:
                 self._signal(self._proc, signal.SIGCONT)
-        doc = self._wait(proc, nonce, deadline)
+        doc = self._wait(proc, nonce, deadline, nudge=not started)
         wrong = mismatch(self.folder.path, self.folder.held or {})
         if wrong:
             raise _Stale(f"the folder changed during the check: {wrong}")
@@ -691,20 +699,23 @@ class ResidentPyright:
             inside = sorted(os.listdir(self.config_dir / _SYNC_DIR))
         except OSError:
             return True
-        wanted = sorted({_CHANGED_SENTINEL, *([self._sentinel.name] if self._sentinel else [])})
+        wanted = sorted({_CHANGED_SENTINEL, *self._sentinels})
         return names != sorted([_CONFIG, _SYNC_DIR]) or inside != wanted
 
-    def _write_sentinel(self, nonce: str, *, relist: bool) -> None:
+    def _write_sentinel(self, nonce: str, *, relist: bool, again: bool = False) -> None:
         """An error naming the nonce, in `builtins.pyi` or, to make pyright re-list and re-read
-        every file, in a file of a new name."""
+        every file, in a file of a new name (`again`: one more, the earlier ones kept)."""
         sync_dir = self.config_dir / _SYNC_DIR
         # the comment keeps the error whatever the project's config says of the rule
         text = f'# pyright: reportAssignmentType=error\n_seed_sync: int = "{nonce}"\n'
-        for old in sync_dir.iterdir():
-            if old.name != _CHANGED_SENTINEL:
-                old.unlink()
+        if not again:
+            for old in sync_dir.iterdir():
+                if old.name != _CHANGED_SENTINEL:
+                    old.unlink()
+            self._sentinels = []
         if relist:
-            self._sentinel = sync_dir / f"{SENTINEL_PREFIX}{nonce}.py"
+            self._sentinel = sync_dir / f"{SENTINEL_PREFIX}{secrets.token_hex(12)}.py"
+            self._sentinels.append(self._sentinel.name)
         else:
             self._sentinel = sync_dir / _CHANGED_SENTINEL
         if not (sync_dir / _CHANGED_SENTINEL).exists():
@@ -736,14 +747,23 @@ class ResidentPyright:
         self.restarts += 1
         return proc
 
-    def _wait(self, proc: _Process, nonce: str, deadline: float) -> dict[str, Any]:
-        sentinel = str(self._sentinel)
+    def _wait(self, proc: _Process, nonce: str, deadline: float, *, nudge: bool) -> dict[str, Any]:
+        """The first report naming the nonce in a sentinel's error.
+
+        The watcher of a pyright that has just finished its first analysis may still be
+        setting itself up and miss an event: with `nudge`, the sentinel is written again
+        whenever pyright stays silent for NUDGE_S (the same nonce: any such report will do).
+        """
+        sync_dir = str(self.config_dir / _SYNC_DIR) + os.sep
+        quiet_since = time.monotonic()
         with proc.cond:
+            seen = len(proc.docs)
             while True:
                 for index, doc in enumerate(proc.docs):
                     items = cast(list[dict[str, Any]], doc.get("generalDiagnostics") or [])
                     if any(
-                        str(i.get("file", "")) == sentinel and nonce in str(i.get("message", ""))
+                        str(i.get("file", "")).startswith(sync_dir)
+                        and nonce in str(i.get("message", ""))
                         for i in items
                     ):
                         proc.matched = index
@@ -751,9 +771,17 @@ class ResidentPyright:
                 if not proc.alive():
                     words = proc.stderr_tail.decode(errors="replace").strip()
                     raise _Stale(f"pyright exited ({proc.popen.poll()}): {words[-300:]}")
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                left = deadline - now
                 if left <= 0:
                     raise _Stale("pyright did not report the synced state in time")
+                if len(proc.docs) != seen:
+                    seen, quiet_since = len(proc.docs), now
+                if nudge and now - quiet_since > NUDGE_S:
+                    self._log("resident pyright: no report yet; writing the sentinel again")
+                    relist = self._sentinel is not None and self._sentinel.name != _CHANGED_SENTINEL
+                    self._write_sentinel(nonce, relist=relist, again=True)
+                    quiet_since = now
                 proc.cond.wait(min(left, 0.5))
 
     def _measurement(self, doc: dict[str, Any], duration: float) -> Measurement:
@@ -811,11 +839,14 @@ class ResidentPyright:
         if proc is None:
             return
         pgid = proc.popen.pid
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGCONT)  # a stopped group would not see SIGTERM
-        procs.end_group(pgid, grace_s=2.0)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+        # once every member is gone (and reaped) the group id may be another's: signal only
+        # while a member (a zombie too) still holds it
+        if proc.popen.poll() is None or _group_pids(pgid, zombies=True):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGCONT)  # a stopped group would not see SIGTERM
+            procs.end_group(pgid, grace_s=2.0)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.popen.wait(timeout=5)
         procs.forget_known(pgid)
