@@ -62,6 +62,8 @@ SENTINEL_PREFIX = "_seed_sync_"
 """Name prefix of the sentinel files; they live in the config folder's `sync/`, never in the tree's."""
 NUDGE_S = 5.0
 """Seconds without any report from pyright before the sentinel is written again (see `_wait`)."""
+_FAST_SENTINEL = "_seed_sync.py"
+"""The sentinel of a check with exact=False: an ordinary file, changed in place."""
 _CHANGED_SENTINEL = "builtins.pyi"
 """pyright handles a change to a file of this name by re-reading every file and marking those
 whose bytes changed (and their importers) for a re-check (`markAllFilesDirty(false)`)."""
@@ -527,6 +529,7 @@ class ResidentPyright:
         self._proc: _Process | None = None
         self._sentinel: Path | None = None
         self._sentinels: list[str] = []
+        self._kind = "exact"
         self._after_structural = False
         self._config_text = ""
         self._lock = threading.Lock()
@@ -548,15 +551,23 @@ class ResidentPyright:
         target: Target,
         timeout_s: float,
         store: ObjectStore | None = None,
+        *,
+        exact: bool = True,
     ) -> Measurement:
-        """pyright's errors on the tree, as a cold run on a fresh export would report them."""
+        """pyright's errors on the tree, as a cold run on a fresh export would report them.
+
+        exact=False re-checks only what pyright's watcher says changed (its incremental cost),
+        but the watcher's per-file timers can hand it a changed file after the sentinel: the
+        report may then be of an older state (2 in 30 under a load average of 7 in
+        bench/pyright_resident.py --stress). Use it to refuse early, never to accept.
+        """
         started = time.monotonic()
         deadline = started + timeout_s
         with self._lock:
             reason = ""
             for _attempt in range(2):
                 try:
-                    diagnostics_doc = self._resident(tree, gate, target, deadline, store)
+                    diagnostics_doc = self._resident(tree, gate, target, deadline, store, exact)
                 except _Stale as exc:
                     reason = str(exc)
                     self._log(f"resident pyright: {reason}")
@@ -610,6 +621,7 @@ class ResidentPyright:
         target: Target,
         deadline: float,
         store: ObjectStore | None,
+        exact: bool = True,
     ) -> dict[str, Any]:
         """The JSON document pyright printed for exactly this tree (sentinel's errors dropped)."""
         proc = self._proc
@@ -638,7 +650,7 @@ class ResidentPyright:
             started = proc is None
             if proc is None:
                 self._write_config(config)
-                self._write_sentinel(nonce, relist=False)
+                self._write_sentinel(nonce, kind="exact")
                 proc = self._start(target, identity)
             else:
                 self._late(proc, tree)
@@ -649,7 +661,9 @@ class ResidentPyright:
                 # is the safe way just after one: the added files' own events may still come
                 relist = sync.structural or self._after_structural
                 self.relists += relist
-                self._write_sentinel(nonce, relist=relist)
+                self._write_sentinel(
+                    nonce, kind="relist" if relist else "exact" if exact else "fast"
+                )
             # a fresh pyright has no events pending from before it listed the folder
             self._after_structural = sync.structural and not started
         finally:
@@ -702,28 +716,32 @@ class ResidentPyright:
             inside = sorted(os.listdir(self.config_dir / _SYNC_DIR))
         except OSError:
             return True
-        wanted = sorted({_CHANGED_SENTINEL, *self._sentinels})
+        wanted = sorted({_CHANGED_SENTINEL, _FAST_SENTINEL, *self._sentinels})
         return names != sorted([_CONFIG, _SYNC_DIR]) or inside != wanted
 
-    def _write_sentinel(self, nonce: str, *, relist: bool, again: bool = False) -> None:
-        """An error naming the nonce, in `builtins.pyi` or, to make pyright re-list and re-read
-        every file, in a file of a new name (`again`: one more, the earlier ones kept)."""
+    def _write_sentinel(self, nonce: str, *, kind: str, again: bool = False) -> None:
+        """An error naming the nonce: in `builtins.pyi` ("exact"), in `_seed_sync.py` ("fast"),
+        or, to make pyright re-list and re-read every file, in a file of a new name ("relist";
+        `again`: one more, the earlier ones kept)."""
         sync_dir = self.config_dir / _SYNC_DIR
         # the comment keeps the error whatever the project's config says of the rule
         text = f'# pyright: reportAssignmentType=error\n_seed_sync: int = "{nonce}"\n'
+        lasting = (_CHANGED_SENTINEL, _FAST_SENTINEL)
         if not again:
             for old in sync_dir.iterdir():
-                if old.name != _CHANGED_SENTINEL:
+                if old.name not in lasting:
                     old.unlink()
             self._sentinels = []
-        if relist:
+        if kind == "relist":
             self._sentinel = sync_dir / f"{SENTINEL_PREFIX}{secrets.token_hex(12)}.py"
             self._sentinels.append(self._sentinel.name)
         else:
-            self._sentinel = sync_dir / _CHANGED_SENTINEL
-        if not (sync_dir / _CHANGED_SENTINEL).exists():
-            (sync_dir / _CHANGED_SENTINEL).write_text(text, encoding="utf-8")
+            self._sentinel = sync_dir / (_CHANGED_SENTINEL if kind == "exact" else _FAST_SENTINEL)
+        for name in lasting:
+            if not (sync_dir / name).exists():
+                (sync_dir / name).write_text(text, encoding="utf-8")
         self._sentinel.write_text(text, encoding="utf-8")
+        self._kind = kind
 
     def _start(self, target: Target, identity: tuple[Any, ...]) -> _Process:
         argv = [sys.executable, "-m", "pyright", "--watch", "--outputjson"]
@@ -782,8 +800,7 @@ class ResidentPyright:
                     seen, quiet_since = len(proc.docs), now
                 if nudge and now - quiet_since > NUDGE_S:
                     self._log("resident pyright: no report yet; writing the sentinel again")
-                    relist = self._sentinel is not None and self._sentinel.name != _CHANGED_SENTINEL
-                    self._write_sentinel(nonce, relist=relist, again=True)
+                    self._write_sentinel(nonce, kind=self._kind, again=True)
                     quiet_since = now
                 proc.cond.wait(min(left, 0.5))
 
