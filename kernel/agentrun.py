@@ -174,6 +174,9 @@ class AgentRunner:
             )
         finally:
             check_checkout(ctx, attempt, checkout, snapshot)
+            if not attempt.sandboxed and ctx.pyright is not None:
+                # same user, no sandbox: it could have reached the resident checker's process
+                ctx.pyright.invalidate()
         timed(attempt, "execute", t0)
         if completed.truncated:
             with log_path.open("ab") as handle:
@@ -370,5 +373,10 @@ def _version(argv: Sequence[str], env: dict[str, str], cwd: Path) -> str:
         result = procs.run(list(argv), cwd=cwd, timeout_s=15, env=env, merge_stderr=True)
     except (OSError, Interrupted):
         return ""
-    lines = result.text().strip().splitlines()
+    # a tool may warn before its version (codex, when its home is under a temp folder)
+    lines = [
+        line.strip()
+        for line in result.text().splitlines()
+        if line.strip() and not line.lstrip().upper().startswith("WARNING")
+    ]
     return lines[0][:120] if result.ok and lines else ""

@@ -62,6 +62,11 @@ SENTINEL_PREFIX = "_seed_sync_"
 """Name prefix of the sentinel files; they live in the config folder's `sync/`, never in the tree's."""
 NUDGE_S = 5.0
 """Seconds without any report from pyright before the sentinel is written again (see `_wait`)."""
+YOUNG_S = 60.0
+"""Seconds after a start during which a check may write its sentinel again (see `_wait`)."""
+MAX_WAIT_S = 60.0
+"""Seconds a check waits for pyright's report at most; then a cold run (never the tool's
+whole timeout: a resident checker that stopped watching must not stall the daemon)."""
 _FAST_SENTINEL = "_seed_sync.py"
 """The sentinel of a check with exact=False: an ordinary file, changed in place."""
 _CHANGED_SENTINEL = "builtins.pyi"
@@ -530,6 +535,7 @@ class ResidentPyright:
         self._sentinel: Path | None = None
         self._sentinels: list[str] = []
         self._kind = "exact"
+        self._started_at = 0.0
         self._after_structural = False
         self._config_text = ""
         self._lock = threading.Lock()
@@ -669,7 +675,8 @@ class ResidentPyright:
         finally:
             if paused and self._proc is not None:
                 self._signal(self._proc, signal.SIGCONT)
-        doc = self._wait(proc, nonce, deadline, nudge=not started)
+        young = time.monotonic() - self._started_at < YOUNG_S
+        doc = self._wait(proc, nonce, deadline, nudge=young and not started)
         wrong = mismatch(self.folder.path, self.folder.held or {})
         if wrong:
             raise _Stale(f"the folder changed during the check: {wrong}")
@@ -765,6 +772,7 @@ class ResidentPyright:
         for thread in proc.threads:
             thread.start()
         self._proc = proc
+        self._started_at = time.monotonic()
         self.restarts += 1
         return proc
 
@@ -772,11 +780,13 @@ class ResidentPyright:
         """The first report naming the nonce in a sentinel's error.
 
         The watcher of a pyright that has just finished its first analysis may still be
-        setting itself up and miss an event: with `nudge`, the sentinel is written again
-        whenever pyright stays silent for NUDGE_S (the same nonce: any such report will do).
+        setting itself up and miss an event: with `nudge` (a pyright started less than YOUNG_S
+        ago), the sentinel is written again whenever pyright stays silent for NUDGE_S (the same
+        nonce and kind: any such report will do). Waits MAX_WAIT_S at most.
         """
         sync_dir = str(self.config_dir / _SYNC_DIR) + os.sep
         quiet_since = time.monotonic()
+        deadline = min(deadline, quiet_since + MAX_WAIT_S)
         with proc.cond:
             seen = len(proc.docs)
             while True:

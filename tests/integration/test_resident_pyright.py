@@ -14,10 +14,11 @@ from domain import Measurement
 from kernel import gitops
 from kernel.gate import Gate
 from kernel.measure import run_pyright
+from kernel.paths import discover
 from kernel.resident import Folder, ResidentPyright, mismatch
 from kernel.trees import export_tree
 from tests.planted import target_for
-from tests.support import git, make_repo
+from tests.support import git, make_repo, seed, start_daemon, wait_for
 
 FILES = {
     "pkg/__init__.py": "",
@@ -215,3 +216,46 @@ def test_a_killed_pyright_is_restarted_and_close_leaves_nothing(
     checker.close()
     assert not _group_alive(last)
     assert checker.rss_bytes() == 0
+
+
+def _pyright_processes(folder: Path) -> list[int]:
+    """Live processes whose command line names the resident checker's folder."""
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(folder).encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def test_the_daemon_keeps_pyright_resident_reports_it_and_ends_it(tmp_path: Path) -> None:
+    files = {
+        **FILES,
+        "pyproject.toml": "[tool.pyright]\n",
+        "pkg/user.py": "from pkg.base import size\n\nlength: str = size(3)\n",  # a type error
+    }
+    config = '[agent]\nbackend = "none"\n\n[daemon]\npoll_interval_s = 1\n\n[quality]\ntools = ["pyright"]\n'
+    root = make_repo(tmp_path / "repo", files, config)
+    daemon = start_daemon(root)
+    try:
+
+        def status() -> str:
+            return seed(root, "status").stdout
+
+        wait_for(lambda: "pyright:     resident" in status(), 240, "a resident pyright", daemon)
+        shown = status()
+        assert "MiB of 2048 MiB" in shown and "(pyright 1)" in shown, shown
+        assert _pyright_processes(discover(root).resident)
+        # the person fixes the error: the resident re-check (not a cold run) finds it gone
+        _commit(root, {"pkg/user.py": FILES["pkg/user.py"]}, "fix the type")
+        wait_for(lambda: "1 open (pyright 1)" not in status(), 240, "the re-check")
+        assert "started 1 time(s)" in status()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.communicate(timeout=60)
+    assert daemon.returncode == 0
+    wait_for(lambda: not _pyright_processes(discover(root).resident), 10, "no pyright")
