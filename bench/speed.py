@@ -129,10 +129,12 @@ class _Loop:
         return wall, spans.covered(), record
 
 
-def _inbox(root: Path, name: str) -> None:
+def _inbox(root: Path, name: str, where: str = "") -> None:
     folder = root / "inbox"
     folder.mkdir(exist_ok=True)
-    (folder / name).write_text("# Tidy the counters\n\nKeep every test passing.\n")
+    # naming the file puts it in the plan's allowlist: the refusal is then the tests'
+    about = f"Tidy `{where}`" if where else "Tidy the counters"
+    (folder / name).write_text(f"# {about}\n\nKeep every test passing.\n")
 
 
 BREAKER = '''"""Breaks one function: passing tests fail."""
@@ -142,8 +144,8 @@ path.write_text(path.read_text().replace({old!r}, {new!r}, 1))
 '''
 
 
-def _refused(loop: _Loop, n: int) -> dict[str, Any]:
-    _inbox(loop.root, f"break-{n}.md")
+def _refused(loop: _Loop, n: int, where: str) -> dict[str, Any]:
+    _inbox(loop.root, f"break-{n}.md", where)
     _, _, record = loop.once()
     assert record["outcome"] != "SUCCESS", record["reason"]
     return record
@@ -163,7 +165,7 @@ def refusal(
     suite: list[float] = []
     loop = _Loop(root)
     with loop:
-        records = [_refused(loop, n) for n in range(repeat)]
+        records = [_refused(loop, n, path) for n in range(repeat)]
     for record in records:
         verify.append(float(record["durations"].get("verify", float("nan"))))
         started = time.monotonic()
