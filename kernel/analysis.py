@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any, cast
 
 from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements, Tool
 from kernel import gitops, inbox, seal
+from kernel.bounds import ROADMAP_MAX_BYTES, ROADMAP_MAX_ITEMS
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
@@ -202,12 +204,44 @@ def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
     """Queued inbox items; bad files are set aside, logged and recorded as events."""
     intake = inbox.scan(ctx.paths.inbox, now, ready=ctx.inbox_ready())
     for rejection in intake.rejected:
-        message = f"inbox/{rejection.name} set aside in {rejection.moved_to.parent.name}/: {rejection.reason}"
+        where = f"inbox/{rejection.moved_to.parent.name}/{rejection.moved_to.name}"
+        message = f"inbox/{rejection.name} set aside as {where}: {rejection.reason}"
         ctx.log(message)
         ctx.store.event("inbox_rejected", message, name=rejection.name, reason=rejection.reason)
     for name in intake.pending:
         ctx.log(f"inbox/{name} is still being written; it is read once it is closed")
     return _attempts(ctx, intake.items)
+
+
+_ITEM_LINE = re.compile(r"^[ \t]*[-*][ \t]+\[ \][ \t]+\S", re.MULTILINE)
+"""An unchecked item's line, as the roadmap analyser reads it (counted here, never parsed)."""
+
+
+def read_roadmap(root: Path, head: str) -> tuple[str, list[str]]:
+    """ROADMAP.md of head, bounded: at most ROADMAP_MAX_BYTES (whole lines) and
+    ROADMAP_MAX_ITEMS unchecked items; and what was left out, counted, as notes."""
+    shown = gitops.git(
+        root, "cat-file", "blob", f"{head}:ROADMAP.md", check=False, max_bytes=ROADMAP_MAX_BYTES
+    )
+    if not shown.ok:
+        return "", []
+    data, notes = shown.stdout, list[str]()
+    if shown.output_bytes > len(data):
+        data = data[: data.rfind(b"\n") + 1]  # whole lines only
+        notes.append(
+            f"ROADMAP.md is {shown.output_bytes:,} bytes; only the first {len(data):,} are read "
+            f"({shown.output_bytes - len(data):,} bytes left out)"
+        )
+    text = data.decode("utf-8", errors="replace")
+    lines = list(_ITEM_LINE.finditer(text))
+    if len(lines) > ROADMAP_MAX_ITEMS:
+        cut = text.find("\n", lines[ROADMAP_MAX_ITEMS - 1].end())
+        text = text[: cut + 1] if cut >= 0 else text
+        notes.append(
+            f"ROADMAP.md has {len(lines):,} unchecked items in what is read; only the first "
+            f"{ROADMAP_MAX_ITEMS:,} are taken ({len(lines) - ROADMAP_MAX_ITEMS:,} left out)"
+        )
+    return text, notes
 
 
 def fail_quarantined(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list[str]:
@@ -257,8 +291,9 @@ def analyse(
     finally:
         place.close()
     items = read_inbox(ctx, now)
-    shown = gitops.git(root, "cat-file", "blob", f"{head}:ROADMAP.md", check=False)
-    roadmap = shown.stdout.decode("utf-8", errors="replace") if shown.ok else ""
+    roadmap, left_out = read_roadmap(root, head)
+    for note in left_out:
+        ctx.log(note)
     ctx.start_host()
     report = ctx.host.analyze(
         AnalysisInput(
@@ -270,4 +305,6 @@ def analyse(
             order=tuple(ctx.config.analysis.order),
         )
     )
+    if left_out:
+        report = report.model_copy(update={"errors": (*report.errors, *left_out)})
     return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap, written)

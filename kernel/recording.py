@@ -16,6 +16,7 @@ from domain import (
 )
 from kernel import faults, halt, inbox, procs, reporting
 from kernel.attempt import Attempt
+from kernel.bounds import cap_line, cap_lines
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.halt import FAILED_OUTCOMES
@@ -99,8 +100,9 @@ class Recorder:
             gap=gap_ref(plan.gap),
             outcome=outcome,
             failure_category=category,
-            reason=reason,
-            evidence=tuple(evidence or (verification.evidence if verification else ())),
+            reason=cap_line(reason),
+            # capped here, once: a runaway list (100,000 new tags) never becomes a huge line
+            evidence=tuple(cap_lines(evidence or (verification.evidence if verification else ()))),
             failures=tuple(verification.failures) if verification else (),
             verdicts=tuple(verification.verdicts) if verification else (),
             touched_files=tuple(attempt.touched),
@@ -126,7 +128,7 @@ class Recorder:
             agent_turns=agent.turns if agent else 0,
             agent_note=attempt.agent_note,
             durations=attempt.durations,
-            checkout_changes=tuple(attempt.checkout_changes),
+            checkout_changes=tuple(cap_lines(attempt.checkout_changes)),
             task_kind=plan.task_kind.value,
             gap_signature=gap_signature(plan.gap),
             plan=plan,

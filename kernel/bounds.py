@@ -1,0 +1,73 @@
+"""Bounds on what the kernel reads and writes down, in one place (README, "Bounds").
+
+Every input gets a limit where it enters; what is past it is set aside or left out, and
+the count of what was left out is said. Lines the kernel writes into records, reports and
+logs are capped here too, so one runaway list (100,000 new tags) cannot become one huge line.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+INBOX_MAX_BYTES = 256 * 1024
+"""Largest inbox task file."""
+INBOX_NAME_MAX_BYTES = 200
+"""Longest inbox file name (UTF-8 bytes): room for `.N` and `.reason.txt` within the
+255 bytes a file name may have."""
+FRONT_MATTER_MAX_BYTES = 16 * 1024
+"""Largest front matter block of an inbox task."""
+FRONT_LIST_MAX = 50
+"""Most entries of one front matter list (acceptance, allowed, forbidden)."""
+FRONT_STRING_MAX = 1000
+"""Longest front matter string (characters)."""
+ROADMAP_MAX_BYTES = 1024 * 1024
+"""ROADMAP.md bytes read; the rest is left out (and counted)."""
+ROADMAP_MAX_ITEMS = 1000
+"""Unchecked ROADMAP.md items taken; the rest are left out (and counted)."""
+CONFIG_MAX_BYTES = 1024 * 1024
+"""Largest seed.toml."""
+EVIDENCE_MAX_LINES = 50
+"""Evidence and checkout-change lines kept in a record, its report and the daemon log."""
+LINE_MAX_CHARS = 2000
+"""Longest evidence, reason or report line."""
+
+_UNSAFE = ("Cc", "Cs", "Zl", "Zp")
+"""Unicode categories never shown raw: controls, lone surrogates (undecodable bytes), line breaks."""
+
+
+def cap_line(text: str, width: int = LINE_MAX_CHARS) -> str:
+    """One line of at most `width` characters, saying how many were left out."""
+    if len(text) <= width:
+        return text
+    cut = max(width - 40, width // 2)
+    return f"{text[:cut]}... ({len(text) - cut:,} more characters)"
+
+
+def cap_lines(
+    lines: Sequence[str], limit: int = EVIDENCE_MAX_LINES, width: int = LINE_MAX_CHARS
+) -> list[str]:
+    """At most `limit` lines, each capped, the last saying how many more there were."""
+    if len(lines) <= limit:
+        return [cap_line(line, width) for line in lines]
+    kept = [cap_line(line, width) for line in lines[: max(limit - 1, 0)]]
+    return [*kept, f"... and {len(lines) - len(kept):,} more"]
+
+
+def printable(text: str, width: int = LINE_MAX_CHARS) -> str:
+    """Text safe to show on one line: undecodable bytes as \\xNN, controls escaped, capped."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+    shown = raw.decode("utf-8", "backslashreplace")
+    safe = "".join(
+        c.encode("unicode_escape").decode("ascii") if unicodedata.category(c) in _UNSAFE else c
+        for c in shown
+    )
+    return cap_line(safe, width)
+
+
+def unsafe_char(text: str) -> bool:
+    """Whether text holds a control character, a line break or an undecodable byte."""
+    return any(unicodedata.category(c) in _UNSAFE for c in text)
