@@ -213,33 +213,47 @@ def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
     return _attempts(ctx, intake.items)
 
 
-_ITEM_LINE = re.compile(r"^[ \t]*[-*][ \t]+\[ \][ \t]+\S", re.MULTILINE)
-"""An unchecked item's line, as the roadmap analyser reads it (counted here, never parsed)."""
+_ITEM_LINE = re.compile(r"\s*[-*]\s+\[ \]\s+\S")
+"""An unchecked item's line as the roadmap analyser reads it (counted here, never parsed;
+an item in a code block counts too, so the analyser never gets more than the bound)."""
 
 
 def read_roadmap(root: Path, head: str) -> tuple[str, list[str]]:
-    """ROADMAP.md of head, bounded: at most ROADMAP_MAX_BYTES (whole lines) and
-    ROADMAP_MAX_ITEMS unchecked items; and what was left out, counted, as notes."""
+    """ROADMAP.md of head, bounded (see bound_roadmap); never more than
+    ROADMAP_MAX_BYTES of it in memory."""
     shown = gitops.git(
         root, "cat-file", "blob", f"{head}:ROADMAP.md", check=False, max_bytes=ROADMAP_MAX_BYTES
     )
     if not shown.ok:
         return "", []
-    data, notes = shown.stdout, list[str]()
-    if shown.output_bytes > len(data):
+    return bound_roadmap(shown.stdout, max(shown.output_bytes, len(shown.stdout)))
+
+
+def bound_roadmap(data: bytes, total: int) -> tuple[str, list[str]]:
+    """The first bytes of a ROADMAP.md of `total` bytes as text, bounded to ROADMAP_MAX_BYTES
+    (whole lines) and ROADMAP_MAX_ITEMS unchecked items; and what was left out, counted."""
+    notes: list[str] = []
+    if total > len(data) or len(data) > ROADMAP_MAX_BYTES:
+        data = data[:ROADMAP_MAX_BYTES]
         data = data[: data.rfind(b"\n") + 1]  # whole lines only
         notes.append(
-            f"ROADMAP.md is {shown.output_bytes:,} bytes; only the first {len(data):,} are read "
-            f"({shown.output_bytes - len(data):,} bytes left out)"
+            f"ROADMAP.md is {total:,} bytes; only the first {len(data):,} are read "
+            f"({total - len(data):,} bytes left out)"
         )
     text = data.decode("utf-8", errors="replace")
-    lines = list(_ITEM_LINE.finditer(text))
-    if len(lines) > ROADMAP_MAX_ITEMS:
-        cut = text.find("\n", lines[ROADMAP_MAX_ITEMS - 1].end())
-        text = text[: cut + 1] if cut >= 0 else text
+    items, end = 0, len(text)
+    at = 0
+    for line in text.splitlines(keepends=True):  # the lines the analyser will see
+        if _ITEM_LINE.match(line):
+            items += 1
+            if items == ROADMAP_MAX_ITEMS + 1:
+                end = at
+        at += len(line)
+    if items > ROADMAP_MAX_ITEMS:
+        text = text[:end]
         notes.append(
-            f"ROADMAP.md has {len(lines):,} unchecked items in what is read; only the first "
-            f"{ROADMAP_MAX_ITEMS:,} are taken ({len(lines) - ROADMAP_MAX_ITEMS:,} left out)"
+            f"ROADMAP.md has {items:,} unchecked items in what is read; only the first "
+            f"{ROADMAP_MAX_ITEMS:,} are taken ({items - ROADMAP_MAX_ITEMS:,} left out)"
         )
     return text, notes
 

@@ -203,11 +203,20 @@ def _free_pair(folder: Path, name: str, note: str) -> Path:
     return target
 
 
+def own_folder(inbox: Path, name: str) -> Path:
+    """inbox/<name> (done, failed, rejected, .active) as a real folder: a file or a link in
+    its place (never followed) is moved aside under a new name first, for the scan to reject."""
+    folder = inbox / name
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        os.rename(folder, unique_path(inbox / f"{name.lstrip('.')}.not-a-folder"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def set_aside(inbox: Path, entry: Path, reason: str) -> Rejection:
     """Move a bad entry to inbox/rejected/ with NAME.reason.txt beside it (a bad name is
     replaced by a safe one; the reason file gives the original)."""
-    rejected = inbox / "rejected"
-    rejected.mkdir(parents=True, exist_ok=True)
+    rejected = own_folder(inbox, "rejected")
     shown = printable(entry.name, 400)
     renamed = bool(name_problem(entry.name))
     target = _free_pair(rejected, safe_name(entry.name) if renamed else entry.name, ".reason.txt")
@@ -304,8 +313,7 @@ def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = froze
 
 def claim(inbox: Path, name: str) -> Path:
     """Move a queued item to inbox/.active/ while its iteration runs."""
-    active = inbox / ".active"
-    active.mkdir(parents=True, exist_ok=True)
+    active = own_folder(inbox, ".active")
     target = active / name
     os.rename(inbox / name, target)
     return target
@@ -329,8 +337,7 @@ def result_note(
 def release(inbox: Path, name: str, folder: str, result_text: str = "") -> Path:
     """Move an active item to done/, failed/, or back to the queue ('') with a result note."""
     source = inbox / ".active" / name
-    destination_dir = inbox / folder if folder else inbox
-    destination_dir.mkdir(parents=True, exist_ok=True)
+    destination_dir = own_folder(inbox, folder) if folder else inbox
     target = unique_path(destination_dir / name)
     if source.exists():
         os.rename(source, target)
@@ -341,8 +348,7 @@ def release(inbox: Path, name: str, folder: str, result_text: str = "") -> Path:
 
 def fail_queued(inbox: Path, name: str, result_text: str) -> Path:
     """Move a queued (not active) item to failed/ with its result note."""
-    failed = inbox / "failed"
-    failed.mkdir(parents=True, exist_ok=True)
+    failed = own_folder(inbox, "failed")
     target = unique_path(failed / name)
     os.rename(inbox / name, target)
     atomic_write_text(target.with_name(target.name + ".result.md"), result_text)
@@ -352,8 +358,8 @@ def fail_queued(inbox: Path, name: str, result_text: str) -> Path:
 def requeue_active(inbox: Path) -> list[str]:
     """Put items left in .active/ by a crash back in the queue."""
     active = inbox / ".active"
-    if not active.is_dir():
-        return []
+    if active.is_symlink() or not active.is_dir():
+        return []  # never what a link points to
     moved: list[str] = []
     for entry in sorted(active.iterdir()):
         target = unique_path(inbox / entry.name)
