@@ -17,12 +17,14 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from subprocess import Popen
 from typing import Any
 
 from kernel.bounds import printable
-from tests.support import FAKES, SAMPLE, make_repo, records, start_daemon, wait_for
+from tests.support import FAKES, SAMPLE, make_repo, records, seed_argv, seed_env
 
 AGENT = FAKES / "inbox_agent.py"
 FOLDERS = ("done", "failed", "rejected")
@@ -249,28 +251,51 @@ class LoadRun:
     daemon_stderr: str
 
 
+def _wait(condition: Callable[[], bool], timeout_s: float, daemon: Popen[bytes], err: Path) -> None:
+    """Poll (twice a second: the daemon should have the cores) until condition() holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if daemon.poll() is not None:
+            raise AssertionError(
+                f"the daemon exited ({daemon.returncode}): {err.read_text()[-3000:]}"
+            )
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f}s: {err.read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
 def run_load(repo: Path, count: int, burst_share: float = 0.7, timeout_s: float = 600) -> LoadRun:
     """Drop `count` tasks: a burst before the daemon starts, the rest once it has landed one."""
     inbox = repo / "inbox"
     first = int(count * burst_share)
     tasks = [drop(inbox, i) for i in range(first)]
     started = time.monotonic()
-    daemon = start_daemon(repo, stdout=subprocess.DEVNULL)
+    # the log goes to a file: a pipe nobody reads would fill up and stop the daemon
+    err_path = repo.parent / "daemon.stderr"
+    with err_path.open("wb") as err:
+        daemon = subprocess.Popen(
+            seed_argv(repo, "run"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=seed_env(),
+        )
     sampler = Sampler(daemon.pid)
     sampler.start()
-    stderr = ""
     try:
-        wait_for(lambda: len(records(repo)) > 0, timeout_s, "the first record", alive=daemon)
+        log = repo / "history" / "records.jsonl"
+        _wait(lambda: log.exists() and log.stat().st_size > 0, timeout_s, daemon, err_path)
         tasks += [drop(inbox, i) for i in range(first, count)]  # while the daemon works
-        wait_for(lambda: settled(inbox) >= count, timeout_s, "every task to settle", alive=daemon)
+        _wait(lambda: settled(inbox) >= count, timeout_s, daemon, err_path)
         seconds = time.monotonic() - started
         daemon.send_signal(signal.SIGINT)
-        _, stderr = daemon.communicate(timeout=120)
+        daemon.wait(timeout=120)
     finally:
         sampler.stop()
         if daemon.poll() is None:
             daemon.kill()
             daemon.wait()
+    stderr = err_path.read_text(encoding="utf-8", errors="replace")
     return LoadRun(tasks, account(repo, tasks), seconds, sampler, daemon.returncode, stderr)
 
 
