@@ -28,7 +28,7 @@ from tests.inbox_load import make_load_repo, run_load, summary
 
 def main() -> int:
     """Run the load once and print its figures as JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--burst", type=float, default=0.7)
     parser.add_argument("--sandbox", choices=("on", "off"), default="on")
