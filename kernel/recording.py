@@ -16,7 +16,7 @@ from domain import (
 )
 from kernel import faults, halt, inbox, procs, reporting
 from kernel.attempt import Attempt
-from kernel.bounds import cap_line, cap_lines
+from kernel.bounds import LINE_MAX_CHARS, cap_line, cap_lines
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.halt import FAILED_OUTCOMES
@@ -104,7 +104,12 @@ class Recorder:
             # capped here, once: a runaway list (100,000 new tags) never becomes a huge line
             evidence=tuple(cap_lines(evidence or (verification.evidence if verification else ()))),
             failures=tuple(verification.failures) if verification else (),
-            verdicts=tuple(verification.verdicts) if verification else (),
+            verdicts=tuple(
+                v.model_copy(update={"evidence": cap_line(v.evidence)})
+                for v in verification.verdicts
+            )
+            if verification
+            else (),
             touched_files=tuple(attempt.touched),
             repairs=tuple(attempt.repairs),
             rounds=(*attempt.rounds, round_of(attempt, outcome, category, reason))
@@ -117,7 +122,7 @@ class Recorder:
             backend=attempt.backend.name,
             sandboxed=attempt.sandboxed if attempt.exit_code is not None else None,
             agent_version=attempt.agent_version,
-            agent_summary=agent.summary if agent else "",
+            agent_summary=cap_line(agent.summary, 4 * LINE_MAX_CHARS) if agent else "",
             agent_exit_code=attempt.exit_code,
             tokens_used=agent.tokens_used if agent else 0,
             cost_usd=agent.cost_usd if agent else 0.0,
