@@ -18,7 +18,12 @@ from typing import Any, cast
 
 from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements, Tool
 from kernel import gitops, inbox, seal
-from kernel.bounds import ROADMAP_MAX_BYTES, ROADMAP_MAX_ITEMS
+from kernel.bounds import (
+    INBOX_MAX_QUEUED,
+    INBOX_MAX_QUEUED_BYTES,
+    ROADMAP_MAX_BYTES,
+    ROADMAP_MAX_ITEMS,
+)
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
@@ -210,6 +215,11 @@ def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
         ctx.store.event("inbox_rejected", message, name=rejection.name, reason=rejection.reason)
     for name in intake.pending:
         ctx.log(f"inbox/{name} is still being written; it is read once it is closed")
+    if intake.waiting:
+        ctx.log(
+            f"{intake.waiting:,} more inbox tasks wait for a later look (at most "
+            f"{INBOX_MAX_QUEUED:,} tasks or {INBOX_MAX_QUEUED_BYTES // 1024 // 1024} MiB are read at once)"
+        )
     return _attempts(ctx, intake.items)
 
 

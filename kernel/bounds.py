@@ -15,6 +15,10 @@ INBOX_MAX_BYTES = 256 * 1024
 INBOX_NAME_MAX_BYTES = 200
 """Longest inbox file name (UTF-8 bytes): room for `.N` and `.reason.txt` within the
 255 bytes a file name may have."""
+INBOX_MAX_QUEUED = 500
+"""Most inbox tasks read at one look (oldest first); the rest wait for a later look."""
+INBOX_MAX_QUEUED_BYTES = 32 * 1024 * 1024
+"""Most bytes of inbox tasks read at one look."""
 FRONT_MATTER_MAX_BYTES = 16 * 1024
 """Largest front matter block of an inbox task."""
 FRONT_LIST_MAX = 50

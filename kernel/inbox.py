@@ -9,6 +9,7 @@ closed after writing or moved in, or no process has it open for writing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ import stat
 import tomllib
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -27,6 +28,8 @@ from kernel.bounds import (
     FRONT_MATTER_MAX_BYTES,
     FRONT_STRING_MAX,
     INBOX_MAX_BYTES,
+    INBOX_MAX_QUEUED,
+    INBOX_MAX_QUEUED_BYTES,
     INBOX_NAME_MAX_BYTES,
     cap_line,
     printable,
@@ -68,6 +71,8 @@ class Intake:
     """Entries set aside just now."""
     pending: list[str]
     """Files still being written (some process has them open for writing)."""
+    waiting: int = 0
+    """Tasks left for a later look: past INBOX_MAX_QUEUED tasks or INBOX_MAX_QUEUED_BYTES."""
 
 
 def ignored(name: str) -> bool:
@@ -280,15 +285,24 @@ def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = froze
     if not inbox.is_dir():
         return intake
     moment = (now or datetime.now(UTC)).timestamp()
-    for entry in sorted(inbox.iterdir()):
-        name = entry.name
-        if ignored(name):
-            continue
+    entries: list[tuple[int, str, Path, os.stat_result]] = []
+    for entry in inbox.iterdir():
+        if not ignored(entry.name):
+            with contextlib.suppress(FileNotFoundError):  # moved away while we looked
+                info = entry.lstat()
+                entries.append((info.st_mtime_ns, entry.name, entry, info))
+    taken = waiting = 0
+    for _, name, entry, info in sorted(entries, key=lambda e: (e[0], e[1])):  # oldest first
         try:
-            info = entry.lstat()
             problem = name_problem(name) or _kind_problem(entry, info)
             if problem:
                 intake.rejected.append(set_aside(inbox, entry, problem))
+                continue
+            if (
+                len(intake.items) >= INBOX_MAX_QUEUED
+                or taken + info.st_size > INBOX_MAX_QUEUED_BYTES
+            ):
+                waiting += 1  # read at a later look, once older tasks are done
                 continue
             if not _complete(entry, info, moment, name in ready):
                 intake.pending.append(name)  # its close event wakes the daemon again
@@ -299,6 +313,7 @@ def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = froze
                 intake.pending.append(name)  # written to while we read: take it next time
                 continue
             received = datetime.fromtimestamp(info.st_mtime, UTC)
+            taken += len(data)
             intake.items.append(parse_item(name, data, received))
         except InboxError as exc:
             intake.rejected.append(set_aside(inbox, entry, str(exc)))
@@ -308,7 +323,7 @@ def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = froze
             reason = f"it cannot be read: {exc.strerror or exc}"
             intake.rejected.append(set_aside(inbox, entry, reason))
     intake.items.sort(key=lambda item: (item.received_at, item.name))
-    return intake
+    return replace(intake, waiting=waiting)
 
 
 def claim(inbox: Path, name: str) -> Path:

@@ -305,3 +305,24 @@ def test_a_file_that_grows_past_the_limit_after_its_size_was_seen_is_not_read_wh
     assert len(data) == inbox.MAX_BYTES + 1
     with pytest.raises(inbox.InboxError, match="the limit is 262144"):
         inbox.parse_item("grows.md", data, LATER)
+
+
+def test_at_most_500_tasks_are_read_at_one_look_the_oldest_and_the_rest_wait(
+    tmp_path: Path,
+) -> None:
+    box = tmp_path / "inbox"
+    box.mkdir()
+    for i in range(505):
+        path = _write(box, f"t{i:03d}.md", f"task {i}\n".encode())
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    _write(box, "zz-task.docx", b"PK")  # a bad kind is set aside whatever the queue holds
+
+    intake = inbox.scan(box, LATER)
+
+    assert [i.name for i in intake.items] == [f"t{i:03d}.md" for i in range(500)]
+    assert intake.waiting == 5 and [r.name for r in intake.rejected] == ["zz-task.docx"]
+    assert len([p for p in box.iterdir() if p.name.startswith("t")]) == 505
+    for name in [f"t{i:03d}.md" for i in range(100)]:
+        inbox.claim(box, name)
+    later = inbox.scan(box, LATER)
+    assert len(later.items) == 405 and later.waiting == 0
