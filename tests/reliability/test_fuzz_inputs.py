@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -35,7 +35,7 @@ FAST = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-SLOW = settings(FAST, max_examples=4)
+SLOW = settings(FAST, max_examples=1)
 """Examples that start a real seed.py each."""
 
 
@@ -237,14 +237,16 @@ def test_any_seed_toml_bytes_are_a_config_or_one_clear_error(data: bytes) -> Non
 
 
 @SLOW
-@given(hostile=HOSTILE)
-def test_once_sets_a_hostile_inbox_name_aside_and_plans_the_good_task(hostile: bytes) -> None:
+@given(hostile=st.lists(HOSTILE, min_size=1, max_size=3, unique=True))
+@example(hostile=[b"bad\xff\xfe.md", b"x" * 250 + b".md", b"new\nline.md"])
+def test_once_sets_hostile_inbox_names_aside_and_plans_the_good_task(hostile: list[bytes]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = make_project(Path(tmp))
         good = project.task()
-        _write(good.parent, hostile, b"a task under a hostile name\n")
         past = time.time() - 60
-        os.utime(os.fsencode(good.parent) + b"/" + hostile, (past, past))
+        for i, raw in enumerate(hostile):
+            _write(good.parent, raw, f"task {i} under a hostile name\n".encode())
+            os.utime(os.fsencode(good.parent) + b"/" + raw, (past, past))
 
         result = project.seed(project.plan_only(), "once")
 
@@ -253,11 +255,16 @@ def test_once_sets_a_hostile_inbox_name_aside_and_plans_the_good_task(hostile: b
         [record] = project.records()
         assert record["gap"]["key"] == "inbox:sub.md" and record["outcome"] == "WAITING"
         rejected = good.parent / "rejected"
-        [aside] = [p for p in rejected.iterdir() if not p.name.endswith(".reason.txt")]
-        assert aside.read_bytes() == b"a task under a hostile name\n"
-        reason = (rejected / (aside.name + ".reason.txt")).read_text()
-        assert reason.startswith(f"inbox/{printable(os.fsdecode(hostile), 400)} was moved here")
-        assert f"set aside as inbox/rejected/{aside.name}" in result.stderr
+        for i, raw in enumerate(hostile):
+            [aside] = [
+                p
+                for p in rejected.iterdir()
+                if p.read_bytes() == f"task {i} under a hostile name\n".encode()
+            ]
+            reason = (rejected / (aside.name + ".reason.txt")).read_text()
+            shown = printable(os.fsdecode(raw), 400)
+            assert reason.startswith(f"inbox/{shown} was moved here as {aside.name}: ")
+            assert f"inbox/{shown} set aside as inbox/rejected/{aside.name}" in result.stderr
         assert sorted(p.name for p in good.parent.iterdir()) == ["rejected", "sub.md"]
 
 
