@@ -52,3 +52,5 @@ class DaemonStatus(Fact):
     max_iterations_per_day: int = 0
     metrics_url: str = ""
     """Where the daemon serves Prometheus metrics ("" when it does not)."""
+    type_checker: str = ""
+    """The resident pyright: its process and memory against its limit ("" when none runs)."""

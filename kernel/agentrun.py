@@ -175,6 +175,9 @@ class AgentRunner:
             )
         finally:
             check_checkout(ctx, attempt, checkout, snapshot)
+            if not attempt.sandboxed and ctx.pyright is not None:
+                # same user, no sandbox: it could have reached the resident checker's process
+                ctx.pyright.invalidate()
         timed(attempt, "execute", t0)
         if completed.truncated:
             with log_path.open("ab") as handle:

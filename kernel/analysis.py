@@ -11,13 +11,22 @@ import contextlib
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from domain import AnalysisInput, GapReport, InboxItem, IterationOutcome, Measurements, Tool
-from kernel import gitops, inbox, seal
+from domain import (
+    AnalysisInput,
+    GapReport,
+    InboxItem,
+    IterationOutcome,
+    Measurement,
+    Measurements,
+    Tool,
+)
+from kernel import gitops, inbox, seal, testmap
 from kernel.bounds import (
     INBOX_MAX_QUEUED,
     INBOX_MAX_QUEUED_BYTES,
@@ -28,10 +37,11 @@ from kernel.context import Context
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
 from kernel.gate import freeze_gate_at
-from kernel.incremental import FULL, Scope, plan_scope, tree_delta
+from kernel.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.localise import localise
 from kernel.measure import Gate, measure
-from kernel.pytest_run import failed_ids
+from kernel.pytest_run import TestFiles, failed_ids
+from kernel.testmap import Selection, TestMap
 
 _CACHE_KEEP = 32
 _FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
@@ -134,10 +144,13 @@ def measure_cached(
     related: tuple[str, ...] = (),
     *,
     localising: bool = False,
+    mapping: bool = False,
 ) -> tuple[Measurements, tuple[str, ...]]:
     """Measurements of a tree, and the files its test run wrote: cached, incremental from a
     related measured tree, or full. `localising` (the baseline): failing tests are re-run
-    under coverage so that each carries what it executed.
+    under coverage so that each carries what it executed. `mapping` (the baseline): a full
+    test run records the test map, and an incremental one runs only the tests it selects;
+    otherwise (a candidate) the whole suite always runs.
 
     `place` exports the tree when the tools must run; `related` names trees to start from,
     best first (the baseline for a changed tree, the parent commit's tree for a new HEAD).
@@ -150,7 +163,7 @@ def measure_cached(
     if hit is not None:  # measured while verifying a candidate: only the localisation is new
         result, since, written = hit.measurements, hit.since_full, hit.written
     else:
-        result, since = _measure(ctx, place, tree, gate, work_dir, related)
+        result, since = _measure(ctx, place, tree, gate, work_dir, related, mapping)
         written = ()
     if localising and _unlocalised(result):
         result = Measurements(
@@ -172,7 +185,13 @@ def _unlocalised(measurements: Measurements) -> bool:
 
 
 def _measure(
-    ctx: Context, place: Export, tree: str, gate: Gate, work_dir: Path, related: tuple[str, ...]
+    ctx: Context,
+    place: Export,
+    tree: str,
+    gate: Gate,
+    work_dir: Path,
+    related: tuple[str, ...],
+    mapping: bool,
 ) -> tuple[Measurements, int]:
     """A full or incremental measurement, and how many incremental ones since the last full."""
     key = config_key(ctx, gate)
@@ -183,12 +202,72 @@ def _measure(
         delta = tree_delta(ctx.paths.root, base.tree, tree)
         if delta is not None:
             scope = plan_scope(ctx.paths.root, tree_dir, tree, delta, gate)
+            if mapping:
+                scope = replace(scope, tests=_selection(ctx, key, tree, base, delta))
+    executed = _mapper(ctx, key, tree) if mapping else None  # a whole suite maps the tests
+    pyright = _resident(ctx, place, gate)
     if scope.full or base is None:
-        return measure(tree_dir, ctx.target, gate, work_dir, tree_id=tree), 0
+        result = measure(
+            tree_dir, ctx.target, gate, work_dir, tree_id=tree, executed=executed, pyright=pyright
+        )
+        return result, 0
     result = measure(
-        tree_dir, ctx.target, gate, work_dir, tree_id=tree, base=base.measurements, scope=scope
+        tree_dir,
+        ctx.target,
+        gate,
+        work_dir,
+        tree_id=tree,
+        base=base.measurements,
+        scope=scope,
+        executed=executed,
+        pyright=pyright,
     )
     return result, base.since_full + 1
+
+
+def _resident(ctx: Context, place: Export, gate: Gate) -> Callable[[], Measurement] | None:
+    """The resident checker on the export's tree (read from git objects, never from the
+    export, where tests run), or None for a cold run."""
+    resident = ctx.pyright
+    if resident is None:
+        return None
+    timeout = ctx.config.quality.tool_timeout_s
+    return lambda: resident.check(place.tree, gate, ctx.target, timeout, place.store)
+
+
+def _mapper(ctx: Context, key: str, tree: str) -> Callable[[TestFiles], None] | None:
+    """What stores the test map of a full run (None: the map is off)."""
+    if not ctx.config.analysis.test_map:
+        return None
+
+    def keep(tests: TestFiles) -> None:
+        if tests:
+            testmap.save(ctx.paths.state, key, TestMap(tree, tests))
+
+    return keep
+
+
+def _selection(ctx: Context, key: str, tree: str, base: _Entry, delta: Delta) -> Selection | None:
+    """The tests to re-run after this change, from the test map (None: the whole suite)."""
+    if not ctx.config.analysis.test_map or delta.touches_config():
+        return None
+    found = testmap.load(ctx.paths.state, key)
+    if found is None:
+        return None
+    since = delta
+    if found.tree != base.tree:  # the map is older than the measurement it goes with
+        older = tree_delta(ctx.paths.root, found.tree, tree)
+        if older is None:
+            return None
+        since = older
+    selection = testmap.select(found, since.changed, since.deleted, strict=True)
+    pytest = base.measurements.get(Tool.PYTEST)
+    if selection is None or pytest is None:
+        return selection
+    # a file that could not be collected ran no test the map knows: it runs again whole
+    broken = {d.file for d in pytest.diagnostics if d.rule == "collection-error"}
+    broken = {f for f in broken if f.endswith(".py") and f not in since.deleted}
+    return replace(selection, files=tuple(sorted({*selection.files, *broken})))
 
 
 def _attempts(ctx: Context, items: list[InboxItem]) -> list[InboxItem]:
@@ -311,6 +390,7 @@ def analyse(
             ctx.paths.runs / "pytest",
             related=(_parent_tree(root, head),),
             localising=True,
+            mapping=True,
         )
     finally:
         place.close()

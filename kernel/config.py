@@ -136,9 +136,16 @@ class AnalysisConfig(_Section):
     """Gap groups, most urgent first (names from RANK_BUCKETS); groups left out follow in the
     default order. Empty: build, inbox:critical, types, lint, format, inbox, roadmap."""
     incremental: bool = True
-    """After a change to some files, ruff and pyright re-check only those (and pyright their importers)."""
+    """After a change to some files, ruff and pyright re-check only those (and pyright their
+    importers), and pytest re-runs the tests that ran them (see test_map)."""
     full_every: int = Field(default=10, ge=1, le=10_000)
     """At most this many incremental measurements in a row; then a full one."""
+    test_map: bool = True
+    """Record which project files each test runs (full analyses), to run affected tests first."""
+    resident_pyright: bool = True
+    """Keep one pyright --watch running on a kernel-owned folder synced from tree to tree."""
+    pyright_memory_mb: int = Field(default=2048, ge=256, le=1 << 16)
+    """Heap limit of the resident pyright (MiB); it is restarted when its RSS goes over it."""
 
     @field_validator("order")
     @classmethod

@@ -18,6 +18,7 @@ from kernel.fsutil import append_line
 from kernel.host import ModuleHost
 from kernel.measure import Target, resolve_python, ruff_binary
 from kernel.paths import Paths, discover
+from kernel.resident import ResidentPyright
 from kernel.store import RecordStore
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
@@ -65,6 +66,24 @@ class Context:
     _backend: Backend | None = field(default=None, repr=False)
     inbox_ready: Callable[[], frozenset[str]] = field(default=frozenset, repr=False)
     """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
+    pyright: ResidentPyright | None = field(default=None, repr=False)
+    """The daemon's resident type checker ([analysis] resident_pyright); None: cold runs."""
+
+    def keep_pyright(self) -> None:
+        """Start keeping pyright resident (the daemon does, when the config says so)."""
+        if self.pyright is None and self.config.analysis.resident_pyright:
+            self.pyright = ResidentPyright(
+                self.paths.root,
+                self.paths.state / "pyright",
+                memory_mb=self.config.analysis.pyright_memory_mb,
+                log=self.log,
+            )
+
+    def drop_pyright(self) -> None:
+        """End the resident type checker, if any."""
+        if self.pyright is not None:
+            self.pyright.close()
+            self.pyright = None
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""

@@ -6,7 +6,8 @@ what it imports, so it re-checks the changed files and every file that imports t
 directly or through others. Findings in the files not re-checked are carried over from the
 earlier measurement. A change to tool configuration, to the set of top-level names, or to
 more than half of the files means a full run; so does every Nth measurement (the caller
-counts). pytest always runs in full: tests reach code in ways imports do not show.
+counts). pytest re-runs only the tests the test map says ran a changed file (kernel/testmap.py),
+and only when analysing a commit: a candidate always gets the whole suite.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from domain import Diagnostic, Measurement
 from kernel import gitops
 from kernel.gate import GATE_FILES, Gate, in_pyright_scope, pyright_scope
+from kernel.testmap import Selection
 
 CODE_SUFFIXES = (".py", ".pyi")
 """Files pyright checks and imports resolve to."""
@@ -61,6 +63,8 @@ class Scope:
     pyright: tuple[str, ...] | None
     deleted: tuple[str, ...] = ()
     reason: str = ""
+    tests: Selection | None = None
+    """The tests to re-run (from the test map); None: the whole suite."""
 
     @property
     def full(self) -> bool:
@@ -230,6 +234,41 @@ def merge(
             "diagnostics": tuple(diagnostics),
             "exit_code": 1 if errors else 0,
             "incremental": True,
+        }
+    )
+
+
+def merge_tests(
+    previous: Measurement,
+    fresh: Measurement | None,
+    selection: Selection,
+    deleted: Iterable[str] = (),
+) -> Measurement:
+    """The re-run tests' results over the earlier run's, which stand for every other test
+    (`fresh` None: nothing needed re-running)."""
+    if fresh is not None and not fresh.ran:
+        return fresh
+    base = fresh or previous.model_copy(update={"duration_s": 0.0})
+    rerun = set(fresh.collected) if fresh is not None else set[str]()
+    gone = set(deleted)
+
+    def kept(node: str) -> bool:
+        return node not in rerun and not selection.covers(node) and node.split("::")[0] not in gone
+
+    collected = (
+        *(n for n in previous.collected if kept(n)),
+        *(fresh.collected if fresh is not None else ()),
+    )
+    old = tuple(d for d in previous.diagnostics if d.node_id and kept(d.node_id))
+    diagnostics = (*old, *(fresh.diagnostics if fresh is not None else ()))
+    failing = any(d.rule in ("failed", "error", "collection-error") for d in diagnostics)
+    return base.model_copy(
+        update={
+            "diagnostics": diagnostics,
+            "collected": collected,
+            "exit_code": 1 if failing else 0,
+            "incremental": True,
+            "localised": previous.localised if fresh is None else False,
         }
     )
 

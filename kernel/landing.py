@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,21 +14,31 @@ from domain import (
     FailureCategory,
     IterationOutcome,
     IterationRecord,
+    Measurement,
+    Tool,
 )
-from kernel import faults, gitops, guard, trees
+from kernel import faults, gitops, guard, testmap, trees
 from kernel.agentrun import watched
-from kernel.analysis import Baseline, measure_cached
+from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.gate import freeze_gate_at
 from kernel.globs import protected_patterns
+from kernel.incremental import tree_delta
 from kernel.measure import run_pytest
 from kernel.pytest_run import failed_ids
 from kernel.recording import Recorder
 from kernel.repair import repair
 from kernel.selfcheck import selfcheck
-from kernel.verify import Verification, gap_tests_first, verify
+from kernel.testmap import Selection
+from kernel.verify import (
+    Verification,
+    affected_first,
+    first_suspects,
+    gap_tests_first,
+    verify,
+)
 
 STEADY_RUNS = 3
 """Runs in a row, each a fresh process, that the gap's own tests must pass before landing."""
@@ -248,15 +259,27 @@ class Lander:
         root = ctx.paths.root
         work = ctx.paths.runs / "pytest"
         timeout = ctx.config.quality.tool_timeout_s
-        nodes = [a for c in attempt.plan.criteria if c.check == CheckName.PYTEST for a in c.args]
+        nodes = sorted(
+            {a for c in attempt.plan.criteria if c.check == CheckName.PYTEST for a in c.args}
+        )
+        selection = self._affected(attempt, baseline, place)
+        argv = [*nodes, *(a for a in selection.argv() if a not in nodes)] if selection else nodes
         passed_first = False
-        if nodes:
-            # the gap's own tests first: a candidate that leaves them failing is refused now
-            first = run_pytest(place(), ctx.target, work, timeout, sorted(set(nodes)))
+        if argv:
+            # the gap's own tests and the tests that ran a changed file first: a candidate
+            # that breaks one is refused in seconds, not after the whole suite
+            first = run_pytest(place(), ctx.target, work, timeout, argv)
             early = gap_tests_first(attempt.plan, first)
+            if early is None:
+                early = self._confirmed(first, baseline, place)
             if early is not None:
                 return early
-            passed_first = first.ran and not failed_ids(first)
+            passed_first = (
+                bool(nodes)
+                and first.ran
+                and all(n in first.collected for n in nodes)
+                and not failed_ids(first) & set(nodes)
+            )
         after, _ = measure_cached(
             ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
         )
@@ -295,6 +318,43 @@ class Lander:
         if verification.passed:
             verification = self._steady(attempt, place, verification)
         return verification
+
+    def _affected(self, attempt: Attempt, baseline: Baseline, place: Export) -> Selection | None:
+        """The tests that ran a file the candidate changes, by the test map (None: no map)."""
+        ctx = self.ctx
+        if not ctx.config.analysis.test_map:
+            return None
+        found = testmap.load(ctx.paths.state, config_key(ctx, baseline.gate))
+        if found is None:
+            return None
+        changed = set(attempt.touched)
+        if found.tree != baseline.tree:  # an older map: what changed since counts too
+            older = tree_delta(ctx.paths.root, found.tree, baseline.tree)
+            if older is None:
+                return None
+            changed |= {*older.changed, *older.deleted}
+        tree = place()
+        gone = sorted(p for p in changed if not (tree / p).exists())
+        return testmap.select(found, sorted(changed - set(gone)), gone, strict=False)
+
+    def _confirmed(
+        self, first: Measurement, baseline: Baseline, place: Export
+    ) -> Verification | None:
+        """Refuse on the first pass's new failures once they are confirmed (see affected_first)."""
+        suspects = first_suspects(first, baseline.measurements.get(Tool.PYTEST))
+        if not suspects:
+            return None
+        ctx = self.ctx
+        work = ctx.paths.runs / "pytest"
+        timeout = ctx.config.quality.tool_timeout_s
+        base = Export(ctx.paths.root, ctx.paths.exports, baseline.tree, "first-base")
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                on_base = pool.submit(run_pytest, base(), ctx.target, work, timeout, suspects)
+                again = pool.submit(run_pytest, place(), ctx.target, work, timeout, suspects)
+                return affected_first(first, suspects, on_base.result(), again.result())
+        finally:
+            base.close()
 
     def _steady(self, attempt: Attempt, place: Export, verification: Verification) -> Verification:
         """The gap's own tests pass three times in a row, each in a fresh process."""

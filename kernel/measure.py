@@ -20,8 +20,8 @@ from typing import Any, cast
 from domain import Diagnostic, Measurement, Measurements, Tool
 from kernel import procs
 from kernel.gate import Gate, freeze_gate, pyright_config, pyright_config_outside
-from kernel.incremental import Scope, carried, merge
-from kernel.pytest_run import PLUGIN_DIR, PYTEST_READ_ONLY, run_pytest
+from kernel.incremental import Scope, carried, merge, merge_tests
+from kernel.pytest_run import PLUGIN_DIR, PYTEST_READ_ONLY, TestFiles, run_pytest
 from kernel.toolenv import MAX_DETAIL, Target, resolve_python, ruff_binary, tool_env
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "Target",
     "freeze_gate",
     "measure",
+    "pyright_diagnostics",
     "resolve_python",
     "ruff_binary",
     "run_pyright",
@@ -166,6 +167,33 @@ def run_ruff_format(
     return _measured(Tool.RUFF_FORMAT, result, diagnostics)
 
 
+def pyright_diagnostics(data: dict[str, Any], tree: Path) -> list[Diagnostic]:
+    """The errors of one pyright JSON document, with paths relative to the tree.
+
+    Only errors count: a rule a project sets to "warning" is one it chose not to enforce.
+    """
+    diagnostics: list[Diagnostic] = []
+    for item in cast(list[dict[str, Any]], data.get("generalDiagnostics", [])):
+        if str(item.get("severity", "error")) != "error":
+            continue
+        start = cast(
+            dict[str, Any], cast(dict[str, Any], item.get("range") or {}).get("start") or {}
+        )
+        message = str(item.get("message", ""))
+        diagnostics.append(
+            Diagnostic(
+                tool=Tool.PYRIGHT,
+                file=_rel(str(item.get("file", "")), tree),
+                line=int(start.get("line", -1)) + 1,
+                column=int(start.get("character", -1)) + 1,
+                rule=str(item.get("rule") or "syntax"),
+                message=message.splitlines()[0] if message else "",
+                detail=message[:MAX_DETAIL],
+            )
+        )
+    return diagnostics
+
+
 def run_pyright(
     tree: Path, gate: Gate, target: Target, timeout_s: float, files: Sequence[str] = ()
 ) -> Measurement:
@@ -192,26 +220,7 @@ def run_pyright(
             error=f"unreadable pyright output: {exc}",
             duration_s=result.duration_s,
         )
-    diagnostics: list[Diagnostic] = []
-    for item in cast(list[dict[str, Any]], data.get("generalDiagnostics", [])):
-        if str(item.get("severity", "error")) != "error":
-            continue
-        start = cast(
-            dict[str, Any], cast(dict[str, Any], item.get("range") or {}).get("start") or {}
-        )
-        message = str(item.get("message", ""))
-        diagnostics.append(
-            Diagnostic(
-                tool=Tool.PYRIGHT,
-                file=_rel(str(item.get("file", "")), tree),
-                line=int(start.get("line", -1)) + 1,
-                column=int(start.get("character", -1)) + 1,
-                rule=str(item.get("rule") or "syntax"),
-                message=message.splitlines()[0] if message else "",
-                detail=message[:MAX_DETAIL],
-            )
-        )
-    return _measured(Tool.PYRIGHT, result, diagnostics)
+    return _measured(Tool.PYRIGHT, result, pyright_diagnostics(data, tree))
 
 
 def _partly(
@@ -228,6 +237,27 @@ def _partly(
     return merge(previous, run(files), files, deleted)
 
 
+def _tests(
+    tree: Path,
+    target: Target,
+    work_dir: Path,
+    timeout_s: float,
+    previous: Measurement | None,
+    scope: Scope | None,
+    executed: Callable[[TestFiles], None] | None,
+) -> Measurement:
+    """The whole suite (traced for the test map when asked), or the scope's tests merged
+    into the previous run's results."""
+    selection = scope.tests if scope is not None else None
+    if previous is None or not previous.ran or selection is None:
+        return run_pytest(tree, target, work_dir, timeout_s, executed=executed)
+    deleted = scope.deleted if scope is not None else ()
+    if not selection.argv():
+        return merge_tests(previous, None, selection, deleted)
+    fresh = run_pytest(tree, target, work_dir, timeout_s, selection.argv())
+    return merge_tests(previous, fresh, selection, deleted)
+
+
 def measure(
     tree: Path,
     target: Target,
@@ -237,8 +267,12 @@ def measure(
     *,
     base: Measurements | None = None,
     scope: Scope | None = None,
+    executed: Callable[[TestFiles], None] | None = None,
+    pyright: Callable[[], Measurement] | None = None,
 ) -> Measurements:
-    """Every configured tool on one tree; with a base and a scope, ruff and pyright only re-check."""
+    """Every configured tool on one tree; with a base and a scope, ruff and pyright only
+    re-check, and pytest re-runs the scope's tests. `executed` gets the test map of a full
+    test run; `pyright`, when given, checks the whole tree instead (the resident checker)."""
     wanted = [Tool(t) for t in gate.adoption.tools]
     timeout = target.quality.tool_timeout_s
     ruff_files = scope.ruff if scope is not None and base is not None else None
@@ -252,8 +286,12 @@ def measure(
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures: dict[Tool, Future[Measurement]] = {}
         if Tool.PYTEST in wanted:
-            futures[Tool.PYTEST] = pool.submit(run_pytest, tree, target, work_dir, timeout)
-        if Tool.PYRIGHT in wanted:
+            futures[Tool.PYTEST] = pool.submit(
+                _tests, tree, target, work_dir, timeout, previous(Tool.PYTEST), scope, executed
+            )
+        if Tool.PYRIGHT in wanted and pyright is not None:
+            futures[Tool.PYRIGHT] = pool.submit(pyright)
+        elif Tool.PYRIGHT in wanted:
             futures[Tool.PYRIGHT] = pool.submit(
                 _partly,
                 previous(Tool.PYRIGHT),

@@ -112,10 +112,12 @@ def end_group(pgid: int, grace_s: float = 2.0) -> None:
     if not _signal_group(pgid, signal.SIGTERM):
         return
     deadline = time.monotonic() + grace_s
+    pause = 0.001  # most groups are gone in a millisecond (a leader already on its way out)
     while time.monotonic() < deadline:
         if not _group_alive(pgid):
             return
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
     _signal_group(pgid, signal.SIGKILL)
 
 
@@ -314,8 +316,12 @@ def run(
                 break
     finally:
         selector.close()
-        if proc.poll() is None:
-            end_group(pgid, grace_s=0.5)
+        if proc.poll() is None and not (timed_out or interrupted):
+            # it closed its output: most likely on its way out, let it go by itself
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)
+        # whatever is left of its group must not outlive it (a no-op when none is)
+        end_group(pgid, grace_s=0.5)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
         for stream in (proc.stdout, proc.stderr):

@@ -94,6 +94,27 @@ def _pytest_diagnostics(
     return diagnostics, collected, finish
 
 
+TestFiles = dict[str, frozenset[str]]
+"""Per test node id: the project files (repository-relative) whose code the test ran."""
+_MAX_MAP_FILES = 2000
+"""Files named per test in the map; a test that ran more is marked as running everything."""
+ANY_FILE = "*"
+"""The map's entry for a test that ran more files than it keeps: any change selects it."""
+
+
+def _test_files(records: list[dict[str, Any]]) -> TestFiles:
+    found: TestFiles = {}
+    for rec in records:
+        if rec.get("kind") != "files":
+            continue
+        files = rec.get("files")
+        if isinstance(files, list):
+            listed = cast(list[Any], files)
+            names = [str(f) for f in listed] if len(listed) <= _MAX_MAP_FILES else [ANY_FILE]
+            found[str(rec.get("nodeid", ""))] = frozenset(names)
+    return found
+
+
 def failed_ids(m: Measurement | None) -> set[str]:
     """The node ids of the tests that failed or errored in a pytest measurement."""
     if m is None:
@@ -144,11 +165,13 @@ def run_pytest(
     node_ids: Sequence[str] = (),
     *,
     cover: Callable[[Path], None] | None = None,
+    executed: Callable[[TestFiles], None] | None = None,
 ) -> Measurement:
     """The target's tests with its own interpreter, through the kernel's plugin.
 
     With `cover`, the run also records per-test line coverage (seed_pytest_cover) and
-    `cover` reads the data file before the run's folder is removed.
+    `cover` reads the data file before the run's folder is removed. With `executed`, the
+    plugin records which project files each test ran, and `executed` gets them (the test map).
     """
     # a folder per run: the only place of the kernel's the run may write
     run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}"
@@ -185,6 +208,8 @@ def run_pytest(
         "SEED_PYTEST_ROOT": str(tree),
         "SEED_PYTEST_FORBID": str(target.root),
     }
+    # set either way: a run of the kernel's inside a traced test run must not inherit it
+    extra["SEED_PYTEST_FILES"] = "1" if executed is not None and cover is None else "0"
     data = run_dir / "coverage.db"
     if cover is not None:
         path.insert(1, str(_coverage_shim(run_dir)))
@@ -208,6 +233,8 @@ def run_pytest(
         cover(data)
     shutil.rmtree(run_dir, ignore_errors=True)
     diagnostics, collected, finish = _pytest_diagnostics(records)
+    if executed is not None and not result.timed_out and finish is not None:
+        executed(_test_files(records))
     if result.timed_out:
         return Measurement(
             tool=Tool.PYTEST,

@@ -470,3 +470,43 @@ def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | N
     result.reason = result.evidence[0]
     result.evidence.append("judged on the gap's own tests first: the whole suite did not run")
     return result
+
+
+def first_suspects(first: Measurement, baseline: Measurement | None) -> list[str]:
+    """Tests that failed in the first pass and not in the baseline's run (to be confirmed)."""
+    if not first.ran:
+        return []
+    return sorted(failed_ids(first) - failed_ids(baseline))
+
+
+def affected_first(
+    first: Measurement, suspects: Sequence[str], on_base: Measurement, again: Measurement
+) -> Verification | None:
+    """A refusal from the affected tests alone (None: the whole suite decides).
+
+    A suspect counts only when it failed again on the candidate run alone, and passed on the
+    baseline run the same way: a test that fails when run apart from the rest of the suite
+    (it leans on another test's leftovers) fails on the baseline too and is not refused here.
+    """
+    if not on_base.ran or not again.ran:
+        return None
+    confirmed = [
+        n
+        for n in suspects
+        if n in failed_ids(again) and n in on_base.collected and n not in failed_ids(on_base)
+    ]
+    if not confirmed:
+        return None
+    failures = [d for d in first.diagnostics if d.node_id in set(confirmed)]
+    evidence = [describe(d) for d in failures]
+    evidence.append(
+        f"judged on the {len(first.collected)} affected test(s) first: {len(confirmed)} failed "
+        "again on the candidate alone and passed on the baseline alone; the whole suite did not run"
+    )
+    return Verification(
+        passed=False,
+        category=FailureCategory.TEST_REGRESSION,
+        reason=evidence[0],
+        failures=failures,
+        evidence=evidence,
+    )

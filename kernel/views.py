@@ -61,6 +61,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         out.append(f"sandbox:     {status.sandbox}")
     for i, line in enumerate(status.tools):
         out.append(("tools:       " if i == 0 else "             ") + line)
+    if status.type_checker:
+        out.append(f"pyright:     {status.type_checker}")
     last = f"{status.last_iteration_id} {status.last_outcome}" if status.last_iteration_id else "-"
     out.append(
         f"iterations:  {status.iterations:,} in all, {status.iterations_today} today; last: {last}"

@@ -5,6 +5,7 @@ nothing but the standard library and pytest. Environment:
   SEED_PYTEST_OUT     file to append JSON lines to
   SEED_PYTEST_ROOT    the tree under test (the worktree)
   SEED_PYTEST_FORBID  the user's checkout: project code imported from there is an error
+  SEED_PYTEST_FILES   "1": record, per test, the project files whose code it ran (the test map)
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any, cast
@@ -33,6 +35,7 @@ _MAX_TEXT = 4000
 _SELF = os.path.realpath(__file__)
 """This plugin lives in the daemon's kernel/, inside the checkout when seed measures itself."""
 _outside: list[str] = []
+_TRACE = os.environ.get("SEED_PYTEST_FILES") == "1"
 
 
 # Loaded with -p, this module is imported before any conftest or project module: what it
@@ -151,6 +154,89 @@ def _check_imports() -> None:
         if outside and name not in _outside:
             _outside.append(name)
             _emit({"kind": "outside_import", "module": name, "file": real})
+
+
+class _Files:
+    """Which files' code runs during one test: a code object counts once per test.
+
+    On Python 3.12+ sys.monitoring reports each code object's first start and is then told to
+    be quiet about it (nearly free); before 3.12 a global trace function sees every call and
+    turns line tracing off at once (the cost of one Python call per call).
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.rel: dict[str, str] = {}
+        self.blind = False
+        self._mon: Any = getattr(sys, "monitoring", None)
+        self._tool = 0
+        if self._mon is not None:
+            for tool in (5, 4, 3):  # ids the coverage/debugger/profiler conventions leave free
+                try:
+                    self._mon.use_tool_id(tool, "seed-test-map")
+                except ValueError:
+                    continue
+                self._tool = tool
+                self._mon.register_callback(tool, self._mon.events.PY_START, self._started)
+                break
+            else:
+                self._mon = None
+
+    def _started(self, code: Any, offset: int) -> Any:
+        self.seen.add(code.co_filename)
+        return self._mon.DISABLE
+
+    def _trace(self, frame: Any, event: str, arg: Any) -> None:
+        self.seen.add(frame.f_code.co_filename)
+
+    def start(self) -> None:
+        self.seen = set()
+        self.blind = False
+        if self._mon is not None:
+            self._mon.restart_events()
+            self._mon.set_events(self._tool, self._mon.events.PY_START)
+        elif sys.gettrace() is not None:
+            # someone else traces (the target's own coverage, a debugger): never displace it;
+            # the map then says this test may run anything
+            self.blind = True
+        else:
+            sys.settrace(self._trace)
+            threading.settrace(self._trace)  # threads the test starts
+
+    def stop(self) -> list[str]:
+        if self._mon is not None:
+            self._mon.set_events(self._tool, 0)
+        elif self.blind:
+            return ["*"]
+        else:
+            if sys.gettrace() == self._trace:
+                sys.settrace(None)
+            threading.settrace(None)  # type: ignore[arg-type]
+        found: set[str] = set()
+        for name in self.seen:
+            rel = self.rel.get(name)
+            if rel is None:
+                real = name and not name.startswith("<") and os.path.realpath(name) != _SELF
+                rel = self.rel[name] = _project_rel(name) if real else ""
+            if rel:
+                found.add(rel)
+        return sorted(found)
+
+
+_files = _Files() if _TRACE else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
+    # setup, call and teardown count as the test's own execution
+    if _files is None:
+        yield
+        return
+    _files.start()
+    try:
+        yield
+    finally:
+        _emit({"kind": "files", "nodeid": item.nodeid, "files": _files.stop()})
 
 
 @pytest.hookimpl(hookwrapper=True)
