@@ -49,11 +49,12 @@ def make_load_repo(folder: Path, sandbox: str = "on") -> Path:
     return repo
 
 
-def kind_of(index: int) -> str:
-    """good, fail or bad: every other task is a bad file, one in 20 a failing task."""
-    if index % 2 == 1:
+def kind_of(index: int, every: int = 2) -> str:
+    """good, fail or bad: one task in `every` is a real task (one in ten of those fails), the
+    others are bad files."""
+    if index % every:
         return "bad"
-    return "fail" if index % 20 == 6 else "good"
+    return "fail" if (index // every) % 10 == 3 else "good"
 
 
 _BAD: list[tuple[bytes, bytes]] = [
@@ -81,11 +82,11 @@ class Task:
         return os.fsdecode(self.raw)
 
 
-def drop(inbox: Path, index: int) -> Task:
+def drop(inbox: Path, index: int, every: int = 2) -> Task:
     """Write task number `index` into inbox/ (the kind kind_of gives)."""
-    kind = kind_of(index)
+    kind = kind_of(index, every)
     if kind == "bad":
-        pattern, data = _BAD[(index // 2) % len(_BAD)]
+        pattern, data = _BAD[(index - index // every - 1) % len(_BAD)]  # the n-th bad file
         raw = pattern.replace(b"{i}", str(index).encode())
     else:
         raw = f"task-{index:05d}.md".encode()
@@ -264,11 +265,14 @@ def _wait(condition: Callable[[], bool], timeout_s: float, daemon: Popen[bytes],
         time.sleep(0.5)
 
 
-def run_load(repo: Path, count: int, burst_share: float = 0.7, timeout_s: float = 600) -> LoadRun:
-    """Drop `count` tasks: a burst before the daemon starts, the rest once it has landed one."""
+def run_load(
+    repo: Path, count: int, burst_share: float = 0.7, timeout_s: float = 600, every: int = 2
+) -> LoadRun:
+    """Drop `count` tasks: a burst before the daemon starts, the rest once it has landed one.
+    One task in `every` is a real one (see kind_of)."""
     inbox = repo / "inbox"
     first = int(count * burst_share)
-    tasks = [drop(inbox, i) for i in range(first)]
+    tasks = [drop(inbox, i, every) for i in range(first)]
     started = time.monotonic()
     # the log goes to a file: a pipe nobody reads would fill up and stop the daemon
     err_path = repo.parent / "daemon.stderr"
@@ -285,7 +289,7 @@ def run_load(repo: Path, count: int, burst_share: float = 0.7, timeout_s: float 
     try:
         log = repo / "history" / "records.jsonl"
         _wait(lambda: log.exists() and log.stat().st_size > 0, timeout_s, daemon, err_path)
-        tasks += [drop(inbox, i) for i in range(first, count)]  # while the daemon works
+        tasks += [drop(inbox, i, every) for i in range(first, count)]  # while the daemon works
         _wait(lambda: settled(inbox) >= count, timeout_s, daemon, err_path)
         seconds = time.monotonic() - started
         daemon.send_signal(signal.SIGINT)

@@ -16,7 +16,8 @@ def test_a_hundred_tasks_in_a_burst_and_while_the_daemon_works_each_end_once(
 ) -> None:
     repo = make_load_repo(tmp_path / "repo")
 
-    run = run_load(repo, 100, burst_share=0.7)
+    # one task in three is a real one: 38 iterations keep the test near two minutes
+    run = run_load(repo, 100, burst_share=0.7, every=3)
 
     assert run.daemon_exit == 0, run.daemon_stderr[-3000:]
     assert run.accounting.problems == [], run.accounting.problems[:20]
@@ -26,7 +27,7 @@ def test_a_hundred_tasks_in_a_burst_and_while_the_daemon_works_each_end_once(
         "failed": kinds["fail"],
         "rejected": kinds["bad"],
     }
-    assert kinds == {"good": 45, "fail": 5, "bad": 50}
+    assert kinds == {"good": 30, "fail": 4, "bad": 66}
     # every landed task is one commit on the user's branch, with the test its agent wrote
     landed = git(repo, "log", "--format=%s", "main").splitlines()
     assert len(landed) == kinds["good"] + 1
