@@ -374,5 +374,10 @@ def _version(argv: Sequence[str], env: dict[str, str], cwd: Path) -> str:
         result = procs.run(list(argv), cwd=cwd, timeout_s=15, env=env, merge_stderr=True)
     except (OSError, Interrupted):
         return ""
-    lines = result.text().strip().splitlines()
+    # a tool may warn before its version (codex, when its home is under a temp folder)
+    lines = [
+        line.strip()
+        for line in result.text().splitlines()
+        if line.strip() and not line.lstrip().upper().startswith("WARNING")
+    ]
     return lines[0][:120] if result.ok and lines else ""

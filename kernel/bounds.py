@@ -1,14 +1,45 @@
-"""Bounds on what the kernel reads and writes down, in one place (README, "Bounds").
+"""Bounds, in one place (README, "Bounds"): on what people and agents hand the kernel, on
+what it reads back from history/ and its state, and on the lines it writes down.
 
 Every input gets a limit where it enters; what is past it is set aside or left out, and
-the count of what was left out is said. Lines the kernel writes into records, reports and
-logs are capped here too, so one runaway list (100,000 new tags) cannot become one huge line.
+the count of what was left out is said, never loaded into memory whole. The bounds on
+history/ are well above anything the kernel writes (the writers cut their own lines to fit),
+so only damage or a hostile hand meets them. Evidence and report lines are capped here too,
+so one runaway list (100,000 new tags) cannot become one huge line.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
+
+KIB = 1024
+MIB = 1024 * KIB
+
+RECORD_LINE_MAX = 16 * MIB
+"""One line of history/records.jsonl (one iteration's record, plan included)."""
+EVENT_LINE_MAX = 1 * MIB
+"""One line of history/events.jsonl (a halt, resume, recovery or repair)."""
+LEDGER_LINE_MAX = 64 * KIB
+"""One line of history/ledger.jsonl (what one agent run spent)."""
+STATUS_FILE_MAX = 4 * MIB
+"""history/status.json (the live phase and the head of the latest ranking)."""
+HALT_FILE_MAX = 64 * KIB
+"""history/halt.json (the persisted halt and its reason)."""
+HALT_REASON_MAX = 8000
+"""Characters of a halt's reason written to history/halt.json (the rest is cut, and said)."""
+SEQUENCE_FILE_MAX = 64
+"""The high-water mark of iteration numbers in the kernel's state (<git-common-dir>/seed/)."""
+SEQUENCE_DIGITS_MAX = 18
+"""Digits of an iteration number (iter-NNNN-...): more is not one the kernel gave out."""
+SALVAGE_WORK = 16
+"""Salvaging whole objects out of one damaged line reads at most this many times its length
+(plus SALVAGE_SLACK bytes) before the rest of the line is set aside unread."""
+SALVAGE_SLACK = 1 * MIB
+SALVAGE_TRIES = 100_000
+"""Object starts tried in one damaged line, at most."""
+
+# -- what people and agents hand the kernel, and the lines it writes down --
 
 INBOX_MAX_BYTES = 256 * 1024
 """Largest inbox task file."""

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kernel.bounds import CONFIG_MAX_BYTES
 from kernel.errors import ConfigError
@@ -73,15 +80,63 @@ class AgentConfig(_Section):
     """More turns the same agent gets in the same worktree when the kernel refuses its change
     (not for a sandbox violation), with the refusal's evidence; each has its own timeout_s."""
     allowed_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_TOOLS))
-    """Tools claude may use without asking (--allowedTools); edits are accepted anyway."""
+    """Tools claude may use without asking (--allowedTools) when seed's sandbox is off (inside
+    it claude runs with bypassPermissions); edits are accepted anyway."""
     api_base: str = ""
-    """OpenAI-compatible endpoint for mini and aider (e.g. http://localhost:11434/v1 for Ollama);
-    use a model named openai/<name>."""
+    """A self-hosted or local model endpoint, in the API the backend speaks (API_OF): codex the
+    OpenAI Responses API (http://HOST/v1); claude the Anthropic Messages API (http://HOST, no
+    /v1); gemini the Gemini API (http://HOST, no /v1beta); opencode, aider and mini OpenAI chat
+    completions (http://HOST/v1, e.g. http://localhost:11434/v1 for Ollama)."""
     extra_args: list[str] = Field(default_factory=list[str])
     """Extra flags for the named backend's command line, placed before the prompt."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
     """Prices by model name for runs whose tool reports no cost (codex, gemini; aider, mini,
-    opencode with an unpriced model); "*" matches any model."""
+    opencode with an unpriced model; claude for a model it has no price for); "*" matches any
+    model."""
+
+    @model_validator(mode="after")
+    def _endpoint_fits(self) -> AgentConfig:
+        """api_base must be an http(s) URL of the shape the chosen backend's API takes."""
+        problem = api_base_problem(self.backend, self.api_base)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+API_OF = {
+    "codex": "the OpenAI Responses API (POST {base}/responses; codex cannot use chat completions)",
+    "claude": "the Anthropic Messages API (POST {base}/v1/messages)",
+    "gemini": "the Gemini API (POST {base}/v1beta/models/MODEL:streamGenerateContent)",
+    "opencode": "OpenAI chat completions (POST {base}/chat/completions)",
+    "aider": "OpenAI chat completions (POST {base}/chat/completions)",
+    "mini": "OpenAI chat completions (POST {base}/chat/completions)",
+}
+"""The API each backend that takes [agent] api_base sends its requests to."""
+
+_NO_VERSION_SUFFIX = {"claude": "/v1", "gemini": "/v1beta"}
+"""Backends that add the API's version to the base URL themselves."""
+
+
+def api_base_problem(backend: str, api_base: str) -> str:
+    """Why api_base cannot serve this backend ('' when it can, or when it is unset)."""
+    if not api_base:
+        return ""
+    base = api_base.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        return f"api_base {api_base!r} is not an http:// or https:// URL"
+    if backend in ("command", "ruff-fix", "none"):
+        return (
+            f"api_base is set but backend {backend!r} takes no model endpoint; backends that "
+            f"do: {', '.join(API_OF)}"
+        )
+    suffix = _NO_VERSION_SUFFIX.get(backend)
+    if suffix and base.endswith(suffix):
+        api = API_OF[backend].format(base=base[: -len(suffix)])
+        return (
+            f"api_base {api_base!r} ends in {suffix}, but {backend} adds it itself: it speaks "
+            f"{api}; give the server's address without {suffix}"
+        )
+    return ""
 
 
 class QualityConfig(_Section):
@@ -257,7 +312,8 @@ def _describe(err: Any, path: Path) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         return f"{path}: unknown key '{loc}'"
-    return f"{path}: key '{loc}': {err['msg']}"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{path}: key '{loc}': {message}"
 
 
 def load_config(path: Path) -> Config:

@@ -74,7 +74,7 @@ class Context:
         if self.pyright is None and self.config.analysis.resident_pyright:
             self.pyright = ResidentPyright(
                 self.paths.root,
-                self.paths.state / "pyright",
+                self.paths.resident,
                 memory_mb=self.config.analysis.pyright_memory_mb,
                 log=self.log,
             )
@@ -168,7 +168,7 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
         strict=strict,
         jail=jails.measurement_jail(paths, config.guard),
     )
-    store = RecordStore(paths.history, fingerprint=fingerprint(paths.root))
+    store = RecordStore(paths.history, fingerprint=fingerprint(paths.root), state=paths.state)
     host = ModuleHost(paths.seed_home, paths.state / "host.log")
     ruff_binary()  # fail early (at startup, not mid-iteration) if ruff is missing
     return Context(

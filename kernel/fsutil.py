@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 from pathlib import Path
@@ -44,15 +45,34 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line and fsync it, so a crash loses at most this line."""
+    """Append one line and fsync it, so a crash loses at most this line.
+
+    A file that does not end with a newline (a torn append) gets one first: the torn line
+    stays a line of its own, never glued to this one. Appenders take an flock, and one that
+    opened a file a repair has since replaced opens the new one.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (line.rstrip("\n") + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                continue
+            here = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (here.st_dev, here.st_ino):
+                continue  # replaced (a repair) while this waited for the lock
+            if here.st_size and os.pread(fd, 1, here.st_size - 1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            return
+        finally:
+            os.close(fd)
 
 
 def unique_path(path: Path) -> Path:

@@ -18,6 +18,7 @@ from typing import IO, Any, cast
 
 from domain import FailureCategory, IterationOutcome, IterationRecord
 from kernel import ledger
+from kernel.bounds import HALT_FILE_MAX, HALT_REASON_MAX
 from kernel.config import BudgetConfig
 from kernel.errors import LockHeld
 from kernel.fsutil import atomic_write_text
@@ -61,7 +62,13 @@ def read_halt(history: Path) -> HaltState:
     if not path.exists():
         return HaltState()
     try:
-        data = cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
+        if not path.is_file():
+            raise ValueError("not a regular file")
+        with path.open("rb") as handle:
+            raw = handle.read(HALT_FILE_MAX + 1)
+        if len(raw) > HALT_FILE_MAX:
+            raise ValueError(f"over the bound of {HALT_FILE_MAX} bytes")
+        data = cast(dict[str, Any], json.loads(raw.decode("utf-8")))
         return HaltState(
             halted=bool(data.get("halted", False)),
             reason=str(data.get("reason", "")),
@@ -70,7 +77,7 @@ def read_halt(history: Path) -> HaltState:
             iteration_id=str(data.get("iteration_id", "")),
             resumed_at=str(data.get("resumed_at", "")),
         )
-    except (OSError, ValueError, AttributeError) as exc:
+    except (OSError, ValueError, AttributeError, RecursionError) as exc:
         return HaltState(
             halted=True, reason=f"{path} is unreadable ({exc}); run `seed.py resume` to clear it"
         )
@@ -79,6 +86,8 @@ def read_halt(history: Path) -> HaltState:
 def halt(store: RecordStore, reason: str, category: str = "", iteration_id: str = "") -> HaltState:
     """Persist a halt and record the event (a halt already in place keeps its first reason)."""
     before = read_halt(store.history)
+    if len(reason) > HALT_REASON_MAX:
+        reason = reason[:HALT_REASON_MAX] + f" ... ({len(reason) - HALT_REASON_MAX} characters cut)"
     if before.halted:
         store.event("halt", f"also: {reason}", category=category, iteration_id=iteration_id)
         return before

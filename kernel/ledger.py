@@ -7,8 +7,6 @@ is counted even when the iteration never gets its record.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,11 +14,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kernel import jsonl
+from kernel.bounds import LEDGER_LINE_MAX
 from kernel.fsutil import append_line
 from kernel.store import RecordStore
 
 LEDGER_FILE = "ledger.jsonl"
-_BLOCK = 64 * 1024
+_FIELD_MAX = 500
+"""Characters of each text field of an entry: a line always fits LEDGER_LINE_MAX."""
 
 
 class LedgerEntry(BaseModel):
@@ -54,48 +55,55 @@ def ledger_path(history: Path) -> Path:
 
 
 def append(history: Path, entry: LedgerEntry) -> None:
-    """Append one run (fsynced); a torn last line from a crash is closed off first."""
+    """Append one run (fsynced; a torn last line from a crash stays a line of its own)."""
+    entry = entry.model_copy(
+        update={
+            name: str(getattr(entry, name))[:_FIELD_MAX]
+            for name in ("iteration_id", "backend", "model", "cost_basis")
+        }
+    )
+    append_line(ledger_path(history), entry.model_dump_json())
+
+
+def entries(history: Path) -> Iterator[LedgerEntry]:
+    """Every readable entry, newest first; a damaged line gives up the whole entries in it, a
+    line over LEDGER_LINE_MAX is skipped unread."""
     path = ledger_path(history)
-    line = entry.model_dump_json()
-    with contextlib.suppress(OSError):
-        if path.stat().st_size > 0:
-            with path.open("rb") as handle:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    line = "\n" + line
-    append_line(path, line)
+    if not path.exists():
+        return
+    for line in jsonl.lines_backwards(path, LEDGER_LINE_MAX):
+        raw = line.data
+        if raw is None:
+            glued = jsonl.objects_in_long(path, line, LedgerEntry, LEDGER_LINE_MAX)
+            yield from reversed([entry for _, _, entry in glued])
+            continue
+        if not raw.strip():
+            continue
+        try:
+            yield LedgerEntry.model_validate_json(raw)
+            continue
+        except (ValidationError, ValueError):
+            pass
+        yield from reversed([entry for _, _, entry in jsonl.objects_in(raw, LedgerEntry)])
 
 
-def _lines_backwards(path: Path) -> Iterator[bytes]:
-    """Lines from the end of the file, newest first, read in blocks."""
-    with path.open("rb") as handle:
-        position = handle.seek(0, os.SEEK_END)
-        rest = b""
-        while position > 0:
-            step = min(_BLOCK, position)
-            position -= step
-            handle.seek(position)
-            lines = (handle.read(step) + rest).split(b"\n")
-            rest = lines[0]
-            yield from reversed(lines[1:])
-        yield rest
+def accounted(history: Path, iteration_id: str) -> bool:
+    """Whether the ledger has an entry for this iteration."""
+    return any(e.iteration_id == iteration_id for e in entries(history))
+
+
+def repair(history: Path) -> str:
+    """Make ledger.jsonl whole again (see jsonl.repair); what was done, or ''."""
+    fixed = jsonl.repair(ledger_path(history), LEDGER_LINE_MAX, LedgerEntry)
+    return fixed.message() if fixed is not None else ""
 
 
 def day_spend(history: Path, day: str) -> Spend:
     """Cost, tokens and runs of one UTC day (YYYY-MM-DD); unreadable lines are skipped."""
-    path = ledger_path(history)
-    if not path.exists():
-        return Spend()
     cost = 0.0
     tokens = runs = 0
     older = 0
-    for raw in _lines_backwards(path):
-        if not raw.strip():
-            continue
-        try:
-            entry = LedgerEntry.model_validate_json(raw)
-        except (ValidationError, ValueError):
-            continue
+    for entry in entries(history):
         entry_day = entry.at.astimezone(UTC).date().isoformat()
         if entry_day == day:
             cost += entry.cost_usd

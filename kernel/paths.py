@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +63,14 @@ class Paths:
     def cache(self) -> Path:
         """Measurements of trees already measured."""
         return self.state / "cache"
+
+    @property
+    def resident(self) -> Path:
+        """The resident pyright's folder: outside the git directory, because pyright's watcher
+        ignores every change under a `.git` folder (~/.cache/seed/pyright/<repository>)."""
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        key = hashlib.sha256(str(self.common.resolve()).encode()).hexdigest()[:16]
+        return base / "seed" / "pyright" / key
 
     @property
     def lock(self) -> Path:

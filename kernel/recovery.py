@@ -290,12 +290,8 @@ def _settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
     iteration_id = str(journal.get("iteration_id", ""))
     if not stage_at_least(journal, "agent") or journal.get("accounted") or not iteration_id:
         return []
-    path = ledger.ledger_path(ctx.paths.history)
-    with contextlib.suppress(OSError):
-        for raw in path.read_bytes().splitlines():
-            with contextlib.suppress(ValueError):
-                if json.loads(raw).get("iteration_id") == iteration_id:
-                    return []  # accounted after all
+    if ledger.accounted(ctx.paths.history, iteration_id):
+        return []  # accounted after all
     backend = str(journal.get("backend", ""))
     free = backend in FREE_BACKENDS
     amount = 0.0 if free else float(journal.get("reserve_usd") or 0.0)
@@ -314,23 +310,6 @@ def _settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
     return [
         f"{iteration_id}: its spend was never reported; the ledger counts its reservation of ${amount:.2f}"
     ]
-
-
-def cut_torn_tail(path: Path) -> int:
-    """Cut bytes after the last newline of an append-only file (a torn append); how many."""
-    if not path.exists() or path.stat().st_size == 0:
-        return 0
-    size = path.stat().st_size
-    with path.open("r+b") as handle:
-        start = max(size - 65536, 0)
-        handle.seek(start)
-        cut = handle.read().rfind(b"\n")
-        keep = start + cut + 1 if cut >= 0 else (0 if start == 0 else size)
-        if keep >= size:
-            return 0
-        handle.truncate(keep)
-        os.fsync(handle.fileno())
-    return size - keep
 
 
 def _time(value: Any) -> datetime | None:
@@ -364,10 +343,9 @@ def recover(ctx: Context) -> list[str]:
     repaired = ctx.store.repair()
     if repaired:
         notes.append(f"repaired at start: {repaired}")
-    for path in (ctx.store.events_path,):
-        cut = cut_torn_tail(path)
-        if cut:
-            notes.append(f"repaired at start: {path}: cut a torn last line of {cut} bytes")
+    for fixed in (ctx.store.repair_events(), ledger.repair(ctx.paths.history)):
+        if fixed:
+            notes.append(f"repaired at start: {fixed}")
     ctx.store.count()  # index the log, so malformed lines are found now
     for problem in ctx.store.problems[:20]:
         notes.append(f"a malformed record line is kept but skipped: {problem}")

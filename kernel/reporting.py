@@ -26,6 +26,7 @@ from domain import (
     RankedGap,
 )
 from kernel import halt
+from kernel.bounds import STATUS_FILE_MAX
 from kernel.context import Context
 from kernel.errors import HostError
 from kernel.fsutil import atomic_write_text
@@ -72,11 +73,28 @@ def open_gaps(report: GapReport) -> dict[str, int]:
 
 def live_status(history: Path) -> dict[str, Any]:
     """history/status.json as the daemon last wrote it ({} when absent or unreadable)."""
-    with contextlib.suppress(OSError, ValueError):
-        data: Any = json.loads((history / STATUS_NAME).read_text(encoding="utf-8"))
-        if isinstance(data, dict):
-            return cast(dict[str, Any], data)
-    return {}
+    return read_live(history)[0]
+
+
+def read_live(history: Path) -> tuple[dict[str, Any], str]:
+    """history/status.json ({} when absent or unreadable) and why it could not be read ('')."""
+    path = history / STATUS_NAME
+    try:
+        if not path.is_file():
+            return {}, ""
+        with path.open("rb") as handle:
+            raw = handle.read(STATUS_FILE_MAX + 1)
+    except OSError as exc:
+        return {}, f"{path} is unreadable ({exc.strerror or exc})"
+    if len(raw) > STATUS_FILE_MAX:
+        return {}, f"{path} is over the bound of {STATUS_FILE_MAX} bytes; not read"
+    try:
+        data: Any = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return {}, f"{path} is unreadable ({str(exc)[:200]})"
+    if not isinstance(data, dict):
+        return {}, f"{path} is not a JSON object"
+    return cast(dict[str, Any], data), ""
 
 
 def last_ranking(live: Mapping[str, Any]) -> tuple[RankedGap, ...]:

@@ -58,6 +58,11 @@ __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
 SENTINEL_PREFIX = "_seed_sync_"
 """Name prefix of the sentinel files; they live in the config folder's `sync/`, never in the tree's."""
 _CHANGED_SENTINEL = "builtins.pyi"
+NUDGE_S = 2.0
+"""Seconds without a report before a fresh sentinel is written (see ResidentPyright._wait)."""
+MAX_WAIT_S = 60.0
+"""Seconds a check waits for pyright's report at most; then a cold run (never the tool's
+whole timeout: a resident checker that stopped watching must not stall the daemon)."""
 """pyright handles a change to a file of this name by re-reading every file and marking those
 whose bytes changed (and their importers) for a re-check (`markAllFilesDirty(false)`)."""
 _SYNC_DIR = "sync"
@@ -737,24 +742,38 @@ class ResidentPyright:
         return proc
 
     def _wait(self, proc: _Process, nonce: str, deadline: float) -> dict[str, Any]:
-        sentinel = str(self._sentinel)
+        """The first document that shows a sentinel of this check.
+
+        pyright sets its file watchers up some time after it starts, and misses what changes
+        before: when no document comes for NUDGE_S, a fresh sentinel under a new name makes it
+        re-list and re-read every file (the folder is what it was: checked before and after).
+        """
+        wanted = {(str(self._sentinel), nonce)}
+        nudge = time.monotonic() + NUDGE_S
+        deadline = min(deadline, time.monotonic() + MAX_WAIT_S)
         with proc.cond:
             while True:
                 for index, doc in enumerate(proc.docs):
                     items = cast(list[dict[str, Any]], doc.get("generalDiagnostics") or [])
                     if any(
-                        str(i.get("file", "")) == sentinel and nonce in str(i.get("message", ""))
+                        (str(i.get("file", "")), n) in wanted and n in str(i.get("message", ""))
                         for i in items
+                        for n in {n for _, n in wanted}
                     ):
                         proc.matched = index
                         return doc
                 if not proc.alive():
                     words = proc.stderr_tail.decode(errors="replace").strip()
                     raise _Stale(f"pyright exited ({proc.popen.poll()}): {words[-300:]}")
-                left = deadline - time.monotonic()
-                if left <= 0:
+                now = time.monotonic()
+                if now >= deadline:
                     raise _Stale("pyright did not report the synced state in time")
-                proc.cond.wait(min(left, 0.5))
+                if now >= nudge:
+                    again = secrets.token_hex(12)
+                    self._write_sentinel(again, relist=True)
+                    wanted.add((str(self._sentinel), again))
+                    nudge = now + NUDGE_S
+                proc.cond.wait(min(deadline - now, nudge - now, 0.5))
 
     def _measurement(self, doc: dict[str, Any], duration: float) -> Measurement:
         from kernel import measure  # measure may import this module: resolve at call time

@@ -92,10 +92,7 @@ def _tools(ctx: Context) -> tuple[str, ...]:
 
 def read_status(ctx: Context) -> DaemonStatus:
     """The daemon's status, from its live file, the halt state, the lock and the record index."""
-    path = ctx.paths.history / STATUS_FILE
-    live: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        live = cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
+    live, unreadable = reporting.read_live(ctx.paths.history)
     lock = halt.DaemonLock(ctx.paths.lock)
     running = False
     try:
@@ -112,6 +109,8 @@ def read_status(ctx: Context) -> DaemonStatus:
     phase = str(live.get("phase", "stopped")) if running else "stopped"
     tail: tuple[str, ...] = ()
     detail = str(live.get("detail", "")) if running else ""
+    if unreadable:
+        phase, detail = ("unknown" if running else phase), unreadable
     if running and phase == "agent running" and "log: " in detail:
         log = Path(detail.split("log: ", 1)[1])
         with contextlib.suppress(OSError):

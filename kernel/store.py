@@ -24,10 +24,20 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from domain import Event, IterationRecord, OutcomeTally
+from kernel import jsonl
+from kernel.bounds import (
+    EVENT_LINE_MAX,
+    RECORD_LINE_MAX,
+    SEQUENCE_DIGITS_MAX,
+    SEQUENCE_FILE_MAX,
+)
 from kernel.briefs import brief_of
-from kernel.fsutil import append_line, atomic_write_text, unique_path
+from kernel.errors import SeedError
+from kernel.fsutil import append_line, atomic_write_text
 
 _SEQ = re.compile(r"^iter-(\d{4,})-")
+SEQUENCE_FILE = "sequence"
+"""The high-water mark of iteration numbers, in the kernel's state folder."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS records (
@@ -101,20 +111,27 @@ class Totals:
 
 
 def sequence_of(iteration_id: str) -> int:
-    """The sequence number inside an iteration id (0 when it has none)."""
+    """The sequence number inside an iteration id (0 when it has none, or more digits than
+    SEQUENCE_DIGITS_MAX: not a number the kernel gave out)."""
     match = _SEQ.match(iteration_id)
-    return int(match.group(1)) if match else 0
+    if not match or len(match.group(1)) > SEQUENCE_DIGITS_MAX:
+        return 0
+    return int(match.group(1))
 
 
 class RecordStore:
     """Append-only records and events, per-iteration folders, and the index."""
 
-    def __init__(self, history: Path, fingerprint: str = "") -> None:
+    def __init__(self, history: Path, fingerprint: str = "", state: Path | None = None) -> None:
         self.history = history
         self.records_path = history / "records.jsonl"
         self.events_path = history / "events.jsonl"
         self.index_path = history / ".index.sqlite"
         self.fingerprint = fingerprint
+        self.mark_path = state / SEQUENCE_FILE if state is not None else None
+        """Where the highest iteration number ever given out is kept (None: nowhere)."""
+        self._mark = -1
+        self._sides: dict[str, tuple[tuple[int, int], int]] = {}
         self.problems: list[str] = []
         """Malformed lines met while indexing (path, line, reason); they are skipped, not lost."""
         self._db: sqlite3.Connection | None = None
@@ -122,7 +139,8 @@ class RecordStore:
     # -- writing ---------------------------------------------------------------
 
     def folder(self, iteration_id: str) -> Path:
-        """history/<iteration_id>/, created on demand."""
+        """history/<iteration_id>/, created on demand (its number is then taken for good)."""
+        self.raise_mark(sequence_of(iteration_id))
         path = self.history / iteration_id
         path.mkdir(parents=True, exist_ok=True)
         return path
@@ -133,64 +151,157 @@ class RecordStore:
         atomic_write_text(path, text)
         return path
 
-    def append(self, record: IterationRecord) -> None:
+    def append(self, record: IterationRecord, *, folder: bool = True) -> None:
         """Append a record (fsynced), write its record.json, and index it."""
         self.history.mkdir(parents=True, exist_ok=True)
+        record = fitted(record)
+        self.raise_mark(sequence_of(record.iteration_id))
         line = record.model_dump_json()
-        offset = self.records_path.stat().st_size if self.records_path.exists() else 0
         append_line(self.records_path, line)
-        self.write_file(record.iteration_id, "record.json", record.model_dump_json(indent=2) + "\n")
-        db = self._index()
-        self._insert(db, record, offset, len(line.encode("utf-8")) + 1)
-        self._set_meta(db, "size", str(self.records_path.stat().st_size))
-        db.commit()
+        if folder:
+            self.write_file(
+                record.iteration_id, "record.json", record.model_dump_json(indent=2) + "\n"
+            )
+        self._index()  # the new line is read back like any other: one way to index a record
 
     def event(self, kind: str, message: str, **data: Any) -> Event:
         """Append an event (halt, resume, module fallback, repair) to events.jsonl."""
         event = Event(at=datetime.now(UTC), kind=kind, message=message, data=data)
-        append_line(self.events_path, event.model_dump_json())
+        line = event.model_dump_json()
+        if len(line) + 1 > EVENT_LINE_MAX // 4:  # characters may take up to 4 bytes each
+            event = Event(
+                at=event.at,
+                kind=kind[:200],
+                message=message[:4000] + f" ... ({len(line)} characters with its data, cut)",
+                data={},
+            )
+            line = event.model_dump_json()
+        append_line(self.events_path, line)
         return event
 
     def events(self, limit: int = 50) -> list[Event]:
-        """The latest events, oldest first (malformed lines skipped)."""
-        if not self.events_path.exists():
+        """The latest events, oldest first (damaged lines give up their whole events)."""
+        if not self.events_path.exists() or limit <= 0:
             return []
         found: list[Event] = []
-        for line in self.events_path.read_text(encoding="utf-8", errors="replace").splitlines()[
-            -limit:
-        ]:
-            with contextlib.suppress(ValidationError, ValueError):
-                found.append(Event.model_validate_json(line))
-        return found
+        for line in jsonl.lines_backwards(self.events_path, EVENT_LINE_MAX):
+            if line.data is None:
+                glued = jsonl.objects_in_long(self.events_path, line, Event, EVENT_LINE_MAX)
+                found += reversed([event for _, _, event in glued])
+            elif line.data.strip():
+                found += reversed(_events_in(line.data))
+            if len(found) >= limit:
+                break
+        return list(reversed(found[:limit]))
 
     def repair(self) -> str:
-        """Cut a torn last line off records.jsonl (saving its bytes aside); '' if none."""
-        path = self.records_path
-        if not path.exists() or path.stat().st_size == 0:
-            return ""
-        data = path.read_bytes()
-        end = len(data)
-        good = data.rfind(b"\n") + 1
-        torn = data[good:end]
-        if not torn:
-            last = data[: good - 1].rsplit(b"\n", 1)[-1]
-            try:
-                json.loads(last)
-            except ValueError:
-                torn, good = last + b"\n", good - len(last) - 1
-            else:
-                return ""
-        aside = unique_path(self.history / f"records.jsonl.torn-{datetime.now(UTC):%Y%m%d-%H%M%S}")
-        aside.write_bytes(torn)
-        with path.open("r+b") as handle:
-            handle.truncate(good)
-            os.fsync(handle.fileno())
-        message = f"{path}: cut a torn last line of {len(torn)} bytes (saved to {aside.name})"
-        self.event("torn_line_repair", message, bytes=len(torn), saved=aside.name)
-        self.close()  # the index may point past the cut: rebuild it
+        """Make records.jsonl whole again and bring back lost records; '' when there was nothing.
+
+        Every whole record in a damaged line is kept on a line of its own; only fragments are
+        set aside, bytes unchanged (see jsonl.repair). A record whose line was lost while its
+        folder kept record.json is appended again. Each step is an event.
+        """
+        said: list[str] = []
+        clean = int(self._meta(self._index(), "clean") or 0)
+        fixed = jsonl.repair(self.records_path, RECORD_LINE_MAX, IterationRecord, clean)
+        if fixed is not None:
+            self.raise_mark(fixed.highest)
+            message = fixed.message()
+            self.event(
+                "torn_line_repair",
+                message,
+                bytes=fixed.aside_bytes,
+                saved=fixed.aside.name if fixed.aside else "",
+                kept=fixed.kept,
+                fragments=fixed.fragments,
+            )
+            self.close()  # the index points into the old file: rebuild it
+            with contextlib.suppress(OSError):
+                self.index_path.unlink()
+            said.append(message)
+        said += self._restore()
+        return "; ".join(said)
+
+    def repair_events(self) -> str:
+        """Make events.jsonl whole again (see jsonl.repair); what was done, or ''."""
+        fixed = jsonl.repair(self.events_path, EVENT_LINE_MAX, Event)
+        return fixed.message() if fixed is not None else ""
+
+    def _restore(self) -> list[str]:
+        """Append again the records whose folder has record.json but whose line is gone."""
+        if not self.history.is_dir():
+            return []
+        known = {str(r[0]) for r in self._index().execute("SELECT iteration_id FROM records")}
+        said: list[str] = []
+        for name in sorted(os.listdir(self.history)):
+            if name in known or not sequence_of(name):
+                continue
+            path = self.history / name / "record.json"
+            record = _read_record(path)
+            if record is None or record.iteration_id != name:
+                continue
+            self.append(record, folder=False)
+            message = f"{self.records_path}: its line for {name} was lost; restored from {path}"
+            self.event("record_restored", message, iteration_id=name)
+            said.append(message)
+        return said
+
+    # -- iteration numbers ------------------------------------------------------
+
+    def _read_mark(self) -> int:
+        if self.mark_path is None:
+            return 0
+        if self._mark < 0:
+            self._mark = 0
+            with contextlib.suppress(OSError, ValueError), self.mark_path.open("rb") as handle:
+                text = handle.read(SEQUENCE_FILE_MAX + 1)
+                if len(text) <= SEQUENCE_FILE_MAX:
+                    self._mark = sequence_of(f"iter-{int(text.strip()):04d}-")
+        return self._mark
+
+    def raise_mark(self, number: int) -> None:
+        """Keep `number` as given out for good (in the kernel's state), if it is the highest."""
+        if self.mark_path is None or number <= self._read_mark():
+            return
         with contextlib.suppress(OSError):
-            self.index_path.unlink()
-        return message
+            atomic_write_text(self.mark_path, f"{number}\n")
+            self._mark = number
+
+    def _side_highest(self, side: Path) -> int:
+        """The highest number a side file names (read again only when it changed)."""
+        try:
+            stat = side.stat()
+        except OSError:
+            return 0
+        key = (stat.st_size, stat.st_mtime_ns)
+        known = self._sides.get(side.name)
+        if known is None or known[0] != key:
+            known = (key, jsonl.highest_in_file(side))
+            self._sides[side.name] = known
+        return known[1]
+
+    def next_sequence(self) -> int:
+        """One more than the highest iteration number ever given out.
+
+        Whatever state records.jsonl is in (torn, cut short, lines deleted, the index lost),
+        the number is above every one its lines, unreadable lines, side files and iteration
+        folders name, and above the high-water mark kept in the kernel's state.
+        """
+        db = self._index()
+        row = db.execute("SELECT max(seq) FROM records").fetchone()
+        highest = max(int(row[0] or 0), int(self._meta(db, "seen") or 0), self._read_mark())
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.history):
+                highest = max(highest, sequence_of(name))
+        for side in jsonl.side_files(self.records_path):
+            highest = max(highest, self._side_highest(side))
+        number = highest + 1
+        if len(str(number)) > SEQUENCE_DIGITS_MAX:
+            raise SeedError(
+                f"{self.history}: iteration numbers are used up (iter-{highest}-...); "
+                "move history/ aside to start again"
+            )
+        return number
 
     # -- the index --------------------------------------------------------------
 
@@ -267,38 +378,71 @@ class RecordStore:
         )
 
     def _refresh(self, db: sqlite3.Connection) -> None:
-        size = self.records_path.stat().st_size if self.records_path.exists() else 0
+        try:
+            stat = self.records_path.stat()
+        except FileNotFoundError:
+            size, identity = 0, ""
+        else:
+            size, identity = stat.st_size, f"{stat.st_dev}:{stat.st_ino}"
         indexed = int(self._meta(db, "size") or 0)
-        if size == indexed:
+        replaced = identity != self._meta(db, "file") and indexed > 0
+        if size == indexed and not replaced:
             return
-        if size < indexed:
+        seen = int(self._meta(db, "seen") or 0)
+        clean = int(self._meta(db, "clean") or 0)  # every line before it is a whole record
+        self._set_meta(db, "file", identity)
+        if size < indexed or replaced:  # cut short, or rewritten by a repair: read it all again
             db.execute("DELETE FROM records")
             db.execute("DELETE FROM details")
             db.execute("DELETE FROM briefs")
-            indexed = 0
+            indexed = seen = clean = 0
         self.problems.clear()
-        with self.records_path.open("rb") as handle:
-            handle.seek(indexed)
-            offset = indexed
-            for number, raw in enumerate(handle, start=1):
-                if not raw.endswith(b"\n"):
-                    break  # a line still being written (or torn): index it next time
-                try:
-                    record = IterationRecord.model_validate_json(raw)
-                except (ValidationError, ValueError) as exc:
-                    reason = str(exc).splitlines()[0]
-                    self.problems.append(
-                        f"{self.records_path}: line at byte {offset} (+{number}): {reason}"
-                    )
-                else:
-                    self._insert(db, record, offset, len(raw))
-                offset += len(raw)
+        offset = indexed
+        for line in jsonl.lines(self.records_path, RECORD_LINE_MAX, indexed):
+            if not line.ended:
+                break  # a line still being written (or torn): index it next time
+            offset = line.offset + line.size
+            where = f"{self.records_path}: line at byte {line.offset}"
+            if line.data is None:
+                found = 0
+                for start, end, inner in jsonl.objects_in_long(
+                    self.records_path, line, IterationRecord, RECORD_LINE_MAX
+                ):
+                    self._insert(db, inner, start, end - start)
+                    found += 1
+                kept = f" ({found} whole record(s) in it are read)" if found else ""
+                self.problems.append(
+                    f"{where}: {line.size} bytes, over the bound of {RECORD_LINE_MAX}{kept}"
+                )
+                continue
+            if not line.data.strip():
+                clean = offset if clean == line.offset else clean
+                continue
+            try:
+                record = IterationRecord.model_validate_json(line.data)
+            except (ValidationError, ValueError) as exc:
+                reason = str(exc).splitlines()[0]
+            else:
+                self._insert(db, record, line.offset, line.size)
+                clean = offset if clean == line.offset else clean
+                continue
+            seen = max(seen, jsonl.numbers_in(line.data))
+            found = 0
+            for start, end, inner in jsonl.objects_in(line.data, IterationRecord):
+                self._insert(db, inner, line.offset + start, end - start)
+                found += 1
+            kept = f" ({found} whole record(s) in it are read)" if found else ""
+            self.problems.append(f"{where}: {reason}{kept}")
         self._set_meta(db, "size", str(offset))
+        self._set_meta(db, "seen", str(min(seen, 10**SEQUENCE_DIGITS_MAX - 1)))
+        self._set_meta(db, "clean", str(clean))
         db.commit()
 
     # -- reading ----------------------------------------------------------------
 
     def _load(self, offset: int, length: int) -> IterationRecord | None:
+        if not 0 < length <= RECORD_LINE_MAX:
+            return None
         with self.records_path.open("rb") as handle:
             handle.seek(offset)
             raw = handle.read(length)
@@ -318,11 +462,6 @@ class RecordStore:
     def count(self) -> int:
         """Number of indexed records."""
         return int(self._index().execute("SELECT count(*) FROM records").fetchone()[0])
-
-    def next_sequence(self) -> int:
-        """One more than the highest sequence number recorded."""
-        row = self._index().execute("SELECT max(seq) FROM records").fetchone()
-        return int(row[0] or 0) + 1
 
     def _briefs(self, rows: Sequence[tuple[str]]) -> list[IterationRecord]:
         out: list[IterationRecord] = []
@@ -505,3 +644,75 @@ def _json_numbers(text: str | None) -> dict[str, float]:
         return {}
     items = cast(dict[str, Any], raw).items()
     return {str(k): float(v) for k, v in items if isinstance(v, int | float)}
+
+
+def _events_in(raw: bytes) -> list[Event]:
+    """The events of one line of events.jsonl: the line, or the whole ones glued in it."""
+    with contextlib.suppress(ValidationError, ValueError):
+        return [Event.model_validate_json(raw)]
+    return [event for _, _, event in jsonl.objects_in(raw, Event)]
+
+
+def _read_record(path: Path) -> IterationRecord | None:
+    """A record.json of an iteration folder (None when absent, a link, too big or not a record)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        with path.open("rb") as handle:
+            data = handle.read(RECORD_LINE_MAX + 1)
+    except OSError:
+        return None
+    if len(data) > RECORD_LINE_MAX:
+        return None
+    with contextlib.suppress(ValidationError, ValueError):
+        return IterationRecord.model_validate_json(data)
+    return None
+
+
+_TRIMMED = (
+    "evidence",
+    "failures",
+    "verdicts",
+    "touched_files",
+    "repairs",
+    "rounds",
+    "checkout_changes",
+    "ranking",
+)
+_KEEP_ITEMS = 100
+
+
+def _line_bytes(record: IterationRecord) -> int:
+    return len(record.model_dump_json().encode("utf-8")) + 2
+
+
+def fitted(record: IterationRecord) -> IterationRecord:
+    """The record cut to fit one line of records.jsonl (RECORD_LINE_MAX): long lists first,
+    then the plan (history/<id>/plan.json keeps it), then long texts; what was cut is said."""
+    if _line_bytes(record) <= RECORD_LINE_MAX:
+        return record
+    update: dict[str, Any] = {}
+    left_out = 0
+    for name in _TRIMMED:
+        items = cast(tuple[Any, ...], getattr(record, name))
+        if len(items) > _KEEP_ITEMS:
+            update[name] = items[:_KEEP_ITEMS]
+            left_out += len(items) - _KEEP_ITEMS
+    evidence = [e[:2000] for e in update.get("evidence", record.evidence)]
+    evidence.append(
+        f"... {left_out} more items left out: the record had to fit one line of records.jsonl"
+    )
+    update["evidence"] = tuple(evidence)
+    record = record.model_copy(update=update)
+    if _line_bytes(record) > RECORD_LINE_MAX:
+        record = record.model_copy(update={"plan": None})
+    if _line_bytes(record) > RECORD_LINE_MAX:
+        record = record.model_copy(
+            update={
+                "reason": record.reason[:1000],
+                "agent_summary": record.agent_summary[:4000],
+                "agent_note": record.agent_note[:4000],
+                "evidence": tuple(e[:200] for e in record.evidence[:20]),
+            }
+        )
+    return record

@@ -27,15 +27,22 @@ USAGE_LINE = re.compile(
 )
 """aider's usage report (base_coder.calculate_and_show_tokens_and_cost)."""
 API_ERROR = re.compile(
-    r"^(litellm\.\w+(?:Error|Timeout)\b.*"
+    r"^(litellm\.\w+(?:Error|Timeout)\b.*(?:\n(?!The API provider|litellm\.)\S.*)*"
     r"|The API provider .*"
     r"|Model .* has hit a token limit!.*)$",
     re.MULTILINE,
 )
-"""How aider reports a failed model call (it still exits 0)."""
+"""How aider reports a failed model call (it still exits 0); aider wraps a long error line,
+so the lines that follow it up to a blank one belong to it."""
 _MODEL = re.compile(r"^Model: (\S+)", re.MULTILINE)
 _VERSION = re.compile(r"^Aider v(\d[\w.]*)", re.MULTILINE)
-_NOISE = re.compile(r"^(Tokens:|Cost:|Aider v|Model:|Git repo:|Repo-map:|Added |Analytics )")
+_NOISE = re.compile(
+    r"^(Tokens:|Cost:|Aider v|Model:|Git repo:|Repo-map:|Added |Analytics |Applied edit to "
+    r"|Update git (name|email) with:|Warning: Input is not a terminal"
+    r"|HTTPSConnectionPool\(|Failed to .*model_prices_and_context_window)"
+)
+"""aider's own lines around the model's reply: banner, usage, git hints, and the failed
+price-map fetch and terminal warning it prints when run offline and headless."""
 
 
 def count(text: str | None) -> int:
@@ -71,7 +78,7 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
         model=model[1] if model else "",
         version=f"aider {version[1]}" if version else "",
     )
-    errors = [m[0].strip() for m in API_ERROR.finditer(text)]
+    errors = [" ".join(m[0].split()) for m in API_ERROR.finditer(text)]
     if exit_code != 0:
         return failure(f"aider exited {exit_code}: {tail_lines(text, 6)}", usage)
     if errors:
@@ -99,6 +106,9 @@ class AiderAgent(CliAgent):
         argv += ["--no-auto-commits", "--no-dirty-commits", "--no-gitignore"]
         argv += ["--no-pretty", "--no-stream", "--no-check-update", "--analytics-disable"]
         argv += ["--no-show-model-warnings", "--no-show-release-notes"]
+        # no repository map: its tags cache (.aider.tags.cache.v4/) would be written into the
+        # worktree, outside any plan's allowlist; the plan names the files aider gets
+        argv += ["--map-tokens", "0"]
         argv += ["--input-history-file", "{run_dir}/aider.input.history"]
         argv += ["--chat-history-file", "{run_dir}/aider.chat.history.md"]
         # aider has no session id: a repair round reloads the iteration's own chat history
@@ -109,11 +119,23 @@ class AiderAgent(CliAgent):
             argv += ["--model", context.model]
         api_base = option_str(context, "api_base")
         if api_base:
-            argv += ["--openai-api-base", api_base]
+            # a self-hosted model is unknown to aider, which would then ask for whole files
+            argv += ["--openai-api-base", api_base, "--edit-format", "diff"]
         argv += option_list(context, "extra_args")
         argv += plan_files(plan)
         prompt = render_for(plan, context, resumes=resumes)
-        return self.spec(prompt, argv, artifacts=("aider.chat.history.md",), resumes=resumes)
+        env = {
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # never fetch litellm's price map
+            # a git identity: without one aider writes a placeholder into the repository's
+            # .git/config, which the sandbox shows read-only (aider then crashes); it never
+            # commits here, so the identity is never used
+            "GIT_CONFIG_COUNT": "2",
+            "GIT_CONFIG_KEY_0": "user.name",
+            "GIT_CONFIG_VALUE_0": "aider (seed)",
+            "GIT_CONFIG_KEY_1": "user.email",
+            "GIT_CONFIG_VALUE_1": "aider@seed.invalid",
+        }
+        return self.spec(prompt, argv, env, artifacts=("aider.chat.history.md",), resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the human text for usage and API errors."""

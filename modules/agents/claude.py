@@ -17,6 +17,7 @@ from modules.agents.common import (
     json_objects,
     option_int,
     option_list,
+    option_str,
     prompt_argument,
     report,
     tail_lines,
@@ -25,8 +26,19 @@ from modules.planner.prompt import render_for
 
 
 def usage_of(final: dict[str, Any]) -> Usage:
-    """Tokens, cost, turns and model from a result object (modelUsage covers sub-agents too)."""
+    """Tokens, cost, turns and model from a result object (modelUsage covers sub-agents too).
+
+    A model claude has no price for is marked costBasis "unknown" (its costUSD is a guess at
+    a default rate): that part of the cost is left out, so [agent.prices] prices the run."""
     models = as_dict(final.get("modelUsage"))
+    cost = as_float(final.get("total_cost_usd"))
+    guessed = sum(
+        as_float(as_dict(m).get("costUSD"))
+        for m in models.values()
+        if as_dict(m).get("costBasis") == "unknown"
+    )
+    if guessed:
+        cost = max(round(cost - guessed, 9), 0.0)
     if models:
         per = [as_dict(m) for m in models.values()]
         cached = sum(as_int(m.get("cacheReadInputTokens")) for m in per)
@@ -50,7 +62,7 @@ def usage_of(final: dict[str, Any]) -> Usage:
         input_tokens=inputs,
         output_tokens=outputs,
         cached_tokens=cached,
-        cost_usd=as_float(final.get("total_cost_usd")),
+        cost_usd=cost,
         turns=as_int(final.get("num_turns")),
         model=str(model),
     )
@@ -85,10 +97,13 @@ class ClaudeAgent(CliAgent):
     name = "claude"
     executable = "claude"
     home = (".claude", ".claude.json", ".config/claude")
-    note = "claude can report an API error with exit 0 (is_error true): read from its result object"
+    note = (
+        "claude reports an API error as is_error true (exit 1), and guesses a cost for a model it "
+        "has no price for (costBasis unknown): that cost comes from [agent.prices]"
+    )
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """claude -p PROMPT --output-format json --permission-mode acceptEdits ... (stdin closed);
+        """claude -p PROMPT --output-format json --permission-mode MODE ... (stdin closed);
         a repair round continues the first run's session (--resume SESSION_ID, same worktree)."""
         resumes = bool(context.resume) and context.round > 1
         prompt = render_for(plan, context, resumes=resumes)
@@ -96,7 +111,12 @@ class ClaudeAgent(CliAgent):
         argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
         if resumes:
             argv += ["--resume", context.resume]
-        argv += ["--permission-mode", "acceptEdits"]
+        # seed's worktrees live under .git/, where Claude Code denies every edit as "a
+        # sensitive file" in acceptEdits mode, allow rules or not; inside seed's bubblewrap
+        # sandbox it may bypass its permission prompts (CLAUDE_CODE_BUBBLEWRAP says where it
+        # is, which it requires to bypass them as root)
+        sandboxed = context.options.get("sandboxed") is True
+        argv += ["--permission-mode", "bypassPermissions" if sandboxed else "acceptEdits"]
         turns = option_int(context, "max_turns")
         if turns > 0:
             argv += ["--max-turns", str(turns)]
@@ -108,7 +128,17 @@ class ClaudeAgent(CliAgent):
         tools = option_list(context, "allowed_tools")
         if tools:
             argv += ["--allowedTools", ",".join(tools)]
-        return self.spec(prompt, argv, resumes=resumes)
+        env: dict[str, str] = {"CLAUDE_CODE_BUBBLEWRAP": "1"} if sandboxed else {}
+        api_base = option_str(context, "api_base")
+        if api_base:
+            env |= {
+                "ANTHROPIC_BASE_URL": api_base.rstrip("/"),
+                # a self-hosted endpoint: no retries with backoff (a 401 would be retried for
+                # minutes), no side requests (telemetry, a tool-less call before the task)
+                "CLAUDE_CODE_MAX_RETRIES": "0",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            }
+        return self.spec(prompt, argv, env, resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the final result object."""

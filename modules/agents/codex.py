@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
     CliAgent,
@@ -12,6 +14,7 @@ from modules.agents.common import (
     first_string,
     json_objects,
     option_list,
+    option_str,
     prompt_argument,
     report,
     tail_lines,
@@ -19,6 +22,27 @@ from modules.agents.common import (
 from modules.planner.prompt import render_for
 
 _ACTIONS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
+
+PROVIDER = "seed"
+"""The model provider entry seed defines for [agent] api_base."""
+
+
+def provider_overrides(api_base: str) -> list[str]:
+    """-c overrides that send codex to api_base through a provider entry speaking the Responses
+    API (codex ignores OPENAI_BASE_URL, and refuses wire_api = "chat"); its key is read from
+    OPENAI_API_KEY (list it in [agent] env; any value for a server that checks none)."""
+    entry = f"model_providers.{PROVIDER}"
+    settings = {
+        "model_provider": PROVIDER,
+        f"{entry}.name": PROVIDER,
+        f"{entry}.base_url": api_base,
+        f"{entry}.env_key": "OPENAI_API_KEY",
+        f"{entry}.wire_api": "responses",
+    }
+    argv: list[str] = []
+    for key, value in settings.items():
+        argv += ["-c", f"{key}={json.dumps(value)}"]
+    return argv
 
 
 def read_output(text: str, exit_code: int | None) -> AgentReport:
@@ -80,6 +104,9 @@ class CodexAgent(CliAgent):
         argv += ["-C", "{worktree}", "--skip-git-repo-check"]
         if context.model:
             argv += ["-m", context.model]
+        api_base = option_str(context, "api_base")
+        if api_base:
+            argv += provider_overrides(api_base)
         argv += option_list(context, "extra_args")
         if resumes:
             argv += ["resume", context.resume]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
@@ -14,6 +15,7 @@ from modules.agents.common import (
     first_string,
     json_objects,
     option_list,
+    option_str,
     prompt_argument,
     report,
     tail_lines,
@@ -71,10 +73,23 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     if exit_code == 0 and doc and not error:
         return report(True, str(response) if response else "", usage)
     meaning = EXIT_CODES.get(exit_code or 0, "")
-    if not meaning and exit_code:
+    status = as_int(error.get("code"))
+    if not meaning and status >= 400 and exit_code == status % 256:
+        meaning = f"the model API answered HTTP {status}"
+    elif not meaning and exit_code:
         meaning = f"exit {exit_code} (an HTTP status modulo 256, or a crash)"
-    detail = str(error.get("message", "")) if error else tail_lines(text, 6)
+    detail = _api_message(str(error.get("message", ""))) if error else tail_lines(text, 6)
     return failure(f"gemini exited {exit_code}: {meaning or 'no result'}: {detail}", usage)
+
+
+def _api_message(message: str) -> str:
+    """The API's own words when gemini quotes its whole JSON error body as the message."""
+    try:
+        body = json.loads(message)
+    except ValueError:
+        return message
+    inner = as_dict(as_dict(body).get("error")).get("message")
+    return inner if isinstance(inner, str) and inner else message
 
 
 class GeminiAgent(CliAgent):
@@ -98,7 +113,12 @@ class GeminiAgent(CliAgent):
         if context.model:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
-        return self.spec(prompt, argv, resumes=resumes)
+        api_base = option_str(context, "api_base")
+        # the key still comes from GEMINI_API_KEY ([agent] env), and ~/.gemini/settings.json
+        # must select "gemini-api-key" (with the base URL alone gemini picks an auth type it
+        # then refuses: exit 41, "Invalid auth method selected.")
+        env = {"GOOGLE_GEMINI_BASE_URL": api_base.rstrip("/")} if api_base else {}
+        return self.spec(prompt, argv, env, resumes=resumes)
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSON document and map the exit code."""

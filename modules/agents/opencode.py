@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
     CliAgent,
@@ -13,6 +15,7 @@ from modules.agents.common import (
     first_string,
     json_objects,
     option_list,
+    option_str,
     prompt_argument,
     report,
     tail_lines,
@@ -63,6 +66,27 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     return report(True, texts[-1] if texts else "", usage)
 
 
+PROVIDER = "seed"
+"""The provider seed defines in OPENCODE_CONFIG_CONTENT for [agent] api_base."""
+
+
+def provider_config(api_base: str, model: str) -> str:
+    """opencode config content: one OpenAI-compatible provider at api_base serving the model
+    (its key read from OPENAI_API_KEY by opencode's {env:...} substitution, never written here)."""
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": PROVIDER,
+                "options": {"baseURL": api_base, "apiKey": "{env:OPENAI_API_KEY}"},
+                "models": {model: {"name": model}},
+            }
+        },
+    }
+    return json.dumps(config)
+
+
 class OpencodeAgent(CliAgent):
     """opencode run with permissions approved (--auto), JSON events on stdout."""
 
@@ -80,11 +104,19 @@ class OpencodeAgent(CliAgent):
         argv = [self.executable, "run", "--format", "json", "--auto"]
         if resumes:
             argv += ["--session", context.resume]
-        if context.model:
+        api_base = option_str(context, "api_base")
+        env: dict[str, str] = {}
+        if api_base:
+            # the model is the server's own name for it, served by seed's provider entry
+            model = context.model.removeprefix(f"{PROVIDER}/") or "default"
+            env["OPENCODE_CONFIG_CONTENT"] = provider_config(api_base, model)
+            env["OPENCODE_DISABLE_MODELS_FETCH"] = "1"  # no models.dev catalogue download
+            argv += ["-m", f"{PROVIDER}/{model}"]
+        elif context.model:
             argv += ["-m", context.model]
         argv += option_list(context, "extra_args")
         argv.append(prompt_argument(prompt))
-        return self.spec(prompt, argv, resumes=resumes)
+        return self.spec(prompt, argv, env, resumes=resumes)
 
     def session_of(self, text: str) -> str:
         """sessionID, which every JSON event carries."""

@@ -1,6 +1,6 @@
 """Fake `aider` (aider-chat 0.86.2, --message mode), faithful to docs/agent-clis.md section 3.
 
-Outcomes: success; api_error (litellm error text, no usage line, and still exit 0).
+Outcomes: success. An API error is the real program's own: tests/agents_real/test_aider.py.
 Like aider it commits its edits unless --no-auto-commits, adds .aider* to .gitignore unless
 --no-gitignore, and writes its history files into the repository unless told otherwise.
 """
@@ -149,13 +149,6 @@ def main(args: list[str]) -> int:
             f"\n# aider chat started at {datetime.now():%Y-%m-%d %H:%M:%S}\n\n#### {message[:200]}\n"
         )
     fakecli.out("\n")
-    if plan.get("outcome") == "api_error":
-        fakecli.out(
-            "litellm.AuthenticationError: AuthenticationError: OpenAIException - Incorrect\n"
-            "API key provided: fake\n"
-            "The API provider is not able to authenticate you. Check your API key.\n"
-        )
-        return 0  # --message mode returns None from main(): exit 0 whatever happened
     changed = fakecli.apply_edits(plan, root)
     fakecli.out(str(plan.get("summary", "I made the change.")) + "\n\n")
     for name in changed:

@@ -3,8 +3,8 @@
 An unknown option in print mode is commander's `error: unknown option '--x'`, exit 1
 (reported for 2.1.132 in getpaseo/paseo#807).
 
-Outcomes: success; api_error (subtype success, is_error true, exit 0: the shape an adapter
-must not take for success); max_turns (subtype error_max_turns, is_error true, exit 1).
+Outcomes: success; max_turns (subtype error_max_turns, is_error true, exit 1). An API error
+is the real program's own: tests/agents_real/test_claude.py.
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ def main(args: list[str]) -> int:
             f"Allowed choices are {', '.join(PERMISSION_MODES)}."
         )
     bypass = mode == "bypassPermissions" or options.get("--dangerously-skip-permissions")
-    if bypass and os.geteuid() == 0 and os.environ.get("IS_SANDBOX") != "1":
+    # as root the real CLI bypasses its prompts only where it is told it is sandboxed
+    sandboxed = "1" in (os.environ.get("IS_SANDBOX"), os.environ.get("CLAUDE_CODE_BUBBLEWRAP"))
+    if bypass and os.geteuid() == 0 and not sandboxed:
         fakecli.err(
             "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n"
         )
@@ -122,15 +124,7 @@ def main(args: list[str]) -> int:
         "uuid": str(uuid.uuid4()),
     }
     code = 0
-    if outcome == "api_error":
-        result.update(
-            is_error=True,
-            result='API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
-            api_error_status=401,
-            num_turns=1,
-            total_cost_usd=0,
-        )
-    elif outcome == "max_turns":
+    if outcome == "max_turns":
         del result["result"]
         result.update(
             subtype="error_max_turns",

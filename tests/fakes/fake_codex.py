@@ -1,6 +1,7 @@
 """Fake `codex` (Codex CLI 0.169.0, `codex exec`), faithful to docs/agent-clis.md section 2.
 
-Outcomes: success; turn_failed (retry notices, then turn.failed, exit 1).
+Outcomes: success (an API error is the real program's own: tests/agents_real/). Like the
+real CLI, a shell edit is one command_execution item (no file_change item follows).
 The default sandbox is read-only: edits are refused unless -s workspace-write (or higher).
 """
 
@@ -101,13 +102,6 @@ def main(args: list[str]) -> int:
         }
     )
     _event({"type": "turn.started"})
-    if plan.get("outcome") == "turn_failed":
-        message = "unexpected status 401 Unauthorized: fake auth failure, url: http://127.0.0.1:1/v1/responses"
-        for n in range(1, 6):
-            _event({"type": "error", "message": f"Reconnecting... {n}/5 ({message})"})
-        _event({"type": "error", "message": message})
-        _event({"type": "turn.failed", "error": {"message": message}})
-        return 1
     n = 1
     writable = yolo or sandbox != "read-only"
     if plan.get("edits"):
@@ -126,10 +120,9 @@ def main(args: list[str]) -> int:
             }
         )
         if writable:
-            changed = fakecli.apply_edits(plan, root)
+            fakecli.apply_edits(plan, root)
             output, code, status = "done\n", 0, "completed"
         else:
-            changed = []
             output, code, status = "bash: Read-only file system\n", 1, "failed"
         _event(
             {
@@ -145,19 +138,6 @@ def main(args: list[str]) -> int:
             }
         )
         n += 1
-        if changed:
-            _event(
-                {
-                    "type": "item.completed",
-                    "item": {
-                        "id": f"item_{n}",
-                        "type": "file_change",
-                        "changes": [{"path": str(root / p), "kind": "update"} for p in changed],
-                        "status": "completed",
-                    },
-                }
-            )
-            n += 1
     summary = str(plan.get("summary", "Done."))
     _event(
         {

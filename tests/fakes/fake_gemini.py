@@ -1,6 +1,7 @@
 """Fake `gemini` (Gemini CLI 0.61.0, headless), faithful to docs/agent-clis.md section 5.
 
-Outcomes: success; turn_limit (exit 53); auth (exit 41); api_error (HTTP 400 -> exit 144).
+Outcomes: success; turn_limit (exit 53). An API error and a failed authentication (exit 41)
+are the real program's own: tests/agents_real/test_gemini.py.
 With --output-format json, errors go to stderr as JSON and stdout stays empty. An untrusted
 folder (no --skip-trust, no GEMINI_CLI_TRUST_WORKSPACE=true) exits 55 with plain text.
 Without yolo approval, headless runs deny edits.
@@ -135,22 +136,6 @@ def main(args: list[str]) -> int:
     plan = fakecli.script()
     fakecli.barriers(plan)
     outcome = plan.get("outcome", "success")
-    if outcome == "auth":
-        return _error(session, "Error", "Invalid auth method selected.", 41, fmt)
-    if outcome == "api_error":
-        fakecli.err(
-            "Error when talking to Gemini API Full report available at: /tmp/gemini-client-error.json\n"
-        )
-        message = json.dumps(
-            {
-                "error": {
-                    "code": 400,
-                    "message": "API key not valid. Please pass a valid API key.",
-                    "status": "INVALID_ARGUMENT",
-                }
-            }
-        )
-        return _error(session, "Error", message, 400, fmt)
     used = fakecli.usage(plan)
     model = str(options.get("-m", options.get("--model", "gemini-2.5-pro")))
     if outcome == "turn_limit":

@@ -1,6 +1,6 @@
 """Fake `opencode` (opencode 1.18.33, `opencode run`), faithful to docs/agent-clis.md section 6.
 
-Outcomes: success; api_error (an error event, exit 1). Without --auto, `run` rejects the
+Outcomes: success (an API error is the real program's own: tests/agents_real/). Without --auto, `run` rejects the
 permissions an edit asks for. A non-terminal stdin is read to EOF (an open pipe blocks).
 """
 
@@ -78,19 +78,6 @@ def main(args: list[str]) -> int:
         if fmt == "json":
             fakecli.out(fakecli.compact(line) + "\n")
 
-    if plan.get("outcome") == "api_error":
-        event(
-            "error",
-            error={
-                "name": "APIError",
-                "data": {
-                    "message": "Incorrect API key provided: fake",
-                    "statusCode": 401,
-                    "isRetryable": False,
-                },
-            },
-        )
-        return 1
     used = fakecli.usage(plan)
     steps = 2 if plan.get("edits") else 1
     for step in range(steps):

@@ -14,6 +14,7 @@ from domain import Measurement
 from kernel import gitops
 from kernel.gate import Gate
 from kernel.measure import run_pyright
+from kernel.paths import discover
 from kernel.resident import Folder, ResidentPyright, mismatch
 from kernel.trees import export_tree
 from tests.planted import target_for
@@ -248,13 +249,13 @@ def test_the_daemon_keeps_pyright_resident_reports_it_and_ends_it(tmp_path: Path
         wait_for(lambda: "pyright:     resident" in status(), 240, "a resident pyright", daemon)
         shown = status()
         assert "MiB of 2048 MiB" in shown and "(pyright 1)" in shown, shown
-        assert _pyright_processes(root / ".git" / "seed" / "pyright")
+        assert _pyright_processes(discover(root).resident)
         # the person fixes the error: the resident re-check (not a cold run) finds it gone
         _commit(root, {"pkg/user.py": FILES["pkg/user.py"]}, "fix the type")
         wait_for(lambda: "1 open (pyright 1)" not in status(), 240, "the re-check")
         assert "started 1 time(s)" in status()
     finally:
         daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=60)
+        daemon.communicate(timeout=60)
     assert daemon.returncode == 0
-    wait_for(lambda: not _pyright_processes(root / ".git" / "seed" / "pyright"), 10, "no pyright")
+    wait_for(lambda: not _pyright_processes(discover(root).resident), 10, "no pyright")

@@ -128,3 +128,36 @@ def test_an_oversized_or_deeply_nested_seed_toml_is_one_clear_error(tmp_path: Pa
     path.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("agent", "words"),
+    [
+        ('backend = "claude"\napi_base = "http://localhost:4000/v1"', "Anthropic Messages API"),
+        ('backend = "gemini"\napi_base = "http://localhost:8080/v1beta"', "without /v1beta"),
+        ('backend = "command"\napi_base = "http://localhost:8000/v1"', "takes no model endpoint"),
+        ('backend = "codex"\napi_base = "localhost:8000/v1"', "not an http:// or https:// URL"),
+    ],
+)
+def test_an_api_base_the_backend_cannot_use_is_refused_at_loading(
+    tmp_path: Path, agent: str, words: str
+) -> None:
+    path = tmp_path / "seed.toml"
+    path.write_text(f"[agent]\n{agent}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=words) as raised:
+        load_config(path)
+    assert "api_base" in str(raised.value)
+
+
+def test_an_api_base_each_backend_can_use_loads(tmp_path: Path) -> None:
+    path = tmp_path / "seed.toml"
+    for backend, base in [
+        ("codex", "http://localhost:8000/v1"),
+        ("claude", "http://localhost:4000"),
+        ("gemini", "http://localhost:8080"),
+        ("opencode", "http://localhost:11434/v1"),
+        ("aider", "http://localhost:11434/v1"),
+        ("mini", "https://example.com/v1"),
+    ]:
+        path.write_text(f'[agent]\nbackend = "{backend}"\napi_base = "{base}"\n')
+        assert load_config(path).agent.api_base == base

@@ -12,7 +12,6 @@ from domain import FailureCategory, IterationOutcome
 from kernel import halt, ledger
 from kernel.config import BudgetConfig
 from kernel.errors import LockHeld
-from kernel.recovery import cut_torn_tail
 from kernel.store import RecordStore
 from tests.unit.factories import T0, gap, record
 
@@ -177,16 +176,6 @@ def test_the_day_run_cap_counts_iterations(tmp_path: Path) -> None:
     day = record(A, 1).ended_at
     assert "ran 3 of 3 iterations" in halt.budget_problem(store, runs, day)
     store.close()
-
-
-def test_a_torn_tail_of_an_append_only_file_is_cut(tmp_path: Path) -> None:
-    events = tmp_path / "events.jsonl"
-    events.write_bytes(b'{"a": 1}\n{"b": 2')
-    assert cut_torn_tail(events) == 7 and events.read_bytes() == b'{"a": 1}\n'
-    assert cut_torn_tail(events) == 0
-    events.write_bytes(b'{"no newline')
-    assert cut_torn_tail(events) == 12 and events.read_bytes() == b""
-    assert cut_torn_tail(tmp_path / "missing.jsonl") == 0
 
 
 def test_a_second_lock_names_the_holder(tmp_path: Path) -> None:

@@ -317,3 +317,90 @@ def test_a_timed_out_run_is_agent_timeout_for_every_adapter() -> None:
 def test_json_objects_skips_text_and_objects_inside_lines() -> None:
     text = 'noise {"not": "at line start"}\n{"a": 1}\n{broken\n{\n  "b": {"c": 2}\n}'
     assert list(json_objects(text)) == [{"a": 1}, {"b": {"c": 2}}]
+
+
+def test_claude_cost_for_a_model_it_has_no_price_for_is_left_to_the_prices_table() -> None:
+    # Claude Code 2.1.332 against a model it does not know (trimmed from a real run)
+    unknown = {
+        "inputTokens": 2400,
+        "outputTokens": 150,
+        "cacheReadInputTokens": 600,
+        "cacheCreationInputTokens": 0,
+        "costUSD": 0.01272,
+        "costBasis": "unknown",
+    }
+    final = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "num_turns": 3,
+        "result": "Fixed add().",
+        "session_id": "d13c5974-f8e8-4fb8-9530-5cd9b8810127",
+        "total_cost_usd": 0.01272,
+        "modelUsage": {"qwen3-coder": unknown},
+    }
+    text = '[claude-code:unrecognized_model] {"model":"qwen3-coder"}\n' + json.dumps(final)
+    report = claude.AGENT.parse(make_plan(), ran(text))
+    assert report.success and report.cost_usd == 0  # the kernel prices it from [agent.prices]
+    assert (report.input_tokens, report.cached_tokens, report.output_tokens) == (3000, 600, 150)
+    known = {**unknown, "costUSD": 0.5, "costBasis": "list"}
+    final["modelUsage"] = {"qwen3-coder": unknown, "claude-haiku-4-5": known}
+    final["total_cost_usd"] = 0.51272
+    report = claude.AGENT.parse(make_plan(), ran(json.dumps(final)))
+    assert report.cost_usd == pytest.approx(0.5)  # only the part claude could price
+
+
+def test_claude_api_error_exits_1_and_quotes_the_server() -> None:
+    final = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": True,
+        "api_error_status": 401,
+        "result": "Failed to authenticate. API Error: 401 loopback refuses this key",
+    }
+    report = claude.AGENT.parse(make_plan(), ran(json.dumps(final), 1))
+    assert not report.success and report.failure_category == FailureCategory.AGENT_ERROR
+    assert "API status 401, exit 1" in report.summary
+    assert "loopback refuses this key" in report.summary
+
+
+def test_aider_wrapped_api_error_and_offline_noise() -> None:
+    # aider 0.86.2 offline, headless, without a git identity (from a real run)
+    noise = (
+        'Update git name with: git config user.name "Your Name"\n'
+        "HTTPSConnectionPool(host='raw.githubusercontent.com', port=443): Max retries exceeded"
+        " with url: /BerriAI/litellm/main/model_prices_and_context_window.json\n"
+        "Warning: Input is not a terminal (fd=0).\n"
+        "Aider v0.86.2\nModel: openai/qwen2.5-coder:7b with diff edit format\n"
+    )
+    failed = noise + (
+        "litellm.AuthenticationError: AuthenticationError: OpenAIException - loopback \n"
+        "refuses this key (44feb408)\n"
+        "The API provider is not able to authenticate you. Check your API key.\n"
+    )
+    report = aider.AGENT.parse(make_plan(), ran(failed, 0))
+    assert not report.success
+    assert "OpenAIException - loopback refuses this key (44feb408)" in report.summary
+    done = noise + "Fixing add().\n\nApplied edit to calc.py\nTokens: 1.0k sent, 50 received.\n"
+    report = aider.AGENT.parse(make_plan(), ran(done, 0))
+    assert report.success and report.summary == "Fixing add()."
+
+
+def test_gemini_http_error_names_the_status_and_the_servers_words() -> None:
+    # Gemini CLI 0.61.0 on an HTTP 401 (the tail of a real run): exit 401 % 256
+    doc = {
+        "session_id": "436517aa-61f1-40de-8a1a-a97565f63dfa",
+        "error": {
+            "type": "Error",
+            "message": json.dumps(
+                {"error": {"code": 401, "message": "no such key", "status": "UNAUTHENTICATED"}}
+            ),
+            "code": 401,
+        },
+    }
+    text = "    at async Turn.run (file:///x.js:1:2) {\n  status: 401\n}\n" + json.dumps(
+        doc, indent=2
+    )
+    report = gemini.AGENT.parse(make_plan(), ran(text, 145))
+    assert not report.success and report.failure_category == FailureCategory.AGENT_ERROR
+    assert report.summary == "gemini exited 145: the model API answered HTTP 401: no such key"

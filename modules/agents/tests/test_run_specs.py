@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from modules.agents import aider, claude, codex, gemini, mini, opencode
 from modules.agents.common import POINTER_PROMPT, PROMPT_ARG_LIMIT, prompt_argument
 from modules.agents.tests.helpers import make_context, make_plan
@@ -109,3 +111,58 @@ def test_a_prompt_too_long_for_one_argument_points_at_the_prompt_file() -> None:
     assert prompt_argument("short") == "short"
     assert prompt_argument("x" * (PROMPT_ARG_LIMIT + 1)) == POINTER_PROMPT
     assert "{prompt_file}" in POINTER_PROMPT
+
+
+def test_claude_inside_seeds_sandbox_bypasses_its_prompts_and_says_it_is_in_bubblewrap() -> None:
+    spec = claude.AGENT.run_spec(make_plan(), make_context(sandboxed=True))
+    argv = list(spec.argv)
+    # acceptEdits denies every edit under .git/, where seed's worktrees live
+    assert argv[argv.index("--permission-mode") + 1] == "bypassPermissions"
+    assert spec.env == {"CLAUDE_CODE_BUBBLEWRAP": "1"}
+
+
+def test_api_base_reaches_each_backend_in_the_form_it_takes() -> None:
+    plan = make_plan()
+    spec = claude.AGENT.run_spec(plan, make_context(api_base="http://127.0.0.1:4000/"))
+    assert spec.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4000"
+    assert spec.env["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    assert spec.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    spec = codex.AGENT.run_spec(plan, make_context(api_base="http://127.0.0.1:8000/v1"))
+    overrides = [spec.argv[i + 1] for i, a in enumerate(spec.argv) if a == "-c"]
+    assert overrides == [
+        'model_provider="seed"',
+        'model_providers.seed.name="seed"',
+        'model_providers.seed.base_url="http://127.0.0.1:8000/v1"',
+        'model_providers.seed.env_key="OPENAI_API_KEY"',
+        'model_providers.seed.wire_api="responses"',
+    ]
+    assert not spec.env  # never a key in the spec
+    spec = gemini.AGENT.run_spec(plan, make_context(api_base="http://127.0.0.1:8080"))
+    assert spec.env == {"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080"}
+    spec = opencode.AGENT.run_spec(
+        plan, make_context(model="qwen3-coder", api_base="http://127.0.0.1:11434/v1")
+    )
+    argv = list(spec.argv)
+    assert argv[argv.index("-m") + 1] == "seed/qwen3-coder"
+    config = json.loads(spec.env["OPENCODE_CONFIG_CONTENT"])
+    provider = config["provider"]["seed"]
+    assert provider["npm"] == "@ai-sdk/openai-compatible"
+    assert provider["options"] == {
+        "baseURL": "http://127.0.0.1:11434/v1",
+        "apiKey": "{env:OPENAI_API_KEY}",
+    }
+    assert list(provider["models"]) == ["qwen3-coder"]
+    assert spec.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1"
+    spec = aider.AGENT.run_spec(plan, make_context(api_base="http://127.0.0.1:9/v1"))
+    argv = list(spec.argv)
+    assert argv[argv.index("--edit-format") + 1] == "diff"
+    assert argv[argv.index("--map-tokens") + 1] == "0"
+    assert spec.env["GIT_CONFIG_KEY_0"] == "user.name"
+
+
+def test_without_api_base_no_endpoint_setting_is_added() -> None:
+    plan = make_plan()
+    for adapter in (claude.AGENT, codex.AGENT, gemini.AGENT, opencode.AGENT):
+        spec = adapter.run_spec(plan, make_context(model="m"))
+        assert "-c" not in spec.argv and not spec.env, adapter.name
+    assert "--edit-format" not in aider.AGENT.run_spec(plan, make_context()).argv

@@ -1,0 +1,81 @@
+"""The real Claude Code (npm @anthropic-ai/claude-code, pinned in package-lock.json) through
+`seed.py once`, sandboxed, against a scripted Anthropic Messages API server on 127.0.0.1
+(`[agent] api_base` becomes ANTHROPIC_BASE_URL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from modules.agents import claude
+from tests.agents_real.harness import (
+    Cli,
+    ScriptedModel,
+    is_ended_at_the_timeout,
+    lands_a_fix,
+    reports_an_api_error,
+    resumes_its_session,
+)
+from tests.agents_real.model import Turn, call, say
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
+
+
+def _edit(old: str, new: str) -> Turn:
+    return call("Edit", file_path="calc.py", old_string=old, new_string=new)
+
+
+READ = call("Read", file_path="calc.py")
+"""Claude Code's Edit refuses a file it has not read (or that changed since it read it)."""
+
+
+def _same_session(first_log: str, second_log: str, model: ScriptedModel) -> None:
+    session = claude.AGENT.session_of(first_log)
+    assert session
+    # claude names its session in every request's metadata; a resumed one keeps the id
+    later = model.answered()[-1]
+    assert session in str(later.body.get("metadata")) + str(later.headers)
+
+
+CLI = Cli(
+    backend="claude",
+    fix=[READ, _edit("return a - b", "return a + b"), say("Fixed add().")],
+    wrong_then_right=[
+        READ,
+        _edit("return a - b", "return b - a"),
+        say("Changed add()."),
+        READ,
+        _edit("return b - a", "return a + b"),
+        say("Fixed add() for real."),
+    ],
+    session_evidence=_same_session,
+)
+
+
+def test_claude_lands_a_fix_and_its_unknown_cost_is_priced(tmp_path: Path) -> None:
+    repo, record, model = lands_a_fix(CLI, tmp_path)
+    assert record["agent_version"] == "2.1.332 (Claude Code)"
+    assert record["agent_summary"] == "Fixed add()."
+    assert record["agent_turns"] == 3
+    # claude guessed a cost for the model it has no price for (costBasis "unknown"): the
+    # record's cost is [agent.prices]'s, not claude's guess
+    log = (repo / "history" / record["iteration_id"] / "agent.log").read_text()
+    assert '"costBasis":"unknown"' in log
+    first = model.requests[0]
+    assert first.path.startswith("/v1/messages") and first.body["model"] == "qwen3-coder"
+    assert first.headers["x-api-key"] == "sk-loopback-test"
+    assert all(r.body.get("tools") for r in model.requests)  # no side calls without tools
+
+
+def test_claude_api_error_is_an_agent_error_in_its_own_words(tmp_path: Path) -> None:
+    record = reports_an_api_error(CLI, tmp_path)
+    assert record["agent_exit_code"] == 1
+
+
+def test_claude_past_its_timeout_is_ended(tmp_path: Path) -> None:
+    is_ended_at_the_timeout(CLI, tmp_path)
+
+
+def test_claude_repair_round_resumes_its_session(tmp_path: Path) -> None:
+    resumes_its_session(CLI, tmp_path)
