@@ -1,6 +1,8 @@
 """Fuzzing what people and agents put in front of the kernel: inbox names and contents,
 ROADMAP.md, seed.toml. Nothing crashes; bad input is set aside or refused with a reason;
-the daemon (a real seed.py where it matters) keeps running."""
+the daemon (a real seed.py where it matters) keeps running. Examples are capped (200 per
+in-process fuzz, SEED_FUZZ_EXAMPLES scales them; one generated case and one explicit for the
+daemon runs), with no example database, so the file runs in well under a minute on 2 cores."""
 
 from __future__ import annotations
 
@@ -29,8 +31,10 @@ from tests.reliability.helpers import make_project
 from tests.support import records, start_daemon, wait_for
 
 LATER = datetime.now(UTC) + timedelta(hours=1)
+EXAMPLES = int(os.environ.get("SEED_FUZZ_EXAMPLES", "200"))
+"""Examples per in-process fuzz (SEED_FUZZ_EXAMPLES, as for test_fuzz_logs.py)."""
 FAST = settings(
-    max_examples=200,
+    max_examples=EXAMPLES,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
