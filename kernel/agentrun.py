@@ -19,6 +19,7 @@ from domain import (
 )
 from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs, watch
 from kernel.attempt import Attempt, Phase, mono, timed
+from kernel.bounds import cap_lines
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
@@ -324,7 +325,7 @@ def watched(ctx: Context, attempt: Attempt) -> list[str]:
         ]
         return settings
     return [*settings, *(f"interpreter start-up file {f}" for f in files)]
-    for line in attempt.integrity_evidence:
+    for line in cap_lines(attempt.integrity_evidence):
         ctx.log(f"{attempt.plan.iteration_id}: SANDBOX_VIOLATION: {line}")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -26,6 +27,12 @@ from domain import (
     Tool,
 )
 from kernel import gitops, inbox, seal, testmap
+from kernel.bounds import (
+    INBOX_MAX_QUEUED,
+    INBOX_MAX_QUEUED_BYTES,
+    ROADMAP_MAX_BYTES,
+    ROADMAP_MAX_ITEMS,
+)
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
@@ -281,12 +288,63 @@ def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
     """Queued inbox items; bad files are set aside, logged and recorded as events."""
     intake = inbox.scan(ctx.paths.inbox, now, ready=ctx.inbox_ready())
     for rejection in intake.rejected:
-        message = f"inbox/{rejection.name} set aside in {rejection.moved_to.parent.name}/: {rejection.reason}"
+        where = f"inbox/{rejection.moved_to.parent.name}/{rejection.moved_to.name}"
+        message = f"inbox/{rejection.name} set aside as {where}: {rejection.reason}"
         ctx.log(message)
         ctx.store.event("inbox_rejected", message, name=rejection.name, reason=rejection.reason)
     for name in intake.pending:
         ctx.log(f"inbox/{name} is still being written; it is read once it is closed")
+    if intake.waiting:
+        ctx.log(
+            f"{intake.waiting:,} more inbox tasks wait for a later look (at most "
+            f"{INBOX_MAX_QUEUED:,} tasks or {INBOX_MAX_QUEUED_BYTES // 1024 // 1024} MiB are read at once)"
+        )
     return _attempts(ctx, intake.items)
+
+
+_ITEM_LINE = re.compile(r"\s*[-*]\s+\[ \]\s+\S")
+"""An unchecked item's line as the roadmap analyser reads it (counted here, never parsed;
+an item in a code block counts too, so the analyser never gets more than the bound)."""
+
+
+def read_roadmap(root: Path, head: str) -> tuple[str, list[str]]:
+    """ROADMAP.md of head, bounded (see bound_roadmap); never more than
+    ROADMAP_MAX_BYTES of it in memory."""
+    shown = gitops.git(
+        root, "cat-file", "blob", f"{head}:ROADMAP.md", check=False, max_bytes=ROADMAP_MAX_BYTES
+    )
+    if not shown.ok:
+        return "", []
+    return bound_roadmap(shown.stdout, max(shown.output_bytes, len(shown.stdout)))
+
+
+def bound_roadmap(data: bytes, total: int) -> tuple[str, list[str]]:
+    """The first bytes of a ROADMAP.md of `total` bytes as text, bounded to ROADMAP_MAX_BYTES
+    (whole lines) and ROADMAP_MAX_ITEMS unchecked items; and what was left out, counted."""
+    notes: list[str] = []
+    if total > len(data) or len(data) > ROADMAP_MAX_BYTES:
+        data = data[:ROADMAP_MAX_BYTES]
+        data = data[: data.rfind(b"\n") + 1]  # whole lines only
+        notes.append(
+            f"ROADMAP.md is {total:,} bytes; only the first {len(data):,} are read "
+            f"({total - len(data):,} bytes left out)"
+        )
+    text = data.decode("utf-8", errors="replace")
+    items, end = 0, len(text)
+    at = 0
+    for line in text.splitlines(keepends=True):  # the lines the analyser will see
+        if _ITEM_LINE.match(line):
+            items += 1
+            if items == ROADMAP_MAX_ITEMS + 1:
+                end = at
+        at += len(line)
+    if items > ROADMAP_MAX_ITEMS:
+        text = text[:end]
+        notes.append(
+            f"ROADMAP.md has {items:,} unchecked items in what is read; only the first "
+            f"{ROADMAP_MAX_ITEMS:,} are taken ({items - ROADMAP_MAX_ITEMS:,} left out)"
+        )
+    return text, notes
 
 
 def fail_quarantined(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list[str]:
@@ -337,8 +395,9 @@ def analyse(
     finally:
         place.close()
     items = read_inbox(ctx, now)
-    shown = gitops.git(root, "cat-file", "blob", f"{head}:ROADMAP.md", check=False)
-    roadmap = shown.stdout.decode("utf-8", errors="replace") if shown.ok else ""
+    roadmap, left_out = read_roadmap(root, head)
+    for note in left_out:
+        ctx.log(note)
     ctx.start_host()
     report = ctx.host.analyze(
         AnalysisInput(
@@ -350,4 +409,6 @@ def analyse(
             order=tuple(ctx.config.analysis.order),
         )
     )
+    if left_out:
+        report = report.model_copy(update={"errors": (*report.errors, *left_out)})
     return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap, written)

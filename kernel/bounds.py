@@ -1,11 +1,17 @@
-"""Size bounds on what the kernel reads back from history/ and its state (README: Bounds).
+"""Bounds, in one place (README, "Bounds"): on what people and agents hand the kernel, on
+what it reads back from history/ and its state, and on the lines it writes down.
 
-Each bound is well above anything the kernel writes (the writers cut their own lines to fit),
-so only damage or a hostile hand meets it; what goes over is set aside with a reason, never
-loaded into memory whole.
+Every input gets a limit where it enters; what is past it is set aside or left out, and
+the count of what was left out is said, never loaded into memory whole. The bounds on
+history/ are well above anything the kernel writes (the writers cut their own lines to fit),
+so only damage or a hostile hand meets them. Evidence and report lines are capped here too,
+so one runaway list (100,000 new tags) cannot become one huge line.
 """
 
 from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -32,3 +38,71 @@ SALVAGE_WORK = 16
 SALVAGE_SLACK = 1 * MIB
 SALVAGE_TRIES = 100_000
 """Object starts tried in one damaged line, at most."""
+
+# -- what people and agents hand the kernel, and the lines it writes down --
+
+INBOX_MAX_BYTES = 256 * 1024
+"""Largest inbox task file."""
+INBOX_NAME_MAX_BYTES = 200
+"""Longest inbox file name (UTF-8 bytes): room for `.N` and `.reason.txt` within the
+255 bytes a file name may have."""
+INBOX_MAX_QUEUED = 500
+"""Most inbox tasks read at one look (oldest first); the rest wait for a later look."""
+INBOX_MAX_QUEUED_BYTES = 32 * 1024 * 1024
+"""Most bytes of inbox tasks read at one look."""
+FRONT_MATTER_MAX_BYTES = 16 * 1024
+"""Largest front matter block of an inbox task."""
+FRONT_LIST_MAX = 50
+"""Most entries of one front matter list (acceptance, allowed, forbidden)."""
+FRONT_STRING_MAX = 1000
+"""Longest front matter string (characters)."""
+ROADMAP_MAX_BYTES = 1024 * 1024
+"""ROADMAP.md bytes read; the rest is left out (and counted)."""
+ROADMAP_MAX_ITEMS = 1000
+"""Unchecked ROADMAP.md items taken; the rest are left out (and counted)."""
+CONFIG_MAX_BYTES = 1024 * 1024
+"""Largest seed.toml."""
+EVIDENCE_MAX_LINES = 50
+"""Evidence and checkout-change lines kept in a record, its report and the daemon log."""
+LINE_MAX_CHARS = 2000
+"""Longest evidence, reason or report line."""
+
+_UNSAFE = ("Cc", "Cs", "Zl", "Zp")
+"""Unicode categories never shown raw: controls, lone surrogates (undecodable bytes), line breaks."""
+
+
+def cap_line(text: str, width: int = LINE_MAX_CHARS) -> str:
+    """One line of at most `width` characters, saying how many were left out."""
+    if len(text) <= width:
+        return text
+    cut = max(width - 40, width // 2)
+    return f"{text[:cut]}... ({len(text) - cut:,} more characters)"
+
+
+def cap_lines(
+    lines: Sequence[str], limit: int = EVIDENCE_MAX_LINES, width: int = LINE_MAX_CHARS
+) -> list[str]:
+    """At most `limit` lines, each capped, the last saying how many more there were."""
+    if len(lines) <= limit:
+        return [cap_line(line, width) for line in lines]
+    kept = [cap_line(line, width) for line in lines[: max(limit - 1, 0)]]
+    return [*kept, f"... and {len(lines) - len(kept):,} more"]
+
+
+def printable(text: str, width: int = LINE_MAX_CHARS) -> str:
+    """Text safe to show on one line: undecodable bytes as \\xNN, controls escaped, capped."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "backslashreplace")
+    shown = raw.decode("utf-8", "backslashreplace")
+    safe = "".join(
+        c.encode("unicode_escape").decode("ascii") if unicodedata.category(c) in _UNSAFE else c
+        for c in shown
+    )
+    return cap_line(safe, width)
+
+
+def unsafe_char(text: str) -> bool:
+    """Whether text holds a control character, a line break or an undecodable byte."""
+    return any(unicodedata.category(c) in _UNSAFE for c in text)

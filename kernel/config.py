@@ -16,24 +16,33 @@ from pydantic import (
     model_validator,
 )
 
+from kernel.bounds import CONFIG_MAX_BYTES
 from kernel.errors import ConfigError
 from kernel.fsutil import atomic_write_bytes
 
 CONFIG_NAME = "seed.toml"
+WEEK_S = 7 * 24 * 3600.0
+"""The longest any timeout or interval may be."""
+MAX_PRICE = 10_000.0
+"""The dearest price per million tokens taken (USD)."""
+MAX_USD = 1_000_000.0
+"""The largest budget taken (USD)."""
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", use_attribute_docstrings=True, frozen=True, allow_inf_nan=False
+    )
 
 
 class ModelPrice(_Section):
     """[agent.prices."MODEL"]: what one model costs, in USD per million tokens."""
 
-    input: float = Field(ge=0)
+    input: float = Field(ge=0, le=MAX_PRICE)
     """USD per million prompt tokens."""
-    output: float = Field(ge=0)
+    output: float = Field(ge=0, le=MAX_PRICE)
     """USD per million completion tokens (reasoning included)."""
-    cached_input: float | None = Field(default=None, ge=0)
+    cached_input: float | None = Field(default=None, ge=0, le=MAX_PRICE)
     """USD per million prompt tokens read from a cache; unset: the input price."""
 
 
@@ -56,15 +65,15 @@ class AgentConfig(_Section):
     """auto, claude, codex, aider, mini, gemini, opencode, command, ruff-fix or none."""
     command: list[str] = Field(default_factory=list[str])
     """argv for backend = "command"; {prompt_file}, {plan_file}, {worktree}, {iteration_id} are substituted."""
-    timeout_s: float = Field(default=1800.0, gt=0)
+    timeout_s: float = Field(default=1800.0, gt=0, le=WEEK_S)
     """Seconds per agent run; the whole process group is killed at the limit."""
     model: str = ""
     """Model name handed to backends that take one."""
     env: list[str] = Field(default_factory=list[str])
     """Names of extra environment variables passed to the agent (API keys)."""
-    max_log_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    max_log_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=1 << 30)
     """Cap on the agent output kept in history/<id>/agent.log."""
-    max_turns: int = Field(default=30, ge=0)
+    max_turns: int = Field(default=30, ge=0, le=10_000)
     """Agent turns per run where the tool takes a limit (claude --max-turns, mini's model-call
     limit); 0 leaves the tool's own default."""
     repair_rounds: int = Field(default=2, ge=0, le=5)
@@ -147,7 +156,7 @@ class QualityConfig(_Section):
     """Rules when the target's ruff configuration selects none (ruff's long-standing defaults,
     whatever the installed ruff's are), or `tools` names ruff for a target with no ruff
     configuration."""
-    tool_timeout_s: float = Field(default=900.0, gt=0)
+    tool_timeout_s: float = Field(default=900.0, gt=0, le=WEEK_S)
     """Seconds one measurement (a pytest run, a pyright run) may take."""
 
     @field_validator("tools")
@@ -184,7 +193,7 @@ class AnalysisConfig(_Section):
     incremental: bool = True
     """After a change to some files, ruff and pyright re-check only those (and pyright their
     importers), and pytest re-runs the tests that ran them (see test_map)."""
-    full_every: int = Field(default=10, ge=1)
+    full_every: int = Field(default=10, ge=1, le=10_000)
     """At most this many incremental measurements in a row; then a full one."""
     test_map: bool = True
     """Record which project files each test runs (full analyses), to run affected tests first."""
@@ -209,9 +218,9 @@ class AnalysisConfig(_Section):
 class RiskLimit(_Section):
     """Growth one iteration of a risk class may add."""
 
-    new_files: int = Field(ge=0)
+    new_files: int = Field(ge=0, le=1_000_000)
     """New files one iteration may add."""
-    changed_lines: int = Field(ge=0)
+    changed_lines: int = Field(ge=0, le=100_000_000)
     """Inserted plus deleted lines one iteration may change."""
 
 
@@ -254,15 +263,15 @@ class GuardConfig(_Section):
 class BudgetConfig(_Section):
     """[budget]: limits checked before every agent run; running out halts the daemon."""
 
-    max_cost_usd_per_day: float = Field(default=10.0, ge=0)
+    max_cost_usd_per_day: float = Field(default=10.0, ge=0, le=MAX_USD)
     """Spend per UTC day across all iterations (0: no limit). An agent starts only if what was
     spent today plus what its run may cost (max_cost_usd_per_iteration) fits in it."""
-    max_iterations_per_day: int = Field(default=100, ge=0)
+    max_iterations_per_day: int = Field(default=100, ge=0, le=1_000_000)
     """Agent runs started per UTC day (0: no limit)."""
-    max_cost_usd_per_iteration: float = Field(default=2.0, ge=0)
+    max_cost_usd_per_iteration: float = Field(default=2.0, ge=0, le=MAX_USD)
     """Spend allowed for one iteration (0: no limit); it must still fit in what is left of the
     day's budget before an agent starts."""
-    max_tokens_per_iteration: int = Field(default=2_000_000, ge=0)
+    max_tokens_per_iteration: int = Field(default=2_000_000, ge=0, le=10**12)
     """Tokens allowed for one iteration (0: no limit)."""
 
 
@@ -273,16 +282,16 @@ class GitConfig(_Section):
     """Author and committer name of the kernel's commits."""
     user_email: str = "seed@localhost"
     """Author and committer email of the kernel's commits."""
-    keep_branches: int = Field(default=10, ge=0)
+    keep_branches: int = Field(default=10, ge=0, le=100_000)
     """How many seed/kept/* branches of MERGE_BLOCKED iterations are kept."""
 
 
 class DaemonConfig(_Section):
     """[daemon]: how the loop waits."""
 
-    poll_interval_s: float = Field(default=300.0, gt=0)
+    poll_interval_s: float = Field(default=300.0, ge=0.1, le=WEEK_S)
     """Seconds between re-analyses when nothing else wakes the daemon."""
-    max_iterations: int = Field(default=0, ge=0)
+    max_iterations: int = Field(default=0, ge=0, le=10**9)
     """Stop `run` after this many iterations (0: run forever)."""
 
 
@@ -313,9 +322,14 @@ def load_config(path: Path) -> Config:
         return Config()
     try:
         with path.open("rb") as handle:
-            raw = tomllib.load(handle)
+            data = handle.read(CONFIG_MAX_BYTES + 1)
+        if len(data) > CONFIG_MAX_BYTES:
+            raise ConfigError(f"{path}: over {CONFIG_MAX_BYTES} bytes; seed.toml is a few lines")
+        raw = tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except OSError as exc:

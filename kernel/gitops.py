@@ -72,8 +72,11 @@ def git(
     timeout_s: float = 120.0,
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
+    max_bytes: int = 256 * 1024 * 1024,
 ) -> procs.Completed:
-    """Run git isolated from global configuration, hooks and helper programs, in the C locale."""
+    """Run git isolated from global configuration, hooks and helper programs, in the C locale.
+
+    Output past `max_bytes` is counted (Completed.output_bytes) but not kept."""
     argv = ["git"]
     for setting in _ISOLATED:
         argv += ["-c", setting]
@@ -86,6 +89,7 @@ def git(
         interruptible=False,
         sweep_rounds=0,
         stdin=stdin,
+        max_bytes=max_bytes,
     )
     if check and not result.ok:
         raise GitError(

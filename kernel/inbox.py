@@ -1,29 +1,44 @@
 """Inbox intake: read what people drop into inbox/, set bad input aside, move claimed items.
 
-Nothing here deletes a file. Bad input moves to inbox/rejected/ with NAME.reason.txt beside
-it; a claimed item moves to inbox/.active/, then to done/ or failed/ (or back to the queue)
+Nothing here deletes or overwrites a file. Bad input moves to inbox/rejected/ with
+NAME.reason.txt beside it (a name that is not UTF-8, holds a control character or is too
+long is moved under a safe name, the original written in the reason); a claimed item moves to inbox/.active/, then to done/ or failed/ (or back to the queue)
 with NAME.result.md beside it. A file is read only when it is complete: the watcher saw it
 closed after writing or moved in, or no process has it open for writing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import stat
 import tomllib
+import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
 from domain import InboxItem, Priority
+from kernel.bounds import (
+    FRONT_LIST_MAX,
+    FRONT_MATTER_MAX_BYTES,
+    FRONT_STRING_MAX,
+    INBOX_MAX_BYTES,
+    INBOX_MAX_QUEUED,
+    INBOX_MAX_QUEUED_BYTES,
+    INBOX_NAME_MAX_BYTES,
+    cap_line,
+    printable,
+    unsafe_char,
+)
 from kernel.fsutil import atomic_write_text, unique_path
 from kernel.openfiles import open_for_writing
 
-MAX_BYTES = 256 * 1024
+MAX_BYTES = INBOX_MAX_BYTES
 SUFFIXES = (".md", ".txt")
 FOLDERS = ("done", "failed", "rejected", ".active")
 FRONT_KEYS = {"title", "priority", "acceptance", "allowed", "forbidden"}
@@ -41,6 +56,7 @@ class Rejection:
     """A file set aside, and why."""
 
     name: str
+    """The original name, printable (undecodable bytes as \\xNN, controls escaped)."""
     moved_to: Path
     reason: str
 
@@ -55,6 +71,8 @@ class Intake:
     """Entries set aside just now."""
     pending: list[str]
     """Files still being written (some process has them open for writing)."""
+    waiting: int = 0
+    """Tasks left for a later look: past INBOX_MAX_QUEUED tasks or INBOX_MAX_QUEUED_BYTES."""
 
 
 def ignored(name: str) -> bool:
@@ -69,12 +87,49 @@ def ignored(name: str) -> bool:
     )
 
 
+def name_problem(name: str) -> str:
+    """Why a file name cannot be an inbox task's identity ('' when it can)."""
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "its name is not valid UTF-8"
+    if size > INBOX_NAME_MAX_BYTES:
+        return f"its name is {size} bytes long; the limit is {INBOX_NAME_MAX_BYTES}"
+    if unsafe_char(name):
+        return "its name holds a control character or a line break"
+    return ""
+
+
+def safe_name(name: str) -> str:
+    """A short printable name for a set-aside entry whose own name is not one."""
+    raw = name.encode("utf-8", "surrogateescape")
+    digest = hashlib.sha256(raw).hexdigest()[:12]
+    text = "".join(
+        "_" if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") or c == "\ufffd" else c
+        for c in raw.decode("utf-8", "replace")
+    )
+    stem, dot, suffix = text.rpartition(".")
+    if not dot or not stem or len(suffix) > 8:
+        stem, suffix = text, ""
+    short = stem.encode("utf-8")[:80].decode("utf-8", "ignore").lstrip(".") or "entry"
+    return f"{short}-{digest}" + (f".{suffix}" if suffix else "")
+
+
 def _strings(value: Any, key: str) -> tuple[str, ...]:
     if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in cast(list[Any], value)):
-        return tuple(cast(list[str], value))
-    raise InboxError(f"front matter key '{key}' must be a string or a list of strings")
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[Any], value)):
+        raise InboxError(f"front matter key '{key}' must be a string or a list of strings")
+    found = cast(list[str], value)
+    if len(found) > FRONT_LIST_MAX:
+        raise InboxError(
+            f"front matter key '{key}' has {len(found)} entries; the limit is {FRONT_LIST_MAX}"
+        )
+    if any(len(v) > FRONT_STRING_MAX for v in found):
+        raise InboxError(
+            f"front matter key '{key}' has an entry over {FRONT_STRING_MAX} characters"
+        )
+    return tuple(found)
 
 
 def _front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -86,10 +141,16 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
     end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "+++"), None)
     if end is None:
         raise InboxError("front matter is not closed by a +++ line")
+    block = "".join(lines[1:end])
+    size = len(block.encode("utf-8", "surrogatepass"))
+    if size > FRONT_MATTER_MAX_BYTES:
+        raise InboxError(f"the front matter is {size} bytes; the limit is {FRONT_MATTER_MAX_BYTES}")
     try:
-        front = tomllib.loads("".join(lines[1:end]))
+        front = tomllib.loads(block)
     except tomllib.TOMLDecodeError as exc:
         raise InboxError(f"front matter is not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise InboxError("front matter is not valid TOML: it is nested too deeply") from exc
     unknown = sorted(set(front) - FRONT_KEYS)
     if unknown:
         raise InboxError(
@@ -116,7 +177,7 @@ def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
         priority = Priority(str(priority_raw).lower())
     except ValueError as exc:
         raise InboxError(
-            f"priority must be one of critical, high, normal, low (got {priority_raw!r})"
+            f"priority must be one of critical, high, normal, low (got {cap_line(repr(priority_raw), 80)})"
         ) from exc
     title = front.get("title")
     if title is not None and not isinstance(title, str):
@@ -139,14 +200,37 @@ def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
     )
 
 
+def _free_pair(folder: Path, name: str, note: str) -> Path:
+    """folder/name, or name with a number, such that neither it nor its note exists yet."""
+    target = unique_path(folder / name)
+    while (folder / (target.name + note)).exists():
+        target = unique_path(target.with_name(f"{target.stem}.0{target.suffix}"))
+    return target
+
+
+def own_folder(inbox: Path, name: str) -> Path:
+    """inbox/<name> (done, failed, rejected, .active) as a real folder: a file or a link in
+    its place (never followed) is moved aside under a new name first, for the scan to reject."""
+    folder = inbox / name
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        os.rename(folder, unique_path(inbox / f"{name.lstrip('.')}.not-a-folder"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def set_aside(inbox: Path, entry: Path, reason: str) -> Rejection:
-    """Move a bad entry to inbox/rejected/ with NAME.reason.txt beside it."""
-    rejected = inbox / "rejected"
-    rejected.mkdir(parents=True, exist_ok=True)
-    target = unique_path(rejected / entry.name)
+    """Move a bad entry to inbox/rejected/ with NAME.reason.txt beside it (a bad name is
+    replaced by a safe one; the reason file gives the original)."""
+    rejected = own_folder(inbox, "rejected")
+    shown = printable(entry.name, 400)
+    renamed = bool(name_problem(entry.name))
+    target = _free_pair(rejected, safe_name(entry.name) if renamed else entry.name, ".reason.txt")
     os.rename(entry, target)  # renames a symlink itself, never what it points to
-    atomic_write_text(target.with_name(target.name + ".reason.txt"), reason + "\n")
-    return Rejection(entry.name, target, reason)
+    text = cap_line(reason)
+    if renamed:
+        text = f"inbox/{shown} was moved here as {target.name}: {text}"
+    atomic_write_text(target.with_name(target.name + ".reason.txt"), text + "\n")
+    return Rejection(shown, target, cap_line(reason))
 
 
 def _kind_problem(entry: Path, info: os.stat_result) -> str:
@@ -161,6 +245,25 @@ def _kind_problem(entry: Path, info: os.stat_result) -> str:
     if info.st_size > MAX_BYTES:
         return f"the file is {info.st_size} bytes; the limit is {MAX_BYTES}"
     return ""
+
+
+def _read_bounded(entry: Path) -> bytes:
+    """At most MAX_BYTES + 1 bytes of a regular file, never through a link, never blocking."""
+    fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InboxError("it is not a regular file; tasks are .md or .txt files")
+        chunks: list[bytes] = []
+        left = MAX_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _complete(entry: Path, info: os.stat_result, moment: float, ready: bool) -> bool:
@@ -182,25 +285,35 @@ def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = froze
     if not inbox.is_dir():
         return intake
     moment = (now or datetime.now(UTC)).timestamp()
-    for entry in sorted(inbox.iterdir()):
-        name = entry.name
-        if ignored(name):
-            continue
+    entries: list[tuple[int, str, Path, os.stat_result]] = []
+    for entry in inbox.iterdir():
+        if not ignored(entry.name):
+            with contextlib.suppress(FileNotFoundError):  # moved away while we looked
+                info = entry.lstat()
+                entries.append((info.st_mtime_ns, entry.name, entry, info))
+    taken = waiting = 0
+    for _, name, entry, info in sorted(entries, key=lambda e: (e[0], e[1])):  # oldest first
         try:
-            info = entry.lstat()
-            problem = _kind_problem(entry, info)
+            problem = name_problem(name) or _kind_problem(entry, info)
             if problem:
                 intake.rejected.append(set_aside(inbox, entry, problem))
+                continue
+            if (
+                len(intake.items) >= INBOX_MAX_QUEUED
+                or taken + info.st_size > INBOX_MAX_QUEUED_BYTES
+            ):
+                waiting += 1  # read at a later look, once older tasks are done
                 continue
             if not _complete(entry, info, moment, name in ready):
                 intake.pending.append(name)  # its close event wakes the daemon again
                 continue
-            data = entry.read_bytes()
+            data = _read_bounded(entry)
             after = entry.lstat()
             if (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
                 intake.pending.append(name)  # written to while we read: take it next time
                 continue
             received = datetime.fromtimestamp(info.st_mtime, UTC)
+            taken += len(data)
             intake.items.append(parse_item(name, data, received))
         except InboxError as exc:
             intake.rejected.append(set_aside(inbox, entry, str(exc)))
@@ -210,13 +323,12 @@ def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = froze
             reason = f"it cannot be read: {exc.strerror or exc}"
             intake.rejected.append(set_aside(inbox, entry, reason))
     intake.items.sort(key=lambda item: (item.received_at, item.name))
-    return intake
+    return replace(intake, waiting=waiting)
 
 
 def claim(inbox: Path, name: str) -> Path:
     """Move a queued item to inbox/.active/ while its iteration runs."""
-    active = inbox / ".active"
-    active.mkdir(parents=True, exist_ok=True)
+    active = own_folder(inbox, ".active")
     target = active / name
     os.rename(inbox / name, target)
     return target
@@ -240,8 +352,7 @@ def result_note(
 def release(inbox: Path, name: str, folder: str, result_text: str = "") -> Path:
     """Move an active item to done/, failed/, or back to the queue ('') with a result note."""
     source = inbox / ".active" / name
-    destination_dir = inbox / folder if folder else inbox
-    destination_dir.mkdir(parents=True, exist_ok=True)
+    destination_dir = own_folder(inbox, folder) if folder else inbox
     target = unique_path(destination_dir / name)
     if source.exists():
         os.rename(source, target)
@@ -252,8 +363,7 @@ def release(inbox: Path, name: str, folder: str, result_text: str = "") -> Path:
 
 def fail_queued(inbox: Path, name: str, result_text: str) -> Path:
     """Move a queued (not active) item to failed/ with its result note."""
-    failed = inbox / "failed"
-    failed.mkdir(parents=True, exist_ok=True)
+    failed = own_folder(inbox, "failed")
     target = unique_path(failed / name)
     os.rename(inbox / name, target)
     atomic_write_text(target.with_name(target.name + ".result.md"), result_text)
@@ -263,8 +373,8 @@ def fail_queued(inbox: Path, name: str, result_text: str) -> Path:
 def requeue_active(inbox: Path) -> list[str]:
     """Put items left in .active/ by a crash back in the queue."""
     active = inbox / ".active"
-    if not active.is_dir():
-        return []
+    if active.is_symlink() or not active.is_dir():
+        return []  # never what a link points to
     moved: list[str] = []
     for entry in sorted(active.iterdir()):
         target = unique_path(inbox / entry.name)

@@ -16,6 +16,7 @@ from domain import (
 )
 from kernel import faults, halt, inbox, procs, reporting
 from kernel.attempt import Attempt
+from kernel.bounds import LINE_MAX_CHARS, cap_line, cap_lines
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.halt import FAILED_OUTCOMES
@@ -99,10 +100,16 @@ class Recorder:
             gap=gap_ref(plan.gap),
             outcome=outcome,
             failure_category=category,
-            reason=reason,
-            evidence=tuple(evidence or (verification.evidence if verification else ())),
+            reason=cap_line(reason),
+            # capped here, once: a runaway list (100,000 new tags) never becomes a huge line
+            evidence=tuple(cap_lines(evidence or (verification.evidence if verification else ()))),
             failures=tuple(verification.failures) if verification else (),
-            verdicts=tuple(verification.verdicts) if verification else (),
+            verdicts=tuple(
+                v.model_copy(update={"evidence": cap_line(v.evidence)})
+                for v in verification.verdicts
+            )
+            if verification
+            else (),
             touched_files=tuple(attempt.touched),
             repairs=tuple(attempt.repairs),
             rounds=(*attempt.rounds, round_of(attempt, outcome, category, reason))
@@ -115,7 +122,7 @@ class Recorder:
             backend=attempt.backend.name,
             sandboxed=attempt.sandboxed if attempt.exit_code is not None else None,
             agent_version=attempt.agent_version,
-            agent_summary=agent.summary if agent else "",
+            agent_summary=cap_line(agent.summary, 4 * LINE_MAX_CHARS) if agent else "",
             agent_exit_code=attempt.exit_code,
             tokens_used=agent.tokens_used if agent else 0,
             cost_usd=agent.cost_usd if agent else 0.0,
@@ -126,7 +133,7 @@ class Recorder:
             agent_turns=agent.turns if agent else 0,
             agent_note=attempt.agent_note,
             durations=attempt.durations,
-            checkout_changes=tuple(attempt.checkout_changes),
+            checkout_changes=tuple(cap_lines(attempt.checkout_changes)),
             task_kind=plan.task_kind.value,
             gap_signature=gap_signature(plan.gap),
             plan=plan,

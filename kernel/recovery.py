@@ -32,6 +32,7 @@ from domain import (
     gap_ref,
 )
 from kernel import gitops, halt, inbox, ledger, procs
+from kernel.bounds import cap_line, cap_lines
 from kernel.context import Context
 from kernel.fsutil import atomic_write_text
 from kernel.globs import protected_patterns
@@ -200,10 +201,13 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
         if violations:
             halt.halt(
                 ctx.store,
-                f"SANDBOX_VIOLATION during an unrecorded agent run: {violations[0]}",
+                cap_line(f"SANDBOX_VIOLATION during an unrecorded agent run: {violations[0]}"),
                 "SANDBOX_VIOLATION",
             )
-        return ["running.json was unreadable; there was no iteration to record", *violations]
+        return [
+            "running.json was unreadable; there was no iteration to record",
+            *cap_lines(violations),
+        ]
     notes: list[str] = []
     record = ctx.store.get(iteration_id)
     plan: IterationPlan | None = None
@@ -247,13 +251,13 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
             gap=gap,
             outcome=outcome,
             failure_category=category,
-            reason=reason,
-            evidence=tuple(violations),
+            reason=cap_line(reason),
+            evidence=tuple(cap_lines(violations)),
             touched_files=tuple(touched),
             diff=stat,
             base=base,
             commit=landed or None,
-            checkout_changes=tuple(changes),
+            checkout_changes=tuple(cap_lines(changes)),
             task_kind=plan.task_kind.value if plan is not None else "",
             plan=plan,
         )
@@ -262,7 +266,7 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     elif violations:
         halt.halt(
             ctx.store,
-            f"SANDBOX_VIOLATION in {iteration_id}: {violations[0]}",
+            cap_line(f"SANDBOX_VIOLATION in {iteration_id}: {violations[0]}"),
             "SANDBOX_VIOLATION",
             iteration_id,
         )

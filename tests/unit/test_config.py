@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from kernel.config import Config, load_config, write_config
 from kernel.errors import ConfigError
@@ -61,6 +63,71 @@ def test_every_config_field_is_documented() -> None:
     for section in Config.model_fields.values():
         assert isinstance(section.annotation, type)
         walk(section.annotation)  # type: ignore[arg-type]
+
+
+def _numbers(model: type[Any], prefix: str = "") -> list[tuple[str, float | None, float | None]]:
+    """Every numeric key of the config with its lowest and highest value (None: no bound)."""
+    found: list[tuple[str, float | None, float | None]] = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found += _numbers(annotation, f"{prefix}{name}.")
+            continue
+        if annotation not in (int, float, float | None):
+            continue
+        low = high = None
+        for rule in field.metadata:
+            low = getattr(rule, "ge", None) if getattr(rule, "ge", None) is not None else low
+            low = getattr(rule, "gt", None) if getattr(rule, "gt", None) is not None else low
+            high = getattr(rule, "le", None) if getattr(rule, "le", None) is not None else high
+        found.append((f"{prefix}{name}", low, high))
+    return found
+
+
+NUMBERS = _numbers(Config) + [
+    (f"agent.prices.m.{name}", 0, 10_000.0) for name in ("input", "output", "cached_input")
+]
+
+
+def test_every_number_in_the_config_has_a_range() -> None:
+    assert len(NUMBERS) >= 25
+    unbounded = [key for key, low, high in NUMBERS if low is None or high is None]
+    assert unbounded == []
+
+
+def _document(key: str, value: object) -> str:
+    table, name = key.rsplit(".", 1)
+    if table.startswith("agent.prices."):
+        others = "".join(f"{k} = 1.0\n" for k in ("input", "output") if k != name)
+        return f'[agent.prices."m"]\n{others}{name} = {value}\n'
+    if table.startswith("guard.growth."):
+        other = "changed_lines" if name == "new_files" else "new_files"
+        return f"[{table}]\n{other} = 1\n{name} = {value}\n"
+    return f"[{table}]\n{name} = {value}\n"
+
+
+@pytest.mark.parametrize(("key", "low", "high"), NUMBERS, ids=[n[0] for n in NUMBERS])
+def test_each_number_out_of_its_range_is_refused_at_load_naming_its_key(
+    tmp_path: Path, key: str, low: float, high: float
+) -> None:
+    path = tmp_path / "seed.toml"
+    for value in (high * 2 + 1, low - 1, "inf", "nan", 9223372036854775807):
+        path.write_text(_document(key, value))
+        with pytest.raises(ConfigError) as caught:
+            load_config(path)
+        assert f"key '{key}'" in str(caught.value) and str(path) in str(caught.value), value
+    path.write_text(_document(key, high))
+    load_config(path)  # the highest value is taken
+
+
+def test_an_oversized_or_deeply_nested_seed_toml_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "seed.toml"
+    path.write_text("# " + "x" * (1024 * 1024) + "\n")
+    with pytest.raises(ConfigError, match="over 1048576 bytes"):
+        load_config(path)
+    path.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path)
 
 
 @pytest.mark.parametrize(

@@ -219,3 +219,110 @@ def test_seed_add_drops_a_task_that_intake_accepts(tmp_path: Path) -> None:
     assert path.parent == repo / "inbox" and path.suffix == ".md"
     [item] = inbox.scan(repo / "inbox", LATER).items
     assert (item.title, item.priority) == ("Rename A to ANSWER", Priority.HIGH)
+
+
+HOSTILE_NAMES: dict[bytes, str] = {
+    b"bad\xff\xfe.md": "its name is not valid UTF-8",
+    b"x" * 240 + b".md": "its name is 243 bytes long; the limit is 200",
+    "\u00e9".encode() * 120 + b".txt": "its name is 244 bytes long; the limit is 200",
+    b"line\nbreak.md": "control character",
+    b"esc\x1b[31mred.md": "control character",
+}
+
+
+def test_a_hostile_file_name_is_set_aside_under_a_safe_name_with_the_original_in_the_reason(
+    tmp_path: Path,
+) -> None:
+    box = tmp_path / "inbox"
+    box.mkdir()
+    for raw in HOSTILE_NAMES:
+        with open(os.fsencode(box) + b"/" + raw, "wb") as handle:
+            handle.write(b"a task with a hostile name\n")
+    _write(box, "fine.md", b"a fine task\n")
+    # an earlier rejection's reason file is never overwritten
+    (box / "rejected").mkdir()
+    taken = inbox.safe_name(os.fsdecode(b"bad\xff\xfe.md"))
+    (box / "rejected" / f"{taken}.reason.txt").write_text("an older reason\n")
+
+    intake = inbox.scan(box, LATER)
+
+    assert [i.name for i in intake.items] == ["fine.md"]
+    assert len(intake.rejected) == len(HOSTILE_NAMES)
+    rejected = box / "rejected"
+    for rejection in intake.rejected:
+        moved = rejection.moved_to
+        assert moved.parent == rejected and len(moved.name.encode()) <= 120
+        assert moved.name.isprintable() and moved.read_bytes() == b"a task with a hostile name\n"
+        reason = moved.with_name(moved.name + ".reason.txt").read_text()
+        assert reason.startswith(f"inbox/{rejection.name} was moved here as {moved.name}: ")
+        assert rejection.name.isprintable() and "\n" not in reason.rstrip("\n")
+    shown = {r.name: r.reason for r in intake.rejected}
+    assert shown["bad\\xff\\xfe.md"] == "its name is not valid UTF-8"
+    assert "line\\nbreak.md" in shown and "esc\\x1b[31mred.md" in shown
+    for raw, why in HOSTILE_NAMES.items():
+        assert any(why in r.reason for r in intake.rejected if r.moved_to.exists()), raw
+    assert (rejected / f"{taken}.reason.txt").read_text() == "an older reason\n"
+    assert sorted(p.name for p in box.iterdir()) == ["fine.md", "rejected"]
+
+
+@pytest.mark.parametrize(
+    ("front", "reason"),
+    [
+        ("title = '" + "t" * 20_000 + "'\n", "the front matter is 20011 bytes; the limit is 16384"),
+        ("acceptance = " + repr(["pytest"] * 51) + "\n", "'acceptance' has 51 entries"),
+        ("allowed = ['" + "a" * 1001 + "']\n", "'allowed' has an entry over 1000 characters"),
+        ("title = " + "[" * 5000 + "]" * 5000 + "\n", "not valid TOML"),
+        ("priority = " + repr(["x" * 300]) + "\n", "priority must be one of"),
+    ],
+)
+def test_front_matter_past_its_bounds_is_set_aside_with_a_short_reason(
+    tmp_path: Path, front: str, reason: str
+) -> None:
+    box = tmp_path / "inbox"
+    box.mkdir()
+    _write(box, "task.md", f"+++\n{front}+++\nbody\n".encode())
+
+    intake = inbox.scan(box, LATER)
+
+    [rejection] = intake.rejected
+    assert reason in rejection.reason and len(rejection.reason) <= 2000
+    assert reason in (box / "rejected" / "task.md.reason.txt").read_text()
+    assert (box / "rejected" / "task.md").read_bytes() == f"+++\n{front}+++\nbody\n".encode()
+
+
+def test_a_file_that_grows_past_the_limit_after_its_size_was_seen_is_not_read_whole(
+    tmp_path: Path,
+) -> None:
+    box = tmp_path / "inbox"
+    box.mkdir()
+    path = _write(box, "grows.md", b"small at first\n")
+    info = path.lstat()
+    path.write_bytes(b"x" * (inbox.MAX_BYTES * 4))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+    data = inbox._read_bounded(path)  # pyright: ignore[reportPrivateUsage]
+
+    assert len(data) == inbox.MAX_BYTES + 1
+    with pytest.raises(inbox.InboxError, match="the limit is 262144"):
+        inbox.parse_item("grows.md", data, LATER)
+
+
+def test_at_most_500_tasks_are_read_at_one_look_the_oldest_and_the_rest_wait(
+    tmp_path: Path,
+) -> None:
+    box = tmp_path / "inbox"
+    box.mkdir()
+    for i in range(505):
+        path = _write(box, f"t{i:03d}.md", f"task {i}\n".encode())
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    _write(box, "zz-task.docx", b"PK")  # a bad kind is set aside whatever the queue holds
+
+    intake = inbox.scan(box, LATER)
+
+    assert [i.name for i in intake.items] == [f"t{i:03d}.md" for i in range(500)]
+    assert intake.waiting == 5 and [r.name for r in intake.rejected] == ["zz-task.docx"]
+    assert len([p for p in box.iterdir() if p.name.startswith("t")]) == 505
+    for name in [f"t{i:03d}.md" for i in range(100)]:
+        inbox.claim(box, name)
+    later = inbox.scan(box, LATER)
+    assert len(later.items) == 405 and later.waiting == 0
