@@ -132,9 +132,9 @@ class _Loop:
 def _inbox(root: Path, name: str, where: str = "") -> None:
     folder = root / "inbox"
     folder.mkdir(exist_ok=True)
-    # naming the file puts it in the plan's allowlist: the refusal is then the tests'
-    about = f"Tidy `{where}`" if where else "Tidy the counters"
-    (folder / name).write_text(f"# {about}\n\nKeep every test passing.\n")
+    # the file in the plan's allowlist: the refusal is then the tests'
+    front = f'+++\nallowed = ["{where}"]\n+++\n' if where else ""
+    (folder / name).write_text(f"{front}# Tidy the code\n\nKeep every test passing.\n")
 
 
 BREAKER = '''"""Breaks one function: passing tests fail."""
