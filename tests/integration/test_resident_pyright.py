@@ -238,7 +238,7 @@ def test_the_daemon_keeps_pyright_resident_reports_it_and_ends_it(tmp_path: Path
         "pyproject.toml": "[tool.pyright]\n",
         "pkg/user.py": "from pkg.base import size\n\nlength: str = size(3)\n",  # a type error
     }
-    config = '[agent]\nbackend = "none"\n\n[daemon]\npoll_interval_s = 1\n\n[quality]\ntools = ["pyright"]\n'
+    config = '[agent]\nbackend = "none"\n\n[daemon]\npoll_interval_s = 1\n\n[quality]\ntools = ["pyright"]\n\n[analysis]\nresident_pyright = true\n'
     root = make_repo(tmp_path / "repo", files, config)
     daemon = start_daemon(root)
     try:
