@@ -133,7 +133,7 @@ def _inbox(root: Path, name: str, where: str = "") -> None:
     folder = root / "inbox"
     folder.mkdir(exist_ok=True)
     # the file in the plan's allowlist: the refusal is then the tests'
-    front = f'+++\nallowed = ["{where}"]\n+++\n' if where else ""
+    front = f'+++\npriority = "critical"\nallowed = ["{where}"]\n+++\n' if where else ""
     (folder / name).write_text(f"{front}# Tidy the code\n\nKeep every test passing.\n")
 
 
