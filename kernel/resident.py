@@ -54,7 +54,7 @@ from domain import Measurement, Tool
 from kernel import gitops, procs
 from kernel.gate import Gate, pyright_config, pyright_config_outside
 from kernel.toolenv import MAX_DETAIL, Target, tool_env
-from kernel.trees import ObjectStore
+from kernel.trees import ObjectStore, blob_id, read_blobs
 
 __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
 
@@ -99,29 +99,6 @@ def _ls_tree(root: Path, tree: str, env: dict[str, str] | None) -> Entries:
     return out
 
 
-def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None) -> list[bytes]:
-    """The contents of blobs, in order, from one `cat-file --batch`, each checked against its id."""
-    if not oids:
-        return []
-    data = gitops.git(
-        root, "cat-file", "--batch", env=env, stdin=("\n".join(oids) + "\n").encode()
-    ).stdout
-    out: list[bytes] = []
-    at = 0
-    for oid in oids:
-        end = data.find(b"\n", at)
-        header = data[at:end].split(b" ") if end >= 0 else []
-        if len(header) < 3 or header[1] != b"blob" or not header[2].isdigit():
-            raise gitops.GitError(f"cat-file: no blob {oid} in its output")
-        size = int(header[2])
-        blob = data[end + 1 : end + 1 + size]
-        if _blob_id(blob, len(oid)) != oid:
-            raise gitops.GitError(f"cat-file: the bytes given for {oid} are not that blob")
-        out.append(blob)
-        at = end + 1 + size + 1
-    return out
-
-
 def _tree_id(entries: Entries, oid_len: int) -> str:
     """The id of the tree these (recursive) entries make, computed as git does."""
     top: dict[str, Any] = {}
@@ -149,14 +126,6 @@ def _tree_id(entries: Entries, oid_len: int) -> str:
         return algo.digest()
 
     return digest(top).hex()
-
-
-def _blob_id(data: bytes, oid_len: int) -> str:
-    """git's object id of a blob with these bytes (sha1, or sha256 in a sha256 repository)."""
-    digest = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
-    digest.update(b"blob %d\0" % len(data))
-    digest.update(data)
-    return digest.hexdigest()
 
 
 def _kind(mode: str) -> str:
@@ -243,7 +212,7 @@ def mismatch(folder: Path, entries: Entries) -> str:
                 data = read
             else:
                 return f"a special file {rel}"
-            if _blob_id(data, len(oid)) != oid:
+            if blob_id(data, len(oid)) != oid:
                 return f"the bytes of {rel} differ from the tree's"
             seen.add(rel)
     missing = [p for p, (m, _) in entries.items() if m != _SUBMODULE and p not in seen]
@@ -345,7 +314,7 @@ class Folder:
     def _write(self, entries: Entries, paths: list[str], env: dict[str, str] | None) -> None:
         blobs = [p for p in paths if entries[p][0] != _SUBMODULE]
         for rel, data in zip(
-            blobs, _read_blobs(self.root, [entries[p][1] for p in blobs], env), strict=True
+            blobs, read_blobs(self.root, [entries[p][1] for p in blobs], env), strict=True
         ):
             path = self.path / rel
             path.parent.mkdir(parents=True, exist_ok=True)

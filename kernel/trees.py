@@ -10,6 +10,7 @@ only when a candidate is committed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -79,8 +80,16 @@ def _entries(
         yield mode, oid, path.decode("utf-8", errors="surrogateescape")
 
 
-def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None = None) -> list[bytes]:
-    """The contents of blobs, in order, from one `cat-file --batch`."""
+def blob_id(data: bytes, oid_len: int) -> str:
+    """git's object id of a blob with these bytes (sha1, or sha256 in a sha256 repository)."""
+    digest = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def read_blobs(root: Path, oids: list[str], env: dict[str, str] | None = None) -> list[bytes]:
+    """The contents of blobs, in order, from one `cat-file --batch`, each checked against its id."""
     if not oids:
         return []
     data = gitops.git(
@@ -88,11 +97,16 @@ def _read_blobs(root: Path, oids: list[str], env: dict[str, str] | None = None) 
     ).stdout
     out: list[bytes] = []
     at = 0
-    for _ in oids:
-        end = data.index(b"\n", at)
-        header = data[at:end].split(b" ")
+    for oid in oids:
+        end = data.find(b"\n", at)
+        header = data[at:end].split(b" ") if end >= 0 else []
+        if len(header) < 3 or header[1] != b"blob" or not header[2].isdigit():
+            raise gitops.GitError(f"cat-file: no blob {oid} in its output")
         size = int(header[2])
-        out.append(data[end + 1 : end + 1 + size])
+        blob = data[end + 1 : end + 1 + size]
+        if blob_id(blob, len(oid)) != oid:
+            raise gitops.GitError(f"cat-file: the bytes given for {oid} are not that blob")
+        out.append(blob)
         at = end + 1 + size + 1
     return out
 
@@ -105,7 +119,7 @@ def _ignores(root: Path, base: str) -> dict[str, pathspec.GitIgnoreSpec]:
         if PurePosixPath(p).name == ".gitignore" and mode != "120000"
     ]
     specs: dict[str, pathspec.GitIgnoreSpec] = {}
-    for (path, _), data in zip(found, _read_blobs(root, [oid for _, oid in found]), strict=True):
+    for (path, _), data in zip(found, read_blobs(root, [oid for _, oid in found]), strict=True):
         folder = str(PurePosixPath(path).parent)
         lines = data.decode("utf-8", errors="replace").splitlines()
         specs["" if folder == "." else folder] = pathspec.GitIgnoreSpec.from_lines(lines)
@@ -285,7 +299,7 @@ def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = N
     blobs = [(m, o, p) for m, o, p in entries if m != "160000"]
     dest.mkdir(parents=True, exist_ok=True)
     for (mode, _, rel), data in zip(
-        blobs, _read_blobs(root, [o for _, o, _ in blobs], env), strict=True
+        blobs, read_blobs(root, [o for _, o, _ in blobs], env), strict=True
     ):
         path = dest / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,7 +323,7 @@ def unsafe_links(root: Path, tree: str, store: ObjectStore | None = None) -> lis
     targets = dict(
         zip(
             (p for _, p in found),
-            (os.fsdecode(d) for d in _read_blobs(root, [o for o, _ in found], env)),
+            (os.fsdecode(d) for d in read_blobs(root, [o for o, _ in found], env)),
             strict=True,
         )
     )
