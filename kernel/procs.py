@@ -121,6 +121,15 @@ def end_group(pgid: int, grace_s: float = 2.0) -> None:
     _signal_group(pgid, signal.SIGKILL)
 
 
+def group_members(pgid: int, *, zombies: bool = False) -> list[int]:
+    """The pids in a process group, from /proc (zombies only when asked)."""
+    return [
+        pid
+        for pid, fields in _proc_stats()
+        if len(fields) > 2 and fields[2] == str(pgid) and (zombies or fields[0] != "Z")
+    ]
+
+
 def _group_alive(pgid: int) -> bool:
     """True while a non-zombie process is left in the group (zombies cannot be killed)."""
     try:
@@ -131,10 +140,7 @@ def _group_alive(pgid: int) -> bool:
         return True
     if not Path("/proc").is_dir():
         return True
-    return any(
-        len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z"
-        for _, fields in _proc_stats()
-    )
+    return bool(group_members(pgid))
 
 
 def sweep_orphans(rounds: int = 20) -> list[int]:

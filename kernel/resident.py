@@ -368,26 +368,11 @@ def _interpreter(python: str) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def _group_pids(pgid: int, *, zombies: bool = False) -> list[int]:
-    out: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and (zombies or fields[0] != "Z"):
-            out.append(int(entry))
-    return out
-
-
 def group_rss_bytes(pgid: int) -> int:
     """Resident memory of every process in a process group, from /proc."""
     total = 0
     page = os.sysconf("SC_PAGE_SIZE")
-    for pid in _group_pids(pgid):
+    for pid in procs.group_members(pgid):
         with contextlib.suppress(OSError, ValueError, IndexError):
             total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
     return total
@@ -840,7 +825,7 @@ class ResidentPyright:
         pgid = proc.popen.pid
         # once every member is gone (and reaped) the group id may be another's: signal only
         # while a member (a zombie too) still holds it
-        if proc.popen.poll() is None or _group_pids(pgid, zombies=True):
+        if proc.popen.poll() is None or procs.group_members(pgid, zombies=True):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGCONT)  # a stopped group would not see SIGTERM
             procs.end_group(pgid, grace_s=2.0)
