@@ -31,7 +31,7 @@ from bench.generate import MODULES_PER_PACKAGE, PLANTED, generate, one_file_chan
 from domain import Tool
 from kernel.analysis import Baseline, analyse
 from kernel.context import Context, open_context
-from kernel.iteration import Iteration
+from kernel.loop import Loop
 from kernel.measure import ruff_binary
 
 SEED = Path(__file__).resolve().parent.parent / "seed.py"
@@ -111,7 +111,7 @@ def seed_analysis(ctx: Context, fresh: bool) -> tuple[float, Baseline]:
     """Seconds for one analysis of HEAD as an iteration does it (worktree included)."""
     if fresh:
         shutil.rmtree(ctx.paths.cache, ignore_errors=True)
-    iteration = Iteration(ctx)
+    iteration = Loop(ctx)
     started = time.perf_counter()
     prepared = iteration.prepare()
     assert prepared is not None

@@ -42,9 +42,9 @@ from domain import (
     Tool,
     gap_ref,
 )
-from kernel.attempt import quarantined, waiting
+from kernel.quarantine import quarantined, waiting
 from kernel.host import ModuleHost
-from kernel.iteration import for_planner, planning_history
+from kernel.loop import for_planner, planning_history
 from kernel.paths import SEED_HOME
 from kernel.store import RecordStore
 from modules.planner.fsport import WorktreeFS

@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,19 +14,16 @@ from domain import (
     AgentReport,
     FailureCategory,
     IterationOutcome,
-    IterationRecord,
     RunResult,
     RunSpec,
 )
 from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs, watch
-from kernel.attempt import Attempt, Phase, mono, timed
-from kernel.bounds import cap_lines
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
 from kernel.globs import protected_patterns
 from kernel.integrity import Checkout, Snapshot
-from kernel.recording import Recorder
+from kernel.iteration import Ending, Iteration, Phase, mono
 
 _ENV_PASS = ("PATH", "HOME")
 """All an agent gets from the daemon's environment, besides the variables [agent] env names."""
@@ -34,13 +32,120 @@ ARTIFACT_CAP = 32 * 1024 * 1024
 """Bytes of one artifact (a trajectory) kept and handed to the adapter."""
 
 
+@dataclass(frozen=True)
+class _Files:
+    """Where one run's inputs and outputs live (runs/<id>/, and the log in history/<id>/)."""
+
+    run_dir: Path
+    prompt: Path
+    plan: Path
+    result: Path
+    log: Path
+    turn: int
+
+    @property
+    def suffix(self) -> str:
+        """ "" for the first round, "-round-N" for a repair round's files."""
+        return "" if self.turn == 1 else f"-round-{self.turn}"
+
+
 class AgentRunner:
     """Starts the agent's process the adapter described, and reads how it went."""
 
-    def __init__(self, ctx: Context, phase: Phase, recorder: Recorder) -> None:
+    def __init__(self, ctx: Context, phase: Phase) -> None:
         self.ctx = ctx
         self.phase = phase
-        self.recorder = recorder
+
+    def execute(self, it: Iteration, spec: RunSpec) -> Ending | None:
+        """Run the agent; the Ending when the iteration ends here, None when its work is to be judged."""
+        ctx = self.ctx
+        plan = it.plan
+        # the most this run may cost must still fit in the day's budget, before it starts
+        reserve = halt.reservation(ctx.config.budget, plan.budget.max_cost_usd)
+        budget = halt.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
+        if budget:
+            return Ending(
+                IterationOutcome.FAILURE,
+                FailureCategory.BUDGET_EXCEEDED,
+                f"budget exhausted before the agent ran: {budget}",
+            )
+        files = self._inputs(it, spec)
+        argv, env = self._command(it, spec, files)
+        self.phase("agent running", f"{it.backend.name} on {plan.gap.key}; log: {files.log}")
+        ctx.log(f"{plan.iteration_id}: {it.backend.name} working on {plan.gap.key}")
+        if not (os.path.isabs(argv[0]) or shutil.which(argv[0], path=env.get("PATH"))):
+            files.log.write_text(f"agent executable not found: {argv[0]}\n", encoding="utf-8")
+            return Ending(
+                IterationOutcome.FAILURE,
+                FailureCategory.AGENT_ERROR,
+                f"agent executable not found: {argv[0]}",
+            )
+        self._claim_inbox(it)
+        completed = self._run(it, spec, (argv, env), files, reserve)
+        agent = self._read(it, spec, completed, files)
+        return self._judge_run(it, completed, agent)
+
+    def _inputs(self, it: Iteration, spec: RunSpec) -> _Files:
+        """The run's folder with its prompt (plan.json is written once, when the journal begins)."""
+        iteration_id = it.plan.iteration_id
+        run_dir = self.ctx.paths.runs / iteration_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        turn = len(it.rounds) + 1
+        files = _Files(
+            run_dir,
+            run_dir / "prompt.md",
+            run_dir / "plan.json",
+            run_dir / "result.json",
+            self.ctx.store.folder(iteration_id)
+            / f"agent{'' if turn == 1 else f'-round-{turn}'}.log",
+            turn,
+        )
+        files.result.unlink(missing_ok=True)
+        # a file left from an earlier attempt must not be read as this run's; a repair round
+        # keeps the iteration's own (aider's chat history is how it continues)
+        for name in spec.artifacts if turn == 1 else ():
+            if not Path(name).is_absolute() and ".." not in Path(name).parts:
+                (run_dir / name).unlink(missing_ok=True)
+        atomic_write_text(files.prompt, spec.prompt)
+        if spec.prompt:
+            self.ctx.store.write_file(iteration_id, f"prompt{files.suffix}.md", spec.prompt)
+        return files
+
+    def _command(
+        self, it: Iteration, spec: RunSpec, files: _Files
+    ) -> tuple[list[str], dict[str, str]]:
+        """The argv with its placeholders filled, and the agent's environment."""
+        ctx = self.ctx
+        values = {
+            "{prompt_file}": str(files.prompt),
+            "{plan_file}": str(files.plan),
+            "{worktree}": str(it.worktree),
+            "{iteration_id}": it.plan.iteration_id,
+            "{run_dir}": str(files.run_dir),
+            "{result_file}": str(files.result),
+        }
+        argv = [_substitute(a, values) for a in spec.argv]
+        agent_objects = self._objects(it)
+        agent_objects.mkdir(parents=True, exist_ok=True)
+        env = self._agent_env(
+            spec,
+            {
+                "SEED_PROMPT_FILE": str(files.prompt),
+                "SEED_PLAN_FILE": str(files.plan),
+                "SEED_WORKTREE": str(it.worktree),
+                "SEED_ITERATION_ID": it.plan.iteration_id,
+                "SEED_RESULT_FILE": str(files.result),
+                "SEED_RUN_DIR": str(files.run_dir),
+                "SEED_ROUND": str(files.turn),
+                # the agent's own commits go to a private object folder; the kernel never
+                # reads the agent's index or objects, it builds the tree from the files
+                "GIT_OBJECT_DIRECTORY": str(agent_objects),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(ctx.paths.common / "objects"),
+            },
+        )
+        if spec.version_argv:
+            it.agent_version = _version(spec.version_argv, env, it.worktree)
+        return argv, env
 
     def _agent_env(self, spec: RunSpec, values: dict[str, str]) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k in _ENV_PASS}
@@ -51,144 +156,95 @@ class AgentRunner:
         env.update(values)
         return procs.child_env(env)
 
-    def execute(self, attempt: Attempt, spec: RunSpec) -> IterationRecord | None:
-        """Run the agent; a record when the iteration ends here, None when its work is to be inspected."""
+    def _objects(self, it: Iteration) -> Path:
+        return self.ctx.paths.objects / f"{it.worktree.name}-agent"
+
+    def _claim_inbox(self, it: Iteration) -> None:
+        """Move the plan's inbox task to inbox/.active/ while the agent works on it."""
+        task = it.plan.gap.inbox
+        if task is not None:
+            with contextlib.suppress(OSError):
+                inbox.claim(self.ctx.paths.inbox, task.name)
+                it.claimed_inbox = task.name
+                it.note(inbox=it.claimed_inbox)
+
+    def _run(
+        self,
+        it: Iteration,
+        spec: RunSpec,
+        command: tuple[list[str], dict[str, str]],
+        files: _Files,
+        reserve: float,
+    ) -> procs.Completed:
+        """The agent's process (in the sandbox unless it is off), with the checkout checked after."""
         ctx = self.ctx
-        plan = attempt.plan
-        iteration_id = plan.iteration_id
-        # the most this run may cost must still fit in the day's budget, before it starts
-        reserve = halt.reservation(ctx.config.budget, plan.budget.max_cost_usd)
-        budget = halt.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
-        if budget:
-            record = self.recorder.finish(
-                attempt,
-                IterationOutcome.FAILURE,
-                FailureCategory.BUDGET_EXCEEDED,
-                f"budget exhausted before the agent ran: {budget}",
-            )
-            return record
-        run_dir = ctx.paths.runs / iteration_id
-        run_dir.mkdir(parents=True, exist_ok=True)
-        prompt_file, plan_file, result_file = (
-            run_dir / "prompt.md",
-            run_dir / "plan.json",
-            run_dir / "result.json",
-        )
-        result_file.unlink(missing_ok=True)
-        turn = len(attempt.rounds) + 1
-        # a file left from an earlier attempt must not be read as this run's; a repair round
-        # keeps the iteration's own (aider's chat history is how it continues)
-        for name in spec.artifacts if turn == 1 else ():
-            if not Path(name).is_absolute() and ".." not in Path(name).parts:
-                (run_dir / name).unlink(missing_ok=True)
-        atomic_write_text(prompt_file, spec.prompt)
-        atomic_write_text(plan_file, plan.model_dump_json(indent=2))
-        ctx.store.write_file(iteration_id, "plan.json", plan.model_dump_json(indent=2) + "\n")
-        suffix = "" if turn == 1 else f"-round-{turn}"
-        if spec.prompt:
-            ctx.store.write_file(iteration_id, f"prompt{suffix}.md", spec.prompt)
-        values = {
-            "{prompt_file}": str(prompt_file),
-            "{plan_file}": str(plan_file),
-            "{worktree}": str(attempt.worktree),
-            "{iteration_id}": iteration_id,
-            "{run_dir}": str(run_dir),
-            "{result_file}": str(result_file),
-        }
-        argv = [_substitute(a, values) for a in spec.argv]
-        agent_objects = ctx.paths.objects / f"{attempt.worktree.name}-agent"
-        agent_objects.mkdir(parents=True, exist_ok=True)
-        env = self._agent_env(
-            spec,
-            {
-                "SEED_PROMPT_FILE": str(prompt_file),
-                "SEED_PLAN_FILE": str(plan_file),
-                "SEED_WORKTREE": str(attempt.worktree),
-                "SEED_ITERATION_ID": iteration_id,
-                "SEED_RESULT_FILE": str(result_file),
-                "SEED_RUN_DIR": str(run_dir),
-                "SEED_ROUND": str(turn),
-                # the agent's own commits go to a private object folder; the kernel never
-                # reads the agent's index or objects, it builds the tree from the files
-                "GIT_OBJECT_DIRECTORY": str(agent_objects),
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(ctx.paths.common / "objects"),
-            },
-        )
-        log_path = ctx.store.folder(iteration_id) / f"agent{suffix}.log"
-        timeout = min(plan.budget.timeout_s, ctx.config.agent.timeout_s)
-        if spec.version_argv:
-            attempt.agent_version = _version(spec.version_argv, env, attempt.worktree)
-        self.phase("agent running", f"{attempt.backend.name} on {plan.gap.key}; log: {log_path}")
-        ctx.log(f"{iteration_id}: {attempt.backend.name} working on {plan.gap.key}")
-        if not (os.path.isabs(argv[0]) or shutil.which(argv[0], path=env.get("PATH"))):
-            log_path.write_text(f"agent executable not found: {argv[0]}\n", encoding="utf-8")
-            return self.recorder.finish(
-                attempt,
-                IterationOutcome.FAILURE,
-                FailureCategory.AGENT_ERROR,
-                f"agent executable not found: {argv[0]}",
-            )
+        argv, env = command
         t0 = mono()
 
         def started(pgid: int) -> None:
-            attempt.note(stage="agent", pgid=pgid, start_time=procs.process_start_time(pgid))
+            it.note(stage="agent", pgid=pgid, start_time=procs.process_start_time(pgid))
             faults.fault("agent-run")
 
-        if plan.gap.inbox is not None:
-            with contextlib.suppress(OSError):
-                inbox.claim(ctx.paths.inbox, plan.gap.inbox.name)
-                attempt.claimed_inbox = plan.gap.inbox.name
-                attempt.note(inbox=attempt.claimed_inbox)
         checkout = Checkout(
             ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
-        snapshot = checkout.begin(iteration_id)
-        if attempt.sandboxed:
+        snapshot = checkout.begin(it.plan.iteration_id)
+        if it.sandboxed:
             argv = jails.agent_argv(
                 argv,
                 paths=ctx.paths,
                 guard=ctx.config.guard,
                 writable=(
-                    attempt.worktree,
-                    gitops.git_dir(attempt.worktree),
-                    run_dir,
-                    agent_objects,
+                    it.worktree,
+                    gitops.git_dir(it.worktree),
+                    files.run_dir,
+                    self._objects(it),
                 ),
-                readonly=(prompt_file, plan_file),
-                home=self._home(iteration_id),
+                readonly=(files.prompt, files.plan),
+                home=self._home(it.plan.iteration_id),
                 home_binds=spec.home,
-                cwd=attempt.worktree,
+                cwd=it.worktree,
             )
         # journalled: if the daemon dies during the run, the next start counts this much spent
-        attempt.note(stage="agent", reserve_usd=reserve, sandboxed=attempt.sandboxed)
+        it.note(stage="agent", reserve_usd=reserve, sandboxed=it.sandboxed)
         try:
             completed = procs.run(
                 argv,
-                cwd=attempt.worktree,
-                timeout_s=timeout,
+                cwd=it.worktree,
+                timeout_s=self._timeout(it),
                 env=env,
                 merge_stderr=True,
-                log_path=log_path,
+                log_path=files.log,
                 max_bytes=ctx.config.agent.max_log_bytes,
                 on_start=started,
                 sweep_rounds=20,
             )
         finally:
-            check_checkout(ctx, attempt, checkout, snapshot)
-            if not attempt.sandboxed and ctx.pyright is not None:
+            check_checkout(ctx, it, checkout, snapshot)
+            if not it.sandboxed and ctx.pyright is not None:
                 # same user, no sandbox: it could have reached the resident checker's process
                 ctx.pyright.invalidate()
-        timed(attempt, "execute", t0)
+        it.timed("execute", t0)
         if completed.truncated:
-            with log_path.open("ab") as handle:
+            with files.log.open("ab") as handle:
                 handle.write(
                     f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
                 )
-        attempt.exit_code = completed.exit_code
-        attempt.agent_note = spec.note
+        return completed
+
+    def _timeout(self, it: Iteration) -> float:
+        return min(it.plan.budget.timeout_s, self.ctx.config.agent.timeout_s)
+
+    def _read(
+        self, it: Iteration, spec: RunSpec, completed: procs.Completed, files: _Files
+    ) -> AgentReport:
+        """What the run achieved, as the adapter reads it, priced and in the ledger."""
+        ctx = self.ctx
+        it.exit_code = completed.exit_code
+        it.agent_note = spec.note
         result_json = (
-            result_file.read_text(encoding="utf-8", errors="replace")[:1_000_000]
-            if result_file.exists()
+            files.result.read_text(encoding="utf-8", errors="replace")[:1_000_000]
+            if files.result.exists()
             else ""
         )
         run_result = RunResult(
@@ -197,52 +253,55 @@ class AgentRunner:
             duration_s=completed.duration_s,
             output_tail=completed.tail.decode("utf-8", errors="replace"),
             output_bytes=completed.output_bytes,
-            log_path=str(log_path),
-            run_dir=str(run_dir),
+            log_path=str(files.log),
+            run_dir=str(files.run_dir),
             result_json=result_json,
-            output=_read_capped(log_path, ctx.config.agent.max_log_bytes),
-            artifacts=self._keep_artifacts(iteration_id, run_dir, spec.artifacts),
+            output=_read_capped(files.log, ctx.config.agent.max_log_bytes),
+            artifacts=self._keep_artifacts(it.plan.iteration_id, files.run_dir, spec.artifacts),
         )
         try:
-            report = ctx.host.agent_parse(attempt.backend.name, plan, run_result)
+            report = ctx.host.agent_parse(it.backend.name, it.plan, run_result)
         except HostError as exc:
             report = AgentReport(
                 success=completed.exit_code == 0,
                 summary=f"the adapter could not read the run: {exc}",
             )
-        agent = self._account(attempt, report)
-        attempt.note(stage="inspecting", pgid=0, accounted=True)
-        if attempt.integrity_evidence:
-            return self.recorder.finish(
-                attempt,
+        agent = self._account(it, report)
+        it.note(stage="inspecting", pgid=0, accounted=True)
+        return agent
+
+    def _judge_run(
+        self, it: Iteration, completed: procs.Completed, agent: AgentReport
+    ) -> Ending | None:
+        """The Ending of a run that ends the iteration (violation, timeout, budget, failure)."""
+        plan = it.plan
+        if it.integrity_evidence:
+            return Ending(
                 IterationOutcome.ROLLBACK,
                 FailureCategory.SANDBOX_VIOLATION,
-                f"the user's checkout was changed during the agent run: {attempt.integrity_evidence[0]}",
-                evidence=attempt.integrity_evidence,
+                f"the user's checkout was changed during the agent run: {it.integrity_evidence[0]}",
+                evidence=it.integrity_evidence,
             )
         if completed.timed_out:
-            return self.recorder.finish(
-                attempt,
+            return Ending(
                 IterationOutcome.FAILURE,
                 FailureCategory.AGENT_TIMEOUT,
-                f"the agent ran past its {timeout:.0f}s limit; its process group was ended",
+                f"the agent ran past its {self._timeout(it):.0f}s limit; its process group was ended",
             )
         # repair rounds share the iteration's budget: the sum of the rounds so far counts
-        spent = attempt.agent or agent
+        spent = it.agent or agent
         over = _over_budget(
             spent.tokens_used, spent.cost_usd, plan.budget.max_tokens, plan.budget.max_cost_usd
         )
         if over:
-            return self.recorder.finish(
-                attempt,
+            return Ending(
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
                 f"the runs used {spent.tokens_used} tokens / ${spent.cost_usd:.2f}, over the per-iteration budget: {over}",
             )
         if not agent.success:
             category = agent.failure_category or FailureCategory.AGENT_ERROR
-            return self.recorder.finish(
-                attempt,
+            return Ending(
                 IterationOutcome.FAILURE,
                 category,
                 f"the agent reported failure (exit {completed.exit_code}): {agent.summary[:300]}",
@@ -269,23 +328,23 @@ class AgentRunner:
             kept[name] = text
         return kept
 
-    def _account(self, attempt: Attempt, report: AgentReport) -> AgentReport:
+    def _account(self, it: Iteration, report: AgentReport) -> AgentReport:
         """Price the run when the tool gave no cost, note its version, and append it to the ledger."""
         ctx = self.ctx
         priced, basis = costs.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
-        attempt.agent = _plus(attempt.agent, priced)
-        attempt.cost_basis = basis
-        attempt.session = report.session or attempt.session
-        if not attempt.agent_version and report.version:
-            attempt.agent_version = report.version[:120]
+        it.agent = _plus(it.agent, priced)
+        it.cost_basis = basis
+        it.session = report.session or it.session
+        if not it.agent_version and report.version:
+            it.agent_version = report.version[:120]
         if report.note:
-            attempt.agent_note = "; ".join(n for n in (attempt.agent_note, report.note) if n)
+            it.agent_note = "; ".join(n for n in (it.agent_note, report.note) if n)
         ledger.append(
             ctx.paths.history,
             ledger.LedgerEntry(
                 at=datetime.now(UTC),
-                iteration_id=attempt.plan.iteration_id,
-                backend=attempt.backend.name,
+                iteration_id=it.plan.iteration_id,
+                backend=it.backend.name,
                 model=priced.model or ctx.config.agent.model,
                 tokens_used=priced.tokens_used,
                 input_tokens=priced.input_tokens,
@@ -297,36 +356,34 @@ class AgentRunner:
         return priced
 
 
-def check_checkout(ctx: Context, attempt: Attempt, checkout: Checkout, snapshot: Snapshot) -> None:
+def check_checkout(ctx: Context, it: Iteration, checkout: Checkout, snapshot: Snapshot) -> None:
     """Compare the user's checkout with its snapshot.
 
     Sandboxed, nothing the agent ran could write there: every change is the person's, listed
     and never undone. Unsandboxed, a change to what is protected is put back and is a
     SANDBOX_VIOLATION. Either way, git configuration that gained a program to run is one.
     """
-    folder = ctx.store.folder(attempt.plan.iteration_id)
-    found = checkout.check(snapshot, folder, person=attempt.sandboxed)
+    folder = ctx.store.folder(it.plan.iteration_id)
+    found = checkout.check(snapshot, folder, person=it.sandboxed)
     checkout.done()
-    attempt.note(stage="checked")
-    attempt.checkout_changes = found.changes
-    attempt.integrity_evidence = [*found.violations, *found.problems]
-    attempt.integrity_evidence += watched(ctx, attempt)
+    it.note(stage="checked")
+    it.checkout_changes = found.changes
+    it.integrity_evidence = [*found.violations, *found.problems]
+    it.integrity_evidence += watched(ctx, it)
 
 
-def watched(ctx: Context, attempt: Attempt) -> list[str]:
+def watched(ctx: Context, it: Iteration) -> list[str]:
     """SANDBOX_VIOLATION evidence from the watch since the iteration began; an interpreter
     change the sandbox rules out for the agent is listed as the person's instead."""
-    if attempt.watch is None:
+    if it.watch is None:
         return []
-    settings, files = watch.compare(attempt.watch, ctx.paths.root, ctx.target.python)
-    if attempt.sandboxed:
-        attempt.checkout_changes += [
+    settings, files = watch.compare(it.watch, ctx.paths.root, ctx.target.python)
+    if it.sandboxed:
+        it.checkout_changes += [
             f"interpreter: {f} (by a person: the sandbox keeps it read-only)" for f in files
         ]
         return settings
     return [*settings, *(f"interpreter start-up file {f}" for f in files)]
-    for line in cap_lines(attempt.integrity_evidence):
-        ctx.log(f"{attempt.plan.iteration_id}: SANDBOX_VIOLATION: {line}")
 
 
 def _plus(before: AgentReport | None, run: AgentReport) -> AgentReport:

@@ -347,26 +347,6 @@ def bound_roadmap(data: bytes, total: int) -> tuple[str, list[str]]:
     return text, notes
 
 
-def fail_quarantined(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list[str]:
-    """Move queued inbox items whose gap is quarantined to inbox/failed/ with a result note."""
-    moved: list[str] = []
-    for gap in report.gaps:
-        if gap.key not in held or gap.inbox is None:
-            continue
-        records = ctx.store.for_gaps([gap.key], per_gap=20)
-        note = inbox.result_note(
-            gap.inbox.name,
-            "FAILED",
-            "quarantined: it failed repeatedly and has not changed since",
-            [(r.iteration_id, r.outcome.value, r.reason) for r in records],
-        )
-        with contextlib.suppress(OSError):
-            inbox.fail_queued(ctx.paths.inbox, gap.inbox.name, note)
-            moved.append(gap.inbox.name)
-            ctx.log(f"inbox/{gap.inbox.name} moved to inbox/failed/: its gap is quarantined")
-    return moved
-
-
 def _parent_tree(root: Path, head: str) -> str:
     result = gitops.git(root, "rev-parse", "--verify", "--quiet", f"{head}^^{{tree}}", check=False)
     return result.text().strip() if result.ok else ""

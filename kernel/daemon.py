@@ -24,7 +24,7 @@ from kernel import gitops, halt, inbox, procs
 from kernel.analysis import Baseline, analyse, read_inbox
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.iteration import Iteration, for_planner, planning_history
+from kernel.loop import Loop, for_planner, planning_history
 from kernel.metrics import MetricsServer, snapshot
 from kernel.quarantine import quarantined, tree_digest
 from kernel.recovery import mark_daemon
@@ -221,7 +221,7 @@ class Daemon:
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:
         """One pass: analyse, then plan and run what can run (single: one record at most)."""
         try:
-            return Iteration(self.ctx, self.status.phase, self._analysed).run(single=single)
+            return Loop(self.ctx, self.status.phase, self._analysed).run(single=single)
         finally:
             self._refresh_metrics()
             self._type_checker()
@@ -350,7 +350,7 @@ class Daemon:
 
 def analyse_head(ctx: Context) -> Baseline | None:
     """The ranked gaps of a clean worktree at HEAD (None with no commits); changes nothing."""
-    it = Iteration(ctx)
+    it = Loop(ctx)
     prepared = it.prepare()
     if prepared is None:
         return None
@@ -363,7 +363,7 @@ def analyse_head(ctx: Context) -> Baseline | None:
 
 def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
     """Analyse a clean worktree at HEAD and ask the planner, changing nothing."""
-    it = Iteration(ctx)
+    it = Loop(ctx)
     prepared = it.prepare()
     if prepared is None:
         return None, None

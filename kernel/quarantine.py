@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import Gap, GapReport, IterationOutcome, IterationRecord
-from kernel import gitops
+from kernel import gitops, inbox
 from kernel.context import Context
 from kernel.fsutil import atomic_write_text
 from kernel.halt import FAILED_OUTCOMES
@@ -155,3 +155,52 @@ def publish_quarantine(ctx: Context, reasons: dict[str, str]) -> None:
         ctx.log(f"quarantined {key}: {reasons[key]} (skipped until it or its files change)")
     for key in sorted(set(before) - set(reasons)):
         ctx.store.event("quarantine_lifted", f"{key} is no longer quarantined", gap=key)
+
+
+def hold(
+    ctx: Context, report: GapReport, history: Sequence[IterationRecord], head: str
+) -> dict[str, str]:
+    """The quarantine of this analysis: judged, kept in quarantine.json, said in the log, and
+    the inbox tasks of quarantined gaps moved to inbox/failed/."""
+    reasons = quarantine(report, history, tree_digest(ctx.paths.root), head)
+    publish_quarantine(ctx, reasons)
+    _fail_queued(ctx, report, tuple(sorted(reasons)))
+    return reasons
+
+
+def _fail_queued(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list[str]:
+    """Move queued inbox items whose gap is quarantined to inbox/failed/ with a result note."""
+    moved: list[str] = []
+    for gap in report.gaps:
+        if gap.key not in held or gap.inbox is None:
+            continue
+        records = ctx.store.for_gaps([gap.key], per_gap=20)
+        note = inbox.result_note(
+            gap.inbox.name,
+            "FAILED",
+            "quarantined: it failed repeatedly and has not changed since",
+            [(r.iteration_id, r.outcome.value, r.reason) for r in records],
+        )
+        with contextlib.suppress(OSError):
+            inbox.fail_queued(ctx.paths.inbox, gap.inbox.name, note)
+            moved.append(gap.inbox.name)
+            ctx.log(f"inbox/{gap.inbox.name} moved to inbox/failed/: its gap is quarantined")
+    return moved
+
+
+def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str) -> set[str]:
+    """Gaps already planned and waiting for an agent, unchanged since (the same backend)."""
+    latest: dict[str, IterationRecord] = {}
+    for record in records:
+        latest[record.gap.key] = record
+    out: set[str] = set()
+    for gap in report.gaps:
+        record = latest.get(gap.key)
+        if (
+            record is not None
+            and record.outcome == IterationOutcome.WAITING
+            and record_signature(record) == gap_signature(gap)
+            and record.backend == backend
+        ):
+            out.add(gap.key)
+    return out

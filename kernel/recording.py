@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from domain import (
+    AgentReport,
     AgentRound,
+    CriterionVerdict,
+    DiffStat,
     FailureCategory,
+    GapRef,
     GapReport,
     IterationOutcome,
+    IterationPlan,
     IterationRecord,
     gap_ref,
 )
 from kernel import faults, halt, inbox, procs, reporting
-from kernel.attempt import Attempt
 from kernel.bounds import LINE_MAX_CHARS, cap_line, cap_lines
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.halt import FAILED_OUTCOMES
+from kernel.iteration import Ending, Iteration
 from kernel.quarantine import quarantine_reason
 from kernel.signature import gap_signature
 from kernel.verify import Verification
@@ -29,17 +36,17 @@ WAITING = "waiting for an agent"
 
 
 def round_of(
-    attempt: Attempt, outcome: IterationOutcome, category: FailureCategory | None, reason: str
+    it: Iteration, outcome: IterationOutcome, category: FailureCategory | None, reason: str
 ) -> AgentRound:
     """The agent's latest round as judged: its usage is what it added to the iteration's."""
-    tokens, cost = attempt.round_start
-    used = attempt.agent
+    tokens, cost = it.round_start
+    used = it.agent
     return AgentRound(
-        number=len(attempt.rounds) + 1,
+        number=len(it.rounds) + 1,
         outcome=outcome,
         failure_category=category,
         reason=reason[:500],
-        resumed=attempt.resumed,
+        resumed=it.resumed,
         tokens_used=(used.tokens_used - tokens) if used else 0,
         cost_usd=round((used.cost_usd - cost) if used else 0.0, 6),
     )
@@ -51,110 +58,110 @@ class Recorder:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.baseline: GapReport | None = None
-        self.skipped: dict[str, str] = {}
+        self.passed_over: dict[str, str] = {}
         """Gap keys passed over at planning time, and why (quarantined, waiting for an agent)."""
 
-    def note_baseline(self, report: GapReport, skipped: Mapping[str, str]) -> None:
+    def note_baseline(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
         """The ranking this iteration's gaps are chosen from, for the records' "why this gap"."""
         self.baseline = report
-        self.skipped = dict(skipped)
+        self.passed_over = dict(passed_over)
 
     def _quarantined(self) -> tuple[str, ...] | None:
         if self.baseline is None:
             return None
-        return tuple(sorted(k for k, why in self.skipped.items() if why == QUARANTINED))
+        return tuple(sorted(k for k, why in self.passed_over.items() if why == QUARANTINED))
 
-    def record_waiting(self, attempt: Attempt, why: str) -> IterationRecord:
-        """A plan nobody can carry out now: written down, nothing runs."""
-        ctx = self.ctx
-        ctx.store.write_file(
-            attempt.plan.iteration_id, "plan.json", attempt.plan.model_dump_json(indent=2) + "\n"
-        )
-        # the record names the backend in use, so the same gap is not planned again until it changes
-        record = self.finish(
-            attempt, IterationOutcome.WAITING, None, f"waiting for an agent: {why}"
-        )
-        self.skipped[record.gap.key] = WAITING
-        return record
-
-    def finish(
-        self,
-        attempt: Attempt,
-        outcome: IterationOutcome,
-        category: FailureCategory | None,
-        reason: str,
-        *,
-        commit: str | None = None,
-        kept: str | None = None,
-        verification: Verification | None = None,
-        evidence: Sequence[str] = (),
-    ) -> IterationRecord:
-        """Write the record, report.md and the inbox item's fate; apply halt conditions."""
-        ctx = self.ctx
-        plan = attempt.plan
-        agent = attempt.agent
-        record = IterationRecord(
-            iteration_id=plan.iteration_id,
-            started_at=attempt.started,
-            ended_at=datetime.now(UTC),
-            gap=gap_ref(plan.gap),
-            outcome=outcome,
-            failure_category=category,
-            reason=cap_line(reason),
-            # capped here, once: a runaway list (100,000 new tags) never becomes a huge line
-            evidence=tuple(cap_lines(evidence or (verification.evidence if verification else ()))),
-            failures=tuple(verification.failures) if verification else (),
-            verdicts=tuple(
-                v.model_copy(update={"evidence": cap_line(v.evidence)})
-                for v in verification.verdicts
-            )
-            if verification
-            else (),
-            touched_files=tuple(attempt.touched),
-            repairs=tuple(attempt.repairs),
-            rounds=(*attempt.rounds, round_of(attempt, outcome, category, reason))
-            if attempt.rounds
-            else (),
-            diff=attempt.diff,
-            base=attempt.base,
-            commit=commit,
-            kept_branch=kept,
-            backend=attempt.backend.name,
-            sandboxed=attempt.sandboxed if attempt.exit_code is not None else None,
-            agent_version=attempt.agent_version,
-            agent_summary=cap_line(agent.summary, 4 * LINE_MAX_CHARS) if agent else "",
-            agent_exit_code=attempt.exit_code,
-            tokens_used=agent.tokens_used if agent else 0,
-            cost_usd=agent.cost_usd if agent else 0.0,
-            input_tokens=agent.input_tokens if agent else 0,
-            output_tokens=agent.output_tokens if agent else 0,
-            cost_basis=attempt.cost_basis,
-            agent_model=agent.model if agent else "",
-            agent_turns=agent.turns if agent else 0,
-            agent_note=attempt.agent_note,
-            durations=attempt.durations,
-            checkout_changes=tuple(cap_lines(attempt.checkout_changes)),
-            task_kind=plan.task_kind.value,
-            gap_signature=gap_signature(plan.gap),
-            plan=plan,
-            ranking=reporting.ranked(self.baseline, self.skipped, chosen=plan.gap.key)
-            if self.baseline
-            else (),
-            open_gaps=reporting.open_gaps(self.baseline) if self.baseline else {},
-        )
-        faults.torn_append(ctx.store.records_path, record.model_dump_json())
-        ctx.store.append(record)
-        attempt.recorded = True
-        attempt.note(stage="recorded")
+    def finish(self, it: Iteration, ending: Ending) -> IterationRecord:
+        """Write the record of an iteration that ended, then finish with it (after_record)."""
+        record = self._build(it, ending)
+        self._write(record, torn=True)
+        it.recorded = True
+        it.note(stage="recorded")
         faults.fault("record-written")
-        self.after_record(record, attempt.claimed_inbox)
+        self.after_record(record, it.claimed_inbox)
+        if record.outcome == IterationOutcome.WAITING:
+            # the same gap is not planned again until it or the backend changes
+            self.passed_over[record.gap.key] = WAITING
+        category = ending.category
         line = (
             f"{record.iteration_id}: {record.outcome.value}"
             + (f" {category.value}" if category else "")
-            + f" ({plan.gap.key}): {reason}"
+            + f" ({it.plan.gap.key}): {ending.reason}"
         )
-        ctx.log(line[:500])
+        self.ctx.log(line[:500])
         return record
+
+    def recovered(self, found: Recovered) -> IterationRecord:
+        """Write the record of an iteration a dead daemon left unrecorded (no Iteration left)."""
+        record = IterationRecord(
+            iteration_id=found.iteration_id,
+            started_at=found.started,
+            ended_at=datetime.now(UTC),
+            gap=gap_ref(found.plan.gap) if found.plan is not None else found.gap,
+            outcome=found.ending.outcome,
+            failure_category=found.ending.category,
+            reason=cap_line(found.ending.reason),
+            evidence=tuple(cap_lines(found.ending.evidence)),
+            touched_files=tuple(found.touched),
+            diff=found.diff,
+            base=found.base,
+            commit=found.ending.commit,
+            checkout_changes=tuple(cap_lines(found.changes)),
+            task_kind=found.plan.task_kind.value if found.plan is not None else "",
+            plan=found.plan,
+        )
+        self._write(record, torn=False)
+        return record
+
+    def _write(self, record: IterationRecord, *, torn: bool) -> None:
+        # the daemon's own writes go through the crash-test hook; recovery's do not
+        if torn:
+            faults.torn_append(self.ctx.store.records_path, record.model_dump_json())
+        self.ctx.store.append(record)
+
+    def _build(self, it: Iteration, ending: Ending) -> IterationRecord:
+        """The record of an iteration, its lists capped here, once (a runaway list never
+        becomes a huge line)."""
+        plan, agent, verification = it.plan, it.agent, ending.verification
+        evidence = ending.evidence or (verification.evidence if verification else ())
+        rounds = it.rounds
+        if rounds:
+            rounds = [*rounds, round_of(it, ending.outcome, ending.category, ending.reason)]
+        return IterationRecord(
+            iteration_id=plan.iteration_id,
+            started_at=it.started,
+            ended_at=datetime.now(UTC),
+            gap=gap_ref(plan.gap),
+            outcome=ending.outcome,
+            failure_category=ending.category,
+            reason=cap_line(ending.reason),
+            evidence=tuple(cap_lines(evidence)),
+            failures=tuple(verification.failures) if verification else (),
+            verdicts=_verdicts(verification),
+            touched_files=tuple(it.touched),
+            repairs=tuple(it.repairs),
+            rounds=tuple(rounds),
+            diff=it.diff,
+            base=it.base,
+            commit=ending.commit,
+            kept_branch=ending.kept,
+            backend=it.backend.name,
+            sandboxed=it.sandboxed if it.exit_code is not None else None,
+            agent_version=it.agent_version,
+            agent_exit_code=it.exit_code,
+            agent_note=it.agent_note,
+            cost_basis=it.cost_basis,
+            durations=it.durations,
+            checkout_changes=tuple(cap_lines(it.checkout_changes)),
+            task_kind=plan.task_kind.value,
+            gap_signature=gap_signature(plan.gap),
+            plan=plan,
+            ranking=reporting.ranked(self.baseline, self.passed_over, chosen=plan.gap.key)
+            if self.baseline
+            else (),
+            open_gaps=reporting.open_gaps(self.baseline) if self.baseline else {},
+            **_usage(agent),
+        )
 
     def after_record(self, record: IterationRecord, claimed_inbox: str) -> None:
         """plan.json, report.md, the inbox item's fate, the halt conditions and the index of a
@@ -164,7 +171,7 @@ class Recorder:
         did not finish with.
         """
         ctx = self.ctx
-        if record.plan is not None:
+        if record.plan is not None:  # written here only: once per iteration
             ctx.store.write_file(
                 record.iteration_id, "plan.json", record.plan.model_dump_json(indent=2) + "\n"
             )
@@ -258,3 +265,41 @@ def _despite_stop() -> Generator[None]:
     finally:
         if stopping:
             procs.STOP.set()
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What a restarted daemon knows of an iteration its predecessor did not record."""
+
+    iteration_id: str
+    started: datetime
+    gap: GapRef
+    plan: IterationPlan | None
+    ending: Ending
+    base: str
+    touched: Sequence[str] = ()
+    diff: DiffStat = field(default_factory=DiffStat)
+    changes: Sequence[str] = ()
+
+
+def _verdicts(verification: Verification | None) -> tuple[CriterionVerdict, ...]:
+    if verification is None:
+        return ()
+    return tuple(
+        v.model_copy(update={"evidence": cap_line(v.evidence)}) for v in verification.verdicts
+    )
+
+
+def _usage(agent: AgentReport | None) -> dict[str, Any]:
+    """The agent's usage fields of a record (zero when no agent ran)."""
+    if agent is None:
+        return {}
+    return {
+        "agent_summary": cap_line(agent.summary, 4 * LINE_MAX_CHARS),
+        "tokens_used": agent.tokens_used,
+        "cost_usd": agent.cost_usd,
+        "input_tokens": agent.input_tokens,
+        "output_tokens": agent.output_tokens,
+        "agent_model": agent.model,
+        "agent_turns": agent.turns,
+    }

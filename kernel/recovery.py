@@ -28,8 +28,6 @@ from domain import (
     GapRef,
     IterationOutcome,
     IterationPlan,
-    IterationRecord,
-    gap_ref,
 )
 from kernel import gitops, halt, inbox, ledger, procs
 from kernel.bounds import cap_line, cap_lines
@@ -37,8 +35,9 @@ from kernel.context import Context
 from kernel.fsutil import atomic_write_text
 from kernel.globs import protected_patterns
 from kernel.integrity import Checkout
+from kernel.iteration import Ending
 from kernel.journal import read_journal, stage_at_least
-from kernel.recording import Recorder
+from kernel.recording import Recorder, Recovered
 
 TOKEN_ENV = "SEED_DAEMON_TOKEN"
 """Every process a daemon starts inherits this; survivors of a dead daemon are found by it."""
@@ -214,54 +213,9 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     with contextlib.suppress(OSError, ValueError):
         plan = IterationPlan.model_validate_json(Path(str(journal.get("plan_file"))).read_bytes())
     if record is None:
-        now = datetime.now(UTC)
-        started = _time(journal.get("started_at")) or now
-        base = str(journal.get("base", ""))
-        landed = _landed(ctx, journal)
-        gap = (
-            gap_ref(plan.gap)
-            if plan is not None
-            else GapRef(
-                key=str(journal.get("gap", "unknown")),
-                category=GapCategory.QUALITY,
-                source="unknown",
-            )
+        record = Recorder(ctx).recovered(
+            _unrecorded(ctx, journal, iteration_id, plan, violations, changes)
         )
-        stage = str(journal.get("stage", ""))
-        category = FailureCategory.SANDBOX_VIOLATION if violations else None
-        if landed:
-            touched, stat = _diff(ctx, base, landed)
-            outcome = IterationOutcome.SUCCESS
-            reason = (
-                f"landed as {landed[:12]} after verification; the daemon was killed before it "
-                "wrote this record (recovered at the next start)"
-            )
-        else:
-            touched, stat = [], DiffStat()
-            outcome = IterationOutcome.ABORTED
-            reason = (
-                f"the daemon was killed during this iteration (stage: {stage or 'unknown'}); "
-                "its work was discarded"
-                + (f"; during the agent run: {violations[0]}" if violations else "")
-            )
-        record = IterationRecord(
-            iteration_id=iteration_id,
-            started_at=started,
-            ended_at=now,
-            gap=gap,
-            outcome=outcome,
-            failure_category=category,
-            reason=cap_line(reason),
-            evidence=tuple(cap_lines(violations)),
-            touched_files=tuple(touched),
-            diff=stat,
-            base=base,
-            commit=landed or None,
-            checkout_changes=tuple(cap_lines(changes)),
-            task_kind=plan.task_kind.value if plan is not None else "",
-            plan=plan,
-        )
-        ctx.store.append(record)
         notes.append(f"recorded {iteration_id} as {record.outcome.value} ({record.reason})")
     elif violations:
         halt.halt(
@@ -278,6 +232,55 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     if claimed and (ctx.paths.inbox / claimed).exists():
         notes.append(f"put inbox/{claimed} back in the queue")
     return notes
+
+
+def _unrecorded(
+    ctx: Context,
+    journal: dict[str, Any],
+    iteration_id: str,
+    plan: IterationPlan | None,
+    violations: list[str],
+    changes: list[str],
+) -> Recovered:
+    """What is known of the iteration: landed (SUCCESS) or not (ABORTED), from the journal."""
+    base = str(journal.get("base", ""))
+    landed = _landed(ctx, journal)
+    stage = str(journal.get("stage", ""))
+    category = FailureCategory.SANDBOX_VIOLATION if violations else None
+    touched: list[str] = []
+    stat = DiffStat()
+    if landed:
+        touched, stat = _diff(ctx, base, landed)
+        ending = Ending(
+            IterationOutcome.SUCCESS,
+            category,
+            f"landed as {landed[:12]} after verification; the daemon was killed before it "
+            "wrote this record (recovered at the next start)",
+            evidence=violations,
+            commit=landed,
+        )
+    else:
+        ending = Ending(
+            IterationOutcome.ABORTED,
+            category,
+            f"the daemon was killed during this iteration (stage: {stage or 'unknown'}); "
+            "its work was discarded"
+            + (f"; during the agent run: {violations[0]}" if violations else ""),
+            evidence=violations,
+        )
+    return Recovered(
+        iteration_id=iteration_id,
+        started=_time(journal.get("started_at")) or datetime.now(UTC),
+        gap=GapRef(
+            key=str(journal.get("gap", "unknown")), category=GapCategory.QUALITY, source="unknown"
+        ),
+        plan=plan,
+        ending=ending,
+        base=base,
+        touched=touched,
+        diff=stat,
+        changes=changes,
+    )
 
 
 FREE_BACKENDS = ("ruff-fix", "none")

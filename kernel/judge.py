@@ -1,0 +1,397 @@
+"""Judging the agent's work: the candidate tree built from its files, repaired, guarded and
+verified on a fresh export. The Verdict is Passed (the tree to land), a Retry, or an Ending."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from domain import (
+    CheckName,
+    DiffStat,
+    FailureCategory,
+    IterationOutcome,
+    Measurement,
+    Tool,
+)
+from kernel import faults, guard, testmap, trees
+from kernel.agentrun import watched
+from kernel.analysis import Baseline, config_key, measure_cached
+from kernel.context import Context
+from kernel.exports import Export
+from kernel.globs import protected_patterns
+from kernel.incremental import tree_delta
+from kernel.iteration import Ending, Iteration, Phase, mono
+from kernel.measure import run_pytest
+from kernel.pytest_run import failed_ids
+from kernel.repair import repair
+from kernel.selfcheck import selfcheck
+from kernel.testmap import Selection
+from kernel.verify import (
+    Verification,
+    affected_first,
+    first_suspects,
+    gap_tests_first,
+    verify,
+)
+
+STEADY_RUNS = 3
+"""Runs in a row, each a fresh process, that the gap's own tests must pass before landing."""
+
+
+def _diffstat(candidate: trees.Candidate) -> DiffStat:
+    changes = candidate.changes
+    return DiffStat(
+        files=len(changes),
+        insertions=candidate.inserted,
+        deletions=candidate.deleted,
+        new_files=sum(1 for c in changes if c.status == "A"),
+    )
+
+
+NO_ROUND = (FailureCategory.SANDBOX_VIOLATION, FailureCategory.BUDGET_EXCEEDED)
+"""Refusals no repair round follows."""
+FEEDBACK_CHARS = 6000
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A refused change the agent gets another round for, with the evidence to act on."""
+
+    category: FailureCategory | None
+    reason: str
+    feedback: str
+
+
+def _feedback(
+    category: FailureCategory | None,
+    reason: str,
+    evidence: Sequence[str],
+    verification: Verification | None,
+) -> str:
+    """What the agent is told in a repair round: the refusal, failed criteria, new findings
+    and the failing tests' output, capped."""
+    name = category.value if category is not None else "refused"
+    lines = [f"{name}: {reason}"]
+    if evidence:
+        lines += ["", "Evidence:", *(f"- {e}" for e in evidence[:20])]
+    if verification is not None:
+        failed = [v for v in verification.verdicts if not v.passed]
+        if failed:
+            lines += ["", "Failed criteria:"]
+            lines += [f"- {v.text or v.check.value}: {v.evidence}"[:500] for v in failed]
+        shown = [d for d in verification.failures if d.rule != "failed" or not d.detail][:20]
+        if shown:
+            lines += ["", "New findings:"]
+            lines += [
+                f"- {d.file}:{d.line}: {d.rule}: {d.message}"[:300] if d.file else f"- {d.message}"
+                for d in shown
+            ]
+        tests = [d for d in verification.failures if d.node_id and d.detail][:3]
+        for d in tests:
+            lines += ["", f"Output of {d.node_id}:", d.detail[-2000:]]
+    return "\n".join(lines)[:FEEDBACK_CHARS]
+
+
+@dataclass(frozen=True)
+class Passed:
+    """A candidate the kernel verified: the tree to land, in the kernel's own object store."""
+
+    verification: Verification
+    tree: str
+    store: trees.ObjectStore
+
+
+Verdict = Passed | Retry | Ending
+"""What judging returns: land it, give the agent another round, or the iteration ends."""
+
+
+class Judge:
+    """Judges the agent's work; it never touches the user's checkout."""
+
+    def __init__(self, ctx: Context, phase: Phase) -> None:
+        self.ctx = ctx
+        self.phase = phase
+
+    def judge(self, it: Iteration, baseline: Baseline, *, retry: bool = False) -> Verdict:
+        """Build the candidate tree from the worktree's files, guard it and verify it on a
+        fresh export.
+
+        With `retry`, a refusal the agent can act on (anything but a sandbox violation) is
+        returned as a Retry: the agent gets a repair round.
+        """
+        ctx = self.ctx
+        self.phase("inspecting", "")
+        t0 = mono()
+        # the agent's processes are gone: from here on the kernel works with a tree id only
+        store = trees.ObjectStore(
+            ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects"
+        )
+        candidate = trees.build_candidate(
+            ctx.paths.root,
+            it.worktree,
+            it.base,
+            store,
+            leave_out=baseline.written,
+            max_file_bytes=ctx.config.guard.max_file_bytes,
+        )
+        faults.fault("inspect")
+        _took(it, candidate)
+        if candidate.oversized:
+            it.timed("inspect", t0)
+            return self._oversized(it, candidate, retry)
+        if not candidate.changes:
+            it.timed("inspect", t0)
+            return Ending(
+                IterationOutcome.NO_CHANGE, None, "the agent said it was done but changed nothing"
+            )
+        place = Export(ctx.paths.root, ctx.paths.exports, candidate.tree, "candidate", store)
+        try:
+            judged = self._repaired_and_guarded(it, baseline, candidate, place, store, retry, t0)
+            if not isinstance(judged, Verification):
+                return judged
+        finally:
+            place.close()
+        late = watched(ctx, it)
+        if late:
+            it.integrity_evidence += late
+            return Ending(
+                IterationOutcome.ROLLBACK,
+                FailureCategory.SANDBOX_VIOLATION,
+                f"during verification: {late[0]}",
+                evidence=late,
+            )
+        if not judged.passed:
+            return _refused(retry, judged.category, judged.reason, judged.evidence, judged)
+        return Passed(judged, place.tree, store)
+
+    def _oversized(self, it: Iteration, candidate: trees.Candidate, retry: bool) -> Verdict:
+        limit = self.ctx.config.guard.max_file_bytes
+        evidence = [
+            f"GROWTH_LIMIT: {path}: {size} bytes; [guard] max_file_bytes is {limit}"
+            for path, size in candidate.oversized
+        ]
+        it.touched = sorted({*it.touched, *(p for p, _ in candidate.oversized)})
+        return _refused(retry, FailureCategory.GROWTH_LIMIT, evidence[0], evidence)
+
+    def _repaired_and_guarded(
+        self,
+        it: Iteration,
+        baseline: Baseline,
+        candidate: trees.Candidate,
+        place: Export,
+        store: trees.ObjectStore,
+        retry: bool,
+        t0: float,
+    ) -> Verification | Verdict:
+        """The kernel's repairs, then the guard, then verification (the export stays open)."""
+        ctx = self.ctx
+        root = ctx.paths.root
+        fixed = repair(
+            root,
+            store,
+            candidate.tree,
+            place(),
+            [c.path for c in candidate.changes if c.status != "D"],
+            baseline.measurements,
+            baseline.gate,
+            ctx.config.quality.tool_timeout_s,
+        )
+        if fixed.notes:
+            # the export already holds the repaired bytes: it is the repaired tree's export
+            candidate = trees.rediff(root, it.base, candidate, fixed.tree, store)
+            place.tree = fixed.tree
+            it.repairs += fixed.notes
+            it.repaired = fixed.files
+            _took(it, candidate)
+            if not candidate.changes:
+                return Ending(
+                    IterationOutcome.NO_CHANGE,
+                    None,
+                    "the kernel's repairs (ruff's fixes, ruff format) undid every change",
+                )
+        findings = guard.inspect_changes(
+            place(),
+            it.base,
+            candidate.changes,
+            it.plan,
+            protected_patterns(ctx.config.guard.protected),
+            candidate.inserted,
+            candidate.deleted,
+            ctx.config.guard,
+            repo=root,
+        )
+        findings += [
+            guard.Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
+            for link, why in trees.unsafe_links(root, candidate.tree, store)
+        ]
+        it.timed("inspect", t0)
+        if findings:
+            category = guard.worst(findings)
+            return _refused(retry, category, str(findings[0]), [str(f) for f in findings])
+        self.phase("verifying", "")
+        it.note(stage="verifying")
+        faults.fault("verification")
+        t1 = mono()
+        verification = self.verify(it, baseline, place)
+        it.timed("verify", t1)
+        return verification
+
+    def verify(self, it: Iteration, baseline: Baseline, place: Export) -> Verification:
+        """Measure the candidate's export with the baseline's gate and compare."""
+        ctx = self.ctx
+        root = ctx.paths.root
+        work = ctx.paths.runs / "pytest"
+        timeout = ctx.config.quality.tool_timeout_s
+        nodes = sorted({a for c in it.plan.criteria if c.check == CheckName.PYTEST for a in c.args})
+        selection = self._affected(it, baseline, place)
+        argv = [*nodes, *(a for a in selection.argv() if a not in nodes)] if selection else nodes
+        passed_first = False
+        if argv:
+            # the gap's own tests and the tests that ran a changed file first: a candidate
+            # that breaks one is refused in seconds, not after the whole suite
+            first = run_pytest(place(), ctx.target, work, timeout, argv)
+            early = gap_tests_first(it.plan, first)
+            if early is None:
+                early = self._confirmed(first, baseline, place)
+            if early is not None:
+                return early
+            passed_first = (
+                bool(nodes)
+                and first.ran
+                and all(n in first.collected for n in nodes)
+                and not failed_ids(first) & set(nodes)
+            )
+        after, _ = measure_cached(
+            ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
+        )
+
+        def rerun(nodes: Sequence[str]) -> tuple[set[str], set[str]]:
+            base = Export(root, ctx.paths.exports, baseline.tree, "rerun-base")
+            try:
+                before = run_pytest(base(), ctx.target, work, timeout, nodes)
+                again = run_pytest(place(), ctx.target, work, timeout, nodes)
+            finally:
+                base.close()
+            return failed_ids(before), failed_ids(again)
+
+        def boot() -> tuple[bool, str]:
+            return selfcheck(place(), ctx.paths.state / "selfcheck.log", ctx.target.jail)
+
+        wants_boot = any(c.check == CheckName.SELFCHECK for c in it.plan.criteria)
+        verification = verify(
+            it.plan,
+            baseline.measurements,
+            after,
+            it.touched,
+            place(),
+            rerun=rerun,
+            selfcheck=boot if wants_boot else None,
+        )
+        flipped = [v for v in verification.verdicts if v.check == CheckName.PYTEST and not v.passed]
+        if passed_first and flipped and not verification.passed:
+            # the gap's tests passed on their own and failed in the suite: the same tree flips
+            verification.category = FailureCategory.FLAKY_TEST
+            verification.evidence.insert(
+                0,
+                f"flaky: the gap's tests passed in their own run, then failed: {flipped[0].evidence}",
+            )
+            verification.reason = verification.evidence[0]
+        if verification.passed:
+            verification = self._steady(it, place, verification)
+        return verification
+
+    def _affected(self, it: Iteration, baseline: Baseline, place: Export) -> Selection | None:
+        """The tests that ran a file the candidate changes, by the test map (None: no map)."""
+        ctx = self.ctx
+        if not ctx.config.analysis.test_map:
+            return None
+        found = testmap.load(ctx.paths.state, config_key(ctx, baseline.gate))
+        if found is None:
+            return None
+        changed = set(it.touched)
+        if found.tree != baseline.tree:  # an older map: what changed since counts too
+            older = tree_delta(ctx.paths.root, found.tree, baseline.tree)
+            if older is None:
+                return None
+            changed |= {*older.changed, *older.deleted}
+        tree = place()
+        gone = sorted(p for p in changed if not (tree / p).exists())
+        return testmap.select(found, sorted(changed - set(gone)), gone, strict=False)
+
+    def _confirmed(
+        self, first: Measurement, baseline: Baseline, place: Export
+    ) -> Verification | None:
+        """Refuse on the first pass's new failures once they are confirmed (see affected_first)."""
+        suspects = first_suspects(first, baseline.measurements.get(Tool.PYTEST))
+        if not suspects:
+            return None
+        ctx = self.ctx
+        work = ctx.paths.runs / "pytest"
+        timeout = ctx.config.quality.tool_timeout_s
+        base = Export(ctx.paths.root, ctx.paths.exports, baseline.tree, "first-base")
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                on_base = pool.submit(run_pytest, base(), ctx.target, work, timeout, suspects)
+                again = pool.submit(run_pytest, place(), ctx.target, work, timeout, suspects)
+                return affected_first(first, suspects, on_base.result(), again.result())
+        finally:
+            base.close()
+
+    def _steady(self, it: Iteration, place: Export, verification: Verification) -> Verification:
+        """The gap's own tests pass three times in a row, each in a fresh process."""
+        nodes = sorted(
+            {d.node_id for d in it.plan.gap.evidence if d.node_id and d.rule in ("failed", "error")}
+        )
+        if not nodes:
+            return verification
+        ctx = self.ctx
+        for run in range(1, STEADY_RUNS + 1):
+            m = run_pytest(
+                place(),
+                ctx.target,
+                ctx.paths.runs / "pytest",
+                ctx.config.quality.tool_timeout_s,
+                nodes,
+            )
+            failing = failed_ids(m)
+            missing = [n for n in nodes if n not in m.collected]
+            if not m.ran or failing or missing:
+                what = ", ".join(sorted(failing) or missing) or m.error[:200]
+                return Verification(
+                    passed=False,
+                    category=FailureCategory.FLAKY_TEST,
+                    reason=f"the gap's tests did not pass {STEADY_RUNS} runs in a row (run {run}: {what})",
+                    verdicts=verification.verdicts,
+                    evidence=[*verification.evidence, f"run {run} of {STEADY_RUNS}: {what}"],
+                )
+        verification.evidence.append(
+            f"the gap's {len(nodes)} test(s) passed {STEADY_RUNS} more runs in fresh processes"
+        )
+        return verification
+
+
+def _took(it: Iteration, candidate: trees.Candidate) -> None:
+    """Note what the candidate changes (the record's touched files and diff)."""
+    it.touched = [c.path for c in candidate.changes]
+    it.diff = _diffstat(candidate)
+
+
+def _refused(
+    retry: bool,
+    category: FailureCategory | None,
+    reason: str,
+    evidence: Sequence[str],
+    verification: Verification | None = None,
+) -> Retry | Ending:
+    """ROLLBACK, or a repair round when one is left and the agent can act on the refusal."""
+    if retry and category not in NO_ROUND:
+        return Retry(category, reason, _feedback(category, reason, evidence, verification))
+    return Ending(
+        IterationOutcome.ROLLBACK,
+        category,
+        reason,
+        evidence=evidence if verification is None else (),
+        verification=verification,
+    )

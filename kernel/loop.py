@@ -1,0 +1,463 @@
+"""One pass of the loop: analyse, plan, clamp, run the agent, judge, land, record.
+
+Each phase returns a value; the iteration ends in an Ending, and `Loop.run` records it in one
+place. The user's checkout is only ever touched by `git merge --ff-only` (and by moving inbox
+files); all work happens in a worktree under <git-common-dir>/seed/wt/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from domain import (
+    AgentContext,
+    GapReport,
+    IterationOutcome,
+    IterationPlan,
+    IterationRecord,
+    ProjectState,
+    RunSpec,
+)
+from kernel import faults, gitops, halt, jails, landing, watch
+from kernel.agentrun import AgentRunner
+from kernel.analysis import Baseline, analyse
+from kernel.clamp import clamp_plan
+from kernel.context import Backend, Context
+from kernel.errors import HostError, Interrupted
+from kernel.fsutil import plain_file
+from kernel.globs import protected_patterns
+from kernel.iteration import Ending, Iteration, Phase, mono, noop_phase
+from kernel.journal import Journal
+from kernel.judge import Judge, Passed
+from kernel.measure import ruff_binary
+from kernel.modhost import reload_after_landing
+from kernel.quarantine import hold, waiting
+from kernel.recording import QUARANTINED, WAITING, Recorder, round_of
+from kernel.store import RecordStore
+
+Analysed = Callable[[GapReport, Mapping[str, str]], None]
+"""Called after each analysis with the ranking and the gaps passed over (status shows them)."""
+
+UNSANDBOXED = ("ruff-fix", "none")
+"""Backends that run no repository code and no model: they need no sandbox."""
+
+
+@dataclass
+class _Ranked:
+    """What planning works from: the baseline, the gaps left to plan, the history judged."""
+
+    baseline: Baseline
+    report: GapReport
+    history: list[IterationRecord]
+    passed_over: dict[str, str]
+    """Gap keys not offered to the planner, and why (quarantined, waiting for an agent)."""
+    backend: Backend
+    analyse_s: float
+
+
+class Loop:
+    """Runs one iteration of the loop for a context."""
+
+    def __init__(
+        self, ctx: Context, phase: Phase = noop_phase, analysed: Analysed | None = None
+    ) -> None:
+        self.ctx = ctx
+        self.phase = phase
+        self.analysed = analysed
+        self.recorder = Recorder(ctx)
+        self.records: list[IterationRecord] = []
+        """What this pass recorded, in order."""
+        self.current: Iteration | None = None
+        """The iteration under way (recorded as ABORTED if the pass is cut short)."""
+
+    def run(self, *, execute: bool = True, single: bool = False) -> list[IterationRecord]:
+        """Analyse, then plan and run gaps until one runs an agent or none is left.
+
+        Returns the records written (WAITING ones, then at most one that ran an agent).
+        `single` (`once`): one record at most; gaps no agent can take are passed over in the
+        log, and recorded as WAITING only when none can run.
+        """
+        if self._disk_full():
+            return []
+        prepared = self.prepare()
+        if prepared is None:
+            self.ctx.log("the repository has no commits yet: nothing to analyse")
+            return []
+        head, worktree = prepared
+        faults.fault("prepare")
+        journal = Journal(self.ctx.paths.running)
+        self.records, self.current = [], None
+        try:
+            self._iterate(head, worktree, journal, execute=execute, single=single)
+            return self.records
+        except Interrupted:
+            self._abort("interrupted (Ctrl-C or SIGTERM); the work was discarded")
+            raise
+        except Exception as exc:
+            if self.current is not None and self.current.journal is not None:
+                # the loop carries on after an error: the iteration must not vanish unrecorded
+                with contextlib.suppress(Exception):
+                    self._abort(
+                        f"the iteration stopped on an error; its work was discarded: {type(exc).__name__}: {exc}"[
+                            :1000
+                        ]
+                    )
+            raise
+        finally:
+            self._clean_up(worktree, journal)
+
+    def _iterate(
+        self, head: str, worktree: Path, journal: Journal, *, execute: bool, single: bool
+    ) -> None:
+        """Plan gaps in turn; the first that an agent can take runs, is judged and recorded."""
+        ctx = self.ctx
+        began = watch.take(ctx.paths.root, ctx.target.python)
+        now = datetime.now(UTC).replace(microsecond=0)
+        ranked = self._analyse(worktree, head, now)
+        blocker = gitops.land_blocker(ctx.paths.root)
+        hstate = halt.read_halt(ctx.paths.history)
+        sequence = ctx.store.next_sequence()
+        unrecorded: list[tuple[Iteration, Ending]] = []
+        while True:
+            self.phase("planning", "")
+            t0 = mono()
+            held = tuple(sorted(k for k, why in ranked.passed_over.items() if why == QUARANTINED))
+            state = self.project_state(
+                now, sequence, worktree, head, blocker, ranked.backend, hstate, held
+            )
+            plan = self._plan(ranked, state, f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}")
+            if plan is None:
+                if unrecorded and not self.records:
+                    self._record(*unrecorded[0])
+                return
+            it = Iteration(plan, head, datetime.now(UTC), ranked.backend, worktree)
+            it.durations = {"analyse": round(ranked.analyse_s, 3), "plan": round(mono() - t0, 3)}
+            it.sandboxed, it.watch = jails.active(ctx.config.guard), began
+            self.current = it
+            name, why = self._route(it, blocker, hstate, execute)
+            spec = None
+            if not why and name != "none":
+                spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree))
+                why = "" if spec is not None else f"{name} cannot take this gap"
+            if spec is None:
+                self._wait(it, why or f"backend {name} only writes plans", unrecorded, single)
+                sequence += 0 if single else 1
+                ranked.report = _without(ranked.report, plan.gap.key)
+                continue
+            it.backend = Backend(name, ranked.backend.reason, ranked.backend.sources)
+            it.journal = journal
+            journal.begin(
+                plan, ctx.paths.runs / plan.iteration_id / "plan.json", head, worktree, name
+            )
+            faults.fault("plan")
+            record = self._record(it, self._rounds(it, spec, ranked.baseline, name))
+            if record.outcome == IterationOutcome.SUCCESS:
+                self.phase("reloading modules", "")
+                reload_after_landing(ctx, record.touched_files)
+            return
+
+    def _disk_full(self) -> bool:
+        """Halt when the disk where the kernel works is nearly full (nothing can be judged)."""
+        ctx = self.ctx
+        free = _free_mb(ctx.paths.state)
+        if free >= ctx.config.guard.min_free_mb or halt.read_halt(ctx.paths.history).halted:
+            return False
+        reason = f"the disk is full: {free} MB free where the kernel works ({ctx.paths.state}); free some space, then `python seed.py resume`"
+        ctx.log(reason)
+        halt.halt(ctx.store, reason, "DISK_FULL")
+        return True
+
+    def _analyse(self, worktree: Path, head: str, now: datetime) -> _Ranked:
+        """Measure HEAD, rank the gaps, and pass over the quarantined and the waiting ones."""
+        ctx = self.ctx
+        self.phase("analysing", "")
+        t0 = mono()
+        baseline = analyse(ctx, worktree, head, now)
+        history = planning_history(ctx.store, baseline.report)
+        held = hold(ctx, baseline.report, history, head)
+        analyse_s = mono() - t0
+        faults.fault("analysis")
+        backend = ctx.backend()
+        parked = waiting(baseline.report, history, backend.name)
+        passed_over = {k: WAITING for k in parked} | {k: QUARANTINED for k in held}
+        self.recorder.note_baseline(baseline.report, passed_over)
+        if self.analysed is not None:
+            self.analysed(baseline.report, passed_over)
+        report = baseline.report.model_copy(
+            update={
+                "gaps": tuple(g for g in baseline.report.gaps if g.key not in passed_over),
+                "skipped": tuple(sorted(set(baseline.report.skipped) | set(passed_over))),
+            }
+        )
+        return _Ranked(
+            baseline, report, for_planner(history, report), passed_over, backend, analyse_s
+        )
+
+    def _plan(self, ranked: _Ranked, state: ProjectState, expected: str) -> IterationPlan | None:
+        """The planner's plan, checked against what the kernel allocated, and clamped."""
+        plan = self.ctx.host.plan(ranked.report, ranked.history, state)
+        if plan is None:
+            return None
+        if plan.iteration_id != expected:
+            raise HostError(
+                f"planner returned id {plan.iteration_id}, the kernel allocated {expected}"
+            )
+        if plan.gap.key not in {g.key for g in ranked.report.gaps}:
+            raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report")
+        return clamp_plan(
+            plan,
+            self.ctx.config,
+            protected_patterns(self.ctx.config.guard.protected),
+            self.ctx.paths.selfhost,
+            ranked.baseline.gate.adoption.tools,
+        )
+
+    def _route(
+        self, it: Iteration, blocker: str, hstate: halt.HaltState, execute: bool
+    ) -> tuple[str, str]:
+        """The backend for this plan, and why it cannot run now ('' when it can)."""
+        name, spec_reason = self.choose(it.plan, it.backend)
+        unjailed = "" if name in UNSANDBOXED else jails.why_not(self.ctx.config.guard)
+        why_not = (
+            spec_reason
+            or unjailed
+            or (f"cannot land: {blocker}" if blocker else "")
+            or (f"halted: {hstate.reason}" if hstate.halted else "")
+            or ("" if execute else "plan only")
+        )
+        return name, why_not
+
+    def _wait(
+        self, it: Iteration, why: str, unrecorded: list[tuple[Iteration, Ending]], single: bool
+    ) -> None:
+        """A plan nobody can carry out now: recorded as WAITING (in `once`, only if none runs)."""
+        ending = Ending(IterationOutcome.WAITING, None, f"waiting for an agent: {why}")
+        if single:
+            unrecorded.append((it, ending))
+            self.ctx.log(f"passed over {it.plan.gap.key}: {why}")
+        else:
+            self._record(it, ending)
+        self.current = None
+
+    def _record(self, it: Iteration, ending: Ending) -> IterationRecord:
+        """The one place an iteration's record is written."""
+        record = self.recorder.finish(it, ending)
+        self.records.append(record)
+        return record
+
+    def _abort(self, reason: str) -> None:
+        """Record the iteration under way as ABORTED, if it has a plan and no record yet."""
+        it = self.current
+        if it is not None and not it.recorded:
+            self._record(it, it.aborted(reason))
+
+    def _clean_up(self, worktree: Path, journal: Journal) -> None:
+        """Remove the worktree, its branch and the agent's home; end the journal."""
+        it = self.current
+        if it is not None and it.recorded:
+            faults.fault("cleanup")
+        self.phase("cleaning up", "")
+        if it is not None and it.branch and not it.branch.startswith("seed/kept/"):
+            with contextlib.suppress(gitops.GitError):
+                gitops.worktree_remove(self.ctx.paths.root, worktree)
+                gitops.delete_branch(self.ctx.paths.root, it.branch)
+        self.discard(worktree)
+        if it is not None:
+            shutil.rmtree(self.ctx.paths.homes / it.plan.iteration_id, ignore_errors=True)
+        journal.end()
+
+    def _rounds(self, it: Iteration, spec: RunSpec, baseline: Baseline, name: str) -> Ending:
+        """The agent's run, then up to [agent] repair_rounds more in the same worktree while
+        the kernel refuses the change; the Ending is the last round's."""
+        ctx = self.ctx
+        runner = AgentRunner(ctx, self.phase)
+        judge = Judge(ctx, self.phase)
+        # ruff-fix is deterministic: another round would do the same again
+        left = 0 if name in UNSANDBOXED else ctx.config.agent.repair_rounds
+        while True:
+            used = it.agent
+            it.round_start = (used.tokens_used, used.cost_usd) if used else (0, 0.0)
+            it.resumed = spec.resumes
+            ended = runner.execute(it, spec)
+            if ended is not None:
+                return ended
+            verdict = judge.judge(it, baseline, retry=left > 0 and _room(it))
+            if isinstance(verdict, Passed):
+                return landing.land(ctx, self.phase, it, baseline, verdict, judge.verify)
+            if isinstance(verdict, Ending):
+                return verdict
+            left -= 1
+            it.rounds.append(
+                round_of(it, IterationOutcome.ROLLBACK, verdict.category, verdict.reason)
+            )
+            ctx.log(
+                f"{it.plan.iteration_id}: round {len(it.rounds)} refused "
+                f"({verdict.category.value if verdict.category else 'refused'}); "
+                f"the agent gets round {len(it.rounds) + 1}"
+            )
+            for path, data in it.repaired.items():  # the kernel's repairs carry over
+                if plain_file(it.worktree, path):
+                    (it.worktree / path).write_bytes(data)
+            it.repaired = {}
+            context = self.agent_context(it.worktree).model_copy(
+                update={
+                    "round": len(it.rounds) + 1,
+                    "resume": it.session,
+                    "feedback": verdict.feedback,
+                }
+            )
+            following = ctx.host.agent_spec(name, it.plan, context)
+            if following is None:
+                return Ending(
+                    IterationOutcome.ROLLBACK,
+                    verdict.category,
+                    f"{verdict.reason} (no repair round: {name} gave no run for it)",
+                )
+            spec = following
+
+    def prepare(self) -> tuple[str, Path] | None:
+        """A fresh worktree at HEAD, or None when the repository has no commits."""
+        head = gitops.head(self.ctx.paths.root)
+        if head is None:
+            return None
+        name = f"wt-{os.getpid()}-{datetime.now(UTC):%Y%m%d%H%M%S%f}"
+        path = self.ctx.paths.worktrees / name
+        gitops.worktree_add(self.ctx.paths.root, path, head)
+        return head, path
+
+    def discard(self, worktree: Path) -> None:
+        """Remove a worktree and what the kernel kept for it (never anything in the user's
+        checkout): its gate folder and its private object folders."""
+        gitops.worktree_remove(self.ctx.paths.root, worktree)
+        paths = self.ctx.paths
+        for folder in (paths.gate, paths.objects):
+            shutil.rmtree(folder / worktree.name, ignore_errors=True)
+        shutil.rmtree(paths.objects / f"{worktree.name}-agent", ignore_errors=True)
+
+    def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:
+        """The backend for this plan: the planner's route if it names one, else the one in use."""
+        if plan.route and plan.route in ("ruff-fix", "none"):
+            return plan.route, ""
+        if "*" in backend.sources or plan.gap.source in backend.sources:
+            return backend.name, ""
+        if backend.fallback:
+            return (
+                backend.fallback,
+                f"{backend.name} cannot take {plan.gap.source} gaps and no agent is installed",
+            )
+        return "none", f"{backend.name} cannot take {plan.gap.source} gaps"
+
+    def project_state(
+        self,
+        now: datetime,
+        sequence: int,
+        worktree: Path,
+        head: str,
+        blocker: str,
+        backend: Backend,
+        hstate: halt.HaltState,
+        quarantined: tuple[str, ...],
+    ) -> ProjectState:
+        """What the planner may know besides the gaps."""
+        ctx = self.ctx
+        return ProjectState(
+            now=now,
+            next_sequence=sequence,
+            root_name=ctx.paths.root.name,
+            worktree=str(worktree),
+            branch=gitops.current_branch(ctx.paths.root),
+            head=head,
+            can_land=not blocker,
+            land_blocker=blocker,
+            backend=backend.name,
+            backend_reason=backend.reason,
+            backend_sources=backend.sources,
+            halted=hstate.halted,
+            halt_reason=hstate.reason,
+            quarantined=quarantined,
+            fingerprint=ctx.store.fingerprint,
+            tallies=tuple(ctx.store.tallies()),
+            protected=protected_patterns(ctx.config.guard.protected),
+            pyright_strict=ctx.target.strict,
+            selfhost=ctx.paths.selfhost,
+        )
+
+    def agent_context(self, worktree: Path) -> AgentContext:
+        """What adapters may know."""
+        agent = self.ctx.config.agent
+        return AgentContext(
+            worktree=str(worktree),
+            seed_home=str(self.ctx.paths.seed_home),
+            python=sys.executable,
+            ruff=ruff_binary(),
+            command=tuple(agent.command),
+            model=agent.model,
+            options={
+                "max_turns": agent.max_turns,
+                "allowed_tools": list(agent.allowed_tools),
+                "api_base": agent.api_base,
+                "extra_args": list(agent.extra_args),
+                "sandboxed": jails.active(self.ctx.config.guard),
+            },
+        )
+
+
+def _without(report: GapReport, key: str) -> GapReport:
+    return report.model_copy(update={"gaps": tuple(g for g in report.gaps if g.key != key)})
+
+
+def _room(it: Iteration) -> bool:
+    """Whether the iteration's budget leaves room for another round (rounds share it)."""
+    used, budget = it.agent, it.plan.budget
+    if used is None:
+        return True
+    spent_tokens = budget.max_tokens and used.tokens_used >= budget.max_tokens
+    spent_cost = budget.max_cost_usd and used.cost_usd >= budget.max_cost_usd
+    return not (spent_tokens or spent_cost)
+
+
+RECENT_RECORDS = 50
+"""Latest records read for every plan (halts and reports look at these)."""
+PER_GAP_RECORDS = 5
+"""Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""
+
+
+def planning_history(store: RecordStore, report: GapReport) -> list[IterationRecord]:
+    """What quarantine and the planner judge: the latest records and each reported gap's latest,
+    as briefs (no plan) read from the index, never a scan of records.jsonl; oldest first."""
+    keys = [g.key for g in report.gaps]
+    return _merge(
+        store.recent(RECENT_RECORDS, brief=True),
+        store.for_gaps(keys, per_gap=PER_GAP_RECORDS, brief=True),
+    )
+
+
+def for_planner(history: Sequence[IterationRecord], report: GapReport) -> list[IterationRecord]:
+    """The records the planner needs: those of the gaps it may plan, and the latest ones
+    (history's tail, as planning_history reads it); a held-back gap's older records stay out."""
+    keys = {g.key for g in report.gaps}
+    tail = len(history) - RECENT_RECORDS
+    return [r for i, r in enumerate(history) if i >= tail or r.gap.key in keys]
+
+
+def _merge(a: Sequence[IterationRecord], b: Sequence[IterationRecord]) -> list[IterationRecord]:
+    seen: dict[str, IterationRecord] = {}
+    for record in (*a, *b):
+        seen[record.iteration_id] = record
+    return sorted(seen.values(), key=lambda r: (r.started_at, r.iteration_id))
+
+
+def _free_mb(path: Path) -> int:
+    """Free disk where the kernel works (MiB); very large when it cannot be told."""
+    probe = path if path.exists() else path.parent
+    try:
+        return shutil.disk_usage(probe).free // (1024 * 1024)
+    except OSError:
+        return 1 << 40
