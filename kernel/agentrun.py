@@ -190,21 +190,7 @@ class AgentRunner:
         )
         snapshot = checkout.begin(it.plan.iteration_id)
         if it.sandboxed:
-            argv = jails.agent_argv(
-                argv,
-                paths=ctx.paths,
-                guard=ctx.config.guard,
-                writable=(
-                    it.worktree,
-                    gitops.git_dir(it.worktree),
-                    files.run_dir,
-                    self._objects(it),
-                ),
-                readonly=(files.prompt, files.plan),
-                home=self._home(it.plan.iteration_id),
-                home_binds=spec.home,
-                cwd=it.worktree,
-            )
+            argv = self._jailed(it, spec, argv, files)
         # journalled: if the daemon dies during the run, the next start counts this much spent
         it.note(stage="agent", reserve_usd=reserve, sandboxed=it.sandboxed)
         try:
@@ -231,6 +217,20 @@ class AgentRunner:
                     f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
                 )
         return completed
+
+    def _jailed(self, it: Iteration, spec: RunSpec, argv: list[str], files: _Files) -> list[str]:
+        """The argv run in the sandbox: only the worktree, its git folder, the run's folder and
+        the agent's object folder writable."""
+        return jails.agent_argv(
+            argv,
+            paths=self.ctx.paths,
+            guard=self.ctx.config.guard,
+            writable=(it.worktree, gitops.git_dir(it.worktree), files.run_dir, self._objects(it)),
+            readonly=(files.prompt, files.plan),
+            home=self._home(it.plan.iteration_id),
+            home_binds=spec.home,
+            cwd=it.worktree,
+        )
 
     def _timeout(self, it: Iteration) -> float:
         return min(it.plan.budget.timeout_s, self.ctx.config.agent.timeout_s)

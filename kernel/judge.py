@@ -188,29 +188,10 @@ class Judge:
         """The kernel's repairs, then the guard, then verification (the export stays open)."""
         ctx = self.ctx
         root = ctx.paths.root
-        fixed = repair(
-            root,
-            store,
-            candidate.tree,
-            place(),
-            [c.path for c in candidate.changes if c.status != "D"],
-            baseline.measurements,
-            baseline.gate,
-            ctx.config.quality.tool_timeout_s,
-        )
-        if fixed.notes:
-            # the export already holds the repaired bytes: it is the repaired tree's export
-            candidate = trees.rediff(root, it.base, candidate, fixed.tree, store)
-            place.tree = fixed.tree
-            it.repairs += fixed.notes
-            it.repaired = fixed.files
-            _took(it, candidate)
-            if not candidate.changes:
-                return Ending(
-                    IterationOutcome.NO_CHANGE,
-                    None,
-                    "the kernel's repairs (ruff's fixes, ruff format) undid every change",
-                )
+        repaired = self._repair(it, baseline, candidate, place, store)
+        if isinstance(repaired, Ending):
+            return repaired
+        candidate = repaired
         findings = guard.inspect_changes(
             place(),
             it.base,
@@ -237,6 +218,42 @@ class Judge:
         verification = self.verify(it, baseline, place)
         it.timed("verify", t1)
         return verification
+
+    def _repair(
+        self,
+        it: Iteration,
+        baseline: Baseline,
+        candidate: trees.Candidate,
+        place: Export,
+        store: trees.ObjectStore,
+    ) -> trees.Candidate | Ending:
+        """The candidate after the kernel's fixers (ruff's fixes, ruff format), on the export."""
+        root = self.ctx.paths.root
+        fixed = repair(
+            root,
+            store,
+            candidate.tree,
+            place(),
+            [c.path for c in candidate.changes if c.status != "D"],
+            baseline.measurements,
+            baseline.gate,
+            self.ctx.config.quality.tool_timeout_s,
+        )
+        if not fixed.notes:
+            return candidate
+        # the export already holds the repaired bytes: it is the repaired tree's export
+        candidate = trees.rediff(root, it.base, candidate, fixed.tree, store)
+        place.tree = fixed.tree
+        it.repairs += fixed.notes
+        it.repaired = fixed.files
+        _took(it, candidate)
+        if not candidate.changes:
+            return Ending(
+                IterationOutcome.NO_CHANGE,
+                None,
+                "the kernel's repairs (ruff's fixes, ruff format) undid every change",
+            )
+        return candidate
 
     def verify(self, it: Iteration, baseline: Baseline, place: Export) -> Verification:
         """Measure the candidate's export with the baseline's gate and compare."""
@@ -289,15 +306,8 @@ class Judge:
             rerun=rerun,
             selfcheck=boot if wants_boot else None,
         )
-        flipped = [v for v in verification.verdicts if v.check == CheckName.PYTEST and not v.passed]
-        if passed_first and flipped and not verification.passed:
-            # the gap's tests passed on their own and failed in the suite: the same tree flips
-            verification.category = FailureCategory.FLAKY_TEST
-            verification.evidence.insert(
-                0,
-                f"flaky: the gap's tests passed in their own run, then failed: {flipped[0].evidence}",
-            )
-            verification.reason = verification.evidence[0]
+        if passed_first:
+            _flipped(verification)
         if verification.passed:
             verification = self._steady(it, place, verification)
         return verification
@@ -370,6 +380,17 @@ class Judge:
             f"the gap's {len(nodes)} test(s) passed {STEADY_RUNS} more runs in fresh processes"
         )
         return verification
+
+
+def _flipped(verification: Verification) -> None:
+    """The gap's tests passed on their own and failed in the suite: the same tree flips."""
+    flipped = [v for v in verification.verdicts if v.check == CheckName.PYTEST and not v.passed]
+    if flipped and not verification.passed:
+        verification.category = FailureCategory.FLAKY_TEST
+        verification.evidence.insert(
+            0, f"flaky: the gap's tests passed in their own run, then failed: {flipped[0].evidence}"
+        )
+        verification.reason = verification.evidence[0]
 
 
 def _took(it: Iteration, candidate: trees.Candidate) -> None:

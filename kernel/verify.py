@@ -268,6 +268,72 @@ def _python_files(args: Sequence[str], touched: Sequence[str]) -> list[str]:
     return [f for f in (args or touched) if f.endswith(".py")]
 
 
+_TOOL_OF_CHECK = {
+    CheckName.RUFF: Tool.RUFF,
+    CheckName.RUFF_FORMAT: Tool.RUFF_FORMAT,
+    CheckName.PYRIGHT: Tool.PYRIGHT,
+}
+_CATEGORY_OF_CHECK = {
+    CheckName.SELFCHECK: FailureCategory.IMPORT_ERROR,
+    CheckName.RUFF: FailureCategory.LINT_ERROR,
+    CheckName.RUFF_FORMAT: FailureCategory.LINT_ERROR,
+    CheckName.PYRIGHT: FailureCategory.TYPE_ERROR,
+    CheckName.PY_COMPILE: FailureCategory.COMPILATION_ERROR,
+    CheckName.PYTEST: FailureCategory.TEST_REGRESSION,
+    CheckName.PYTEST_ALL: FailureCategory.TEST_REGRESSION,
+}
+"""The category of a failed criterion (a gap-closed criterion's depends on the gap)."""
+
+
+def _tool_check(
+    tool: Tool, files: set[str], baseline: Measurements, after: Measurements
+) -> tuple[bool, str]:
+    before_m, after_m = baseline.get(tool), after.get(tool)
+    if after_m is None:
+        return False, f"{tool.value} was not measured"
+    if not after_m.ran:
+        return False, f"{tool.value} could not run: {after_m.error[:200]}"
+    fresh = [d for d in new_findings(before_m, after_m) if d.file in files]
+    if fresh:
+        return False, describe(fresh[0]) + (f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else "")
+    return True, f"no new {tool.value} finding in {len(files)} file(s)"
+
+
+def _pytest_check(nodes: Sequence[str], pytest: Measurement | None) -> tuple[bool, str]:
+    if pytest is None or not pytest.ran:
+        return False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
+    failing = failed_ids(pytest)
+    for node in nodes:
+        if node not in pytest.collected:
+            return False, f"{node} was not collected"
+        if node in failing:
+            return False, next((describe(d) for d in pytest.diagnostics if d.node_id == node), node)
+    return True, f"{len(nodes)} test(s) pass"
+
+
+def _suite_check(
+    before: Measurement | None, pytest: Measurement | None, excused: frozenset[str]
+) -> tuple[bool, str]:
+    if pytest is None or not pytest.ran:
+        return False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
+    fresh = [d for d in new_findings(before, pytest) if d.node_id not in excused]
+    if fresh:
+        return False, describe(fresh[0])
+    return True, f"{len(pytest.collected)} tests collected, no new failure"
+
+
+def _compile_check(names: Sequence[str], tree: Path) -> tuple[bool, str]:
+    for name in names:
+        path = tree / name
+        if not path.exists():
+            continue
+        try:
+            compile(path.read_bytes(), name, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            return False, f"{name}: {exc}"
+    return True, "touched files compile"
+
+
 def check_criterion(
     criterion: AcceptanceCriterion,
     plan: IterationPlan,
@@ -279,78 +345,97 @@ def check_criterion(
     excused: frozenset[str] = frozenset(),
 ) -> CriterionVerdict:
     """The verdict on one criterion, from measurements the kernel made itself."""
+    check = criterion.check
+    if check in _TOOL_OF_CHECK:
+        files = set(_python_files(criterion.args, touched))
+        passed, evidence = _tool_check(_TOOL_OF_CHECK[check], files, baseline, after)
+    elif check == CheckName.PYTEST:
+        passed, evidence = _pytest_check(criterion.args, after.get(Tool.PYTEST))
+    elif check == CheckName.PYTEST_ALL:
+        passed, evidence = _suite_check(baseline.get(Tool.PYTEST), after.get(Tool.PYTEST), excused)
+    elif check == CheckName.PY_COMPILE:
+        passed, evidence = _compile_check(_python_files(criterion.args, touched), tree)
+    elif check == CheckName.SELFCHECK:
+        passed, evidence = (
+            (False, "the boot self-check is not available for this target")
+            if selfcheck is None
+            else selfcheck()
+        )
+    else:
+        passed, evidence = gap_closed(plan.gap, baseline, after, touched, plan.task_kind)
+    return CriterionVerdict(
+        check=check, args=criterion.args, text=criterion.text, passed=passed, evidence=evidence
+    )
 
-    def verdict(passed: bool, evidence: str) -> CriterionVerdict:
-        return CriterionVerdict(
-            check=criterion.check,
-            args=criterion.args,
-            text=criterion.text,
-            passed=passed,
-            evidence=evidence,
+
+@dataclass
+class _Judged:
+    """What verification found so far: categories, evidence, and notes said last."""
+
+    result: Verification = field(default_factory=lambda: Verification(passed=True))
+    categories: list[FailureCategory] = field(default_factory=list[FailureCategory])
+    notes: list[str] = field(default_factory=list[str])
+    """Said after everything else, so a note never becomes the reason."""
+    excused: set[str] = field(default_factory=set[str])
+    """Pre-existing or flaky tests: judged by the re-run, not as regressions."""
+
+
+def _rerun_suspects(judged: _Judged, fresh: list[Diagnostic], rerun: Rerun) -> list[Diagnostic]:
+    """New test failures re-run on both trees: pre-existing and flaky ones are taken out."""
+    suspects = sorted({d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id})
+    if not suspects:
+        return fresh
+    failed_before, failed_after = rerun(suspects)
+    # failing on the baseline too: pre-existing, not the change's (and not flaky)
+    earlier = {n for n in suspects if n in failed_before}
+    flaky = {n for n in suspects if n not in earlier and n not in failed_after}
+    judged.excused |= earlier | flaky  # judged here: the suite's criterion leaves them
+    judged.notes += [f"pre-existing: {n} fails on the baseline too" for n in sorted(earlier)]
+    if flaky:
+        judged.categories.append(FailureCategory.FLAKY_TEST)
+        judged.result.evidence += [
+            f"flaky: {n} (failed, then passed on a re-run of the same tree)" for n in sorted(flaky)
+        ]
+    return [d for d in fresh if d.node_id not in flaky | earlier]
+
+
+def _lost(judged: _Judged, before: Measurement, after: Measurement) -> None:
+    """Tests collected on the baseline that are gone after the change."""
+    lost = lost_tests(before.collected, after.collected)
+    if lost.count:
+        judged.categories.append(FailureCategory.HYGIENE_VIOLATION)
+        judged.result.evidence.append(
+            f"{lost.count} test(s) collected on the baseline are gone: " + ", ".join(lost.names[:5])
+        )
+    if lost.unstable:
+        judged.notes.append(
+            "test ids that change between runs, compared by their number of cases: "
+            + ", ".join(lost.unstable[:5])
+            + (f" (+{len(lost.unstable) - 5} more)" if len(lost.unstable) > 5 else "")
         )
 
-    check = criterion.check
-    if check in (CheckName.RUFF, CheckName.RUFF_FORMAT, CheckName.PYRIGHT):
-        tool = {
-            CheckName.RUFF: Tool.RUFF,
-            CheckName.RUFF_FORMAT: Tool.RUFF_FORMAT,
-            CheckName.PYRIGHT: Tool.PYRIGHT,
-        }[check]
-        files = set(_python_files(criterion.args, touched))
-        before_m, after_m = baseline.get(tool), after.get(tool)
-        if after_m is None:
-            return verdict(False, f"{tool.value} was not measured")
-        if not after_m.ran:
-            return verdict(False, f"{tool.value} could not run: {after_m.error[:200]}")
-        fresh = [d for d in new_findings(before_m, after_m) if d.file in files]
-        if fresh:
-            return verdict(
-                False, describe(fresh[0]) + (f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else "")
+
+def _ratchet(
+    judged: _Judged, baseline: Measurements, after: Measurements, rerun: Rerun | None
+) -> None:
+    """Nothing that ran stops running, nothing new is found, no test is lost."""
+    result = judged.result
+    for m in after.items:
+        before = baseline.get(m.tool)
+        if before is not None and before.ran and not m.ran:
+            judged.categories.append(_not_running_category(m))
+            result.evidence.append(
+                f"{m.tool.value} ran on the baseline but not after the change: {m.error[:300]}"
             )
-        return verdict(True, f"no new {tool.value} finding in {len(files)} file(s)")
-    if check == CheckName.PYTEST:
-        pytest = after.get(Tool.PYTEST)
-        if pytest is None or not pytest.ran:
-            return verdict(
-                False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
-            )
-        failing = failed_ids(pytest)
-        for node in criterion.args:
-            if node not in pytest.collected:
-                return verdict(False, f"{node} was not collected")
-            if node in failing:
-                message = next((describe(d) for d in pytest.diagnostics if d.node_id == node), node)
-                return verdict(False, message)
-        return verdict(True, f"{len(criterion.args)} test(s) pass")
-    if check == CheckName.PYTEST_ALL:
-        pytest = after.get(Tool.PYTEST)
-        if pytest is None or not pytest.ran:
-            return verdict(
-                False, "pytest did not run" + (f": {pytest.error[:200]}" if pytest else "")
-            )
-        fresh = [
-            d for d in new_findings(baseline.get(Tool.PYTEST), pytest) if d.node_id not in excused
-        ]
-        if fresh:
-            return verdict(False, describe(fresh[0]))
-        return verdict(True, f"{len(pytest.collected)} tests collected, no new failure")
-    if check == CheckName.PY_COMPILE:
-        for name in _python_files(criterion.args, touched):
-            path = tree / name
-            if not path.exists():
-                continue
-            try:
-                compile(path.read_bytes(), name, "exec", dont_inherit=True)
-            except (SyntaxError, ValueError) as exc:
-                return verdict(False, f"{name}: {exc}")
-        return verdict(True, "touched files compile")
-    if check == CheckName.SELFCHECK:
-        if selfcheck is None:
-            return verdict(False, "the boot self-check is not available for this target")
-        ok, evidence = selfcheck()
-        return verdict(ok, evidence)
-    closed, evidence = gap_closed(plan.gap, baseline, after, touched, plan.task_kind)
-    return verdict(closed, evidence)
+        fresh = new_findings(before, m)
+        if m.tool == Tool.PYTEST and rerun is not None:
+            fresh = _rerun_suspects(judged, fresh, rerun)
+        for d in fresh:
+            judged.categories.append(_category(d))
+            result.failures.append(d)
+            result.evidence.append(describe(d))
+        if m.tool == Tool.PYTEST and before is not None and before.ran and m.ran:
+            _lost(judged, before, m)
 
 
 def verify(
@@ -363,79 +448,25 @@ def verify(
     selfcheck: Callable[[], tuple[bool, str]] | None = None,
 ) -> Verification:
     """The ratchet, then every criterion; the first failing category decides."""
-    result = Verification(passed=True)
-    categories: list[FailureCategory] = []
-    notes: list[str] = []  # said after everything else, so a note never becomes the reason
-    excused: set[str] = set()  # pre-existing or flaky: judged by the re-run, not as regressions
-    for m in after.items:
-        before = baseline.get(m.tool)
-        if before is not None and before.ran and not m.ran:
-            categories.append(_not_running_category(m))
-            result.evidence.append(
-                f"{m.tool.value} ran on the baseline but not after the change: {m.error[:300]}"
-            )
-        fresh = new_findings(before, m)
-        if m.tool == Tool.PYTEST and rerun is not None:
-            suspects = sorted(
-                {d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id}
-            )
-            if suspects:
-                failed_before, failed_after = rerun(suspects)
-                # failing on the baseline too: pre-existing, not the change's (and not flaky)
-                earlier = {n for n in suspects if n in failed_before}
-                flaky = {n for n in suspects if n not in earlier and n not in failed_after}
-                excused |= earlier | flaky  # judged here: the suite's criterion leaves them
-                notes += [f"pre-existing: {n} fails on the baseline too" for n in sorted(earlier)]
-                if flaky:
-                    categories.append(FailureCategory.FLAKY_TEST)
-                    result.evidence += [
-                        f"flaky: {n} (failed, then passed on a re-run of the same tree)"
-                        for n in sorted(flaky)
-                    ]
-                fresh = [d for d in fresh if d.node_id not in flaky | earlier]
-        for d in fresh:
-            categories.append(_category(d))
-            result.failures.append(d)
-            result.evidence.append(describe(d))
-        if m.tool == Tool.PYTEST and before is not None and before.ran and m.ran:
-            lost = lost_tests(before.collected, m.collected)
-            if lost.count:
-                categories.append(FailureCategory.HYGIENE_VIOLATION)
-                result.evidence.append(
-                    f"{lost.count} test(s) collected on the baseline are gone: "
-                    + ", ".join(lost.names[:5])
-                )
-            if lost.unstable:
-                notes.append(
-                    "test ids that change between runs, compared by their number of cases: "
-                    + ", ".join(lost.unstable[:5])
-                    + (f" (+{len(lost.unstable) - 5} more)" if len(lost.unstable) > 5 else "")
-                )
+    judged = _Judged()
+    result = judged.result
+    _ratchet(judged, baseline, after, rerun)
     for criterion in plan.criteria:
         verdict = check_criterion(
-            criterion, plan, baseline, after, touched, tree, selfcheck, frozenset(excused)
+            criterion, plan, baseline, after, touched, tree, selfcheck, frozenset(judged.excused)
         )
         result.verdicts.append(verdict)
         if not verdict.passed:
             result.evidence.append(
                 f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}"
             )
-            if criterion.check == CheckName.SELFCHECK:
-                categories.append(FailureCategory.IMPORT_ERROR)
-            elif criterion.check in (CheckName.RUFF, CheckName.RUFF_FORMAT):
-                categories.append(FailureCategory.LINT_ERROR)
-            elif criterion.check == CheckName.PYRIGHT:
-                categories.append(FailureCategory.TYPE_ERROR)
-            elif criterion.check == CheckName.PY_COMPILE:
-                categories.append(FailureCategory.COMPILATION_ERROR)
-            elif criterion.check in (CheckName.PYTEST, CheckName.PYTEST_ALL):
-                categories.append(FailureCategory.TEST_REGRESSION)
-            else:
-                categories.append(_unclosed_category(plan.gap))
-    result.evidence += notes
-    if categories:
+            judged.categories.append(
+                _CATEGORY_OF_CHECK.get(criterion.check) or _unclosed_category(plan.gap)
+            )
+    result.evidence += judged.notes
+    if judged.categories:
         result.passed = False
-        result.category = next(c for c in _PRIORITY if c in categories)
+        result.category = next(c for c in _PRIORITY if c in judged.categories)
         result.reason = result.evidence[0] if result.evidence else result.category.value
     else:
         result.reason = "every criterion passed and nothing new broke"
