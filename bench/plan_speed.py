@@ -42,10 +42,10 @@ from domain import (
     Tool,
     gap_ref,
 )
-from kernel.quarantine import quarantined, waiting
 from kernel.host import ModuleHost
 from kernel.loop import for_planner, planning_history
 from kernel.paths import SEED_HOME
+from kernel.quarantine import quarantined, waiting
 from kernel.store import RecordStore
 from modules.planner.fsport import WorktreeFS
 from modules.planner.planner import make_plan

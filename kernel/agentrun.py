@@ -17,7 +17,7 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs, watch
+from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs
 from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
@@ -369,21 +369,7 @@ def check_checkout(ctx: Context, it: Iteration, checkout: Checkout, snapshot: Sn
     it.note(stage="checked")
     it.checkout_changes = found.changes
     it.integrity_evidence = [*found.violations, *found.problems]
-    it.integrity_evidence += watched(ctx, it)
-
-
-def watched(ctx: Context, it: Iteration) -> list[str]:
-    """SANDBOX_VIOLATION evidence from the watch since the iteration began; an interpreter
-    change the sandbox rules out for the agent is listed as the person's instead."""
-    if it.watch is None:
-        return []
-    settings, files = watch.compare(it.watch, ctx.paths.root, ctx.target.python)
-    if it.sandboxed:
-        it.checkout_changes += [
-            f"interpreter: {f} (by a person: the sandbox keeps it read-only)" for f in files
-        ]
-        return settings
-    return [*settings, *(f"interpreter start-up file {f}" for f in files)]
+    it.integrity_evidence += it.watched(ctx.paths.root, ctx.target.python)
 
 
 def _plus(before: AgentReport | None, run: AgentReport) -> AgentReport:

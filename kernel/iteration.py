@@ -16,6 +16,7 @@ from domain import (
     IterationOutcome,
     IterationPlan,
 )
+from kernel import watch
 from kernel.context import Backend
 from kernel.journal import Journal
 from kernel.verify import Verification
@@ -107,6 +108,19 @@ class Iteration:
         """Journal facts about the iteration (stage, pgid, commit...)."""
         if self.journal is not None:
             self.journal.update(**values)
+
+    def watched(self, root: Path, python: str) -> list[str]:
+        """SANDBOX_VIOLATION evidence from the watch since the iteration began; an interpreter
+        change the sandbox rules out for the agent is listed as the person's instead."""
+        if self.watch is None:
+            return []
+        settings, files = watch.compare(self.watch, root, python)
+        if self.sandboxed:
+            self.checkout_changes += [
+                f"interpreter: {f} (by a person: the sandbox keeps it read-only)" for f in files
+            ]
+            return settings
+        return [*settings, *(f"interpreter start-up file {f}" for f in files)]
 
     def timed(self, name: str, started: float) -> None:
         """Add the time since started to one phase's duration."""

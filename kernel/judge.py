@@ -16,7 +16,6 @@ from domain import (
     Tool,
 )
 from kernel import faults, guard, testmap, trees
-from kernel.agentrun import watched
 from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.context import Context
 from kernel.exports import Export
@@ -153,7 +152,7 @@ class Judge:
                 return judged
         finally:
             place.close()
-        late = watched(ctx, it)
+        late = it.watched(ctx.paths.root, ctx.target.python)
         if late:
             it.integrity_evidence += late
             return Ending(

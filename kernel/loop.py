@@ -38,7 +38,7 @@ from kernel.journal import Journal
 from kernel.judge import Judge, Passed
 from kernel.measure import ruff_binary
 from kernel.modhost import reload_after_landing
-from kernel.quarantine import hold, waiting
+from kernel.quarantine import apply_quarantine, waiting
 from kernel.recording import QUARANTINED, WAITING, Recorder, round_of
 from kernel.store import RecordStore
 
@@ -128,9 +128,11 @@ class Loop:
         while True:
             self.phase("planning", "")
             t0 = mono()
-            held = tuple(sorted(k for k, why in ranked.passed_over.items() if why == QUARANTINED))
+            quarantined = tuple(
+                sorted(k for k, why in ranked.passed_over.items() if why == QUARANTINED)
+            )
             state = self.project_state(
-                now, sequence, worktree, head, blocker, ranked.backend, hstate, held
+                now, sequence, worktree, head, blocker, ranked.backend, hstate, quarantined
             )
             plan = self._plan(ranked, state, f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}")
             if plan is None:
@@ -181,12 +183,12 @@ class Loop:
         t0 = mono()
         baseline = analyse(ctx, worktree, head, now)
         history = planning_history(ctx.store, baseline.report)
-        held = hold(ctx, baseline.report, history, head)
+        quarantined = apply_quarantine(ctx, baseline.report, history, head)
         analyse_s = mono() - t0
         faults.fault("analysis")
         backend = ctx.backend()
-        parked = waiting(baseline.report, history, backend.name)
-        passed_over = {k: WAITING for k in parked} | {k: QUARANTINED for k in held}
+        waits = waiting(baseline.report, history, backend.name)
+        passed_over = {k: WAITING for k in waits} | {k: QUARANTINED for k in quarantined}
         self.recorder.note_baseline(baseline.report, passed_over)
         if self.analysed is not None:
             self.analysed(baseline.report, passed_over)
@@ -441,7 +443,7 @@ def planning_history(store: RecordStore, report: GapReport) -> list[IterationRec
 
 def for_planner(history: Sequence[IterationRecord], report: GapReport) -> list[IterationRecord]:
     """The records the planner needs: those of the gaps it may plan, and the latest ones
-    (history's tail, as planning_history reads it); a held-back gap's older records stay out."""
+    (history's tail, as planning_history reads it); a passed-over gap's older records stay out."""
     keys = {g.key for g in report.gaps}
     tail = len(history) - RECENT_RECORDS
     return [r for i, r in enumerate(history) if i >= tail or r.gap.key in keys]

@@ -157,7 +157,7 @@ def publish_quarantine(ctx: Context, reasons: dict[str, str]) -> None:
         ctx.store.event("quarantine_lifted", f"{key} is no longer quarantined", gap=key)
 
 
-def hold(
+def apply_quarantine(
     ctx: Context, report: GapReport, history: Sequence[IterationRecord], head: str
 ) -> dict[str, str]:
     """The quarantine of this analysis: judged, kept in quarantine.json, said in the log, and

@@ -211,7 +211,7 @@ class Recorder:
             return  # already released (a restarted daemon finishing a record)
         history = ctx.store.for_gaps([record.gap.key], per_gap=20)
         failures = sum(1 for r in history if r.outcome in FAILED_OUTCOMES)
-        held = (
+        quarantined = (
             quarantine_reason(record.plan.gap, history)
             if record.plan is not None and record.outcome in FAILED_OUTCOMES
             else ""
@@ -220,7 +220,11 @@ class Recorder:
             name,
             record.outcome.value,
             record.reason
-            + (f"\n\nQuarantined: {held}. Drop the task again to retry it." if held else ""),
+            + (
+                f"\n\nQuarantined: {quarantined}. Drop the task again to retry it."
+                if quarantined
+                else ""
+            ),
             [
                 (
                     r.iteration_id,
@@ -233,7 +237,7 @@ class Recorder:
         )
         if record.outcome == IterationOutcome.SUCCESS:
             inbox.release(ctx.paths.inbox, name, "done", text)
-        elif held or (record.outcome in FAILED_OUTCOMES and failures >= 3):
+        elif quarantined or (record.outcome in FAILED_OUTCOMES and failures >= 3):
             inbox.release(ctx.paths.inbox, name, "failed", text)
         else:
             inbox.release(ctx.paths.inbox, name, "")

@@ -18,10 +18,10 @@ from domain import (
     Tool,
     gap_ref,
 )
-from kernel.quarantine import quarantined
-from kernel.signature import gap_signature
 from kernel.briefs import BRIEF_DETAIL_CHARS, BRIEF_FAILURES, brief_of
 from kernel.loop import for_planner, planning_history
+from kernel.quarantine import quarantined
+from kernel.signature import gap_signature
 from kernel.store import RecordStore
 from modules.planner.fsport import MemoryFS
 from modules.planner.planner import make_plan
