@@ -1,0 +1,164 @@
+"""The kernel's shape: lines, files, the audit core, the longest functions, import cycles.
+
+Run: `.venv/bin/python bench/kernel_shape.py [REPO]` (issue 18's before and after figures).
+The audit core is the files kernel/README.md marks "audit core". With `--check` it exits 1
+when the kernel has an import cycle or its floor plan (kernel/README.md) misses a file or
+names one that is gone; tests/unit/test_layout.py runs that.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+FUNCTION_MAX = 60
+"""Lines a kernel function should stay within."""
+_ENTRY = re.compile(r"^- `(?P<file>[\w/.]+\.py)`")
+_CORE = re.compile(r"^- `(?P<file>[\w/.]+\.py)`.*\(audit core\)")
+
+
+def kernel_files(repo: Path) -> list[Path]:
+    """Every Python file of the kernel (its pytest plugin too)."""
+    return sorted(p for p in (repo / "kernel").rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def module_name(repo: Path, path: Path) -> str:
+    """kernel/x/y.py -> kernel.x.y (a package's __init__ is the package)."""
+    parts = path.relative_to(repo).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(repo: Path, path: Path, known: set[str]) -> set[str]:
+    """The kernel modules a file imports, at any depth (function-level imports count)."""
+    found: set[str] = set()
+    package = module_name(repo, path).rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                ).strip(".")
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}
+    return {m for m in found if m in known}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group: list[str] = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def import_graph(repo: Path) -> dict[str, set[str]]:
+    """Kernel module -> the kernel modules it imports (itself left out)."""
+    files = kernel_files(repo)
+    known = {module_name(repo, p) for p in files}
+    return {module_name(repo, p): imports(repo, p, known) - {module_name(repo, p)} for p in files}
+
+
+def functions(repo: Path) -> list[tuple[int, str]]:
+    """(lines, where) of every kernel function, longest first."""
+    out: list[tuple[int, str]] = []
+    for path in kernel_files(repo):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                where = f"{path.relative_to(repo)}:{node.lineno} {node.name}"
+                out.append((node.end_lineno - node.lineno + 1, where))
+    return sorted(out, reverse=True)
+
+
+def floor_plan(repo: Path) -> list[str]:
+    """The files kernel/README.md gives a line to (paths relative to kernel/)."""
+    readme = repo / "kernel" / "README.md"
+    if not readme.exists():
+        return []
+    found = (_ENTRY.match(line) for line in readme.read_text(encoding="utf-8").splitlines())
+    return [m.group("file") for m in found if m]
+
+
+def problems(repo: Path) -> list[str]:
+    """Import cycles, and kernel files the floor plan misses or names wrongly."""
+    out = [f"import cycle: {' <-> '.join(c)}" for c in cycles(import_graph(repo))]
+    listed = set(floor_plan(repo))
+    present = {str(p.relative_to(repo / "kernel")) for p in kernel_files(repo)}
+    out += [f"kernel/{f} has no line in kernel/README.md" for f in sorted(present - listed)]
+    out += [
+        f"kernel/README.md names kernel/{f}, which is not there" for f in sorted(listed - present)
+    ]
+    return out
+
+
+def core_files(repo: Path) -> list[str]:
+    """The files kernel/README.md marks as the audit core."""
+    readme = repo / "kernel" / "README.md"
+    if not readme.exists():
+        return []
+    lines = readme.read_text(encoding="utf-8").splitlines()
+    return [m.group("file") for m in map(_CORE.match, lines) if m]
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def main(argv: list[str]) -> int:
+    """Print the shape of the kernel of the repository given (default: this one)."""
+    check = "--check" in argv
+    args = [a for a in argv[1:] if a != "--check"]
+    repo = Path(args[0] if args else Path(__file__).resolve().parent.parent)
+    if check:
+        found = problems(repo)
+        for line in found:
+            print(line)
+        return 1 if found else 0
+    files = kernel_files(repo)
+    total = sum(_lines(p) for p in files)
+    print(f"kernel: {len(files)} files, {total} lines")
+    core = core_files(repo)
+    if core:
+        size = sum(_lines(repo / "kernel" / f) for f in core)
+        print(f"audit core: {len(core)} files, {size} lines ({', '.join(core)})")
+    longest = functions(repo)
+    over = [f for f in longest if f[0] > FUNCTION_MAX]
+    print(f"functions over {FUNCTION_MAX} lines: {len(over)}")
+    for length, where in longest[:10]:
+        print(f"  {length:4d}  {where}")
+    found = cycles(import_graph(repo))
+    print("import cycles: " + ("; ".join(" <-> ".join(c) for c in found) if found else "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
