@@ -6,7 +6,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,10 +15,11 @@ from kernel import gitops, jails
 from kernel.config import Config, load_config
 from kernel.errors import ConfigError
 from kernel.fsutil import append_line
-from kernel.host import ModuleHost
+from kernel.host import BootNeeds, ModuleHost, boot, reload_after_landing
 from kernel.measure import Target, resolve_python, ruff_binary
 from kernel.paths import Paths, discover
 from kernel.resident import ResidentPyright
+from kernel.selfcheck import selfcheck
 from kernel.store import RecordStore
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
@@ -90,14 +91,19 @@ class Context:
         if not self.quiet:
             log_line(self.paths, message)
 
+    def _boot_needs(self) -> BootNeeds:
+        return BootNeeds(self.paths, self.store, self.log, selfcheck)
+
     def start_host(self) -> None:
         """Start the module host if it is not running."""
         if not self.host.running:
-            from kernel.modhost import boot  # modhost builds on Context
-
-            message = boot(self, record=self.daemon)
+            message = boot(self.host, self._boot_needs(), record=self.daemon)
             if self.daemon:
                 self.log(message)
+
+    def reload_host(self, touched: Sequence[str]) -> str:
+        """Restart the module host after a landed change to seed's own modules or domain."""
+        return reload_after_landing(self.host, self._boot_needs(), touched)
 
     def backend(self) -> Backend:
         """The configured backend, or the first installed one for "auto" (with the reason)."""

@@ -1,7 +1,12 @@
-"""The kernel's side of the module host: start `python -m modules`, talk JSON lines, validate.
+"""The module host's life: start `python -m modules` (the module server), talk JSON lines,
+validate every answer, boot with the self-check, reload after a landed module change, and
+fall back to the last commit whose modules passed the self-check.
 
 Improvable code never runs in the kernel's process. Every answer is validated against the
 domain models before the kernel uses it; a host that dies or answers nonsense is a HostError.
+The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
+runs the modules from a worktree of it under <git-common-dir>/seed/last-good. The kernel
+itself never falls back: it is protected and only people change it.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import selectors
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -32,12 +38,19 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import procs
+from kernel import gitops, procs
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
+from kernel.fsutil import atomic_write_text
+from kernel.paths import Paths
+from kernel.store import RecordStore
 from kernel.toolenv import Jail
 
 M = TypeVar("M", bound=BaseModel)
+
+LAST_GOOD_REF = "refs/seed/last-good"
+RELOAD_PATHS = ("modules/", "domain/")
+"""A landed change under these paths reloads the module host (when seed works on itself)."""
 
 _ENV_KEEP = (
     "PATH",
@@ -59,6 +72,147 @@ class AgentInfo:
     name: str
     executable: str
     sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BootNeeds:
+    """What the host's boot needs from the command that runs it (the host never imports Context)."""
+
+    paths: Paths
+    store: RecordStore
+    log: Callable[[str], None]
+    selfcheck: Callable[[Path, Path], tuple[bool, str]]
+    """kernel.selfcheck.selfcheck, passed in: the self-check starts hosts of its own."""
+
+
+def _seed_repo(home: Path) -> Path | None:
+    result = gitops.git(home, "rev-parse", "--show-toplevel", check=False)
+    return Path(result.text().strip()).resolve() if result.ok else None
+
+
+def _code_is_committed(repo: Path) -> bool:
+    """Whether modules/ and domain/ in seed's checkout are exactly HEAD's (so HEAD is what was checked)."""
+    status = gitops.git(repo, "status", "--porcelain", "--", "modules", "domain", check=False)
+    return status.ok and not status.text().strip()
+
+
+def _fallback_dir(repo: Path) -> Path:
+    return gitops.common_dir(repo) / "seed" / "last-good"
+
+
+def _start(host: ModuleHost, needs: BootNeeds, code_dir: Path, check: bool) -> tuple[bool, str]:
+    """Start a host from code_dir (after its self-check when check is set); (ok, why not)."""
+    evidence = "started"
+    if check:
+        ok, evidence = needs.selfcheck(code_dir, needs.paths.state / "selfcheck.log")
+        if not ok:
+            return False, f"self-check failed: {evidence}"
+    fresh = ModuleHost(code_dir, needs.paths.state / "host.log")
+    try:
+        fresh.start()
+    except HostError as exc:
+        return False, str(exc)
+    host.adopt(fresh)
+    return True, evidence
+
+
+def boot(host: ModuleHost, needs: BootNeeds, *, record: bool = True) -> str:
+    """Start the module host from seed's own code, or from the last good commit if that fails.
+
+    Returns what happened, for the log. record=False (read-only commands) skips the
+    self-check and leaves no event, inbox item or ref behind.
+    """
+    home = needs.paths.seed_home
+    ok, why = _start(host, needs, home, check=record)
+    repo = _seed_repo(home)
+    if ok:
+        if record and repo is not None and _code_is_committed(repo):
+            head = gitops.head(repo)
+            if head:
+                gitops.git(repo, "update-ref", LAST_GOOD_REF, head)
+        _drop_fallback_worktree(repo)
+        return f"modules loaded from {home} ({why})"
+    if repo is None:
+        raise HostError(
+            f"the modules in {home} do not load and there is no git history to fall back to: {why}"
+        )
+    return _fall_back(host, needs, repo, why, record)
+
+
+def _fall_back(host: ModuleHost, needs: BootNeeds, repo: Path, why: str, record: bool) -> str:
+    """Start the modules of refs/seed/last-good (recording the fallback when record is set)."""
+    home = needs.paths.seed_home
+    good = gitops.git(
+        repo, "rev-parse", "--verify", "--quiet", f"{LAST_GOOD_REF}^{{commit}}", check=False
+    )
+    if not good.ok:
+        raise HostError(
+            f"the modules in {home} do not load and no commit has passed the self-check yet: {why}"
+        )
+    commit = good.text().strip()
+    where = _fallback_dir(repo)
+    if not (where / ".git").exists() or gitops.head(where) != commit:
+        gitops.worktree_remove(repo, where)
+        gitops.worktree_add(repo, where, commit)
+    started, fallback_why = _start(host, needs, where, check=False)
+    if not started:
+        raise HostError(
+            f"the modules in {home} do not load ({why}), nor do those of {commit[:12]}: {fallback_why}"
+        )
+    head = gitops.head(repo) or "HEAD"
+    message = (
+        f"the modules at {head[:12]} do not load ({why}); running the modules of {commit[:12]}"
+    )
+    if record:
+        needs.store.event("module_fallback", message, reason=why, last_good=commit)
+        _report_breakage(needs, repo, why, commit)
+    return message
+
+
+def _drop_fallback_worktree(repo: Path | None) -> None:
+    if repo is None:
+        return
+    where = _fallback_dir(repo)
+    if where.exists():
+        with contextlib.suppress(gitops.GitError):
+            gitops.worktree_remove(repo, where)
+
+
+def _report_breakage(needs: BootNeeds, repo: Path, why: str, last_good: str) -> None:
+    """Drop an inbox item that describes the breakage, so the loop repairs it (once per HEAD)."""
+    head = gitops.head(repo) or "unknown"
+    name = f"module-fallback-{head[:12]}.md"
+    inbox = needs.paths.inbox
+    if any((inbox / folder / name).exists() for folder in ("", ".active", "done", "failed")):
+        return
+    text = (
+        "+++\n"
+        f'title = "Repair the modules: they fail to load at {head[:12]}"\n'
+        'priority = "critical"\n'
+        "+++\n"
+        f"The module host could not start from the modules at commit {head} "
+        f"(self-check or import failure), so the daemon runs the modules of the last good commit {last_good} "
+        f"instead.\n\nWhat failed:\n\n    {why}\n\n"
+        "Find the change since the last good commit that breaks loading and fix it; "
+        "`python seed.py selfcheck` must pass.\n"
+    )
+    inbox.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(inbox / name, text)
+    needs.log(f"dropped inbox/{name} describing the module breakage ({datetime.now(UTC):%H:%M:%S})")
+
+
+def needs_reload(paths: Paths, touched: Sequence[str]) -> bool:
+    """A landed change that touched modules/ or domain/ of seed itself."""
+    return paths.selfhost and any(path.startswith(RELOAD_PATHS) for path in touched)
+
+
+def reload_after_landing(host: ModuleHost, needs: BootNeeds, touched: Sequence[str]) -> str:
+    """Restart the host so the landed modules run (falling back if they do not load)."""
+    if not needs_reload(needs.paths, touched):
+        return ""
+    message = boot(host, needs)
+    needs.log(f"reloaded the module host after a landed module change: {message}")
+    return message
 
 
 class ModuleHost:
@@ -147,6 +301,14 @@ class ModuleHost:
                 with contextlib.suppress(OSError):
                     stream.close()
         procs.forget_known(proc.pid)
+
+    def adopt(self, other: ModuleHost) -> None:
+        """Take over other's running process (a host started from other code), ending this one's."""
+        self.stop()
+        self.code_dir, self.jail, self.log_path = other.code_dir, other.jail, other.log_path
+        self.timeout_s, self.hello = other.timeout_s, other.hello
+        self._proc, self._buffer, self._next_id = other._proc, other._buffer, other._next_id
+        other._proc = None
 
     def _read(self, timeout_s: float) -> dict[str, Any]:
         proc = self._proc

@@ -35,7 +35,6 @@ from kernel.globs import protected_patterns
 from kernel.journal import Journal
 from kernel.landing import Lander
 from kernel.measure import ruff_binary
-from kernel.modhost import reload_after_landing
 from kernel.quarantine import publish_quarantine, quarantine, tree_digest
 from kernel.recording import QUARANTINED, WAITING, Recorder, round_of
 from kernel.store import RecordStore
@@ -206,7 +205,7 @@ class Iteration:
                 records_written.append(record)
                 if record.outcome == IterationOutcome.SUCCESS:
                     self.phase("reloading modules", "")
-                    reload_after_landing(ctx, record.touched_files)
+                    ctx.reload_host(record.touched_files)
                 return records_written
         except Interrupted:
             if attempt is not None and not attempt.recorded:

@@ -1,4 +1,6 @@
-"""The module host: loads modules, checks them against the kernel's contracts, serves requests.
+"""The module server: loads modules, checks them against the kernel's contracts, serves requests.
+
+It is the process the kernel's module host (kernel/host.py) starts with `python -m modules`.
 
 One JSON object per line on stdin: {"id": n, "method": "...", "params": {...}}; one per
 line on stdout: {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error":
@@ -102,7 +104,7 @@ def load(kind: str, target: str) -> Any:
     return obj
 
 
-class Host:
+class Server:
     """The loaded modules and the request handlers."""
 
     def __init__(self) -> None:
@@ -212,15 +214,15 @@ def serve(stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     # modules must never write to the protocol stream by accident
     sys.stdout = sys.stderr
     try:
-        host = Host()
+        server = Server()
     except Exception as exc:
         _reply(
             out, {"id": 0, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
         )
         traceback.print_exc(file=sys.stderr)
         return 1
-    handlers = host.handlers()
-    _reply(out, {"id": 0, "ok": True, "result": host.hello({})})
+    handlers = server.handlers()
+    _reply(out, {"id": 0, "ok": True, "result": server.hello({})})
     for line in source:
         if not line.strip():
             continue
