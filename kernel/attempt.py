@@ -18,7 +18,7 @@ from domain import (
     IterationPlan,
     IterationRecord,
 )
-from kernel.context import Backend
+from kernel.answers import Backend
 from kernel.journal import Journal
 from kernel.quarantine import quarantined as quarantined  # re-exported for callers
 from kernel.signature import gap_signature as gap_signature  # re-exported for callers

@@ -22,9 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-from pydantic import BaseModel, ValidationError
+from typing import Any, cast
 
 from domain import (
     AgentContext,
@@ -39,14 +37,13 @@ from domain import (
     RunSpec,
 )
 from kernel import gitops, procs
+from kernel.answers import AgentInfo, Backend, agent_list, backend_choice, valid
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
 from kernel.paths import Paths
 from kernel.store import RecordStore
 from kernel.toolenv import Jail
-
-M = TypeVar("M", bound=BaseModel)
 
 LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")
@@ -63,15 +60,6 @@ _ENV_KEEP = (
     "SEED_DEPTH",
     "SEED_DAEMON_TOKEN",  # so a restarted daemon can find a host its dead predecessor left
 )
-
-
-@dataclass(frozen=True)
-class AgentInfo:
-    """What the host says about one agent backend."""
-
-    name: str
-    executable: str
-    sources: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -367,20 +355,9 @@ class ModuleHost:
             )
         return answer.get("result")
 
-    @staticmethod
-    def _valid(model: type[M], value: Any, what: str) -> M:
-        try:
-            return model.model_validate(value)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise HostError(
-                f"module host returned an invalid {what}: {where}: {first['msg']}"
-            ) from exc
-
     def analyze(self, inputs: AnalysisInput) -> GapReport:
         """Gaps, ranked."""
-        return self._valid(
+        return valid(
             GapReport, self.call("analyze", {"input": inputs.model_dump(mode="json")}), "GapReport"
         )
 
@@ -397,20 +374,18 @@ class ModuleHost:
             f'"state": {state.model_dump_json(exclude_defaults=True)}}}'
         )
         value = self.call("plan", params)
-        return None if value is None else self._valid(IterationPlan, value, "IterationPlan")
+        return None if value is None else valid(IterationPlan, value, "IterationPlan")
 
     def agents(self) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
         """Every backend the host knows, and the auto-detection order."""
-        value = cast(dict[str, Any], self.call("agents", {}))
-        info: dict[str, AgentInfo] = {}
-        for name, raw in cast(dict[str, dict[str, Any]], value.get("agents", {})).items():
-            info[str(name)] = AgentInfo(
-                name=str(name),
-                executable=str(raw.get("executable", "")),
-                sources=tuple(str(s) for s in cast(list[Any], raw.get("sources", []))),
-            )
-        order = tuple(str(n) for n in cast(list[Any], value.get("auto_order", [])))
-        return info, order
+        return agent_list(self.call("agents", {}))
+
+    def choose_backend(
+        self, wanted: str, config_name: str, path: str, listed: dict[str, AgentInfo]
+    ) -> Backend:
+        """The backend to use for the configured name and this PATH, checked against listed."""
+        params = {"wanted": wanted, "config_name": config_name, "path": path}
+        return backend_choice(self.call("choose_backend", params), wanted, listed)
 
     def agent_spec(
         self, backend: str, plan: IterationPlan, context: AgentContext
@@ -424,7 +399,7 @@ class ModuleHost:
                 "context": context.model_dump(mode="json"),
             },
         )
-        return None if value is None else self._valid(RunSpec, value, "RunSpec")
+        return None if value is None else valid(RunSpec, value, "RunSpec")
 
     def agent_parse(self, backend: str, plan: IterationPlan, result: RunResult) -> AgentReport:
         """The adapter's reading of the run."""
@@ -436,7 +411,7 @@ class ModuleHost:
                 "result": result.model_dump(mode="json"),
             },
         )
-        return self._valid(AgentReport, value, "AgentReport")
+        return valid(AgentReport, value, "AgentReport")
 
     def render_record(self, record: IterationRecord) -> str:
         """report.md for one record."""

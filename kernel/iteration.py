@@ -26,9 +26,10 @@ from domain import (
 from kernel import faults, gitops, halt, jails, watch
 from kernel.agentrun import AgentRunner
 from kernel.analysis import Baseline, analyse, fail_quarantined
+from kernel.answers import Backend
 from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
 from kernel.clamp import clamp_plan
-from kernel.context import Backend, Context
+from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import plain_file
 from kernel.globs import protected_patterns

@@ -40,6 +40,7 @@ from kernel.contracts import (
     Reporter,
 )
 from modules import registry
+from modules.agents.choose import choose_backend
 
 _PROTOCOLS: dict[str, type] = {
     "analyzer": Analyzer,
@@ -138,6 +139,15 @@ class Server:
             "auto_order": [n for n in registry.AUTO_ORDER if n in registry.AGENTS],
         }
 
+    def choose_backend(self, params: dict[str, Any]) -> dict[str, Any]:
+        wanted = str(params["wanted"])
+        names = [wanted] if wanted != "auto" else list(registry.AGENTS)
+        agents = {name: self.agent(name) for name in names if name in registry.AGENTS}
+        order = [n for n in registry.AUTO_ORDER if n in registry.AGENTS]
+        return choose_backend(
+            wanted, str(params["config_name"]), str(params["path"]), agents, order
+        )
+
     def analyze(self, params: dict[str, Any]) -> BaseModel:
         inputs = AnalysisInput.model_validate(params["input"])
         gaps: list[Gap] = []
@@ -186,6 +196,7 @@ class Server:
         return {
             "hello": self.hello,
             "agents": self.agents_info,
+            "choose_backend": self.choose_backend,
             "analyze": self.analyze,
             "plan": self.plan,
             "agent_spec": self.agent_spec,

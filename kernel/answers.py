@@ -1,0 +1,87 @@
+"""Validation of the module host's answers: domain models, the agent list, the backend choice.
+
+Its own file so kernel/host.py holds the host's life (start, call, boot, fallback, reload)
+and this one what an answer must be before the kernel uses it; a wrong answer is a HostError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel, ValidationError
+
+from kernel.errors import HostError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """What the host says about one agent backend."""
+
+    name: str
+    executable: str
+    sources: tuple[str, ...]
+
+
+@dataclass
+class Backend:
+    """The agent backend in use and why."""
+
+    name: str
+    reason: str
+    sources: tuple[str, ...] = ("*",)
+    fallback: str = ""
+    """A backend that takes what this one cannot (auto: ruff-fix's gaps when no agent exists)."""
+
+
+def valid(model: type[M], value: Any, what: str) -> M:
+    """value as a model, or a HostError naming the first thing wrong with it."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HostError(f"module host returned an invalid {what}: {where}: {first['msg']}") from exc
+
+
+def agent_list(value: Any) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
+    """The host's "agents" answer: every backend it knows, and the auto-detection order."""
+    answer = cast(dict[str, Any], value)
+    info: dict[str, AgentInfo] = {}
+    for name, raw in cast(dict[str, dict[str, Any]], answer.get("agents", {})).items():
+        info[str(name)] = AgentInfo(
+            name=str(name),
+            executable=str(raw.get("executable", "")),
+            sources=tuple(str(s) for s in cast(list[Any], raw.get("sources", []))),
+        )
+    order = tuple(str(n) for n in cast(list[Any], answer.get("auto_order", [])))
+    return info, order
+
+
+def backend_choice(value: Any, wanted: str, listed: dict[str, AgentInfo]) -> Backend:
+    """The host's "choose_backend" answer: a backend it listed (the configured one, unless auto)."""
+    answer = cast(dict[str, Any], value) if isinstance(value, dict) else {}
+    name, reason, fallback = (answer.get(k) for k in ("name", "reason", "fallback"))
+    sources = answer.get("sources")
+    if not (
+        isinstance(name, str)
+        and isinstance(reason, str)
+        and isinstance(fallback, str)
+        and isinstance(sources, list)
+        and all(isinstance(s, str) for s in cast(list[Any], sources))
+    ):
+        raise HostError(
+            "module host returned a backend choice that is not {name, reason, sources, fallback}"
+        )
+    if (
+        name not in listed
+        or (wanted != "auto" and name != wanted)
+        or (fallback and fallback not in listed)
+    ):
+        raise HostError(
+            f"module host chose backend {name!r} (fallback {fallback!r}) for {wanted!r}; "
+            f"it listed {', '.join(sorted(listed))}"
+        )
+    return Backend(name, reason, tuple(cast(list[str], sources)), fallback)
