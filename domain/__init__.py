@@ -29,6 +29,7 @@ from domain.inputs import AgentContext, AnalysisInput
 from domain.plans import (
     ITERATION_ID_PATTERN,
     AcceptanceCriterion,
+    AgentPrompt,
     AttemptNote,
     IterationPlan,
     PlanBudget,
@@ -44,6 +45,7 @@ __all__ = [
     "AcceptanceCriterion",
     "ActionType",
     "AgentContext",
+    "AgentPrompt",
     "AgentReport",
     "AgentRound",
     "AnalysisInput",

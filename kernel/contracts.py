@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from domain import (
     AgentContext,
+    AgentPrompt,
     AgentReport,
     AnalysisInput,
     Gap,
@@ -61,7 +62,8 @@ class Ranker(Protocol):
 
 @runtime_checkable
 class Planner(Protocol):
-    """GapReport + history + state -> one IterationPlan, or None when there is nothing to do."""
+    """GapReport + history + state -> one IterationPlan, or None when there is nothing to do;
+    and the agent's prompt for a plan."""
 
     contract_version: int
 
@@ -72,6 +74,10 @@ class Planner(Protocol):
         state: ProjectState,
     ) -> IterationPlan | None:
         """The plan for the next iteration."""
+        ...
+
+    def prompt(self, plan: IterationPlan) -> AgentPrompt:
+        """The agent's prompt for the plan as the kernel runs it (after the kernel's clamp)."""
         ...
 
 

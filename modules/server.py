@@ -171,6 +171,8 @@ class Server:
 
     def agent_spec(self, params: dict[str, Any]) -> BaseModel | None:
         plan = IterationPlan.model_validate(params["plan"])
+        # the prompt is the planner's, rendered from the plan the kernel clamped
+        plan = plan.model_copy(update={"prompt": self.planner.prompt(plan)})
         context = AgentContext.model_validate(params["context"])
         return self.agent(str(params["backend"])).run_spec(plan, context)
 
