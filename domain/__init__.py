@@ -16,7 +16,7 @@ from domain.enums import (
     TaskKind,
     Tool,
 )
-from domain.gaps import Gap, GapRef, GapReport, InboxItem, RoadmapItem, gap_ref
+from domain.gaps import Gap, GapRef, GapReport, InboxItem, InboxText, RoadmapItem, gap_ref
 from domain.history import (
     EventNote,
     HaltNote,
@@ -68,6 +68,7 @@ __all__ = [
     "HistoryRow",
     "HistoryTotals",
     "InboxItem",
+    "InboxText",
     "IterationOutcome",
     "IterationPlan",
     "IterationRecord",

@@ -1,4 +1,5 @@
-"""Validation of the module host's answers: domain models, the agent list, the backend choice.
+"""Validation of the module host's answers: domain models, the agent list, the backend choice,
+inbox tasks read (against the kernel's bounds).
 
 Its own file so kernel/host.py holds the host's life (start, call, boot, fallback, reload)
 and this one what an answer must be before the kernel uses it; a wrong answer is a HostError.
@@ -11,6 +12,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
+from domain import InboxItem, InboxText
 from kernel.errors import HostError
 
 M = TypeVar("M", bound=BaseModel)
@@ -85,3 +87,45 @@ def backend_choice(value: Any, wanted: str, listed: dict[str, AgentInfo]) -> Bac
             f"it listed {', '.join(sorted(listed))}"
         )
     return Backend(name, reason, tuple(cast(list[str], sources)), fallback)
+
+
+READER_FAILED = "the module that reads inbox tasks"
+
+
+def inbox_readings(value: Any, tasks: list[InboxText]) -> list[InboxItem | str]:
+    """The host's "read_inbox" answer: per task an item within the bounds, or why the file is
+    set aside (the reader's own reason, or the kernel's when the answer is not a fit item)."""
+    if not isinstance(value, list) or len(cast(list[Any], value)) != len(tasks):
+        raise HostError(f"module host did not answer for each of {len(tasks)} inbox tasks")
+    return [_reading(raw, task) for raw, task in zip(cast(list[Any], value), tasks, strict=True)]
+
+
+def _reading(raw: Any, task: InboxText) -> InboxItem | str:
+    answer = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+    if isinstance(answer.get("rejected"), str):
+        return cast(str, answer["rejected"]) or f"{READER_FAILED} refused it without a reason"
+    if isinstance(answer.get("failed"), str):
+        return f"{READER_FAILED} failed on it: {answer['failed']}"
+    try:
+        item = valid(InboxItem, answer.get("item"), "InboxItem")
+    except HostError as exc:
+        return f"{READER_FAILED} gave no fit reading of it: {exc}"
+    problem = _past_bounds(item, task)
+    return f"{READER_FAILED} returned it past the kernel's bounds: {problem}" if problem else item
+
+
+def _past_bounds(item: InboxItem, task: InboxText) -> str:
+    """What of the item is past the bounds the reader was given ('' when nothing is)."""
+    if item.name != task.name:
+        return f"it is named {item.name!r}"
+    if len(item.title) > task.title_max:
+        return f"its title is {len(item.title)} characters; the limit is {task.title_max}"
+    if len(item.body) > len(task.text):
+        return "its body is longer than the file"
+    for key in ("acceptance", "allowed", "forbidden"):
+        values: tuple[str, ...] = getattr(item, key)
+        if len(values) > task.list_max:
+            return f"'{key}' has {len(values)} entries; the limit is {task.list_max}"
+        if any(len(v) > task.string_max for v in values):
+            return f"'{key}' has an entry over {task.string_max} characters"
+    return ""

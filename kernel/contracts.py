@@ -17,6 +17,8 @@ from domain import (
     Gap,
     GapReport,
     HistoryDigest,
+    InboxItem,
+    InboxText,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -30,6 +32,7 @@ CONTRACT_VERSIONS: dict[str, int] = {
     "planner": 1,
     "agent": 1,
     "reporter": 1,
+    "inbox_reader": 1,
 }
 """The version of each contract this kernel speaks; a module must declare the same."""
 
@@ -46,6 +49,17 @@ class Analyzer(Protocol):
 
     def analyze(self, inputs: AnalysisInput) -> Sequence[Gap]:
         """The gaps this analyser sees."""
+        ...
+
+
+@runtime_checkable
+class InboxReader(Protocol):
+    """Reads one inbox task's text (front matter and body); the kernel checks the item it returns."""
+
+    contract_version: int
+
+    def read(self, task: InboxText) -> InboxItem:
+        """The task, or a ValueError whose message says why the file is set aside."""
         ...
 
 

@@ -11,6 +11,7 @@ itself never falls back: it is protected and only people change it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -30,6 +31,8 @@ from domain import (
     AnalysisInput,
     GapReport,
     HistoryDigest,
+    InboxItem,
+    InboxText,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -37,7 +40,14 @@ from domain import (
     RunSpec,
 )
 from kernel import gitops, procs
-from kernel.answers import AgentInfo, Backend, agent_list, backend_choice, valid
+from kernel.answers import (
+    AgentInfo,
+    Backend,
+    agent_list,
+    backend_choice,
+    inbox_readings,
+    valid,
+)
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
@@ -187,6 +197,21 @@ def _report_breakage(needs: BootNeeds, repo: Path, why: str, last_good: str) -> 
     inbox.mkdir(parents=True, exist_ok=True)
     atomic_write_text(inbox / name, text)
     needs.log(f"dropped inbox/{name} describing the module breakage ({datetime.now(UTC):%H:%M:%S})")
+
+
+_SEED_HOSTS: list[ModuleHost] = []
+
+
+def seed_host() -> ModuleHost:
+    """A host of seed's own modules for a caller without a Context (a script, a test):
+    started on first use, kept for the process, stopped at its exit."""
+    if _SEED_HOSTS and _SEED_HOSTS[0].running:
+        return _SEED_HOSTS[0]
+    if not _SEED_HOSTS:
+        atexit.register(lambda: _SEED_HOSTS[0].stop())
+        _SEED_HOSTS.append(ModuleHost(Path(__file__).resolve().parents[1], Path(os.devnull)))
+    _SEED_HOSTS[0].start()
+    return _SEED_HOSTS[0]
 
 
 def needs_reload(paths: Paths, touched: Sequence[str]) -> bool:
@@ -360,6 +385,13 @@ class ModuleHost:
         return valid(
             GapReport, self.call("analyze", {"input": inputs.model_dump(mode="json")}), "GapReport"
         )
+
+    def read_inbox(self, tasks: list[InboxText]) -> list[InboxItem | str]:
+        """Each inbox task read by the modules: an item within the bounds, or why it is set aside."""
+        if not tasks:
+            return []
+        params = {"tasks": [t.model_dump(mode="json") for t in tasks]}
+        return inbox_readings(self.call("read_inbox", params), tasks)
 
     def plan(
         self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState

@@ -25,6 +25,7 @@ from domain import (
     Gap,
     GapReport,
     HistoryDigest,
+    InboxText,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -35,6 +36,7 @@ from kernel.contracts import (
     HOST_PROTOCOL,
     Agent,
     Analyzer,
+    InboxReader,
     Planner,
     Ranker,
     Reporter,
@@ -44,6 +46,7 @@ from modules.agents.choose import choose_backend
 
 _PROTOCOLS: dict[str, type] = {
     "analyzer": Analyzer,
+    "inbox_reader": InboxReader,
     "ranker": Ranker,
     "planner": Planner,
     "agent": Agent,
@@ -111,6 +114,7 @@ class Server:
     def __init__(self) -> None:
         self.analyzers: list[Analyzer] = [load("analyzer", t) for t in registry.ANALYZERS.values()]
         self.ranker: Ranker = load("ranker", registry.RANKER)
+        self.inbox_reader: InboxReader = load("inbox_reader", registry.INBOX_READER)
         self.planner: Planner = load("planner", registry.PLANNER)
         self.reporter: Reporter = load("reporter", registry.REPORTER)
         self.agents: dict[str, Agent] = {}
@@ -163,6 +167,20 @@ class Server:
             report = report.model_copy(update={"errors": (*report.errors, *errors)})
         return report
 
+    def read_inbox(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Each task read: {"item": ...}, {"rejected": the reader's reason} or {"failed": ...}."""
+        answers: list[dict[str, Any]] = []
+        for raw in params["tasks"]:
+            try:
+                item = self.inbox_reader.read(InboxText.model_validate(raw))
+                answers.append({"item": item.model_dump(mode="json")})
+            except ValueError as exc:  # the reader's reason, for the person who wrote the task
+                answers.append({"rejected": str(exc)})
+            except Exception as exc:  # one file must not stop the others being read
+                traceback.print_exc(file=sys.stderr)
+                answers.append({"failed": f"{type(exc).__name__}: {exc}"})
+        return answers
+
     def plan(self, params: dict[str, Any]) -> BaseModel | None:
         report = GapReport.model_validate(params["report"])
         records = [IterationRecord.model_validate(r) for r in params.get("records", [])]
@@ -200,6 +218,7 @@ class Server:
             "agents": self.agents_info,
             "choose_backend": self.choose_backend,
             "analyze": self.analyze,
+            "read_inbox": self.read_inbox,
             "plan": self.plan,
             "agent_spec": self.agent_spec,
             "agent_parse": self.agent_parse,
