@@ -89,7 +89,7 @@ def backend_choice(value: Any, wanted: str, listed: dict[str, AgentInfo]) -> Bac
     return Backend(name, reason, tuple(cast(list[str], sources)), fallback)
 
 
-READER_FAILED = "the module that reads inbox tasks"
+_READER = "the module that reads inbox tasks"
 
 
 def inbox_readings(value: Any, tasks: list[InboxText]) -> list[InboxItem | str]:
@@ -103,15 +103,13 @@ def inbox_readings(value: Any, tasks: list[InboxText]) -> list[InboxItem | str]:
 def _reading(raw: Any, task: InboxText) -> InboxItem | str:
     answer = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
     if isinstance(answer.get("rejected"), str):
-        return cast(str, answer["rejected"]) or f"{READER_FAILED} refused it without a reason"
-    if isinstance(answer.get("failed"), str):
-        return f"{READER_FAILED} failed on it: {answer['failed']}"
+        return cast(str, answer["rejected"]) or f"{_READER} refused it without a reason"
     try:
         item = valid(InboxItem, answer.get("item"), "InboxItem")
     except HostError as exc:
-        return f"{READER_FAILED} gave no fit reading of it: {exc}"
+        return f"{_READER} gave no fit reading of it: {exc}"
     problem = _past_bounds(item, task)
-    return f"{READER_FAILED} returned it past the kernel's bounds: {problem}" if problem else item
+    return f"{_READER} returned it past the kernel's bounds: {problem}" if problem else item
 
 
 def _past_bounds(item: InboxItem, task: InboxText) -> str:

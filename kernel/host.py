@@ -2,8 +2,8 @@
 validate every answer, boot with the self-check, reload after a landed module change, and
 fall back to the last commit whose modules passed the self-check.
 
-Improvable code never runs in the kernel's process. Every answer is validated against the
-domain models before the kernel uses it; a host that dies or answers nonsense is a HostError.
+Improvable code never runs in the kernel's process. Every answer is validated (kernel/answers.py)
+before the kernel uses it; a host that dies or answers nonsense is a HostError.
 The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
 runs the modules from a worktree of it under <git-common-dir>/seed/last-good. The kernel
 itself never falls back: it is protected and only people change it.
@@ -40,14 +40,7 @@ from domain import (
     RunSpec,
 )
 from kernel import gitops, procs
-from kernel.answers import (
-    AgentInfo,
-    Backend,
-    agent_list,
-    backend_choice,
-    inbox_readings,
-    valid,
-)
+from kernel.answers import AgentInfo, Backend, agent_list, backend_choice, inbox_readings, valid
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
