@@ -16,7 +16,7 @@ from domain.enums import (
     TaskKind,
     Tool,
 )
-from domain.gaps import Gap, GapRef, GapReport, InboxItem, RoadmapItem, gap_ref
+from domain.gaps import Gap, GapRef, GapReport, InboxItem, InboxText, RoadmapItem, gap_ref
 from domain.history import (
     EventNote,
     HaltNote,
@@ -29,6 +29,7 @@ from domain.inputs import AgentContext, AnalysisInput
 from domain.plans import (
     ITERATION_ID_PATTERN,
     AcceptanceCriterion,
+    AgentPrompt,
     AttemptNote,
     IterationPlan,
     PlanBudget,
@@ -44,6 +45,7 @@ __all__ = [
     "AcceptanceCriterion",
     "ActionType",
     "AgentContext",
+    "AgentPrompt",
     "AgentReport",
     "AgentRound",
     "AnalysisInput",
@@ -66,6 +68,7 @@ __all__ = [
     "HistoryRow",
     "HistoryTotals",
     "InboxItem",
+    "InboxText",
     "IterationOutcome",
     "IterationPlan",
     "IterationRecord",

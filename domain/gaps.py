@@ -31,6 +31,22 @@ class InboxItem(Fact):
     """Failed iterations so far."""
 
 
+class InboxText(Fact):
+    """One inbox file's text for the module that reads tasks, and the bounds it reads within."""
+
+    name: str
+    text: str
+    """The file, decoded (the kernel has checked its size, name, kind and encoding)."""
+    received_at: datetime
+    front_matter_max_bytes: int
+    list_max: int
+    """Entries of acceptance, allowed or forbidden."""
+    string_max: int
+    """Characters of one such entry."""
+    title_max: int
+    """Characters of the title (a longer one is cut)."""
+
+
 class RoadmapItem(Fact):
     """An unchecked `- [ ]` line of ROADMAP.md."""
 

@@ -69,6 +69,17 @@ class PlanBudget(Fact):
     max_changed_lines: int = 400
 
 
+class AgentPrompt(Fact):
+    """The agent's prompt, the planner's rendering of a plan as the kernel runs it."""
+
+    text: str = ""
+    """The whole prompt: goal, why, actions, files, criteria, checks, history, documents, rules."""
+    checks: str = ""
+    """The commands behind the criteria ("How to check it yourself"), "" when there are none."""
+    rules: str = ""
+    """The rules section, for a repair round that continues the tool's own session."""
+
+
 class IterationPlan(Fact):
     """One iteration's plan: the gap, the actions, and how success is judged."""
 
@@ -105,3 +116,7 @@ class IterationPlan(Fact):
     route: str = ""
     """A backend the planner asks for first (e.g. ruff-fix for lint); empty for the configured one."""
     budget: PlanBudget = Field(default_factory=PlanBudget)
+    prompt: AgentPrompt = Field(default_factory=AgentPrompt)
+    """Filled by the module server from the planner just before an adapter sees the plan: the
+    kernel clamps the planner's plan first, and the prompt names what the clamp leaves. Empty
+    in records (each round's prompt is history/<id>/prompt*.md)."""

@@ -286,7 +286,8 @@ def _attempts(ctx: Context, items: list[InboxItem]) -> list[InboxItem]:
 
 def read_inbox(ctx: Context, now: datetime) -> list[InboxItem]:
     """Queued inbox items; bad files are set aside, logged and recorded as events."""
-    intake = inbox.scan(ctx.paths.inbox, now, ready=ctx.inbox_ready())
+    ctx.start_host()  # the modules read the tasks' front matter
+    intake = inbox.scan(ctx.paths.inbox, now, ready=ctx.inbox_ready(), read=ctx.host.read_inbox)
     for rejection in intake.rejected:
         where = f"inbox/{rejection.moved_to.parent.name}/{rejection.moved_to.name}"
         message = f"inbox/{rejection.name} set aside as {where}: {rejection.reason}"

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from kernel import gitops, jails
+from kernel.answers import Backend
 from kernel.config import Config, load_config
-from kernel.errors import ConfigError
+from kernel.errors import ConfigError, HostError
 from kernel.fsutil import append_line
-from kernel.host import ModuleHost
+from kernel.host import BootNeeds, ModuleHost, boot, reload_after_landing
 from kernel.measure import Target, resolve_python, ruff_binary
 from kernel.paths import Paths, discover
 from kernel.resident import ResidentPyright
+from kernel.selfcheck import selfcheck
 from kernel.store import RecordStore
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
@@ -37,17 +38,6 @@ def fingerprint(root: Path) -> str:
     result = gitops.git(root, "rev-list", "--max-parents=0", "HEAD", check=False)
     roots = result.text().split()
     return roots[-1][:12] if result.ok and roots else root.name
-
-
-@dataclass
-class Backend:
-    """The agent backend in use and why."""
-
-    name: str
-    reason: str
-    sources: tuple[str, ...] = ("*",)
-    fallback: str = ""
-    """A backend that takes what this one cannot (auto: ruff-fix's gaps when no agent exists)."""
 
 
 @dataclass
@@ -90,61 +80,41 @@ class Context:
         if not self.quiet:
             log_line(self.paths, message)
 
+    def _boot_needs(self) -> BootNeeds:
+        return BootNeeds(self.paths, self.store, self.log, selfcheck)
+
     def start_host(self) -> None:
         """Start the module host if it is not running."""
         if not self.host.running:
-            from kernel.modhost import boot  # modhost builds on Context
-
-            message = boot(self, record=self.daemon)
+            message = boot(self.host, self._boot_needs(), record=self.daemon)
             if self.daemon:
                 self.log(message)
+
+    def reload_host(self, touched: Sequence[str]) -> str:
+        """Restart the module host after a landed change to seed's own modules or domain."""
+        return reload_after_landing(self.host, self._boot_needs(), touched)
 
     def backend(self) -> Backend:
         """The configured backend, or the first installed one for "auto" (with the reason)."""
         if self._backend is not None:
             return self._backend
         self.start_host()
-        agents, order = self.host.agents()
+        agents, _ = self.host.agents()
         wanted = self.config.agent.backend
-        if wanted != "auto":
-            if wanted not in agents:
-                raise ConfigError(
-                    f"{self.config_path}: key 'agent.backend': unknown backend {wanted!r}; valid: auto, {', '.join(sorted(agents))}"
-                )
-            if wanted == "command" and not self.config.agent.command:
-                raise ConfigError(
-                    f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
-                )
-            info = agents[wanted]
-            reason = f"configured in {self.config_path.name}"
-            if info.executable:
-                found = shutil.which(info.executable, path=os.environ.get("PATH", ""))
-                reason += (
-                    f" ({info.executable} at {found})"
-                    if found
-                    else f", but {info.executable} is not on PATH: its runs will fail"
-                )
-            self._backend = Backend(wanted, reason, info.sources)
-            return self._backend
-        env_path = os.environ.get("PATH", "")
-        for name in order:
-            info = agents.get(name)
-            if info is None or not info.executable:
-                continue
-            found = shutil.which(info.executable, path=env_path)
-            if found:
-                self._backend = Backend(
-                    name, f"auto: {info.executable} found at {found}", info.sources
-                )
-                return self._backend
-        looked = ", ".join(order) or "no agent CLIs"
-        fix = agents.get("ruff-fix")
-        self._backend = Backend(
-            "ruff-fix" if fix else "none",
-            f"auto: no agent installed (looked for {looked}); ruff-fix takes lint and format gaps, the rest are planned and wait",
-            fix.sources if fix else ("*",),
-            fallback="none",
+        if wanted != "auto" and wanted not in agents:
+            raise ConfigError(
+                f"{self.config_path}: key 'agent.backend': unknown backend {wanted!r}; valid: auto, {', '.join(sorted(agents))}"
+            )
+        if wanted == "command" and not self.config.agent.command:
+            raise ConfigError(
+                f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
+            )
+        chosen = self.host.choose_backend(
+            wanted, self.config_path.name, os.environ.get("PATH", ""), agents
         )
+        if chosen.name == "command" and not self.config.agent.command:
+            raise HostError("module host chose the command backend, but agent.command is not set")
+        self._backend = chosen
         return self._backend
 
 

@@ -11,11 +11,14 @@ from typing import Protocol, runtime_checkable
 
 from domain import (
     AgentContext,
+    AgentPrompt,
     AgentReport,
     AnalysisInput,
     Gap,
     GapReport,
     HistoryDigest,
+    InboxItem,
+    InboxText,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -29,6 +32,7 @@ CONTRACT_VERSIONS: dict[str, int] = {
     "planner": 1,
     "agent": 1,
     "reporter": 1,
+    "inbox_reader": 1,
 }
 """The version of each contract this kernel speaks; a module must declare the same."""
 
@@ -49,6 +53,17 @@ class Analyzer(Protocol):
 
 
 @runtime_checkable
+class InboxReader(Protocol):
+    """Reads one inbox task's text (front matter and body); the kernel checks the item it returns."""
+
+    contract_version: int
+
+    def read(self, task: InboxText) -> InboxItem:
+        """The task, or a ValueError whose message says why the file is set aside."""
+        ...
+
+
+@runtime_checkable
 class Ranker(Protocol):
     """Orders the analysers' gaps into one GapReport, most critical first."""
 
@@ -61,7 +76,8 @@ class Ranker(Protocol):
 
 @runtime_checkable
 class Planner(Protocol):
-    """GapReport + history + state -> one IterationPlan, or None when there is nothing to do."""
+    """GapReport + history + state -> one IterationPlan, or None when there is nothing to do;
+    and the agent's prompt for a plan."""
 
     contract_version: int
 
@@ -72,6 +88,10 @@ class Planner(Protocol):
         state: ProjectState,
     ) -> IterationPlan | None:
         """The plan for the next iteration."""
+        ...
+
+    def prompt(self, plan: IterationPlan) -> AgentPrompt:
+        """The agent's prompt for the plan as the kernel runs it (after the kernel's clamp)."""
         ...
 
 

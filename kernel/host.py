@@ -1,11 +1,17 @@
-"""The kernel's side of the module host: start `python -m modules`, talk JSON lines, validate.
+"""The module host's life: start `python -m modules` (the module server), talk JSON lines,
+validate every answer, boot with the self-check, reload after a landed module change, and
+fall back to the last commit whose modules passed the self-check.
 
-Improvable code never runs in the kernel's process. Every answer is validated against the
-domain models before the kernel uses it; a host that dies or answers nonsense is a HostError.
+Improvable code never runs in the kernel's process. Every answer is validated (kernel/answers.py)
+before the kernel uses it; a host that dies or answers nonsense is a HostError.
+The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
+runs the modules from a worktree of it under <git-common-dir>/seed/last-good. The kernel
+itself never falls back: it is protected and only people change it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -13,12 +19,11 @@ import selectors
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
-
-from pydantic import BaseModel, ValidationError
+from typing import Any, cast
 
 from domain import (
     AgentContext,
@@ -26,18 +31,26 @@ from domain import (
     AnalysisInput,
     GapReport,
     HistoryDigest,
+    InboxItem,
+    InboxText,
     IterationPlan,
     IterationRecord,
     ProjectState,
     RunResult,
     RunSpec,
 )
-from kernel import procs
+from kernel import gitops, procs
+from kernel.answers import AgentInfo, Backend, agent_list, backend_choice, inbox_readings, valid
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
+from kernel.fsutil import atomic_write_text
+from kernel.paths import Paths
+from kernel.store import RecordStore
 from kernel.toolenv import Jail
 
-M = TypeVar("M", bound=BaseModel)
+LAST_GOOD_REF = "refs/seed/last-good"
+RELOAD_PATHS = ("modules/", "domain/")
+"""A landed change under these paths reloads the module host (when seed works on itself)."""
 
 _ENV_KEEP = (
     "PATH",
@@ -53,12 +66,159 @@ _ENV_KEEP = (
 
 
 @dataclass(frozen=True)
-class AgentInfo:
-    """What the host says about one agent backend."""
+class BootNeeds:
+    """What the host's boot needs from the command that runs it (the host never imports Context)."""
 
-    name: str
-    executable: str
-    sources: tuple[str, ...]
+    paths: Paths
+    store: RecordStore
+    log: Callable[[str], None]
+    selfcheck: Callable[[Path, Path], tuple[bool, str]]
+    """kernel.selfcheck.selfcheck, passed in: the self-check starts hosts of its own."""
+
+
+def _seed_repo(home: Path) -> Path | None:
+    result = gitops.git(home, "rev-parse", "--show-toplevel", check=False)
+    return Path(result.text().strip()).resolve() if result.ok else None
+
+
+def _code_is_committed(repo: Path) -> bool:
+    """Whether modules/ and domain/ in seed's checkout are exactly HEAD's (so HEAD is what was checked)."""
+    status = gitops.git(repo, "status", "--porcelain", "--", "modules", "domain", check=False)
+    return status.ok and not status.text().strip()
+
+
+def _fallback_dir(repo: Path) -> Path:
+    return gitops.common_dir(repo) / "seed" / "last-good"
+
+
+def _start(host: ModuleHost, needs: BootNeeds, code_dir: Path, check: bool) -> tuple[bool, str]:
+    """Start a host from code_dir (after its self-check when check is set); (ok, why not)."""
+    evidence = "started"
+    if check:
+        ok, evidence = needs.selfcheck(code_dir, needs.paths.state / "selfcheck.log")
+        if not ok:
+            return False, f"self-check failed: {evidence}"
+    fresh = ModuleHost(code_dir, needs.paths.state / "host.log")
+    try:
+        fresh.start()
+    except HostError as exc:
+        return False, str(exc)
+    host.adopt(fresh)
+    return True, evidence
+
+
+def boot(host: ModuleHost, needs: BootNeeds, *, record: bool = True) -> str:
+    """Start the module host from seed's own code, or from the last good commit if that fails.
+
+    Returns what happened, for the log. record=False (read-only commands) skips the
+    self-check and leaves no event, inbox item or ref behind.
+    """
+    home = needs.paths.seed_home
+    ok, why = _start(host, needs, home, check=record)
+    repo = _seed_repo(home)
+    if ok:
+        if record and repo is not None and _code_is_committed(repo):
+            head = gitops.head(repo)
+            if head:
+                gitops.git(repo, "update-ref", LAST_GOOD_REF, head)
+        _drop_fallback_worktree(repo)
+        return f"modules loaded from {home} ({why})"
+    if repo is None:
+        raise HostError(
+            f"the modules in {home} do not load and there is no git history to fall back to: {why}"
+        )
+    return _fall_back(host, needs, repo, why, record)
+
+
+def _fall_back(host: ModuleHost, needs: BootNeeds, repo: Path, why: str, record: bool) -> str:
+    """Start the modules of refs/seed/last-good (recording the fallback when record is set)."""
+    home = needs.paths.seed_home
+    good = gitops.git(
+        repo, "rev-parse", "--verify", "--quiet", f"{LAST_GOOD_REF}^{{commit}}", check=False
+    )
+    if not good.ok:
+        raise HostError(
+            f"the modules in {home} do not load and no commit has passed the self-check yet: {why}"
+        )
+    commit = good.text().strip()
+    where = _fallback_dir(repo)
+    if not (where / ".git").exists() or gitops.head(where) != commit:
+        gitops.worktree_remove(repo, where)
+        gitops.worktree_add(repo, where, commit)
+    started, fallback_why = _start(host, needs, where, check=False)
+    if not started:
+        raise HostError(
+            f"the modules in {home} do not load ({why}), nor do those of {commit[:12]}: {fallback_why}"
+        )
+    head = gitops.head(repo) or "HEAD"
+    message = (
+        f"the modules at {head[:12]} do not load ({why}); running the modules of {commit[:12]}"
+    )
+    if record:
+        needs.store.event("module_fallback", message, reason=why, last_good=commit)
+        _report_breakage(needs, repo, why, commit)
+    return message
+
+
+def _drop_fallback_worktree(repo: Path | None) -> None:
+    if repo is None:
+        return
+    where = _fallback_dir(repo)
+    if where.exists():
+        with contextlib.suppress(gitops.GitError):
+            gitops.worktree_remove(repo, where)
+
+
+def _report_breakage(needs: BootNeeds, repo: Path, why: str, last_good: str) -> None:
+    """Drop an inbox item that describes the breakage, so the loop repairs it (once per HEAD)."""
+    head = gitops.head(repo) or "unknown"
+    name = f"module-fallback-{head[:12]}.md"
+    inbox = needs.paths.inbox
+    if any((inbox / folder / name).exists() for folder in ("", ".active", "done", "failed")):
+        return
+    text = (
+        "+++\n"
+        f'title = "Repair the modules: they fail to load at {head[:12]}"\n'
+        'priority = "critical"\n'
+        "+++\n"
+        f"The module host could not start from the modules at commit {head} "
+        f"(self-check or import failure), so the daemon runs the modules of the last good commit {last_good} "
+        f"instead.\n\nWhat failed:\n\n    {why}\n\n"
+        "Find the change since the last good commit that breaks loading and fix it; "
+        "`python seed.py selfcheck` must pass.\n"
+    )
+    inbox.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(inbox / name, text)
+    needs.log(f"dropped inbox/{name} describing the module breakage ({datetime.now(UTC):%H:%M:%S})")
+
+
+_SEED_HOSTS: list[ModuleHost] = []
+
+
+def seed_host() -> ModuleHost:
+    """A host of seed's own modules for a caller without a Context (a script, a test):
+    started on first use, kept for the process, stopped at its exit."""
+    if _SEED_HOSTS and _SEED_HOSTS[0].running:
+        return _SEED_HOSTS[0]
+    if not _SEED_HOSTS:
+        atexit.register(lambda: _SEED_HOSTS[0].stop())
+        _SEED_HOSTS.append(ModuleHost(Path(__file__).resolve().parents[1], Path(os.devnull)))
+    _SEED_HOSTS[0].start()
+    return _SEED_HOSTS[0]
+
+
+def needs_reload(paths: Paths, touched: Sequence[str]) -> bool:
+    """A landed change that touched modules/ or domain/ of seed itself."""
+    return paths.selfhost and any(path.startswith(RELOAD_PATHS) for path in touched)
+
+
+def reload_after_landing(host: ModuleHost, needs: BootNeeds, touched: Sequence[str]) -> str:
+    """Restart the host so the landed modules run (falling back if they do not load)."""
+    if not needs_reload(needs.paths, touched):
+        return ""
+    message = boot(host, needs)
+    needs.log(f"reloaded the module host after a landed module change: {message}")
+    return message
 
 
 class ModuleHost:
@@ -148,6 +308,14 @@ class ModuleHost:
                     stream.close()
         procs.forget_known(proc.pid)
 
+    def adopt(self, other: ModuleHost) -> None:
+        """Take over other's running process (a host started from other code), ending this one's."""
+        self.stop()
+        self.code_dir, self.jail, self.log_path = other.code_dir, other.jail, other.log_path
+        self.timeout_s, self.hello = other.timeout_s, other.hello
+        self._proc, self._buffer, self._next_id = other._proc, other._buffer, other._next_id
+        other._proc = None
+
     def _read(self, timeout_s: float) -> dict[str, Any]:
         proc = self._proc
         if proc is None or proc.stdout is None:
@@ -205,22 +373,18 @@ class ModuleHost:
             )
         return answer.get("result")
 
-    @staticmethod
-    def _valid(model: type[M], value: Any, what: str) -> M:
-        try:
-            return model.model_validate(value)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise HostError(
-                f"module host returned an invalid {what}: {where}: {first['msg']}"
-            ) from exc
-
     def analyze(self, inputs: AnalysisInput) -> GapReport:
         """Gaps, ranked."""
-        return self._valid(
+        return valid(
             GapReport, self.call("analyze", {"input": inputs.model_dump(mode="json")}), "GapReport"
         )
+
+    def read_inbox(self, tasks: list[InboxText]) -> list[InboxItem | str]:
+        """Each inbox task read by the modules: an item within the bounds, or why it is set aside."""
+        if not tasks:
+            return []
+        params = {"tasks": [t.model_dump(mode="json") for t in tasks]}
+        return inbox_readings(self.call("read_inbox", params), tasks)
 
     def plan(
         self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
@@ -235,20 +399,18 @@ class ModuleHost:
             f'"state": {state.model_dump_json(exclude_defaults=True)}}}'
         )
         value = self.call("plan", params)
-        return None if value is None else self._valid(IterationPlan, value, "IterationPlan")
+        return None if value is None else valid(IterationPlan, value, "IterationPlan")
 
     def agents(self) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
         """Every backend the host knows, and the auto-detection order."""
-        value = cast(dict[str, Any], self.call("agents", {}))
-        info: dict[str, AgentInfo] = {}
-        for name, raw in cast(dict[str, dict[str, Any]], value.get("agents", {})).items():
-            info[str(name)] = AgentInfo(
-                name=str(name),
-                executable=str(raw.get("executable", "")),
-                sources=tuple(str(s) for s in cast(list[Any], raw.get("sources", []))),
-            )
-        order = tuple(str(n) for n in cast(list[Any], value.get("auto_order", [])))
-        return info, order
+        return agent_list(self.call("agents", {}))
+
+    def choose_backend(
+        self, wanted: str, config_name: str, path: str, listed: dict[str, AgentInfo]
+    ) -> Backend:
+        """The backend to use for the configured name and this PATH, checked against listed."""
+        params = {"wanted": wanted, "config_name": config_name, "path": path}
+        return backend_choice(self.call("choose_backend", params), wanted, listed)
 
     def agent_spec(
         self, backend: str, plan: IterationPlan, context: AgentContext
@@ -262,7 +424,7 @@ class ModuleHost:
                 "context": context.model_dump(mode="json"),
             },
         )
-        return None if value is None else self._valid(RunSpec, value, "RunSpec")
+        return None if value is None else valid(RunSpec, value, "RunSpec")
 
     def agent_parse(self, backend: str, plan: IterationPlan, result: RunResult) -> AgentReport:
         """The adapter's reading of the run."""
@@ -274,7 +436,7 @@ class ModuleHost:
                 "result": result.model_dump(mode="json"),
             },
         )
-        return self._valid(AgentReport, value, "AgentReport")
+        return valid(AgentReport, value, "AgentReport")
 
     def render_record(self, record: IterationRecord) -> str:
         """report.md for one record."""

@@ -4,7 +4,9 @@ Nothing here deletes or overwrites a file. Bad input moves to inbox/rejected/ wi
 NAME.reason.txt beside it (a name that is not UTF-8, holds a control character or is too
 long is moved under a safe name, the original written in the reason); a claimed item moves to inbox/.active/, then to done/ or failed/ (or back to the queue)
 with NAME.result.md beside it. A file is read only when it is complete: the watcher saw it
-closed after writing or moved in, or no process has it open for writing.
+closed after writing or moved in, or no process has it open for writing. The kernel reads
+files within its bounds; the modules read a task's front matter and body (the inbox reader,
+behind the module host), and the kernel checks the item that comes back.
 """
 
 from __future__ import annotations
@@ -14,15 +16,13 @@ import hashlib
 import json
 import os
 import stat
-import tomllib
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
 
-from domain import InboxItem, Priority
+from domain import InboxItem, InboxText, Priority
 from kernel.bounds import (
     FRONT_LIST_MAX,
     FRONT_MATTER_MAX_BYTES,
@@ -36,12 +36,13 @@ from kernel.bounds import (
     unsafe_char,
 )
 from kernel.fsutil import atomic_write_text, unique_path
+from kernel.host import seed_host
 from kernel.openfiles import open_for_writing
 
 MAX_BYTES = INBOX_MAX_BYTES
 SUFFIXES = (".md", ".txt")
 FOLDERS = ("done", "failed", "rejected", ".active")
-FRONT_KEYS = {"title", "priority", "acceptance", "allowed", "forbidden"}
+TITLE_MAX = 200
 QUIET_S = 1.0
 """When nobody can tell whether a file is still being written (another user's writer we may
 not look at), one unchanged for this long is taken as complete."""
@@ -49,6 +50,16 @@ not look at), one unchanged for this long is taken as complete."""
 
 class InboxError(ValueError):
     """Why an inbox file cannot be taken as a task."""
+
+
+Reader = Callable[[list[InboxText]], list[InboxItem | str]]
+"""The modules' reading of inbox tasks (ModuleHost.read_inbox): per task an item within the
+kernel's bounds, or why the file is set aside."""
+
+
+def _seed_read(tasks: list[InboxText]) -> list[InboxItem | str]:
+    """Without a reader (a caller with no Context): seed's own modules read the tasks."""
+    return seed_host().read_inbox(tasks) if tasks else []
 
 
 @dataclass(frozen=True)
@@ -115,52 +126,8 @@ def safe_name(name: str) -> str:
     return f"{short}-{digest}" + (f".{suffix}" if suffix else "")
 
 
-def _strings(value: Any, key: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[Any], value)):
-        raise InboxError(f"front matter key '{key}' must be a string or a list of strings")
-    found = cast(list[str], value)
-    if len(found) > FRONT_LIST_MAX:
-        raise InboxError(
-            f"front matter key '{key}' has {len(found)} entries; the limit is {FRONT_LIST_MAX}"
-        )
-    if any(len(v) > FRONT_STRING_MAX for v in found):
-        raise InboxError(
-            f"front matter key '{key}' has an entry over {FRONT_STRING_MAX} characters"
-        )
-    return tuple(found)
-
-
-def _front_matter(text: str) -> tuple[dict[str, Any], str]:
-    if not text.startswith("+++"):
-        return {}, text
-    lines = text.splitlines(keepends=True)
-    if lines[0].strip() != "+++":
-        raise InboxError("front matter must start with a line holding only +++")
-    end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "+++"), None)
-    if end is None:
-        raise InboxError("front matter is not closed by a +++ line")
-    block = "".join(lines[1:end])
-    size = len(block.encode("utf-8", "surrogatepass"))
-    if size > FRONT_MATTER_MAX_BYTES:
-        raise InboxError(f"the front matter is {size} bytes; the limit is {FRONT_MATTER_MAX_BYTES}")
-    try:
-        front = tomllib.loads(block)
-    except tomllib.TOMLDecodeError as exc:
-        raise InboxError(f"front matter is not valid TOML: {exc}") from exc
-    except RecursionError as exc:
-        raise InboxError("front matter is not valid TOML: it is nested too deeply") from exc
-    unknown = sorted(set(front) - FRONT_KEYS)
-    if unknown:
-        raise InboxError(
-            f"unknown front matter key(s): {', '.join(unknown)}; known: {', '.join(sorted(FRONT_KEYS))}"
-        )
-    return front, "".join(lines[end + 1 :])
-
-
-def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
-    """One inbox file as an InboxItem, or InboxError saying what is wrong with it."""
+def _text_of(data: bytes) -> str:
+    """The file's text, or InboxError when it is past the kernel's bounds or not text."""
     if len(data) > MAX_BYTES:
         raise InboxError(f"the file is {len(data)} bytes; the limit is {MAX_BYTES}")
     if not data.strip():
@@ -168,36 +135,44 @@ def parse_item(name: str, data: bytes, received_at: datetime) -> InboxItem:
     if b"\0" in data:
         raise InboxError("the file is binary (it contains NUL bytes)")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InboxError(f"the file is not valid UTF-8 (byte {exc.start})") from exc
-    front, body = _front_matter(text.lstrip("\ufeff"))
-    priority_raw = front.get("priority", "normal")
-    try:
-        priority = Priority(str(priority_raw).lower())
-    except ValueError as exc:
-        raise InboxError(
-            f"priority must be one of critical, high, normal, low (got {cap_line(repr(priority_raw), 80)})"
-        ) from exc
-    title = front.get("title")
-    if title is not None and not isinstance(title, str):
-        raise InboxError("front matter key 'title' must be a string")
-    if not body.strip() and not title:
-        raise InboxError("the task says nothing (front matter only)")
-    if not title:
-        first = next(line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip())
-        title = first or Path(name).stem
-    return InboxItem(
+
+
+def _task(name: str, text: str, received_at: datetime) -> InboxText:
+    return InboxText(
         name=name,
-        title=str(title)[:200],
-        body=body.strip(),
-        priority=priority,
-        acceptance=_strings(front.get("acceptance", []), "acceptance"),
-        allowed=_strings(front.get("allowed", []), "allowed"),
-        forbidden=_strings(front.get("forbidden", []), "forbidden"),
+        text=text,
         received_at=received_at,
-        sha256=hashlib.sha256(data).hexdigest(),
+        front_matter_max_bytes=FRONT_MATTER_MAX_BYTES,
+        list_max=FRONT_LIST_MAX,
+        string_max=FRONT_STRING_MAX,
+        title_max=TITLE_MAX,
     )
+
+
+def _stamped(reading: InboxItem | str, data: bytes, task: InboxText) -> InboxItem:
+    """The reader's item with the kernel's own facts, or InboxError with the reason."""
+    if isinstance(reading, str):
+        raise InboxError(cap_line(reading))
+    return reading.model_copy(
+        update={
+            "name": task.name,
+            "received_at": task.received_at,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "attempts": 0,
+        }
+    )
+
+
+def parse_item(
+    name: str, data: bytes, received_at: datetime, read: Reader | None = None
+) -> InboxItem:
+    """One inbox file as an InboxItem, or InboxError saying what is wrong with it."""
+    task = _task(name, _text_of(data), received_at)
+    [reading] = (read or _seed_read)([task])
+    return _stamped(reading, data, task)
 
 
 def _free_pair(folder: Path, name: str, note: str) -> Path:
@@ -276,54 +251,105 @@ def _complete(entry: Path, info: os.stat_result, moment: float, ready: bool) -> 
     return not writing
 
 
-def scan(inbox: Path, now: datetime | None = None, ready: frozenset[str] = frozenset()) -> Intake:
-    """The queued tasks, oldest first; bad entries are moved aside and reported.
+@dataclass
+class _Look:
+    """One pass over the inbox: files read and waiting to be read by the modules, in order."""
 
-    `ready` names files the watcher saw closed after writing or moved in.
-    """
-    intake = Intake([], [], [])
-    if not inbox.is_dir():
-        return intake
-    moment = (now or datetime.now(UTC)).timestamp()
+    read: Reader
+    items: list[InboxItem] = field(default_factory=list[InboxItem])
+    pending: list[str] = field(default_factory=list[str])
+    refused: list[tuple[int, Path, str]] = field(default_factory=list[tuple[int, Path, str]])
+    """(order, entry, reason): set aside once the pass is over, oldest first."""
+    unread: list[tuple[int, Path, bytes, InboxText]] = field(
+        default_factory=list[tuple[int, Path, bytes, InboxText]]
+    )
+    waiting: int = 0
+    taken: int = 0
+
+    def flush(self) -> None:
+        """Have the modules read what is unread (one request for all of it)."""
+        if not self.unread:
+            return
+        readings = self.read([task for *_, task in self.unread])
+        for (order, entry, data, task), reading in zip(self.unread, readings, strict=True):
+            try:
+                self.items.append(_stamped(reading, data, task))
+            except InboxError as exc:
+                self.refused.append((order, entry, str(exc)))
+        self.unread.clear()
+
+    def full(self, size: int) -> bool:
+        """Past INBOX_MAX_QUEUED tasks or INBOX_MAX_QUEUED_BYTES with this file."""
+        if len(self.items) + len(self.unread) >= INBOX_MAX_QUEUED:
+            self.flush()  # how many of the unread are tasks decides it
+        return len(self.items) >= INBOX_MAX_QUEUED or self.taken + size > INBOX_MAX_QUEUED_BYTES
+
+
+def _entries(inbox: Path) -> list[tuple[str, Path, os.stat_result]]:
+    """The entries that may be tasks, oldest first."""
     entries: list[tuple[int, str, Path, os.stat_result]] = []
     for entry in inbox.iterdir():
         if not ignored(entry.name):
             with contextlib.suppress(FileNotFoundError):  # moved away while we looked
                 info = entry.lstat()
                 entries.append((info.st_mtime_ns, entry.name, entry, info))
-    taken = waiting = 0
-    for _, name, entry, info in sorted(entries, key=lambda e: (e[0], e[1])):  # oldest first
+    return [(name, entry, info) for _, name, entry, info in sorted(entries, key=lambda e: e[:2])]
+
+
+def _consider(
+    look: _Look, order: int, entry: Path, info: os.stat_result, moment: float, ready: bool
+) -> None:
+    """Take one entry: refuse it, leave it for later, or read it for the modules."""
+    problem = name_problem(entry.name) or _kind_problem(entry, info)
+    if problem:
+        raise InboxError(problem)
+    if look.full(info.st_size):
+        look.waiting += 1  # read at a later look, once older tasks are done
+        return
+    if not _complete(entry, info, moment, ready):
+        look.pending.append(entry.name)  # its close event wakes the daemon again
+        return
+    data = _read_bounded(entry)
+    after = entry.lstat()
+    if (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
+        look.pending.append(entry.name)  # written to while we read: take it next time
+        return
+    received = datetime.fromtimestamp(info.st_mtime, UTC)
+    look.taken += len(data)
+    look.unread.append((order, entry, data, _task(entry.name, _text_of(data), received)))
+
+
+def scan(
+    inbox: Path,
+    now: datetime | None = None,
+    ready: frozenset[str] = frozenset(),
+    read: Reader | None = None,
+) -> Intake:
+    """The queued tasks, oldest first; bad entries are moved aside and reported.
+
+    `ready` names files the watcher saw closed after writing or moved in; `read` is the
+    modules' reading of tasks (the Context's host; seed's own modules when not given).
+    """
+    if not inbox.is_dir():
+        return Intake([], [], [])
+    moment = (now or datetime.now(UTC)).timestamp()
+    look = _Look(read or _seed_read)
+    for order, (name, entry, info) in enumerate(_entries(inbox)):
         try:
-            problem = name_problem(name) or _kind_problem(entry, info)
-            if problem:
-                intake.rejected.append(set_aside(inbox, entry, problem))
-                continue
-            if (
-                len(intake.items) >= INBOX_MAX_QUEUED
-                or taken + info.st_size > INBOX_MAX_QUEUED_BYTES
-            ):
-                waiting += 1  # read at a later look, once older tasks are done
-                continue
-            if not _complete(entry, info, moment, name in ready):
-                intake.pending.append(name)  # its close event wakes the daemon again
-                continue
-            data = _read_bounded(entry)
-            after = entry.lstat()
-            if (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
-                intake.pending.append(name)  # written to while we read: take it next time
-                continue
-            received = datetime.fromtimestamp(info.st_mtime, UTC)
-            taken += len(data)
-            intake.items.append(parse_item(name, data, received))
+            _consider(look, order, entry, info, moment, name in ready)
         except InboxError as exc:
-            intake.rejected.append(set_aside(inbox, entry, str(exc)))
+            look.refused.append((order, entry, str(exc)))
         except FileNotFoundError:
             continue  # moved away while we looked
         except OSError as exc:
-            reason = f"it cannot be read: {exc.strerror or exc}"
-            intake.rejected.append(set_aside(inbox, entry, reason))
-    intake.items.sort(key=lambda item: (item.received_at, item.name))
-    return replace(intake, waiting=waiting)
+            look.refused.append((order, entry, f"it cannot be read: {exc.strerror or exc}"))
+    look.flush()
+    rejected: list[Rejection] = []
+    for _, entry, reason in sorted(look.refused, key=lambda r: r[0]):
+        with contextlib.suppress(FileNotFoundError):  # moved away while we looked
+            rejected.append(set_aside(inbox, entry, reason))
+    items = sorted(look.items, key=lambda item: (item.received_at, item.name))
+    return Intake(items, rejected, look.pending, look.waiting)
 
 
 def claim(inbox: Path, name: str) -> Path:

@@ -17,7 +17,7 @@ from domain import (
     IterationPlan,
 )
 from kernel import watch
-from kernel.context import Backend
+from kernel.answers import Backend
 from kernel.journal import Journal
 from kernel.verify import Verification
 from kernel.watch import Watch

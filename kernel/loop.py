@@ -28,8 +28,9 @@ from domain import (
 from kernel import faults, gitops, halt, jails, landing, watch
 from kernel.agentrun import AgentRunner
 from kernel.analysis import Baseline, analyse
+from kernel.answers import Backend
 from kernel.clamp import clamp_plan
-from kernel.context import Backend, Context
+from kernel.context import Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import plain_file
 from kernel.globs import protected_patterns
@@ -37,7 +38,6 @@ from kernel.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.journal import Journal
 from kernel.judge import Judge, Passed
 from kernel.measure import ruff_binary
-from kernel.modhost import reload_after_landing
 from kernel.quarantine import apply_quarantine, waiting
 from kernel.recording import QUARANTINED, WAITING, Recorder, round_of
 from kernel.store import RecordStore
@@ -162,7 +162,7 @@ class Loop:
             record = self._record(it, self._rounds(it, spec, ranked.baseline, name))
             if record.outcome == IterationOutcome.SUCCESS:
                 self.phase("reloading modules", "")
-                reload_after_landing(ctx, record.touched_files)
+                ctx.reload_host(record.touched_files)
             return
 
     def _disk_full(self) -> bool:

@@ -12,7 +12,8 @@ from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
 from kernel import gitops, halt, jails, ledger, reporting
-from kernel.context import Backend, Context
+from kernel.answers import Backend
+from kernel.context import Context
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.gate import adoption, read_at

@@ -28,6 +28,7 @@ ANALYZERS: dict[str, str] = {
 """Analysers, all of which run on every analysis."""
 
 RANKER = "modules.analyzers.rank:RANKER"
+INBOX_READER = "modules.analyzers.inbox:READER"
 PLANNER = "modules.planner:PLANNER"
 REPORTER = "modules.reports.reporter:REPORTER"
 

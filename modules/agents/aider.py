@@ -12,10 +12,10 @@ from modules.agents.common import (
     option_list,
     option_str,
     plan_files,
+    prompt_for,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_for
 
 _COUNT = r"[\d.]+k?"
 USAGE_LINE = re.compile(
@@ -123,7 +123,7 @@ class AiderAgent(CliAgent):
             argv += ["--openai-api-base", api_base, "--edit-format", "diff"]
         argv += option_list(context, "extra_args")
         argv += plan_files(plan)
-        prompt = render_for(plan, context, resumes=resumes)
+        prompt = prompt_for(plan, context, resumes=resumes)
         env = {
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # never fetch litellm's price map
             # a git identity: without one aider writes a placeholder into the repository's

@@ -19,10 +19,10 @@ from modules.agents.common import (
     option_list,
     option_str,
     prompt_argument,
+    prompt_for,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_for
 
 
 def usage_of(final: dict[str, Any]) -> Usage:
@@ -106,7 +106,7 @@ class ClaudeAgent(CliAgent):
         """claude -p PROMPT --output-format json --permission-mode MODE ... (stdin closed);
         a repair round continues the first run's session (--resume SESSION_ID, same worktree)."""
         resumes = bool(context.resume) and context.round > 1
-        prompt = render_for(plan, context, resumes=resumes)
+        prompt = prompt_for(plan, context, resumes=resumes)
         # the prompt goes right after -p: --allowedTools is variadic and would swallow it
         argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
         if resumes:

@@ -16,10 +16,10 @@ from modules.agents.common import (
     option_list,
     option_str,
     prompt_argument,
+    prompt_for,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_for
 
 _ACTIONS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
 
@@ -98,7 +98,7 @@ class CodexAgent(CliAgent):
         """codex exec --json --sandbox MODE -C {worktree} --skip-git-repo-check PROMPT; a repair
         round: ... resume THREAD_ID PROMPT (--sandbox and -C must come before `resume`)."""
         resumes = bool(context.resume) and context.round > 1
-        prompt = render_for(plan, context, resumes=resumes)
+        prompt = prompt_for(plan, context, resumes=resumes)
         mode = "danger-full-access" if context.options.get("sandboxed") else "workspace-write"
         argv = [self.executable, "exec", "--json", "--sandbox", mode]
         argv += ["-C", "{worktree}", "--skip-git-repo-check"]

@@ -6,7 +6,7 @@ import json
 from typing import Any, cast
 
 from domain import AgentContext, AgentReport, FailureCategory, IterationPlan, RunResult, RunSpec
-from modules.planner.prompt import render_for
+from modules.agents.common import prompt_for
 
 
 def read_result_file(result: RunResult) -> dict[str, Any]:
@@ -33,7 +33,7 @@ class CommandAgent:
         whole prompt again with the refusal (SEED_ROUND says which round it is)."""
         if not context.command:
             return None
-        return RunSpec(argv=context.command, prompt=render_for(plan, context, resumes=False))
+        return RunSpec(argv=context.command, prompt=prompt_for(plan, context, resumes=False))
 
     def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
         """Exit 0 is success; anything else is AGENT_ERROR."""

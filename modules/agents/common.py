@@ -1,4 +1,5 @@
-"""What the CLI adapters share: the prompt as an argument, options, reading JSON out of logs."""
+"""What the CLI adapters share: the round's prompt, the prompt as an argument, options,
+reading JSON out of logs."""
 
 from __future__ import annotations
 
@@ -8,11 +9,41 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from domain import AgentContext, AgentReport, FailureCategory, IterationPlan, RunResult, RunSpec
+from modules.quoting import quote
 
 PROMPT_ARG_LIMIT = 100_000
 """Bytes of prompt passed as one argument; Linux refuses a single argument over 128 KiB."""
 
 POINTER_PROMPT = "Your task is in the file {prompt_file}. Read it first, then carry it out."
+
+
+def _refusal(context: AgentContext) -> str:
+    return (
+        f"## Round {context.round}: the kernel refused your change\n\n"
+        "Your change is still in the working tree (with the kernel's own formatting repairs). "
+        "The kernel judged it and refused it; its evidence:\n\n"
+        + quote(f"refusal before round {context.round}", context.feedback)
+        + "\n\nFix what the evidence names, in the same working tree, within the files you may "
+        "change. Do not start over, and do not weaken tests to get past it.\n"
+    )
+
+
+def prompt_for(plan: IterationPlan, context: AgentContext, *, resumes: bool) -> str:
+    """The prompt of one run, from the planner's prompt in the plan: the whole prompt on the
+    first round; on a repair round the refusal's evidence, alone when the tool continues its
+    own session (it still has the task), after the whole prompt when it starts afresh."""
+    prompt = plan.prompt
+    if context.round <= 1 or not context.feedback:
+        return prompt.text
+    if not resumes:
+        return prompt.text + "\n" + _refusal(context)
+    return (
+        f"# Task {plan.iteration_id}, round {context.round}\n\n"
+        + _refusal(context)
+        + (f"\n## How to check it yourself\n\n{prompt.checks}\n" if prompt.checks else "")
+        + "\n## Rules\n\n"
+        + prompt.rules
+    )
 
 
 def prompt_argument(prompt: str) -> str:

@@ -17,10 +17,10 @@ from modules.agents.common import (
     option_list,
     option_str,
     prompt_argument,
+    prompt_for,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_for
 
 EXIT_CODES: dict[int, str] = {
     1: "a general error",
@@ -104,7 +104,7 @@ class GeminiAgent(CliAgent):
         """gemini -p PROMPT --output-format json --approval-mode=yolo --skip-trust [-m MODEL]; a
         repair round adds --resume SESSION_ID (same worktree, same private HOME)."""
         resumes = bool(context.resume) and context.round > 1
-        prompt = render_for(plan, context, resumes=resumes)
+        prompt = prompt_for(plan, context, resumes=resumes)
         argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
         if resumes:
             argv += ["--resume", context.resume]

@@ -18,10 +18,10 @@ from modules.agents.common import (
     option_list,
     option_str,
     prompt_argument,
+    prompt_for,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_for
 
 TRAJECTORY = "trajectory.json"
 
@@ -95,7 +95,7 @@ class MiniAgent(CliAgent):
         """mini -y --exit-immediately -t TASK -o {run_dir}/trajectory.json [-m MODEL] [-l COST]."""
         # mini-swe-agent has no way to continue a run: a repair round starts afresh with the
         # whole task and the refusal
-        prompt = render_for(plan, context, resumes=False)
+        prompt = prompt_for(plan, context, resumes=False)
         argv = [self.executable, "-y", "--exit-immediately", "-t", prompt_argument(prompt)]
         argv += ["-o", "{run_dir}/" + TRAJECTORY]
         if context.model:

@@ -17,10 +17,10 @@ from modules.agents.common import (
     option_list,
     option_str,
     prompt_argument,
+    prompt_for,
     report,
     tail_lines,
 )
-from modules.planner.prompt import render_for
 
 
 def read_output(text: str, exit_code: int | None) -> AgentReport:
@@ -99,7 +99,7 @@ class OpencodeAgent(CliAgent):
         """opencode run --format json --auto [-m PROVIDER/MODEL] MESSAGE; a repair round adds
         --session SESSION_ID (its database is under the private HOME the iteration keeps)."""
         resumes = bool(context.resume) and context.round > 1
-        prompt = render_for(plan, context, resumes=resumes)
+        prompt = prompt_for(plan, context, resumes=resumes)
         # without --auto, `run` rejects every permission that would ask (edits included)
         argv = [self.executable, "run", "--format", "json", "--auto"]
         if resumes:

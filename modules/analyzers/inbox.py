@@ -1,10 +1,16 @@
-"""Inbox gaps: each task a person dropped into inbox/ (the kernel has read and checked it)."""
+"""Inbox tasks: the reading of one task's +++ TOML front matter and body (the kernel reads the
+file within its bounds and checks the item that comes back), and one gap per queued task."""
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
 
-from domain import AnalysisInput, Gap, GapCategory, Priority, Severity
+from domain import AnalysisInput, Gap, GapCategory, InboxItem, InboxText, Priority, Severity
+
+FRONT_KEYS = {"title", "priority", "acceptance", "allowed", "forbidden"}
 
 _SEVERITY = {
     Priority.CRITICAL: Severity.CRITICAL,
@@ -38,3 +44,102 @@ class InboxAnalyzer:
 
 
 ANALYZER = InboxAnalyzer()
+
+
+class InboxRejected(ValueError):
+    """Why an inbox file cannot be taken as a task (shown to the person who wrote it)."""
+
+
+def _strings(value: Any, key: str, task: InboxText) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in cast(list[Any], value)):
+        raise InboxRejected(f"front matter key '{key}' must be a string or a list of strings")
+    found = cast(list[str], value)
+    if len(found) > task.list_max:
+        raise InboxRejected(
+            f"front matter key '{key}' has {len(found)} entries; the limit is {task.list_max}"
+        )
+    if any(len(v) > task.string_max for v in found):
+        raise InboxRejected(
+            f"front matter key '{key}' has an entry over {task.string_max} characters"
+        )
+    return tuple(found)
+
+
+def _front_matter(text: str, task: InboxText) -> tuple[dict[str, Any], str]:
+    if not text.startswith("+++"):
+        return {}, text
+    lines = text.splitlines(keepends=True)
+    if lines[0].strip() != "+++":
+        raise InboxRejected("front matter must start with a line holding only +++")
+    end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "+++"), None)
+    if end is None:
+        raise InboxRejected("front matter is not closed by a +++ line")
+    block = "".join(lines[1:end])
+    size = len(block.encode("utf-8", "surrogatepass"))
+    if size > task.front_matter_max_bytes:
+        raise InboxRejected(
+            f"the front matter is {size} bytes; the limit is {task.front_matter_max_bytes}"
+        )
+    try:
+        front = tomllib.loads(block)
+    except tomllib.TOMLDecodeError as exc:
+        raise InboxRejected(f"front matter is not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise InboxRejected("front matter is not valid TOML: it is nested too deeply") from exc
+    unknown = sorted(set(front) - FRONT_KEYS)
+    if unknown:
+        raise InboxRejected(
+            f"unknown front matter key(s): {', '.join(unknown)}; known: {', '.join(sorted(FRONT_KEYS))}"
+        )
+    return front, "".join(lines[end + 1 :])
+
+
+def _cap(text: str, width: int) -> str:
+    """At most width characters, saying how many were left out (as kernel/bounds.py cap_line)."""
+    if len(text) <= width:
+        return text
+    cut = max(width - 40, width // 2)
+    return f"{text[:cut]}... ({len(text) - cut:,} more characters)"
+
+
+class InboxReader:
+    """Reads one inbox task's text: front matter (title, priority, acceptance, allowed,
+    forbidden) and body."""
+
+    contract_version = 1
+
+    def read(self, task: InboxText) -> InboxItem:
+        """The task as an InboxItem, or InboxRejected saying what is wrong with it."""
+        front, body = _front_matter(task.text.lstrip("\ufeff"), task)
+        priority_raw = front.get("priority", "normal")
+        try:
+            priority = Priority(str(priority_raw).lower())
+        except ValueError as exc:
+            raise InboxRejected(
+                f"priority must be one of critical, high, normal, low (got {_cap(repr(priority_raw), 80)})"
+            ) from exc
+        title = front.get("title")
+        if title is not None and not isinstance(title, str):
+            raise InboxRejected("front matter key 'title' must be a string")
+        if not body.strip() and not title:
+            raise InboxRejected("the task says nothing (front matter only)")
+        if not title:
+            first = next(
+                line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip()
+            )
+            title = first or Path(task.name).stem
+        return InboxItem(
+            name=task.name,
+            title=str(title)[: task.title_max],
+            body=body.strip(),
+            priority=priority,
+            acceptance=_strings(front.get("acceptance", []), "acceptance", task),
+            allowed=_strings(front.get("allowed", []), "allowed", task),
+            forbidden=_strings(front.get("forbidden", []), "forbidden", task),
+            received_at=task.received_at,
+        )
+
+
+READER = InboxReader()

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from domain import (
+    AgentPrompt,
     CheckName,
     GapReport,
     IterationPlan,
@@ -31,6 +32,7 @@ from modules.planner.documents import module_docs, vision_summary
 from modules.planner.feedback import Track, chronological, latest_judged, notes, tracks
 from modules.planner.fsport import FileSystemPort, worktree_fs
 from modules.planner.phases import failing_test_phases, isolation_phases, rank_suspects
+from modules.planner.prompt import agent_prompt
 from modules.planner.revision import Revision, revise
 from modules.planner.risk import assess as assess_risk
 from modules.planner.selection import (
@@ -235,6 +237,10 @@ class DefaultPlanner:
     ) -> IterationPlan | None:
         """One plan, or None when there is nothing to plan."""
         return make_plan(report, records, state, self.fs_for(state.worktree))
+
+    def prompt(self, plan: IterationPlan) -> AgentPrompt:
+        """The agent's prompt for the plan as the kernel runs it (after its clamp)."""
+        return agent_prompt(plan)
 
 
 PLANNER = DefaultPlanner()

@@ -9,7 +9,7 @@ import pytest
 
 from kernel.errors import HostError
 from kernel.host import ModuleHost
-from modules.host import ContractError, check_contract
+from modules.server import ContractError, check_contract
 from tests.support import SEED_HOME
 
 

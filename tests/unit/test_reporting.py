@@ -22,7 +22,7 @@ from kernel import reporting, views
 from kernel.host import ModuleHost
 from kernel.store import RecordStore
 from modules import registry
-from modules.host import ContractError, check_contract
+from modules.server import ContractError, check_contract
 from tests.histories import START, every_kind, history_rows, record, write_records
 from tests.support import SEED_HOME
 

@@ -20,6 +20,7 @@ from domain import (
     Severity,
     TaskKind,
 )
+from modules.planner import PLANNER
 
 
 def make_plan(max_cost_usd: float = 2.0, files: tuple[str, ...] = ("calc.py",)) -> IterationPlan:
@@ -32,7 +33,7 @@ def make_plan(max_cost_usd: float = 2.0, files: tuple[str, ...] = ("calc.py",)) 
         title="tests/test_calc.py::test_add failed",
         files=("tests/test_calc.py",),
     )
-    return IterationPlan(
+    plan = IterationPlan(
         iteration_id="iter-0001-20260101-000000",
         created_at=datetime(2026, 1, 1, tzinfo=UTC),
         gap=gap,
@@ -45,6 +46,8 @@ def make_plan(max_cost_usd: float = 2.0, files: tuple[str, ...] = ("calc.py",)) 
         estimated_risk=Risk.LOW,
         budget=PlanBudget(max_cost_usd=max_cost_usd),
     )
+    # the module server fills in the planner's prompt before an adapter sees a plan
+    return plan.model_copy(update={"prompt": PLANNER.prompt(plan)})
 
 
 def make_context(model: str = "", **options: Any) -> AgentContext:

@@ -1,4 +1,6 @@
-"""The module host: loads modules, checks them against the kernel's contracts, serves requests.
+"""The module server: loads modules, checks them against the kernel's contracts, serves requests.
+
+It is the process the kernel's module host (kernel/host.py) starts with `python -m modules`.
 
 One JSON object per line on stdin: {"id": n, "method": "...", "params": {...}}; one per
 line on stdout: {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error":
@@ -23,6 +25,7 @@ from domain import (
     Gap,
     GapReport,
     HistoryDigest,
+    InboxText,
     IterationPlan,
     IterationRecord,
     ProjectState,
@@ -33,14 +36,17 @@ from kernel.contracts import (
     HOST_PROTOCOL,
     Agent,
     Analyzer,
+    InboxReader,
     Planner,
     Ranker,
     Reporter,
 )
 from modules import registry
+from modules.agents.choose import choose_backend
 
 _PROTOCOLS: dict[str, type] = {
     "analyzer": Analyzer,
+    "inbox_reader": InboxReader,
     "ranker": Ranker,
     "planner": Planner,
     "agent": Agent,
@@ -102,12 +108,13 @@ def load(kind: str, target: str) -> Any:
     return obj
 
 
-class Host:
+class Server:
     """The loaded modules and the request handlers."""
 
     def __init__(self) -> None:
         self.analyzers: list[Analyzer] = [load("analyzer", t) for t in registry.ANALYZERS.values()]
         self.ranker: Ranker = load("ranker", registry.RANKER)
+        self.inbox_reader: InboxReader = load("inbox_reader", registry.INBOX_READER)
         self.planner: Planner = load("planner", registry.PLANNER)
         self.reporter: Reporter = load("reporter", registry.REPORTER)
         self.agents: dict[str, Agent] = {}
@@ -136,6 +143,15 @@ class Host:
             "auto_order": [n for n in registry.AUTO_ORDER if n in registry.AGENTS],
         }
 
+    def choose_backend(self, params: dict[str, Any]) -> dict[str, Any]:
+        wanted = str(params["wanted"])
+        names = [wanted] if wanted != "auto" else list(registry.AGENTS)
+        agents = {name: self.agent(name) for name in names if name in registry.AGENTS}
+        order = [n for n in registry.AUTO_ORDER if n in registry.AGENTS]
+        return choose_backend(
+            wanted, str(params["config_name"]), str(params["path"]), agents, order
+        )
+
     def analyze(self, params: dict[str, Any]) -> BaseModel:
         inputs = AnalysisInput.model_validate(params["input"])
         gaps: list[Gap] = []
@@ -151,6 +167,17 @@ class Host:
             report = report.model_copy(update={"errors": (*report.errors, *errors)})
         return report
 
+    def read_inbox(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Each task read: {"item": ...} or {"rejected": the reader's reason}."""
+        answers: list[dict[str, Any]] = []
+        for raw in params["tasks"]:
+            task = InboxText.model_validate(raw)
+            try:
+                answers.append({"item": self.inbox_reader.read(task).model_dump(mode="json")})
+            except ValueError as exc:  # the reader's reason, for the person who wrote the task
+                answers.append({"rejected": str(exc)})
+        return answers
+
     def plan(self, params: dict[str, Any]) -> BaseModel | None:
         report = GapReport.model_validate(params["report"])
         records = [IterationRecord.model_validate(r) for r in params.get("records", [])]
@@ -159,6 +186,8 @@ class Host:
 
     def agent_spec(self, params: dict[str, Any]) -> BaseModel | None:
         plan = IterationPlan.model_validate(params["plan"])
+        # the prompt is the planner's, rendered from the plan the kernel clamped
+        plan = plan.model_copy(update={"prompt": self.planner.prompt(plan)})
         context = AgentContext.model_validate(params["context"])
         return self.agent(str(params["backend"])).run_spec(plan, context)
 
@@ -184,7 +213,9 @@ class Host:
         return {
             "hello": self.hello,
             "agents": self.agents_info,
+            "choose_backend": self.choose_backend,
             "analyze": self.analyze,
+            "read_inbox": self.read_inbox,
             "plan": self.plan,
             "agent_spec": self.agent_spec,
             "agent_parse": self.agent_parse,
@@ -212,15 +243,15 @@ def serve(stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     # modules must never write to the protocol stream by accident
     sys.stdout = sys.stderr
     try:
-        host = Host()
+        server = Server()
     except Exception as exc:
         _reply(
             out, {"id": 0, "ok": False, "error": {"type": type(exc).__name__, "message": str(exc)}}
         )
         traceback.print_exc(file=sys.stderr)
         return 1
-    handlers = host.handlers()
-    _reply(out, {"id": 0, "ok": True, "result": host.hello({})})
+    handlers = server.handlers()
+    _reply(out, {"id": 0, "ok": True, "result": server.hello({})})
     for line in source:
         if not line.strip():
             continue

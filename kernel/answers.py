@@ -1,0 +1,129 @@
+"""Validation of the module host's answers: domain models, the agent list, the backend choice,
+inbox tasks read (against the kernel's bounds).
+
+Its own file so kernel/host.py holds the host's life (start, call, boot, fallback, reload)
+and this one what an answer must be before the kernel uses it; a wrong answer is a HostError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel, ValidationError
+
+from domain import InboxItem, InboxText
+from kernel.errors import HostError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """What the host says about one agent backend."""
+
+    name: str
+    executable: str
+    sources: tuple[str, ...]
+
+
+@dataclass
+class Backend:
+    """The agent backend in use and why."""
+
+    name: str
+    reason: str
+    sources: tuple[str, ...] = ("*",)
+    fallback: str = ""
+    """A backend that takes what this one cannot (auto: ruff-fix's gaps when no agent exists)."""
+
+
+def valid(model: type[M], value: Any, what: str) -> M:
+    """value as a model, or a HostError naming the first thing wrong with it."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HostError(f"module host returned an invalid {what}: {where}: {first['msg']}") from exc
+
+
+def agent_list(value: Any) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
+    """The host's "agents" answer: every backend it knows, and the auto-detection order."""
+    answer = cast(dict[str, Any], value)
+    info: dict[str, AgentInfo] = {}
+    for name, raw in cast(dict[str, dict[str, Any]], answer.get("agents", {})).items():
+        info[str(name)] = AgentInfo(
+            name=str(name),
+            executable=str(raw.get("executable", "")),
+            sources=tuple(str(s) for s in cast(list[Any], raw.get("sources", []))),
+        )
+    order = tuple(str(n) for n in cast(list[Any], answer.get("auto_order", [])))
+    return info, order
+
+
+def backend_choice(value: Any, wanted: str, listed: dict[str, AgentInfo]) -> Backend:
+    """The host's "choose_backend" answer: a backend it listed (the configured one, unless auto)."""
+    answer = cast(dict[str, Any], value) if isinstance(value, dict) else {}
+    name, reason, fallback = (answer.get(k) for k in ("name", "reason", "fallback"))
+    sources = answer.get("sources")
+    if not (
+        isinstance(name, str)
+        and isinstance(reason, str)
+        and isinstance(fallback, str)
+        and isinstance(sources, list)
+        and all(isinstance(s, str) for s in cast(list[Any], sources))
+    ):
+        raise HostError(
+            "module host returned a backend choice that is not {name, reason, sources, fallback}"
+        )
+    if (
+        name not in listed
+        or (wanted != "auto" and name != wanted)
+        or (fallback and fallback not in listed)
+    ):
+        raise HostError(
+            f"module host chose backend {name!r} (fallback {fallback!r}) for {wanted!r}; "
+            f"it listed {', '.join(sorted(listed))}"
+        )
+    return Backend(name, reason, tuple(cast(list[str], sources)), fallback)
+
+
+_READER = "the module that reads inbox tasks"
+
+
+def inbox_readings(value: Any, tasks: list[InboxText]) -> list[InboxItem | str]:
+    """The host's "read_inbox" answer: per task an item within the bounds, or why the file is
+    set aside (the reader's own reason, or the kernel's when the answer is not a fit item)."""
+    if not isinstance(value, list) or len(cast(list[Any], value)) != len(tasks):
+        raise HostError(f"module host did not answer for each of {len(tasks)} inbox tasks")
+    return [_reading(raw, task) for raw, task in zip(cast(list[Any], value), tasks, strict=True)]
+
+
+def _reading(raw: Any, task: InboxText) -> InboxItem | str:
+    answer = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+    if isinstance(answer.get("rejected"), str):
+        return cast(str, answer["rejected"]) or f"{_READER} refused it without a reason"
+    try:
+        item = valid(InboxItem, answer.get("item"), "InboxItem")
+    except HostError as exc:
+        return f"{_READER} gave no fit reading of it: {exc}"
+    problem = _past_bounds(item, task)
+    return f"{_READER} returned it past the kernel's bounds: {problem}" if problem else item
+
+
+def _past_bounds(item: InboxItem, task: InboxText) -> str:
+    """What of the item is past the bounds the reader was given ('' when nothing is)."""
+    if item.name != task.name:
+        return f"it is named {item.name!r}"
+    if len(item.title) > task.title_max:
+        return f"its title is {len(item.title)} characters; the limit is {task.title_max}"
+    if len(item.body) > len(task.text):
+        return "its body is longer than the file"
+    for key in ("acceptance", "allowed", "forbidden"):
+        values: tuple[str, ...] = getattr(item, key)
+        if len(values) > task.list_max:
+            return f"'{key}' has {len(values)} entries; the limit is {task.list_max}"
+        if any(len(v) > task.string_max for v in values):
+            return f"'{key}' has an entry over {task.string_max} characters"
+    return ""
