@@ -27,11 +27,11 @@ from kernel import faults, gitops, halt, jails, watch
 from kernel.agentrun import AgentRunner
 from kernel.analysis import Baseline, analyse, fail_quarantined
 from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
-from kernel.clamp import clamp_plan
 from kernel.context import Backend, Context
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import plain_file
 from kernel.globs import protected_patterns
+from kernel.guard import clamp_plan
 from kernel.journal import Journal
 from kernel.landing import Lander
 from kernel.measure import ruff_binary

@@ -6,8 +6,7 @@ import os
 from pathlib import Path
 
 from kernel.globs import protected_patterns
-from kernel.integrity import Checkout
-from kernel.snapshot import Snapshot
+from kernel.integrity import Checkout, Snapshot
 from tests.support import SAMPLE, git, make_repo
 
 FILES = {
