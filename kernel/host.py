@@ -35,7 +35,7 @@ from domain import (
 from kernel import procs
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
-from kernel.toolenv import Jail
+from kernel.measure import Jail
 
 M = TypeVar("M", bound=BaseModel)
 

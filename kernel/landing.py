@@ -26,8 +26,7 @@ from kernel.exports import Export
 from kernel.gate import freeze_gate_at
 from kernel.globs import protected_patterns
 from kernel.incremental import tree_delta
-from kernel.measure import run_pytest
-from kernel.pytest_run import failed_ids
+from kernel.measure import failed_ids, run_pytest
 from kernel.recording import Recorder
 from kernel.repair import repair
 from kernel.selfcheck import selfcheck

@@ -53,7 +53,7 @@ from typing import Any, cast
 from domain import Measurement, Tool
 from kernel import gitops, procs
 from kernel.gate import Gate, pyright_config, pyright_config_outside
-from kernel.toolenv import MAX_DETAIL, Target, tool_env
+from kernel.measure import MAX_DETAIL, Target, tool_env
 from kernel.trees import ObjectStore, blob_id, read_blobs
 
 __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]

@@ -30,9 +30,9 @@ from domain import (
 from kernel.config import QualityConfig
 from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
+from kernel.gate import freeze_gate
 from kernel.host import ModuleHost
-from kernel.measure import Target, freeze_gate, ruff_binary, run_pytest, run_ruff
-from kernel.toolenv import Jail
+from kernel.measure import Jail, Target, ruff_binary, run_pytest, run_ruff
 
 MODULE_FOLDERS: dict[str, tuple[str, ...]] = {
     "analyzers": ("analyzer", "ranker"),

@@ -19,9 +19,8 @@ from domain import (
     gap_ref,
 )
 from kernel.attempt import gap_signature, quarantined
-from kernel.briefs import BRIEF_DETAIL_CHARS, BRIEF_FAILURES, brief_of
 from kernel.iteration import for_planner, planning_history
-from kernel.store import RecordStore
+from kernel.store import BRIEF_DETAIL_CHARS, BRIEF_FAILURES, RecordStore, brief_of
 from modules.planner.fsport import MemoryFS
 from modules.planner.planner import make_plan
 from modules.planner.tests.factory import state
