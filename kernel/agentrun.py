@@ -21,9 +21,9 @@ from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs, wat
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.bounds import cap_lines
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
-from kernel.globs import protected_patterns
 from kernel.integrity import Checkout, Snapshot
 from kernel.recording import Recorder
 

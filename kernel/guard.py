@@ -20,8 +20,8 @@ from pathlib import Path, PurePosixPath
 from domain import AcceptanceCriterion, CheckName, FailureCategory, IterationPlan, PlanBudget
 from kernel import frozen, gitops, hygiene
 from kernel.config import Config, GrowthConfig, GuardConfig
+from kernel.contracts import matches, matches_any
 from kernel.gate import ALL_TOOLS
-from kernel.globs import matches, matches_any
 
 CONFIG_NAMES = hygiene.PYTEST_FILES | {"pyproject.toml", "tox.ini", "setup.cfg"}
 """Files that may hold pytest configuration, wherever they are."""

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from kernel import gitops, seal
+from kernel.contracts import matches_any
 from kernel.fsutil import atomic_write_bytes, atomic_write_text, unique_path
-from kernel.globs import matches_any
 
 KERNEL_OWNED = ("history", ".git")
 """Protected, but written by the kernel itself (history/) or checked on their own (.git)."""

@@ -28,9 +28,9 @@ from kernel.agentrun import AgentRunner
 from kernel.analysis import Baseline, analyse, fail_quarantined
 from kernel.attempt import Attempt, Phase, mono, noop_phase, waiting
 from kernel.context import Backend, Context
+from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import plain_file
-from kernel.globs import protected_patterns
 from kernel.guard import clamp_plan
 from kernel.journal import Journal
 from kernel.landing import Lander

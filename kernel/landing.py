@@ -22,9 +22,9 @@ from kernel.agentrun import watched
 from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.exports import Export
 from kernel.gate import freeze_gate_at
-from kernel.globs import protected_patterns
 from kernel.incremental import tree_delta
 from kernel.measure import failed_ids, run_pytest
 from kernel.recording import Recorder

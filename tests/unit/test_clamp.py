@@ -18,7 +18,7 @@ from domain import (
     TaskKind,
 )
 from kernel.config import Config
-from kernel.globs import protected_patterns
+from kernel.contracts import protected_patterns
 from kernel.guard import clamp_plan
 
 

@@ -13,7 +13,7 @@ import pytest
 from domain import FailureCategory, IterationOutcome, Risk
 from kernel import gitops, guard
 from kernel.config import GrowthConfig, GuardConfig, RiskLimit
-from kernel.globs import protected_patterns
+from kernel.contracts import protected_patterns
 from modules.planner.revision import missed_files
 from tests.support import SAMPLE, git, make_repo
 from tests.unit.factories import gap, plan, record

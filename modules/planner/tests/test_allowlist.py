@@ -94,7 +94,7 @@ def test_derived_entries_under_a_protected_path_are_dropped() -> None:
 
 
 def test_the_planners_globs_agree_with_the_kernels() -> None:
-    from kernel import globs
+    from kernel import contracts as globs
     from modules.planner import allowlist
 
     assert allowlist.ALWAYS_PROTECTED == globs.ALWAYS_PROTECTED
