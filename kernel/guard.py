@@ -122,57 +122,83 @@ def inspect_changes(
     findings: list[Finding] = []
     real_root = os.path.realpath(worktree)
     for change in changes:
-        for path in filter(None, (change.path, change.old_path)):
-            if matches_any(path, protected):
-                findings.append(
-                    Finding(FailureCategory.SANDBOX_VIOLATION, path, "a protected path was changed")
-                )
+        findings += _path_findings(change, plan, protected)
         findings += _path_safety(worktree, change, real_root)
-        if plan.allowed_paths and not matches_any(change.path, plan.allowed_paths):
-            findings.append(
-                Finding(
-                    FailureCategory.ALLOWLIST_VIOLATION,
-                    change.path,
-                    f"outside the plan's allowlist ({', '.join(plan.allowed_paths)})",
-                )
-            )
-        if plan.forbidden_paths and matches_any(change.path, plan.forbidden_paths):
-            findings.append(
-                Finding(
-                    FailureCategory.ALLOWLIST_VIOLATION,
-                    change.path,
-                    "a path the task forbids was changed",
-                )
-            )
         if change.status != "D" and config.max_file_bytes:
             findings += _size_findings(worktree, repo, base, change, config.max_file_bytes)
     findings += _mode_findings(worktree, repo, base, changes)
     for change in changes:
-        names = [change.path] if not change.old_path else [change.old_path, change.path]
-        config_file = any(PurePosixPath(n).name in CONFIG_NAMES for n in names)
-        if not (config_file or any(is_test_path(n) for n in names)):
-            continue
-        before = _read_at(repo, base, change.old_path or change.path)
-        after = _read_now(worktree, change)
-        if change.old_path and hygiene.pytest_config_changed(change.old_path, before, None):
-            findings.append(_config_finding(change.old_path))
-        elif hygiene.pytest_config_changed(change.path, before, after):
-            findings.append(_config_finding(change.path))
-        old_name = change.old_path or change.path
-        if (
-            old_name.endswith(".py")
-            and is_test_path(old_name)
-            and PurePosixPath(old_name).name != "conftest.py"
-        ):
-            # a test file moved where pytest does not look has lost its tests
-            kept = after if change.status == "D" or is_test_path(change.path) else None
-            findings += [
-                Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
-                for message in hygiene.weakening(before, kept)
-            ]
+        findings += _hygiene_findings(worktree, repo, base, change)
     findings += _specification(worktree, repo, base, changes, plan)
+    findings += _growth_findings(plan, config.growth, changes, inserted + deleted)
+    return findings
+
+
+def _path_findings(
+    change: gitops.Change, plan: IterationPlan, protected: Sequence[str]
+) -> list[Finding]:
+    """A protected path changed, or a path outside the allowlist or inside the forbidden list."""
+    findings = [
+        Finding(FailureCategory.SANDBOX_VIOLATION, path, "a protected path was changed")
+        for path in filter(None, (change.path, change.old_path))
+        if matches_any(path, protected)
+    ]
+    if plan.allowed_paths and not matches_any(change.path, plan.allowed_paths):
+        findings.append(
+            Finding(
+                FailureCategory.ALLOWLIST_VIOLATION,
+                change.path,
+                f"outside the plan's allowlist ({', '.join(plan.allowed_paths)})",
+            )
+        )
+    if plan.forbidden_paths and matches_any(change.path, plan.forbidden_paths):
+        findings.append(
+            Finding(
+                FailureCategory.ALLOWLIST_VIOLATION,
+                change.path,
+                "a path the task forbids was changed",
+            )
+        )
+    return findings
+
+
+def _hygiene_findings(
+    worktree: Path, repo: Path, base: str, change: gitops.Change
+) -> list[Finding]:
+    """A changed pytest configuration, and tests weakened (or moved where pytest does not look)."""
+    names = [change.path] if not change.old_path else [change.old_path, change.path]
+    config_file = any(PurePosixPath(n).name in CONFIG_NAMES for n in names)
+    if not (config_file or any(is_test_path(n) for n in names)):
+        return []
+    findings: list[Finding] = []
+    before = _read_at(repo, base, change.old_path or change.path)
+    after = _read_now(worktree, change)
+    if change.old_path and hygiene.pytest_config_changed(change.old_path, before, None):
+        findings.append(_config_finding(change.old_path))
+    elif hygiene.pytest_config_changed(change.path, before, after):
+        findings.append(_config_finding(change.path))
+    old_name = change.old_path or change.path
+    if (
+        old_name.endswith(".py")
+        and is_test_path(old_name)
+        and PurePosixPath(old_name).name != "conftest.py"
+    ):
+        # a test file moved where pytest does not look has lost its tests
+        kept = after if change.status == "D" or is_test_path(change.path) else None
+        findings += [
+            Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
+            for message in hygiene.weakening(before, kept)
+        ]
+    return findings
+
+
+def _growth_findings(
+    plan: IterationPlan, growth: GrowthConfig, changes: Sequence[gitops.Change], lines: int
+) -> list[Finding]:
+    """More new files or changed lines than the plan's risk class allows."""
+    findings: list[Finding] = []
     new_files = sum(1 for c in changes if c.status == "A")
-    max_files, max_lines = growth_limits(plan, config.growth)
+    max_files, max_lines = growth_limits(plan, growth)
     risk = plan.estimated_risk.value
     if new_files > max_files:
         findings.append(
@@ -182,12 +208,12 @@ def inspect_changes(
                 f"{new_files} new files; a {risk}-risk plan may add {max_files}",
             )
         )
-    if inserted + deleted > max_lines:
+    if lines > max_lines:
         findings.append(
             Finding(
                 FailureCategory.GROWTH_LIMIT,
                 ".",
-                f"{inserted + deleted} changed lines; a {risk}-risk plan may change {max_lines}",
+                f"{lines} changed lines; a {risk}-risk plan may change {max_lines}",
             )
         )
     return findings
