@@ -28,9 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.generate import MODULES_PER_PACKAGE, env_git, generate
 from kernel.config import QualityConfig
 from kernel.gate import Gate, freeze_gate
-from kernel.measure import run_pyright
+from kernel.measure import Target, run_pyright
 from kernel.resident import ResidentPyright
-from kernel.toolenv import Target
 from kernel.trees import export_tree
 
 REAL_DEFAULT = "/work/bench-repos/packaging"

@@ -26,9 +26,8 @@ from bench.generate import env_git, generate
 from kernel import gitops, jails
 from kernel.config import GuardConfig, QualityConfig
 from kernel.exports import Export
+from kernel.measure import Target, run_pytest
 from kernel.paths import discover
-from kernel.pytest_run import run_pytest
-from kernel.toolenv import Target
 
 
 def _time(work: Callable[[], object]) -> float:

@@ -19,9 +19,9 @@ from domain import (
 )
 from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
-from kernel.globs import protected_patterns
 from kernel.integrity import Checkout, Snapshot
 from kernel.iteration import Ending, Iteration, Phase, mono
 

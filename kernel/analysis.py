@@ -36,12 +36,11 @@ from kernel.bounds import (
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
-from kernel.gate import freeze_gate_at
+from kernel.gate import Gate, freeze_gate_at
 from kernel.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.localise import localise
-from kernel.measure import Gate, measure
-from kernel.pytest_run import TestFiles, failed_ids
-from kernel.testmap import Selection, TestMap
+from kernel.measure import failed_ids, measure
+from kernel.testmap import Selection, TestFiles, TestMap
 
 _CACHE_KEEP = 32
 _FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)

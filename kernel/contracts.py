@@ -1,12 +1,17 @@
-"""The contracts modules satisfy by shape. Nothing here imports modules/.
+"""The contracts modules satisfy by shape, and the path globs both sides read alike.
 
 The module host checks every module it loads against these Protocols and the
 contract version; the kernel validates every answer it gets back against the domain.
+A plan's allowed and protected paths are globs: the planner derives them with the same
+matcher the guard applies (kept here, in protected code, since it decides what lands).
+Nothing here imports modules/ or another kernel file (the module host loads this file alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from domain import (
@@ -132,3 +137,59 @@ class Reporter(Protocol):
     def render_dashboard(self, digest: HistoryDigest) -> str:
         """history/index.html: one self-contained page (inline SVG charts, no network)."""
         ...
+
+
+ALWAYS_PROTECTED: tuple[str, ...] = (
+    "seed.py",
+    "VISION.md",
+    "kernel/**",
+    "history/**",
+    ".git/**",
+    "seed.toml",
+)
+"""Paths no agent may change, whatever the config says."""
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern[str]:
+    pattern = pattern.strip().removeprefix("./")
+    pattern = pattern.rstrip("/")
+    if pattern.endswith("/**"):
+        pattern = pattern[:-3]  # "dir/**" covers dir itself too: see the suffix below
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    body = "".join(out)
+    # a plain directory name covers everything below it
+    # DOTALL and \Z: a file name with a line break in it is still under its folder
+    return re.compile(f"^{body}(?:/.*)?\\Z", re.DOTALL)
+
+
+def matches(path: str, pattern: str) -> bool:
+    """Whether a repository-relative POSIX path matches a glob (`**` spans directories)."""
+    return bool(_compile(pattern).match(path.lstrip("/")))
+
+
+def matches_any(path: str, patterns: Iterable[str]) -> bool:
+    """Whether the path matches one of the globs."""
+    return any(matches(path, p) for p in patterns)
+
+
+def protected_patterns(configured: Iterable[str]) -> tuple[str, ...]:
+    """The always-protected paths plus the configured ones."""
+    return tuple(dict.fromkeys((*ALWAYS_PROTECTED, *configured)))

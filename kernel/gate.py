@@ -22,7 +22,7 @@ import tomli_w
 
 from kernel import gitops
 from kernel.config import QualityConfig
-from kernel.globs import matches_any
+from kernel.contracts import matches_any
 
 GATE_FILES: tuple[str, ...] = (
     "pyproject.toml",

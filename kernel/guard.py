@@ -1,4 +1,8 @@
-"""The guard: every diff is inspected before the verifier runs anything on it.
+"""The guard: every plan is clamped before its agent runs, and every diff is inspected before
+the verifier runs anything on it.
+
+The clamp drops protected paths from a plan, keeps catalogue checks only and caps its budget
+from config.
 
 Protected paths and path safety are SANDBOX_VIOLATION, a path outside the plan's allowlist
 is ALLOWLIST_VIOLATION, weakened tests are HYGIENE_VIOLATION (read from syntax trees, not
@@ -13,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from domain import FailureCategory, IterationPlan
+from domain import AcceptanceCriterion, CheckName, FailureCategory, IterationPlan, PlanBudget
 from kernel import frozen, gitops, hygiene
-from kernel.config import GrowthConfig, GuardConfig
-from kernel.globs import matches_any
+from kernel.config import Config, GrowthConfig, GuardConfig
+from kernel.contracts import matches, matches_any
+from kernel.gate import ALL_TOOLS
 
 CONFIG_NAMES = hygiene.PYTEST_FILES | {"pyproject.toml", "tox.ini", "setup.cfg"}
 """Files that may hold pytest configuration, wherever they are."""
@@ -117,57 +122,83 @@ def inspect_changes(
     findings: list[Finding] = []
     real_root = os.path.realpath(worktree)
     for change in changes:
-        for path in filter(None, (change.path, change.old_path)):
-            if matches_any(path, protected):
-                findings.append(
-                    Finding(FailureCategory.SANDBOX_VIOLATION, path, "a protected path was changed")
-                )
+        findings += _path_findings(change, plan, protected)
         findings += _path_safety(worktree, change, real_root)
-        if plan.allowed_paths and not matches_any(change.path, plan.allowed_paths):
-            findings.append(
-                Finding(
-                    FailureCategory.ALLOWLIST_VIOLATION,
-                    change.path,
-                    f"outside the plan's allowlist ({', '.join(plan.allowed_paths)})",
-                )
-            )
-        if plan.forbidden_paths and matches_any(change.path, plan.forbidden_paths):
-            findings.append(
-                Finding(
-                    FailureCategory.ALLOWLIST_VIOLATION,
-                    change.path,
-                    "a path the task forbids was changed",
-                )
-            )
         if change.status != "D" and config.max_file_bytes:
             findings += _size_findings(worktree, repo, base, change, config.max_file_bytes)
     findings += _mode_findings(worktree, repo, base, changes)
     for change in changes:
-        names = [change.path] if not change.old_path else [change.old_path, change.path]
-        config_file = any(PurePosixPath(n).name in CONFIG_NAMES for n in names)
-        if not (config_file or any(is_test_path(n) for n in names)):
-            continue
-        before = _read_at(repo, base, change.old_path or change.path)
-        after = _read_now(worktree, change)
-        if change.old_path and hygiene.pytest_config_changed(change.old_path, before, None):
-            findings.append(_config_finding(change.old_path))
-        elif hygiene.pytest_config_changed(change.path, before, after):
-            findings.append(_config_finding(change.path))
-        old_name = change.old_path or change.path
-        if (
-            old_name.endswith(".py")
-            and is_test_path(old_name)
-            and PurePosixPath(old_name).name != "conftest.py"
-        ):
-            # a test file moved where pytest does not look has lost its tests
-            kept = after if change.status == "D" or is_test_path(change.path) else None
-            findings += [
-                Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
-                for message in hygiene.weakening(before, kept)
-            ]
+        findings += _hygiene_findings(worktree, repo, base, change)
     findings += _specification(worktree, repo, base, changes, plan)
+    findings += _growth_findings(plan, config.growth, changes, inserted + deleted)
+    return findings
+
+
+def _path_findings(
+    change: gitops.Change, plan: IterationPlan, protected: Sequence[str]
+) -> list[Finding]:
+    """A protected path changed, or a path outside the allowlist or inside the forbidden list."""
+    findings = [
+        Finding(FailureCategory.SANDBOX_VIOLATION, path, "a protected path was changed")
+        for path in filter(None, (change.path, change.old_path))
+        if matches_any(path, protected)
+    ]
+    if plan.allowed_paths and not matches_any(change.path, plan.allowed_paths):
+        findings.append(
+            Finding(
+                FailureCategory.ALLOWLIST_VIOLATION,
+                change.path,
+                f"outside the plan's allowlist ({', '.join(plan.allowed_paths)})",
+            )
+        )
+    if plan.forbidden_paths and matches_any(change.path, plan.forbidden_paths):
+        findings.append(
+            Finding(
+                FailureCategory.ALLOWLIST_VIOLATION,
+                change.path,
+                "a path the task forbids was changed",
+            )
+        )
+    return findings
+
+
+def _hygiene_findings(
+    worktree: Path, repo: Path, base: str, change: gitops.Change
+) -> list[Finding]:
+    """A changed pytest configuration, and tests weakened (or moved where pytest does not look)."""
+    names = [change.path] if not change.old_path else [change.old_path, change.path]
+    config_file = any(PurePosixPath(n).name in CONFIG_NAMES for n in names)
+    if not (config_file or any(is_test_path(n) for n in names)):
+        return []
+    findings: list[Finding] = []
+    before = _read_at(repo, base, change.old_path or change.path)
+    after = _read_now(worktree, change)
+    if change.old_path and hygiene.pytest_config_changed(change.old_path, before, None):
+        findings.append(_config_finding(change.old_path))
+    elif hygiene.pytest_config_changed(change.path, before, after):
+        findings.append(_config_finding(change.path))
+    old_name = change.old_path or change.path
+    if (
+        old_name.endswith(".py")
+        and is_test_path(old_name)
+        and PurePosixPath(old_name).name != "conftest.py"
+    ):
+        # a test file moved where pytest does not look has lost its tests
+        kept = after if change.status == "D" or is_test_path(change.path) else None
+        findings += [
+            Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
+            for message in hygiene.weakening(before, kept)
+        ]
+    return findings
+
+
+def _growth_findings(
+    plan: IterationPlan, growth: GrowthConfig, changes: Sequence[gitops.Change], lines: int
+) -> list[Finding]:
+    """More new files or changed lines than the plan's risk class allows."""
+    findings: list[Finding] = []
     new_files = sum(1 for c in changes if c.status == "A")
-    max_files, max_lines = growth_limits(plan, config.growth)
+    max_files, max_lines = growth_limits(plan, growth)
     risk = plan.estimated_risk.value
     if new_files > max_files:
         findings.append(
@@ -177,12 +208,12 @@ def inspect_changes(
                 f"{new_files} new files; a {risk}-risk plan may add {max_files}",
             )
         )
-    if inserted + deleted > max_lines:
+    if lines > max_lines:
         findings.append(
             Finding(
                 FailureCategory.GROWTH_LIMIT,
                 ".",
-                f"{inserted + deleted} changed lines; a {risk}-risk plan may change {max_lines}",
+                f"{lines} changed lines; a {risk}-risk plan may change {max_lines}",
             )
         )
     return findings
@@ -310,3 +341,85 @@ def worst(findings: Sequence[Finding]) -> FailureCategory:
     """The category that decides the outcome when the guard finds several things."""
     present = {f.category for f in findings}
     return next(c for c in _ORDER if c in present)
+
+
+SELFCHECK_PATHS = ("modules", "domain")
+_TOOL_OF: dict[CheckName, str] = {
+    CheckName.RUFF: "ruff",
+    CheckName.RUFF_FORMAT: "ruff-format",
+    CheckName.PYRIGHT: "pyright",
+    CheckName.PYTEST: "pytest",
+    CheckName.PYTEST_ALL: "pytest",
+}
+
+
+def _touches(patterns: Sequence[str], roots: Sequence[str]) -> bool:
+    for pattern in patterns:
+        for root in roots:
+            if (
+                matches(root, pattern)
+                or pattern.startswith(root + "/")
+                or pattern == root
+                or pattern.startswith("**")
+            ):
+                return True
+    return False
+
+
+def clamp_plan(
+    plan: IterationPlan,
+    config: Config,
+    protected: Sequence[str],
+    selfhost: bool,
+    tools: Sequence[str] = ALL_TOOLS,
+) -> IterationPlan:
+    """The plan as the kernel will run it, whatever the planner said."""
+    allowed = tuple(
+        p
+        for p in plan.allowed_paths
+        if not matches_any(p.rstrip("/").removesuffix("/**"), protected)
+    )
+    if plan.allowed_paths and not allowed:
+        allowed = ("__nothing__",)  # every allowed path was protected: nothing may change
+    actions = tuple(
+        a.model_copy(
+            update={
+                "target_files": tuple(f for f in a.target_files if not matches_any(f, protected))
+            }
+        )
+        for a in plan.actions
+    )
+    # a check of a tool that takes no part for this target could never pass: leave it out
+    criteria = [c for c in plan.criteria if _TOOL_OF.get(c.check, "") in ("", *tools)]
+    targets = [f for a in actions for f in a.target_files]
+    needs_selfcheck = selfhost and (not allowed or _touches((*allowed, *targets), SELFCHECK_PATHS))
+    if needs_selfcheck and not any(c.check == CheckName.SELFCHECK for c in criteria):
+        criteria.append(
+            AcceptanceCriterion(
+                check=CheckName.SELFCHECK, text="the module host boots the changed modules"
+            )
+        )
+    limit = config.guard.growth.for_risk(plan.estimated_risk)
+    max_files, max_lines = limit.new_files, limit.changed_lines
+    budget = plan.budget
+    clamped = PlanBudget(
+        timeout_s=min(budget.timeout_s, config.agent.timeout_s),
+        max_tokens=min(
+            budget.max_tokens or config.budget.max_tokens_per_iteration,
+            config.budget.max_tokens_per_iteration,
+        ),
+        max_cost_usd=min(
+            budget.max_cost_usd or config.budget.max_cost_usd_per_iteration,
+            config.budget.max_cost_usd_per_iteration,
+        ),
+        max_new_files=min(budget.max_new_files, max_files),
+        max_changed_lines=min(budget.max_changed_lines, max_lines),
+    )
+    return plan.model_copy(
+        update={
+            "allowed_paths": allowed,
+            "actions": actions,
+            "criteria": tuple(criteria),
+            "budget": clamped,
+        }
+    )

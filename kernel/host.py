@@ -44,9 +44,9 @@ from kernel.answers import AgentInfo, Backend, agent_list, backend_choice, inbox
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text
+from kernel.measure import Jail
 from kernel.paths import Paths
 from kernel.store import RecordStore
-from kernel.toolenv import Jail
 
 LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")

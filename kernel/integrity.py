@@ -12,7 +12,9 @@ and untracked files. After the run (or, after a crash, at the next start) it com
 - any other change in the checkout is listed (the person may be working there), never undone.
 
 The snapshot and the bytes of what it protects are kept under <git-common-dir>/seed/integrity/
-so that a daemon killed during the run can still restore them.
+so that a daemon killed during the run can still restore them. Files are identified by
+repository-relative path (git's own files by a label such as .git/config); a FileState holds
+what is needed to tell a change and to restore it.
 """
 
 from __future__ import annotations
@@ -21,32 +23,252 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from kernel import gitops, seal
+from kernel.contracts import matches_any
 from kernel.fsutil import atomic_write_bytes, atomic_write_text, unique_path
-from kernel.globs import matches_any
-from kernel.snapshot import (
-    MAX_KEPT_BYTES,
-    MISSING,
-    UNWATCHED,
-    FileState,
-    Snapshot,
-    clear,
-    describe_head,
-    git_paths,
-    listed_files,
-    make_parents,
-    protected_paths,
-    read_state,
-    replace_file,
-    side_file,
-    under,
-    verb,
-)
+
+KERNEL_OWNED = ("history", ".git")
+"""Protected, but written by the kernel itself (history/) or checked on their own (.git)."""
+UNWATCHED = ("history", "inbox", ".git")
+"""Top-level folders whose changes are not the checkout's (records, tasks, git's own files)."""
+MAX_KEPT_BYTES = 64 * 1024 * 1024
+"""A protected file larger than this is hashed but not kept (it could not be restored)."""
+
+_SIDE_DIRS = ("__pycache__",)
+_SIDE_SUFFIXES = (".pyc", ".pyo")
+
+
+@dataclass(frozen=True)
+class FileState:
+    """A file as the snapshot saw it."""
+
+    kind: str
+    """file, symlink or missing."""
+    sha: str = ""
+    """sha256 of the bytes (of the link target for a symlink)."""
+    mode: int = 0
+
+
+MISSING = FileState("missing")
+
+
+@dataclass
+class Snapshot:
+    """The checkout before the agent ran."""
+
+    iteration_id: str
+    head: str
+    """The bytes of the checkout's HEAD file (a symbolic ref or a commit id)."""
+    head_commit: str
+    refs: dict[str, str]
+    git_files: dict[str, FileState]
+    """config, config.worktree and hooks, by label (.git/config, .git/hooks/pre-commit)."""
+    protected: dict[str, FileState]
+    """Protected files of the checkout, by repository-relative path."""
+    files: dict[str, tuple[int, int, int]]
+    """Other tracked and untracked files: (size, mtime_ns, mode)."""
+    taken_ns: int = 0
+    """When the snapshot was taken (time.time_ns())."""
+
+    def to_json(self) -> str:
+        """Serialised for the crash-recovery copy."""
+        return json.dumps(
+            {
+                "iteration_id": self.iteration_id,
+                "head": self.head,
+                "head_commit": self.head_commit,
+                "refs": self.refs,
+                "git_files": {k: vars(v) for k, v in self.git_files.items()},
+                "protected": {k: vars(v) for k, v in self.protected.items()},
+                "files": self.files,
+                "taken_ns": self.taken_ns,
+            }
+        )
+
+    @staticmethod
+    def from_json(text: str) -> Snapshot:
+        """Read a serialised snapshot."""
+        data = cast(dict[str, Any], json.loads(text))
+
+        def states(raw: Any) -> dict[str, FileState]:
+            return {
+                str(k): FileState(str(v["kind"]), str(v.get("sha", "")), int(v.get("mode", 0)))
+                for k, v in cast(dict[str, dict[str, Any]], raw).items()
+            }
+
+        return Snapshot(
+            iteration_id=str(data["iteration_id"]),
+            head=str(data["head"]),
+            head_commit=str(data["head_commit"]),
+            refs={str(k): str(v) for k, v in cast(dict[str, Any], data["refs"]).items()},
+            git_files=states(data["git_files"]),
+            protected=states(data["protected"]),
+            files={
+                str(k): (int(v[0]), int(v[1]), int(v[2]))
+                for k, v in cast(dict[str, list[Any]], data["files"]).items()
+            },
+            taken_ns=int(data.get("taken_ns", 0)),
+        )
+
+
+def _side_file(rel: str) -> bool:
+    """Compiled code and caches (Python rebuilds them)."""
+    parts = rel.split("/")
+    return any(p in _SIDE_DIRS for p in parts[:-1]) or rel.endswith(_SIDE_SUFFIXES)
+
+
+def _under(rel: str, tops: Iterable[str]) -> bool:
+    """Whether a repository-relative path is one of the folders or inside one."""
+    return any(rel == top or rel.startswith(top + "/") for top in tops)
+
+
+def _read_state(path: Path, root: Path | None = None) -> tuple[FileState, bytes | None]:
+    """A file's state and bytes; below root, a path through a symlinked folder is missing."""
+    if root is not None and _through_symlink(root, path):
+        return MISSING, None
+    try:
+        info = path.lstat()
+    except OSError:
+        return MISSING, None
+    if stat.S_ISLNK(info.st_mode):
+        target = os.readlink(path).encode("utf-8", errors="surrogateescape")
+        return FileState("symlink", hashlib.sha256(target).hexdigest(), 0), target
+    if not stat.S_ISREG(info.st_mode):
+        return FileState("missing"), None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return FileState("file", "unreadable", stat.S_IMODE(info.st_mode)), None
+    return FileState("file", hashlib.sha256(data).hexdigest(), stat.S_IMODE(info.st_mode)), data
+
+
+def _through_symlink(root: Path, path: Path) -> bool:
+    try:
+        parts = path.parent.relative_to(root).parts
+    except ValueError:
+        return False
+    folder = root
+    for part in parts:
+        folder = folder / part
+        if folder.is_symlink():
+            return True
+    return False
+
+
+def _listed_files(root: Path) -> list[str]:
+    """Tracked and untracked (not ignored) files of the checkout."""
+    raw = gitops.git(
+        root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", check=False
+    ).stdout
+    return sorted({p for p in raw.decode("utf-8", errors="surrogateescape").split("\0") if p})
+
+
+def _literal_prefix(pattern: str) -> str:
+    parts: list[str] = []
+    for part in pattern.strip().removeprefix("./").strip("/").split("/"):
+        if any(c in part for c in "*?["):
+            break
+        parts.append(part)
+    return "/".join(parts)
+
+
+def _protected_paths(root: Path, patterns: Sequence[str], listed: Sequence[str]) -> list[str]:
+    """Protected files, ignored ones included, under every pattern's literal folder."""
+    wanted = [p for p in patterns if not _under(_literal_prefix(p), KERNEL_OWNED)]
+    found = {p for p in listed if matches_any(p, wanted) and not _under(p, KERNEL_OWNED)}
+    for pattern in wanted:
+        prefix = _literal_prefix(pattern)
+        if not prefix:
+            continue
+        base = root / prefix
+        if base.is_symlink() or base.is_file():
+            found.add(prefix)
+        elif base.is_dir():
+            for folder, dirs, names in os.walk(base):
+                rel_dir = Path(folder).relative_to(root).as_posix()
+                for name in (*names, *[d for d in dirs if (Path(folder) / d).is_symlink()]):
+                    rel = f"{rel_dir}/{name}"
+                    if matches_any(rel, wanted):
+                        found.add(rel)
+    return sorted(found)
+
+
+def _hook_dirs(root: Path, common: Path) -> list[Path]:
+    dirs = [common / "hooks"]
+    configured = gitops.git(
+        root, "config", "--file", str(common / "config"), "--get", "core.hooksPath", check=False
+    )
+    value = configured.text().strip()
+    if configured.ok and value and value != "/dev/null":
+        path = Path(os.path.expanduser(value))
+        dirs.append(path if path.is_absolute() else root / path)
+    return dirs
+
+
+def _git_paths(root: Path, common: Path, git_dir: Path) -> dict[str, Path]:
+    """config, config.worktree and every hook, by a label a person recognises."""
+    out = {".git/config": common / "config", ".git/config.worktree": git_dir / "config.worktree"}
+    for folder in _hook_dirs(root, common):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*")):
+            if path.is_dir() and not path.is_symlink():
+                continue
+            try:
+                label = ".git/" + path.relative_to(common).as_posix()
+            except ValueError:
+                label = str(path)
+            out[label] = path
+    return out
+
+
+def _describe_head(head: str, commit: str) -> str:
+    return f"{head.strip()[:60]} at {commit[:12] or 'no commit'}"
+
+
+def _verb(old: FileState, new: FileState) -> str:
+    if old.kind == "missing":
+        return "created"
+    if new.kind == "missing":
+        return "deleted"
+    if old.kind != new.kind:
+        return f"replaced by a {new.kind}"
+    if old.sha == new.sha:
+        return f"changed in mode ({oct(old.mode)} -> {oct(new.mode)})"
+    return "changed"
+
+
+def _clear(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+
+
+def _make_parents(root: Path, path: Path) -> None:
+    """Real directories from root down to path's parent: a symlink or file in the way is removed."""
+    try:
+        rel = path.parent.relative_to(root)
+    except ValueError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return
+    folder = root
+    for part in rel.parts:
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        if not folder.exists():
+            folder.mkdir()
+
+
+def _replace_file(path: Path, data: bytes, mode: int) -> None:
+    """Write bytes atomically in place of whatever is there (a symlink is replaced, not followed)."""
+    atomic_write_bytes(path, data, mode or 0o644)
 
 
 @dataclass
@@ -100,24 +322,24 @@ class Checkout:
             if not name.startswith("refs/remotes/")
         }
         git_files: dict[str, FileState] = {}
-        for label, path in git_paths(root, self.common, self.git_dir).items():
-            state, data = read_state(path)
+        for label, path in _git_paths(root, self.common, self.git_dir).items():
+            state, data = _read_state(path)
             if state.kind != "missing":
                 git_files[label] = state
                 if keep:
                     self._keep(state, data)
-        listed = listed_files(root)
+        listed = _listed_files(root)
         protected: dict[str, FileState] = {}
-        for rel in protected_paths(root, self.protected, listed):
-            if side_file(rel):
+        for rel in _protected_paths(root, self.protected, listed):
+            if _side_file(rel):
                 continue
-            state, data = read_state(root / rel, root)
+            state, data = _read_state(root / rel, root)
             protected[rel] = state
             if keep:
                 self._keep(state, data)
         files: dict[str, tuple[int, int, int]] = {}
         for rel in listed:
-            if rel in protected or under(rel, UNWATCHED) or matches_any(rel, self.protected):
+            if rel in protected or _under(rel, UNWATCHED) or matches_any(rel, self.protected):
                 continue
             try:
                 info = (root / rel).lstat()
@@ -192,108 +414,50 @@ class Checkout:
     def _check(self, before: Snapshot, evidence_dir: Path, *, restore: bool) -> Report:
         report = Report()
         after = self.take(before.iteration_id, keep=False)
-        saved: list[dict[str, str]] = []
-
-        def save(label: str, path: Path, old: FileState, state: FileState) -> str:
-            if state.kind == "missing":
-                saved.append({"what": label, "saved": "", "before": old.sha, "after": ""})
-                return ""
-            # never a folder named .git inside history/: git would take it for a repository
-            name = "git-dir/" + label[5:] if label.startswith(".git/") else label.lstrip("/")
-            if state.kind == "symlink":
-                name += ".symlink"
-            try:
-                data = (
-                    os.readlink(path).encode("utf-8", errors="surrogateescape") + b"\n"
-                    if state.kind == "symlink"
-                    else path.read_bytes()
-                )
-                target = _free(evidence_dir / "integrity", name)
-                target.write_bytes(data)
-            except OSError as exc:
-                report.problems.append(f"could not save {label}: {exc.strerror or exc}")
-                return ""
-            rel = target.relative_to(evidence_dir).as_posix()
-            saved.append({"what": label, "saved": rel, "before": old.sha, "after": state.sha})
-            return rel
-
-        if after.head != before.head or after.head_commit != before.head_commit:
-            report.violations.append(
-                f"HEAD of the checkout changed: {describe_head(before.head, before.head_commit)} -> "
-                f"{describe_head(after.head, after.head_commit)} (not undone: check `git reflog`)"
-            )
-        for name in sorted(set(before.refs) | set(after.refs)):
-            old, new = before.refs.get(name), after.refs.get(name)
-            if old != new:
-                report.violations.append(
-                    f"ref {name} changed: {(old or 'absent')[:12]} -> {(new or 'absent')[:12]} "
-                    "(not undone)"
-                )
-        if after.refs != before.refs:
-            folder = evidence_dir / "integrity"
-            folder.mkdir(parents=True, exist_ok=True)
-            for label, refs in (("refs.before", before.refs), ("refs.after", after.refs)):
-                (folder / label).write_text(
-                    "".join(f"{v} {k}\n" for k, v in sorted(refs.items())), encoding="utf-8"
-                )
-        paths = git_paths(self.root, self.common, self.git_dir)
-        for label in sorted(set(before.git_files) | set(after.git_files)):
-            old = before.git_files.get(label, MISSING)
-            new = after.git_files.get(label, MISSING)
-            if old == new:
-                continue
+        evidence = _Evidence(evidence_dir, report)
+        report.violations += _head_and_refs(before, after, evidence_dir)
+        paths = _git_paths(self.root, self.common, self.git_dir)
+        for label, old, new in _changed(before.git_files, after.git_files):
             path = paths.get(label) or self._label_path(label)
-            kept = save(label, path, old, new)
-            done = self._restore(path, old, report) if restore else "left as it is"
+            tail = self._put_back(evidence, label, path, (old, new), restore)
+            report.violations.append(f"{label} was {_verb(old, new)}; {tail}")
+        for rel, old, new in _changed(before.protected, after.protected):
+            tail = self._put_back(evidence, rel, self.root / rel, (old, new), restore)
             report.violations.append(
-                f"{label} was {verb(old, new)}; {done}" + (f" (saved as {kept})" if kept else "")
+                f"protected {rel} was {_verb(old, new)} in your checkout; {tail}"
             )
-        for rel in sorted(set(before.protected) | set(after.protected)):
-            old = before.protected.get(rel, MISSING)
-            new = after.protected.get(rel, MISSING)
-            if old == new:
-                continue
-            path = self.root / rel
-            kept = save(rel, path, old, new)
-            done = self._restore(path, old, report) if restore else "left as it is"
-            report.violations.append(
-                f"protected {rel} was {verb(old, new)} in your checkout; {done}"
-                + (f" (saved as {kept})" if kept else "")
-            )
-        for rel in protected_paths(self.root, self.protected, listed_files(self.root)):
-            if restore and side_file(rel):
+        if restore:
+            report.changes += self._remove_side_files(before.taken_ns)
+        report.changes += _listed_changes(before.files, after.files)
+        evidence.write()
+        return report
+
+    def _put_back(
+        self,
+        evidence: _Evidence,
+        label: str,
+        path: Path,
+        change: tuple[FileState, FileState],
+        restore: bool,
+    ) -> str:
+        """Save a changed file's bytes as evidence and restore it; what was done, in words."""
+        old, new = change
+        kept = evidence.save(label, path, old, new)
+        done = self._restore(path, old, evidence.report) if restore else "left as it is"
+        return done + (f" (saved as {kept})" if kept else "")
+
+    def _remove_side_files(self, since_ns: int) -> list[str]:
+        """Compiled code written under a protected path during the run, removed."""
+        removed: list[str] = []
+        for rel in _protected_paths(self.root, self.protected, _listed_files(self.root)):
+            if _side_file(rel):
                 with contextlib.suppress(OSError):
-                    if (self.root / rel).lstat().st_mtime_ns >= before.taken_ns:
+                    if (self.root / rel).lstat().st_mtime_ns >= since_ns:
                         (self.root / rel).unlink()
-                        report.changes.append(
+                        removed.append(
                             f"removed {rel}: compiled code written under a protected path during the run (Python rebuilds it)"
                         )
-        for rel in sorted(set(before.files) | set(after.files)):
-            old_sig, new_sig = before.files.get(rel), after.files.get(rel)
-            if old_sig == new_sig:
-                continue
-            if old_sig is None:
-                report.changes.append(f"created: {rel}")
-            elif new_sig is None or new_sig[0] < 0:
-                report.changes.append(f"deleted: {rel}")
-            else:
-                report.changes.append(f"modified: {rel}")
-        if saved or report.violations:
-            evidence_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(
-                evidence_dir / "integrity.json",
-                json.dumps(
-                    {
-                        "violations": report.violations,
-                        "changes": report.changes,
-                        "problems": report.problems,
-                        "saved": saved,
-                    },
-                    indent=2,
-                )
-                + "\n",
-            )
-        return report
+        return removed
 
     def _label_path(self, label: str) -> Path:
         if label.startswith(".git/"):
@@ -304,7 +468,7 @@ class Checkout:
         """Put one file back to its snapshot state; say what was done."""
         try:
             if state.kind == "missing":
-                clear(path)
+                _clear(path)
                 return "removed"
             blob = self.blobs / state.sha
             if not blob.is_file():
@@ -314,15 +478,15 @@ class Checkout:
             if hashlib.sha256(data).hexdigest() != state.sha:
                 report.problems.append(f"{path}: its kept bytes were altered; not restored")
                 return "NOT restored (its kept bytes were altered)"
-            make_parents(self.root, path)
+            _make_parents(self.root, path)
             if path.is_dir() and not path.is_symlink():
                 report.problems.append(f"{path}: a directory now stands there; not restored")
                 return "NOT restored (a directory stands there now)"
             if state.kind == "symlink":
-                clear(path)
+                _clear(path)
                 os.symlink(data.decode("utf-8", errors="surrogateescape"), path)
             else:
-                replace_file(path, data, state.mode)
+                _replace_file(path, data, state.mode)
             return "restored to its exact earlier bytes"
         except OSError as exc:
             report.problems.append(f"{path}: could not restore: {exc.strerror or exc}")
@@ -338,3 +502,107 @@ def _free(folder: Path, name: str) -> Path:
         target = folder / name.replace("/", "__")
         target.parent.mkdir(parents=True, exist_ok=True)
     return unique_path(target)
+
+
+@dataclass
+class _Evidence:
+    """The changed bytes a check saves under the iteration's folder, and the list of them."""
+
+    folder: Path
+    report: Report
+    saved: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
+
+    def save(self, label: str, path: Path, old: FileState, state: FileState) -> str:
+        """Keep a changed file's bytes; where they went (relative to the folder), or ""."""
+        if state.kind == "missing":
+            self.saved.append({"what": label, "saved": "", "before": old.sha, "after": ""})
+            return ""
+        # never a folder named .git inside history/: git would take it for a repository
+        name = "git-dir/" + label[5:] if label.startswith(".git/") else label.lstrip("/")
+        if state.kind == "symlink":
+            name += ".symlink"
+        try:
+            data = (
+                os.readlink(path).encode("utf-8", errors="surrogateescape") + b"\n"
+                if state.kind == "symlink"
+                else path.read_bytes()
+            )
+            target = _free(self.folder / "integrity", name)
+            target.write_bytes(data)
+        except OSError as exc:
+            self.report.problems.append(f"could not save {label}: {exc.strerror or exc}")
+            return ""
+        rel = target.relative_to(self.folder).as_posix()
+        self.saved.append({"what": label, "saved": rel, "before": old.sha, "after": state.sha})
+        return rel
+
+    def write(self) -> None:
+        """integrity.json, when anything was saved or violated."""
+        report = self.report
+        if not (self.saved or report.violations):
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(
+            self.folder / "integrity.json",
+            json.dumps(
+                {
+                    "violations": report.violations,
+                    "changes": report.changes,
+                    "problems": report.problems,
+                    "saved": self.saved,
+                },
+                indent=2,
+            )
+            + "\n",
+        )
+
+
+def _head_and_refs(before: Snapshot, after: Snapshot, evidence_dir: Path) -> list[str]:
+    """A moved HEAD or ref (never undone); both ref lists are saved when one moved."""
+    violations: list[str] = []
+    if after.head != before.head or after.head_commit != before.head_commit:
+        violations.append(
+            f"HEAD of the checkout changed: {_describe_head(before.head, before.head_commit)} -> "
+            f"{_describe_head(after.head, after.head_commit)} (not undone: check `git reflog`)"
+        )
+    for name in sorted(set(before.refs) | set(after.refs)):
+        old, new = before.refs.get(name), after.refs.get(name)
+        if old != new:
+            violations.append(
+                f"ref {name} changed: {(old or 'absent')[:12]} -> {(new or 'absent')[:12]} "
+                "(not undone)"
+            )
+    if after.refs != before.refs:
+        folder = evidence_dir / "integrity"
+        folder.mkdir(parents=True, exist_ok=True)
+        for label, refs in (("refs.before", before.refs), ("refs.after", after.refs)):
+            (folder / label).write_text(
+                "".join(f"{v} {k}\n" for k, v in sorted(refs.items())), encoding="utf-8"
+            )
+    return violations
+
+
+def _changed(
+    before: dict[str, FileState], after: dict[str, FileState]
+) -> list[tuple[str, FileState, FileState]]:
+    """(name, before, after) of every file whose state differs, by name."""
+    pairs = ((k, before.get(k, MISSING), after.get(k, MISSING)) for k in sorted({*before, *after}))
+    return [(k, old, new) for k, old, new in pairs if old != new]
+
+
+def _listed_changes(
+    before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]
+) -> list[str]:
+    """Other files created, deleted or modified in the checkout."""
+    changes: list[str] = []
+    for rel in sorted(set(before) | set(after)):
+        old_sig, new_sig = before.get(rel), after.get(rel)
+        if old_sig == new_sig:
+            continue
+        if old_sig is None:
+            changes.append(f"created: {rel}")
+        elif new_sig is None or new_sig[0] < 0:
+            changes.append(f"deleted: {rel}")
+        else:
+            changes.append(f"modified: {rel}")
+    return changes

@@ -15,8 +15,8 @@ from typing import Any
 
 from kernel import sandbox
 from kernel.config import GuardConfig
+from kernel.measure import Jail
 from kernel.paths import Paths
-from kernel.toolenv import Jail
 
 _NEVER_SHOWN = (
     ".ssh",

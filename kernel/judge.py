@@ -18,12 +18,11 @@ from domain import (
 from kernel import faults, guard, testmap, trees
 from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.exports import Export
-from kernel.globs import protected_patterns
 from kernel.incremental import tree_delta
 from kernel.iteration import Ending, Iteration, Phase, mono
-from kernel.measure import run_pytest
-from kernel.pytest_run import failed_ids
+from kernel.measure import failed_ids, run_pytest
 from kernel.repair import repair
 from kernel.selfcheck import selfcheck
 from kernel.testmap import Selection

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from domain import Executed, Measurement
 from kernel.fsutil import plain_file
-from kernel.pytest_run import PLUGIN_DIR, failed_ids, run_pytest
-from kernel.toolenv import Target
+from kernel.measure import PLUGIN_DIR, Target, failed_ids, run_pytest
 
 MAX_TEST_FILES = 5
 """Test files re-run under coverage at most (those with the most failing tests first)."""

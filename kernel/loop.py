@@ -29,11 +29,11 @@ from kernel import faults, gitops, halt, jails, landing, watch
 from kernel.agentrun import AgentRunner
 from kernel.analysis import Baseline, analyse
 from kernel.answers import Backend
-from kernel.clamp import clamp_plan
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import plain_file
-from kernel.globs import protected_patterns
+from kernel.guard import clamp_plan
 from kernel.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.journal import Journal
 from kernel.judge import Judge, Passed

@@ -1,47 +1,100 @@
 """The kernel's measurements: run the catalogue's tools on a tree and parse their output.
 
 Only facts come out of here (Diagnostics); judging them into gaps is the analysers' job.
-ruff and pyright run with the gate configuration taken from the baseline commit, so an
-agent cannot relax the rules it is judged by. pyright and pytest run side by side.
-Measuring never writes into the tree: each tool's read-only flags are pinned here, after
-anything a configuration can say.
+The target's tools run with its own interpreter, the daemon's ruff and a clean environment
+(Target, tool_env). ruff and pyright run with the gate configuration taken from the baseline
+commit, so an agent cannot relax the rules it is judged by. pyright and pytest run side by
+side. Measuring never writes into the tree: each tool's read-only flags are pinned here,
+after anything a configuration can say.
+
+pytest runs through the kernel's plugin, which writes one JSON line per fact (collected ids,
+failures with their crash frame, collection errors, imports from the user's checkout), so
+partial results survive a crash. A collection error is its own finding and does not stop the
+other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
 """
 
 from __future__ import annotations
 
+import configparser
+import itertools
 import json
+import os
+import shutil
 import sys
+import sysconfig
 import tempfile
+import tomllib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from domain import Diagnostic, Measurement, Measurements, Tool
 from kernel import procs
-from kernel.gate import Gate, freeze_gate, pyright_config, pyright_config_outside
+from kernel.config import QualityConfig
+from kernel.gate import Gate, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
-from kernel.pytest_run import PLUGIN_DIR, PYTEST_READ_ONLY, TestFiles, run_pytest
-from kernel.toolenv import MAX_DETAIL, Target, resolve_python, ruff_binary, tool_env
+from kernel.testmap import ANY_FILE, TestFiles
 
-__all__ = [
-    "PLUGIN_DIR",
-    "PYRIGHT_FLAGS",
-    "PYTEST_READ_ONLY",
-    "RUFF_CHECK_FLAGS",
-    "RUFF_FORMAT_FLAGS",
-    "Gate",
-    "Target",
-    "freeze_gate",
-    "measure",
-    "pyright_diagnostics",
-    "resolve_python",
-    "ruff_binary",
-    "run_pyright",
-    "run_pytest",
-    "run_ruff",
-    "run_ruff_format",
-]
+MAX_DETAIL = 2000
+"""Characters of a tool's own words kept in a diagnostic or an error."""
+
+Jail = Callable[[Sequence[str], Sequence[Path]], list[str]]
+"""Wraps the argv of a run that executes repository code so it runs sandboxed, with only the
+given folders writable (the tree under test and the kernel's output folder)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the target's tools run and with which interpreter."""
+
+    root: Path
+    """The user's checkout (code imported from here during tests is an error)."""
+    python: str
+    """The target's interpreter (pytest runs with it; pyright resolves imports with it)."""
+    quality: QualityConfig
+    strict: tuple[str, ...] = ()
+    """Paths pyright checks in strict mode on top of the target's own configuration."""
+    jail: Jail | None = None
+    """The sandbox for runs of repository code (pytest, the self-check); None: unsandboxed."""
+
+
+def resolve_python(root: Path, configured: str) -> str:
+    """The target's interpreter: the configured one, the target's .venv, else the daemon's."""
+    if configured:
+        path = Path(configured).expanduser()
+        return str(path if path.is_absolute() else (root / path))
+    venv = root / ".venv" / "bin" / "python"
+    if venv.exists():
+        return str(venv)
+    return sys.executable
+
+
+def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a measurement: the daemon's, minus what would redirect imports."""
+    # no bytecode written or reused from the tree, no user site-packages
+    env = procs.child_env(
+        PYRIGHT_PYTHON_IGNORE_WARNINGS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1"
+    )
+    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
+        env.pop(key, None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def ruff_binary() -> str:
+    """The ruff executable installed with the daemon."""
+    scripts = Path(sysconfig.get_path("scripts"))
+    for candidate in (scripts / "ruff", Path(sys.executable).parent / "ruff"):
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("ruff")
+    if found is None:
+        raise FileNotFoundError("ruff is not installed next to this interpreter nor on PATH")
+    return found
+
 
 RUFF_CHECK_FLAGS: tuple[str, ...] = (
     "check",
@@ -223,6 +276,276 @@ def run_pyright(
     return _measured(Tool.PYRIGHT, result, pyright_diagnostics(data, tree))
 
 
+PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
+EXIT_CLEAN = (0, 1, 2, 5)
+"""pytest exit codes after which the plugin's facts are the whole story (5: nothing collected)."""
+_RUN_IDS = itertools.count()
+_MAX_FACTS = 64 * 1024 * 1024
+"""Bytes of the plugin's facts read from one run (code under test could write more)."""
+PYTEST_READ_ONLY: tuple[str, ...] = ("-p", "no:cacheprovider")
+"""No .pytest_cache in the tree (and PYTHONDONTWRITEBYTECODE=1 in tool_env: no __pycache__)."""
+
+
+def _pytest_diagnostics(
+    records: list[dict[str, Any]],
+) -> tuple[list[Diagnostic], list[str], dict[str, Any] | None]:
+    diagnostics: list[Diagnostic] = []
+    collected: list[str] = []
+    finish: dict[str, Any] | None = None
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == "collected":
+            collected = [str(n) for n in cast(list[Any], rec.get("nodeids", []))]
+        elif kind == "finish":
+            finish = rec
+        elif kind == "collect_error":
+            node = str(rec.get("nodeid", ""))
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    file=node.split("::")[0],
+                    rule="collection-error",
+                    node_id=node,
+                    message=str(rec.get("message", "")),
+                    exc_type=str(rec.get("exc_type", "")),
+                    detail=str(rec.get("trace_head", ""))[-MAX_DETAIL:],
+                )
+            )
+        elif kind == "outside_import":
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    rule="outside-import",
+                    file=str(rec.get("module", "")),
+                    message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test",
+                )
+            )
+        elif kind == "tampered":
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    rule="tampered",
+                    file=str(rec.get("what", ""))[:300],
+                    message=f"code under test tampered with pytest: {rec.get('what')}"[:MAX_DETAIL],
+                )
+            )
+        elif kind == "test" and rec.get("outcome") == "failed":
+            node = str(rec.get("nodeid", ""))
+            when = str(rec.get("when", "call"))
+            diagnostics.append(
+                Diagnostic(
+                    tool=Tool.PYTEST,
+                    file=node.split("::")[0],
+                    rule="failed" if when == "call" else "error",
+                    node_id=node,
+                    message=str(rec.get("message", "")),
+                    exc_type=str(rec.get("exc_type", "")),
+                    frame_file=str(rec.get("frame_file", "")),
+                    frame_line=int(rec.get("frame_line", 0) or 0),
+                    detail=str(rec.get("trace_head", ""))[-MAX_DETAIL:],
+                )
+            )
+    return diagnostics, collected, finish
+
+
+_MAX_MAP_FILES = 2000
+"""Files named per test in the map; a test that ran more is marked as running everything."""
+
+
+def _test_files(records: list[dict[str, Any]]) -> TestFiles:
+    found: TestFiles = {}
+    for rec in records:
+        if rec.get("kind") != "files":
+            continue
+        files = rec.get("files")
+        if isinstance(files, list):
+            listed = cast(list[Any], files)
+            names = [str(f) for f in listed] if len(listed) <= _MAX_MAP_FILES else [ANY_FILE]
+            found[str(rec.get("nodeid", ""))] = frozenset(names)
+    return found
+
+
+def failed_ids(m: Measurement | None) -> set[str]:
+    """The node ids of the tests that failed or errored in a pytest measurement."""
+    if m is None:
+        return set()
+    return {d.node_id for d in m.diagnostics if d.node_id and d.rule in ("failed", "error")}
+
+
+def _coverage_shim(run_dir: Path) -> Path:
+    """A folder holding only coverage.py (a link to the daemon's copy): the rest of the
+    daemon's packages stay off the target's path."""
+    import coverage
+
+    shim = run_dir / "shim"
+    shim.mkdir()
+    (shim / "coverage").symlink_to(Path(coverage.__file__).resolve().parent)
+    return shim
+
+
+def config_file(tree: Path) -> str:
+    """The file pytest takes its configuration from at the top of the tree, as pytest looks
+    for it ("" when there is none); verification passes it with -c, so a file above the tree
+    (pytest would walk up to it) never counts."""
+    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        if (tree / name).is_file():
+            return name
+    try:
+        tool = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8")).get("tool", {})
+        if isinstance(tool, dict) and "pytest" in tool:
+            return "pyproject.toml"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        pass
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(tree / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section(section):
+            return name
+    return ""
+
+
+def run_pytest(
+    tree: Path,
+    target: Target,
+    work_dir: Path,
+    timeout_s: float,
+    node_ids: Sequence[str] = (),
+    *,
+    cover: Callable[[Path], None] | None = None,
+    executed: Callable[[TestFiles], None] | None = None,
+) -> Measurement:
+    """The target's tests with its own interpreter, through the kernel's plugin.
+
+    With `cover`, the run also records per-test line coverage (seed_pytest_cover) and
+    `cover` reads the data file before the run's folder is removed. With `executed`, the
+    plugin records which project files each test ran, and `executed` gets them (the test map).
+    """
+    # a folder per run: the only place of the kernel's the run may write
+    run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    argv = _pytest_argv(tree, target, node_ids, cover=cover is not None)
+    env = _pytest_env(tree, target, run_dir, cover=cover is not None, trace=executed is not None)
+    if target.jail is not None:
+        argv = target.jail(argv, (tree, run_dir))
+    result = procs.run(
+        argv, cwd=tree, timeout_s=timeout_s, env=env, merge_stderr=True, max_bytes=4 * 1024 * 1024
+    )
+    records = _read_facts(run_dir / "facts.jsonl")
+    data = run_dir / "coverage.db"
+    if cover is not None and data.is_file() and not result.timed_out:
+        cover(data)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    diagnostics, collected, finish = _pytest_diagnostics(records)
+    if executed is not None and not result.timed_out and finish is not None:
+        executed(_test_files(records))
+    return _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
+
+
+def _pytest_argv(tree: Path, target: Target, node_ids: Sequence[str], *, cover: bool) -> list[str]:
+    """pytest through the kernel's plugin, configured from the tree's own top only."""
+    config = config_file(tree)
+    return [
+        target.python,
+        "-m",
+        "pytest",
+        "-p",
+        "seed_pytest_plugin",
+        *(("-p", "seed_pytest_cover") if cover else ()),
+        *PYTEST_READ_ONLY,
+        "--rootdir",
+        str(tree),
+        "-c",
+        str(tree / config) if config else os.devnull,
+        "--confcutdir",
+        str(tree),
+        "-q",
+        "--no-header",
+        "-rN",
+        # one module that cannot be imported must not hide every other test's result
+        "--continue-on-collection-errors",
+        *(() if cover else target.quality.pytest_args),
+        *node_ids,
+    ]
+
+
+def _pytest_env(
+    tree: Path, target: Target, run_dir: Path, *, cover: bool, trace: bool
+) -> dict[str, str]:
+    """The run's environment: the plugin's path and where it writes its facts."""
+    # the kernel's plugin first: a module of the same name in the tree cannot replace it
+    path = [str(PLUGIN_DIR), str(tree)]
+    extra = {
+        "SEED_PYTEST_OUT": str(run_dir / "facts.jsonl"),
+        "SEED_PYTEST_ROOT": str(tree),
+        "SEED_PYTEST_FORBID": str(target.root),
+    }
+    # set either way: a run of the kernel's inside a traced test run must not inherit it
+    extra["SEED_PYTEST_FILES"] = "1" if trace and not cover else "0"
+    if cover:
+        path.insert(1, str(_coverage_shim(run_dir)))
+        extra["SEED_COVER_DATA"] = str(run_dir / "coverage.db")
+    return tool_env({"PYTHONPATH": os.pathsep.join(path), **extra})
+
+
+def _read_facts(out: Path) -> list[dict[str, Any]]:
+    """The plugin's facts, one JSON object a line (a torn line is skipped)."""
+    records: list[dict[str, Any]] = []
+    if out.exists():
+        with out.open("rb") as handle:
+            facts = handle.read(_MAX_FACTS).decode("utf-8", errors="replace")
+        for line in facts.splitlines():
+            try:
+                records.append(cast(dict[str, Any], json.loads(line)))
+            except json.JSONDecodeError:
+                continue  # a line torn by a crash: the rest still counts
+    return records
+
+
+def _pytest_measurement(
+    result: procs.Completed,
+    diagnostics: list[Diagnostic],
+    collected: list[str],
+    finished: bool,
+    timeout_s: float,
+) -> Measurement:
+    """What a pytest run measured: ran only when the plugin saw it finish cleanly."""
+    if result.timed_out:
+        return Measurement(
+            tool=Tool.PYTEST,
+            ran=False,
+            timed_out=True,
+            exit_code=None,
+            diagnostics=tuple(diagnostics),
+            collected=tuple(collected),
+            error=f"pytest did not finish in {timeout_s:.0f}s",
+            duration_s=result.duration_s,
+        )
+    outside = any(d.rule == "outside-import" for d in diagnostics)
+    if not finished or (result.exit_code not in EXIT_CLEAN and not outside):
+        tail = result.tail.decode("utf-8", errors="replace").strip()[-MAX_DETAIL:]
+        return Measurement(
+            tool=Tool.PYTEST,
+            ran=False,
+            exit_code=result.exit_code,
+            diagnostics=tuple(diagnostics),
+            collected=tuple(collected),
+            error=tail or "pytest did not run",
+            duration_s=result.duration_s,
+        )
+    return Measurement(
+        tool=Tool.PYTEST,
+        ran=True,
+        exit_code=result.exit_code,
+        diagnostics=tuple(diagnostics),
+        collected=tuple(collected),
+        duration_s=result.duration_s,
+    )
+
+
 def _partly(
     previous: Measurement | None,
     files: tuple[str, ...] | None,
@@ -315,10 +638,13 @@ def measure(
             )
         for tool, future in futures.items():
             results[tool] = future.result()
-    advisory = gate.adoption.advisory
-    ordered = tuple(
+    return Measurements(tree=tree_id, items=_ordered(results, gate.adoption.advisory))
+
+
+def _ordered(results: dict[Tool, Measurement], advisory: Sequence[str]) -> tuple[Measurement, ...]:
+    """The results in the catalogue's order, the advisory tools' marked so."""
+    return tuple(
         results[t].model_copy(update={"advisory": True}) if t.value in advisory else results[t]
         for t in Tool
         if t in results
     )
-    return Measurements(tree=tree_id, items=ordered)

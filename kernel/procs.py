@@ -264,6 +264,54 @@ def run(
     log = log_path.open("wb", buffering=0) if log_path is not None else None
     out = _Sink(limit=max_bytes, file=log)
     err = out if merge_stderr else _Sink(limit=max_bytes)
+    proc = _start(argv, cwd, env, feed, merge_stderr)
+    selector, streams = _watch(proc, out, err)
+    ended = _Ended()
+    escaped: list[int] = []
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        _pump(proc, selector, streams, started + timeout_s, interruptible, ended)
+    finally:
+        selector.close()
+        _reap(proc, ended)
+        escaped = sweep_orphans(sweep_rounds) if sweep_rounds > 0 else []
+        if log is not None:
+            log.close()
+        if feed is not None:
+            feed.close()
+    if ended.interrupted:
+        raise Interrupted(f"interrupted while running {argv[0]}")
+    return Completed(
+        argv=tuple(argv),
+        exit_code=None if ended.timed_out else proc.returncode,
+        stdout=bytes(out.kept),
+        stderr=bytes(err.kept) if not merge_stderr else b"",
+        duration_s=time.monotonic() - started,
+        timed_out=ended.timed_out,
+        output_bytes=out.total,
+        truncated=out.truncated,
+        tail=bytes(out.tail),
+        escaped=tuple(escaped),
+    )
+
+
+@dataclass
+class _Ended:
+    """Why the kernel ended a run's group before it finished by itself (if it did)."""
+
+    timed_out: bool = False
+    interrupted: bool = False
+
+
+def _start(
+    argv: Sequence[str],
+    cwd: Path | str,
+    env: Mapping[str, str] | None,
+    feed: BinaryIO | None,
+    merge_stderr: bool,
+) -> subprocess.Popen[bytes]:
+    """The child, leading a process group of its own, known as live until it is reaped."""
     with _LOCK:
         proc = subprocess.Popen(
             list(argv),
@@ -275,83 +323,75 @@ def run(
             start_new_session=True,
         )
         _LIVE.add(proc.pid)
-    pgid = proc.pid
-    timed_out = False
-    interrupted = False
+    return proc
+
+
+def _watch(
+    proc: subprocess.Popen[bytes], out: _Sink, err: _Sink
+) -> tuple[selectors.BaseSelector, dict[int, _Sink]]:
+    """A selector on the child's output pipes, and the sink of each."""
     selector = selectors.DefaultSelector()
     streams: dict[int, _Sink] = {}
     assert proc.stdout is not None
     streams[proc.stdout.fileno()] = out
-    if not merge_stderr:
-        assert proc.stderr is not None
+    if proc.stderr is not None:
         streams[proc.stderr.fileno()] = err
     for fd in streams:
         os.set_blocking(fd, False)
         selector.register(fd, selectors.EVENT_READ)
-    escaped: list[int] = []
-    try:
-        if on_start is not None:
-            on_start(pgid)
-        deadline = started + timeout_s
-        drain_until: float | None = None
-        while True:
-            if drain_until is None:
-                if interruptible and STOP.is_set():
-                    interrupted = True
-                    end_group(pgid)
-                elif time.monotonic() > deadline:
-                    timed_out = True
-                    end_group(pgid)
-            for key, _ in selector.select(timeout=0.05):
-                fd = int(key.fd)
-                try:
-                    data = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                if data:
-                    streams[fd].write(data)
-                else:
-                    selector.unregister(fd)
-            if drain_until is None and proc.poll() is not None:
-                # the leader is gone: whatever is left of its group must not outlive it
-                end_group(pgid, grace_s=0.5)
-                drain_until = time.monotonic() + 1.0
-            if not selector.get_map() or (
-                drain_until is not None and time.monotonic() > drain_until
-            ):
-                break
-    finally:
-        selector.close()
-        if proc.poll() is None and not (timed_out or interrupted):
-            # it closed its output: most likely on its way out, let it go by itself
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.2)
-        # whatever is left of its group must not outlive it (a no-op when none is)
-        end_group(pgid, grace_s=0.5)
+    return selector, streams
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    selector: selectors.BaseSelector,
+    streams: dict[int, _Sink],
+    deadline: float,
+    interruptible: bool,
+    ended: _Ended,
+) -> None:
+    """Read the output until the pipes close (or a second after the leader exits), ending
+    the group at the deadline or on a stop."""
+    pgid = proc.pid
+    drain_until: float | None = None
+    while True:
+        if drain_until is None:
+            if interruptible and STOP.is_set():
+                ended.interrupted = True
+                end_group(pgid)
+            elif time.monotonic() > deadline:
+                ended.timed_out = True
+                end_group(pgid)
+        for key, _ in selector.select(timeout=0.05):
+            fd = int(key.fd)
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if data:
+                streams[fd].write(data)
+            else:
+                selector.unregister(fd)
+        if drain_until is None and proc.poll() is not None:
+            # the leader is gone: whatever is left of its group must not outlive it
+            end_group(pgid, grace_s=0.5)
+            drain_until = time.monotonic() + 1.0
+        if not selector.get_map() or (drain_until is not None and time.monotonic() > drain_until):
+            return
+
+
+def _reap(proc: subprocess.Popen[bytes], ended: _Ended) -> None:
+    """Wait for the child, end what is left of its group, close its pipes, forget it."""
+    if proc.poll() is None and not (ended.timed_out or ended.interrupted):
+        # it closed its output: most likely on its way out, let it go by itself
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-        with _LOCK:
-            _LIVE.discard(proc.pid)
-        escaped = sweep_orphans(sweep_rounds) if sweep_rounds > 0 else []
-        if log is not None:
-            log.close()
-        if feed is not None:
-            feed.close()
-    if interrupted:
-        raise Interrupted(f"interrupted while running {argv[0]}")
-    code = None if timed_out else proc.returncode
-    return Completed(
-        argv=tuple(argv),
-        exit_code=code,
-        stdout=bytes(out.kept),
-        stderr=bytes(err.kept) if not merge_stderr else b"",
-        duration_s=time.monotonic() - started,
-        timed_out=timed_out,
-        output_bytes=out.total,
-        truncated=out.truncated,
-        tail=bytes(out.tail),
-        escaped=tuple(escaped),
-    )
+            proc.wait(timeout=0.2)
+    # whatever is left of its group must not outlive it (a no-op when none is)
+    end_group(proc.pid, grace_s=0.5)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    with _LOCK:
+        _LIVE.discard(proc.pid)

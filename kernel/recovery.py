@@ -32,8 +32,8 @@ from domain import (
 from kernel import gitops, halt, inbox, ledger, procs
 from kernel.bounds import cap_line, cap_lines
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.fsutil import atomic_write_text
-from kernel.globs import protected_patterns
 from kernel.integrity import Checkout
 from kernel.iteration import Ending
 from kernel.journal import read_journal, stage_at_least

@@ -18,8 +18,7 @@ from domain import Measurements, Tool
 from kernel import procs, trees
 from kernel.fsutil import plain_file
 from kernel.gate import Gate
-from kernel.measure import ruff_binary, run_ruff
-from kernel.toolenv import tool_env
+from kernel.measure import ruff_binary, run_ruff, tool_env
 
 FIX_FLAGS: tuple[str, ...] = ("check", "--fix-only", "--no-unsafe-fixes", "--no-cache", "--quiet")
 """ruff's safe fixes only; nothing is reported."""

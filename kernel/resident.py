@@ -53,7 +53,7 @@ from typing import Any, cast
 from domain import Measurement, Tool
 from kernel import gitops, procs
 from kernel.gate import Gate, pyright_config, pyright_config_outside
-from kernel.toolenv import MAX_DETAIL, Target, tool_env
+from kernel.measure import MAX_DETAIL, Target, tool_env
 from kernel.trees import ObjectStore, blob_id, read_blobs
 
 __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
@@ -606,24 +606,8 @@ class ResidentPyright:
                 self._stop()
                 proc = None
                 paused = False
-            nonce = secrets.token_hex(12)
             started = proc is None
-            if proc is None:
-                self._write_config(config)
-                self._write_sentinel(nonce, kind="exact")
-                proc = self._start(target, identity)
-            else:
-                self._late(proc, tree)
-                with proc.cond:
-                    proc.docs.clear()  # everything printed so far is of an earlier state
-                    proc.matched = -1
-                # a re-listing (a new file's arrival) is needed for added or removed files, and
-                # is the safe way just after one: the added files' own events may still come
-                relist = sync.structural or self._after_structural
-                self.relists += relist
-                self._write_sentinel(
-                    nonce, kind="relist" if relist else "exact" if exact else "fast"
-                )
+            proc, nonce = self._ask(proc, tree, target, (config, identity), sync, exact)
             # a fresh pyright has no events pending from before it listed the folder
             self._after_structural = sync.structural and not started
         finally:
@@ -637,6 +621,34 @@ class ResidentPyright:
         if self._tampered_config():
             raise _Stale("the config or sentinel folder changed during the check")
         return doc
+
+    def _ask(
+        self,
+        proc: _Process | None,
+        tree: str,
+        target: Target,
+        setup: tuple[str, tuple[Any, ...]],
+        sync: Sync,
+        exact: bool,
+    ) -> tuple[_Process, str]:
+        """A new sentinel for this check, and the pyright that will report on it: started on
+        the config and identity in `setup`, or the running one told to report again."""
+        nonce = secrets.token_hex(12)
+        if proc is None:
+            config, identity = setup
+            self._write_config(config)
+            self._write_sentinel(nonce, kind="exact")
+            return self._start(target, identity), nonce
+        self._late(proc, tree)
+        with proc.cond:
+            proc.docs.clear()  # everything printed so far is of an earlier state
+            proc.matched = -1
+        # a re-listing (a new file's arrival) is needed for added or removed files, and
+        # is the safe way just after one: the added files' own events may still come
+        relist = sync.structural or self._after_structural
+        self.relists += relist
+        self._write_sentinel(nonce, kind="relist" if relist else "exact" if exact else "fast")
+        return proc, nonce
 
     def _late(self, proc: _Process, tree: str) -> bool:
         """Whether pyright printed reports after the one the last check gave (a late event)."""

@@ -20,8 +20,10 @@ from domain import (
     AnalysisInput,
     GapCategory,
     GapRef,
+    GapReport,
     InboxItem,
     IterationOutcome,
+    IterationPlan,
     IterationRecord,
     Measurements,
     Priority,
@@ -30,9 +32,9 @@ from domain import (
 from kernel.config import QualityConfig
 from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
+from kernel.gate import freeze_gate
 from kernel.host import ModuleHost
-from kernel.measure import Target, freeze_gate, ruff_binary, run_pytest, run_ruff
-from kernel.toolenv import Jail
+from kernel.measure import Jail, Target, ruff_binary, run_pytest, run_ruff
 
 MODULE_FOLDERS: dict[str, tuple[str, ...]] = {
     "analyzers": ("analyzer", "ranker"),
@@ -120,11 +122,34 @@ def contract_documents(tree: Path) -> list[Check]:
 
 
 def _exercise(host: ModuleHost) -> list[Check]:
-    checks: list[Check] = []
     agents, _ = host.agents()
-    checks.append(
-        Check("agents", True, f"{len(agents)} backends load: {', '.join(sorted(agents))}")
+    checks = [Check("agents", True, f"{len(agents)} backends load: {', '.join(sorted(agents))}")]
+    report, analysed = _analyzers(host)
+    checks.append(analysed)
+    if not analysed.ok:
+        return checks
+    plan, planned = _planner(host, report)
+    checks.append(planned)
+    if plan is None:
+        return checks
+    context = AgentContext(
+        worktree="/nonexistent",
+        seed_home=str(host.code_dir),
+        python=sys.executable,
+        ruff=ruff_binary(),
+        command=("true",),
     )
+    for name in sorted(agents):
+        spec = host.agent_spec(name, plan, context)
+        checks.append(
+            Check(f"agent:{name}", True, "run spec" if spec else "plans only for this gap")
+        )
+    checks.append(_reporter(host, plan))
+    return checks
+
+
+def _analyzers(host: ModuleHost) -> tuple[GapReport, Check]:
+    """The fixture's report: the F401 finding, the failing test (ranked first), inbox and roadmap."""
     inbox = InboxItem(
         name="selfcheck.md",
         title="Write a README",
@@ -140,7 +165,6 @@ def _exercise(host: ModuleHost) -> list[Check]:
             now=_NOW,
         )
     )
-    keys = [g.key for g in report.gaps]
     lint = next(
         (
             i
@@ -165,45 +189,36 @@ def _exercise(host: ModuleHost) -> list[Check]:
             if found is None
         ]
         what += sorted({"inbox", "roadmap"} - sources)
-        checks.append(Check("analyzers", False, f"the fixture report lacks {', '.join(what)}"))
-        return checks
+        return report, Check("analyzers", False, f"the fixture report lacks {', '.join(what)}")
     if failing > lint:
-        checks.append(Check("analyzers", False, "a failing test must rank before a lint finding"))
-        return checks
-    checks.append(
-        Check("analyzers", True, f"{len(keys)} gaps found on the fixture, the failing test first")
+        return report, Check("analyzers", False, "a failing test must rank before a lint finding")
+    return report, Check(
+        "analyzers", True, f"{len(report.gaps)} gaps found on the fixture, the failing test first"
     )
+
+
+def _planner(host: ModuleHost, report: GapReport) -> tuple[IterationPlan | None, Check]:
+    """The plan for the fixture's report (None when it is not a valid one)."""
     state = ProjectState(now=_NOW, next_sequence=1, worktree="", backend="none")
     plan = host.plan(report, [], state)
     if (
         plan is None
         or plan.iteration_id != "iter-0001-20260101-120000"
-        or plan.gap.key not in keys
+        or plan.gap.key not in [g.key for g in report.gaps]
         or not plan.criteria
     ):
-        checks.append(
-            Check(
-                "planner",
-                False,
-                f"no valid plan for the fixture report ({plan.iteration_id if plan else 'None'})",
-            )
+        return None, Check(
+            "planner",
+            False,
+            f"no valid plan for the fixture report ({plan.iteration_id if plan else 'None'})",
         )
-        return checks
-    checks.append(
-        Check("planner", True, f"planned {plan.gap.key} with {len(plan.criteria)} criteria")
+    return plan, Check(
+        "planner", True, f"planned {plan.gap.key} with {len(plan.criteria)} criteria"
     )
-    context = AgentContext(
-        worktree="/nonexistent",
-        seed_home=str(host.code_dir),
-        python=sys.executable,
-        ruff=ruff_binary(),
-        command=("true",),
-    )
-    for name in sorted(agents):
-        spec = host.agent_spec(name, plan, context)
-        checks.append(
-            Check(f"agent:{name}", True, "run spec" if spec else "plans only for this gap")
-        )
+
+
+def _reporter(host: ModuleHost, plan: IterationPlan) -> Check:
+    """report.md for a record of the plan names its iteration."""
     record = IterationRecord(
         iteration_id=plan.iteration_id,
         started_at=_NOW,
@@ -214,14 +229,11 @@ def _exercise(host: ModuleHost) -> list[Check]:
     )
     text = host.render_record(record)
     ok = plan.iteration_id in text
-    checks.append(
-        Check(
-            "reporter",
-            ok,
-            "report.md names the iteration" if ok else "report.md does not name the iteration",
-        )
+    return Check(
+        "reporter",
+        ok,
+        "report.md names the iteration" if ok else "report.md does not name the iteration",
     )
-    return checks
 
 
 def run_selfcheck(tree: Path, log: Path, jail: Jail | None = None) -> list[Check]:

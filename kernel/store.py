@@ -31,9 +31,34 @@ from kernel.bounds import (
     SEQUENCE_DIGITS_MAX,
     SEQUENCE_FILE_MAX,
 )
-from kernel.briefs import brief_of
 from kernel.errors import SeedError
 from kernel.fsutil import append_line, atomic_write_text
+from kernel.signature import record_signature
+
+BRIEF_FAILURES = 20
+"""Failures a brief keeps (the planner quotes a few; a run that broke hundreds needs no more)."""
+BRIEF_DETAILS = 1
+"""Failures of a brief that keep their traceback text (the planner quotes the first)."""
+BRIEF_DETAIL_CHARS = 1200
+"""Traceback text kept per failure in a brief."""
+
+
+def brief_of(record: IterationRecord) -> IterationRecord:
+    """The record without its plan and ranking, failures and their tracebacks capped, the
+    planned gap's signature filled in."""
+    failures = tuple(
+        d.model_copy(update={"detail": d.detail[:BRIEF_DETAIL_CHARS] if i < BRIEF_DETAILS else ""})
+        for i, d in enumerate(record.failures[:BRIEF_FAILURES])
+    )
+    return record.model_copy(
+        update={
+            "plan": None,
+            "ranking": (),
+            "failures": failures,
+            "gap_signature": record_signature(record),
+        }
+    )
+
 
 _SEQ = re.compile(r"^iter-(\d{4,})-")
 SEQUENCE_FILE = "sequence"
@@ -59,7 +84,7 @@ CREATE TABLE IF NOT EXISTS details (
 """
 _DETAILS_VERSION = "1"
 _BRIEFS_VERSION = "1"
-"""Version of the briefs table (see kernel/briefs.py); an index of another is re-read."""
+"""Version of the briefs table (see brief_of); an index of another is re-read."""
 
 
 @dataclass(frozen=True)

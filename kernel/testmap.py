@@ -18,8 +18,11 @@ from typing import Any, cast
 
 from kernel import seal
 from kernel.fsutil import atomic_write_text
-from kernel.pytest_run import ANY_FILE, TestFiles
 
+TestFiles = dict[str, frozenset[str]]
+"""Per test node id: the project files (repository-relative) whose code the test ran."""
+ANY_FILE = "*"
+"""The map's entry for a test that ran more files than it keeps: any change selects it."""
 SHARE = 0.5
 """A selection of more than this share of the tests is no cheaper than the whole suite."""
 _MAX_BYTES = 256 * 1024 * 1024

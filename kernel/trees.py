@@ -173,70 +173,11 @@ def build_candidate(
     """The candidate tree from the worktree's files, hashed into the private store."""
     env = store.env()
     (store.path / "index").unlink(missing_ok=True)
-    tracked = {p for _, _, p in _entries(root, base)}
-    specs = _ignores(root, base)
-    left = set(leave_out)
     candidate = Candidate(tree="")
-    files: list[tuple[str, str]] = []
-    links: list[tuple[str, bytes]] = []
-    for rel, info in sorted(_walk(worktree)):
-        if "\n" in rel or "\r" in rel:
-            # git reads paths a line each: such a name could shift every blob after it
-            candidate.left_out.append(rel)
-            continue
-        if rel not in tracked and (
-            rel in left
-            or PurePosixPath(rel).name.startswith(".aider")
-            or rel.endswith(".pyc")
-            or any(
-                _ignored("/".join(rel.split("/")[: i + 1]), specs, True)
-                for i in range(rel.count("/"))
-            )
-            or _ignored(rel, specs, False)
-        ):
-            candidate.left_out.append(rel)
-            continue
-        if stat.S_ISLNK(info.st_mode):
-            links.append((rel, os.fsencode(os.readlink(worktree / rel))))
-        elif stat.S_ISREG(info.st_mode):
-            if (
-                max_file_bytes
-                and info.st_size > max_file_bytes
-                and not _same_size_at_base(root, base, rel, info.st_size)
-            ):
-                candidate.oversized.append((rel, info.st_size))
-                continue
-            files.append((rel, "100755" if info.st_mode & 0o111 else "100644"))
+    files, links = _gather(root, worktree, base, candidate, set(leave_out), max_file_bytes)
     if candidate.oversized:
         return candidate
-    lines: list[bytes] = []
-    if files:
-        paths = "\n".join(str(worktree / rel) for rel, _ in files) + "\n"
-        oids = (
-            gitops.git(
-                root,
-                "hash-object",
-                "-w",
-                "--no-filters",
-                "--stdin-paths",
-                env=env,
-                stdin=paths.encode("utf-8", errors="surrogateescape"),
-                timeout_s=600,
-            )
-            .text()
-            .split()
-        )
-        lines += [
-            f"{mode} blob {oid}\t{rel}".encode("utf-8", errors="surrogateescape")
-            for (rel, mode), oid in zip(files, oids, strict=True)
-        ]
-    for rel, target in links:
-        oid = (
-            gitops.git(root, "hash-object", "-w", "--no-filters", "--stdin", env=env, stdin=target)
-            .text()
-            .strip()
-        )
-        lines.append(f"120000 blob {oid}\t{rel}".encode("utf-8", errors="surrogateescape"))
+    lines = _hash_files(root, worktree, env, files) + _hash_links(root, env, links)
     gitops.git(
         root,
         "update-index",
@@ -248,6 +189,89 @@ def build_candidate(
     return rediff(
         root, base, candidate, gitops.git(root, "write-tree", env=env).text().strip(), store
     )
+
+
+def _gather(
+    root: Path, worktree: Path, base: str, candidate: Candidate, left: set[str], max_bytes: int
+) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]]]:
+    """The worktree's files (path, mode) and symlinks (path, target) that make the candidate;
+    what is left out or too big is noted in the candidate."""
+    tracked = {p for _, _, p in _entries(root, base)}
+    specs = _ignores(root, base)
+    files: list[tuple[str, str]] = []
+    links: list[tuple[str, bytes]] = []
+    for rel, info in sorted(_walk(worktree)):
+        if "\n" in rel or "\r" in rel:
+            # git reads paths a line each: such a name could shift every blob after it
+            candidate.left_out.append(rel)
+            continue
+        if rel not in tracked and (rel in left or _untracked_side_file(rel, specs)):
+            candidate.left_out.append(rel)
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            links.append((rel, os.fsencode(os.readlink(worktree / rel))))
+        elif stat.S_ISREG(info.st_mode):
+            if (
+                max_bytes
+                and info.st_size > max_bytes
+                and not _same_size_at_base(root, base, rel, info.st_size)
+            ):
+                candidate.oversized.append((rel, info.st_size))
+                continue
+            files.append((rel, "100755" if info.st_mode & 0o111 else "100644"))
+    return files, links
+
+
+def _untracked_side_file(rel: str, specs: dict[str, pathspec.GitIgnoreSpec]) -> bool:
+    """An untracked file that stays out: an aider file, compiled code, or one git ignores."""
+    return (
+        PurePosixPath(rel).name.startswith(".aider")
+        or rel.endswith(".pyc")
+        or any(
+            _ignored("/".join(rel.split("/")[: i + 1]), specs, True) for i in range(rel.count("/"))
+        )
+        or _ignored(rel, specs, False)
+    )
+
+
+def _hash_files(
+    root: Path, worktree: Path, env: dict[str, str], files: list[tuple[str, str]]
+) -> list[bytes]:
+    """Index lines of the files, their bytes written as blobs into the store (no filters)."""
+    if not files:
+        return []
+    paths = "\n".join(str(worktree / rel) for rel, _ in files) + "\n"
+    oids = (
+        gitops.git(
+            root,
+            "hash-object",
+            "-w",
+            "--no-filters",
+            "--stdin-paths",
+            env=env,
+            stdin=paths.encode("utf-8", errors="surrogateescape"),
+            timeout_s=600,
+        )
+        .text()
+        .split()
+    )
+    return [
+        f"{mode} blob {oid}\t{rel}".encode("utf-8", errors="surrogateescape")
+        for (rel, mode), oid in zip(files, oids, strict=True)
+    ]
+
+
+def _hash_links(root: Path, env: dict[str, str], links: list[tuple[str, bytes]]) -> list[bytes]:
+    """Index lines of the symlinks, their targets written as blobs into the store."""
+    lines: list[bytes] = []
+    for rel, target in links:
+        oid = (
+            gitops.git(root, "hash-object", "-w", "--no-filters", "--stdin", env=env, stdin=target)
+            .text()
+            .strip()
+        )
+        lines.append(f"120000 blob {oid}\t{rel}".encode("utf-8", errors="surrogateescape"))
+    return lines
 
 
 def rediff(root: Path, base: str, candidate: Candidate, tree: str, store: ObjectStore) -> Candidate:

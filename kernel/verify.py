@@ -28,7 +28,7 @@ from domain import (
     Tool,
 )
 from kernel.guard import is_test_path
-from kernel.pytest_run import failed_ids
+from kernel.measure import failed_ids
 
 Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
 """Re-run node ids on (baseline, changed) trees; returns the ids that failed on each."""

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernel.pytest_run import config_file
+from kernel.measure import config_file
 
 HERE = Path(__file__).resolve().parent
 SEED_ROOT = HERE.parent.parent

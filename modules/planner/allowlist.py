@@ -2,63 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from pathlib import PurePosixPath
 
+from kernel.contracts import ALWAYS_PROTECTED, matches_any
 from modules.planner.fsport import FileSystemPort, safe_relative
 
 MODULE_DOCS = ("CONTRACT.md", "SPEC.md")
-ALWAYS_PROTECTED: tuple[str, ...] = (
-    "seed.py",
-    "VISION.md",
-    "kernel/**",
-    "history/**",
-    ".git/**",
-    "seed.toml",
-)
-"""The kernel's always-protected paths (it adds them to ProjectState.protected too)."""
 _GLOB_CHARS = frozenset("*?[]")
 
 
-@lru_cache(maxsize=1024)
-def _compile(pattern: str) -> re.Pattern[str]:
-    # the kernel's glob semantics (kernel/globs.py): `**` spans folders, `*` and `?` do not,
-    # and a plain folder (or "folder/**") covers everything below it
-    pattern = pattern.strip().removeprefix("./").rstrip("/").removesuffix("/**")
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] in "*?":
-            out.append("[^/]*" if pattern[i] == "*" else "[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("^" + "".join(out) + "(?:/.*)?$")
-
-
-def matches_any(path: str, patterns: Iterable[str]) -> bool:
-    """Whether a repository-relative path matches one of the globs."""
-    return any(_compile(p).match(path.lstrip("/")) for p in patterns)
-
-
-def protected_patterns(configured: Sequence[str]) -> tuple[str, ...]:
-    """The always-protected paths plus the ones the kernel passed in ProjectState.protected."""
-    return tuple(dict.fromkeys((*ALWAYS_PROTECTED, *configured)))
-
-
 def is_protected(path: str, protected: Sequence[str]) -> bool:
-    """Whether a path, or the folder a glob ends in, falls under a protected pattern."""
+    """Whether a path, or the folder a glob ends in, is always protected or falls under one
+    of the given patterns (the kernel passes them in ProjectState.protected)."""
     base = path.rstrip("/").removesuffix("/**").rstrip("/")
-    return matches_any(base or path, protected_patterns(protected))
+    return matches_any(base or path, (*ALWAYS_PROTECTED, *protected))
 
 
 def clean_path(path: str) -> str | None:

@@ -17,6 +17,7 @@ from domain import (
     Risk,
     TaskKind,
 )
+from kernel.contracts import protected_patterns
 from modules.planner import memory
 from modules.planner.actions import draft_actions, targets, task_kind
 from modules.planner.allowlist import (
@@ -24,7 +25,6 @@ from modules.planner.allowlist import (
     derive,
     is_protected,
     is_test_path,
-    protected_patterns,
     unique,
 )
 from modules.planner.criteria import base_criteria, criterion, merge, parse_acceptance

@@ -21,7 +21,7 @@ from kernel.analysis import config_key, measure_cached
 from kernel.context import open_context
 from kernel.exports import Export
 from kernel.gate import freeze_gate
-from kernel.pytest_run import failed_ids
+from kernel.measure import failed_ids
 from tests.support import agent_config, git, make_repo, records, seed
 
 TOOLS = '\n[quality]\ntools = ["pytest"]\n'

@@ -19,7 +19,7 @@ from domain import (
     TaskKind,
     Tool,
 )
-from kernel.pytest_run import run_pytest
+from kernel.measure import run_pytest
 from kernel.verify import verify
 from tests.planted import target_for
 from tests.support import make_repo

@@ -17,9 +17,9 @@ from domain import (
     Severity,
     TaskKind,
 )
-from kernel.clamp import clamp_plan
 from kernel.config import Config
-from kernel.globs import protected_patterns
+from kernel.contracts import protected_patterns
+from kernel.guard import clamp_plan
 
 
 def _plan(

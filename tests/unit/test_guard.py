@@ -13,7 +13,7 @@ import pytest
 from domain import FailureCategory, IterationOutcome, Risk
 from kernel import gitops, guard
 from kernel.config import GrowthConfig, GuardConfig, RiskLimit
-from kernel.globs import protected_patterns
+from kernel.contracts import matches_any, protected_patterns
 from modules.planner.revision import missed_files
 from tests.support import SAMPLE, git, make_repo
 from tests.unit.factories import gap, plan, record
@@ -184,3 +184,10 @@ def test_git_sees_the_nested_repository_as_a_gitlink(tmp_path: Path) -> None:
     make_repo(root / "inner", {"b.txt": "b\n"})
     subprocess.run(["git", "add", "-A"], cwd=root, capture_output=True, check=True)
     assert "160000" in git(root, "ls-files", "-s", "inner")
+
+
+def test_a_path_with_a_line_break_is_still_under_its_protected_folder() -> None:
+    # an agent naming a file "kernel/x\ny" must not slip past the protected list
+    assert matches_any("kernel/x\ny.py", protected_patterns(()))
+    assert matches_any("history/a\n", protected_patterns(()))
+    assert not matches_any("src/kernel\n/x", protected_patterns(()))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kernel.globs import protected_patterns
-from kernel.integrity import Checkout
-from kernel.snapshot import Snapshot
+from kernel.contracts import protected_patterns
+from kernel.integrity import Checkout, Snapshot
 from tests.support import SAMPLE, git, make_repo
 
 FILES = {

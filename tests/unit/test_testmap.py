@@ -8,8 +8,8 @@ from pathlib import Path
 from domain import Diagnostic, Measurement, Tool
 from kernel import testmap
 from kernel.incremental import merge_tests
-from kernel.pytest_run import ANY_FILE, failed_ids
-from kernel.testmap import Selection
+from kernel.measure import failed_ids
+from kernel.testmap import ANY_FILE, Selection
 
 MAP = testmap.TestMap(
     "t1",
