@@ -140,7 +140,8 @@ def _text_of(data: bytes) -> str:
         raise InboxError(f"the file is not valid UTF-8 (byte {exc.start})") from exc
 
 
-def _task(name: str, text: str, received_at: datetime) -> InboxText:
+def task_text(name: str, text: str, received_at: datetime) -> InboxText:
+    """An inbox file's text as the module that reads tasks gets it, with the bounds."""
     return InboxText(
         name=name,
         text=text,
@@ -170,7 +171,7 @@ def parse_item(
     name: str, data: bytes, received_at: datetime, read: Reader | None = None
 ) -> InboxItem:
     """One inbox file as an InboxItem, or InboxError saying what is wrong with it."""
-    task = _task(name, _text_of(data), received_at)
+    task = task_text(name, _text_of(data), received_at)
     [reading] = (read or _seed_read)([task])
     return _stamped(reading, data, task)
 
@@ -316,7 +317,7 @@ def _consider(
         return
     received = datetime.fromtimestamp(info.st_mtime, UTC)
     look.taken += len(data)
-    look.unread.append((order, entry, data, _task(entry.name, _text_of(data), received)))
+    look.unread.append((order, entry, data, task_text(entry.name, _text_of(data), received)))
 
 
 def scan(

@@ -7,6 +7,7 @@ module kind is exercised and every answer validated against the domain.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import tempfile
@@ -34,6 +35,7 @@ from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
 from kernel.gate import freeze_gate
 from kernel.host import ModuleHost
+from kernel.inbox import task_text
 from kernel.measure import Jail, Target, ruff_binary, run_pytest, run_ruff
 
 MODULE_FOLDERS: dict[str, tuple[str, ...]] = {
@@ -124,7 +126,13 @@ def contract_documents(tree: Path) -> list[Check]:
 def _exercise(host: ModuleHost) -> list[Check]:
     agents, _ = host.agents()
     checks = [Check("agents", True, f"{len(agents)} backends load: {', '.join(sorted(agents))}")]
-    report, analysed = _analyzers(host)
+    backend = host.choose_backend("auto", "seed.toml", os.environ.get("PATH", ""), agents)
+    checks.append(Check("backend", True, f"auto chooses {backend.name}"))
+    inbox, read = _inbox_reader(host)
+    checks.append(read)
+    if inbox is None:
+        return checks
+    report, analysed = _analyzers(host, inbox)
     checks.append(analysed)
     if not analysed.ok:
         return checks
@@ -148,15 +156,25 @@ def _exercise(host: ModuleHost) -> list[Check]:
     return checks
 
 
-def _analyzers(host: ModuleHost) -> tuple[GapReport, Check]:
+_FIXTURE_TASK = '+++\npriority = "low"\ntitle = "Write a README"\n+++\nDescribe the module.\n'
+
+
+def _inbox_reader(host: ModuleHost) -> tuple[InboxItem | None, Check]:
+    """The fixture task as the modules read it: its front matter taken, its body kept."""
+    task = task_text("selfcheck.md", _FIXTURE_TASK, _NOW)
+    read = host.read_inbox([task])[0]
+    if isinstance(read, str):
+        return None, Check("inbox", False, f"the fixture task was refused: {read}")
+    expected = ("Write a README", Priority.LOW, "Describe the module.")
+    if (read.title, read.priority, read.body.strip()) != expected:
+        return None, Check(
+            "inbox", False, f"the fixture task was read as {read.title!r}, {read.priority}"
+        )
+    return read, Check("inbox", True, "the fixture task's front matter is read")
+
+
+def _analyzers(host: ModuleHost, inbox: InboxItem) -> tuple[GapReport, Check]:
     """The fixture's report: the F401 finding, the failing test (ranked first), inbox and roadmap."""
-    inbox = InboxItem(
-        name="selfcheck.md",
-        title="Write a README",
-        body="Describe the module.",
-        priority=Priority.LOW,
-        received_at=_NOW,
-    )
     report = host.analyze(
         AnalysisInput(
             measurements=fixture_measurements(),

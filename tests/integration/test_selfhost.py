@@ -395,3 +395,23 @@ def test_a_fresh_clone_measures_itself_clean(tmp_path: Path) -> None:
     assert quality == [], quality
     assert (clone / "history" / ".gitkeep").is_file()
     assert git(clone, "status", "--porcelain", "--untracked-files=all").strip() == ""
+
+
+def test_modules_that_misread_inbox_tasks_fail_the_self_check(tmp_path: Path) -> None:
+    # the inbox reader is the modules' since issue 18: a landed change that breaks it must
+    # fail the boot self-check (and so fall back), not every analysis after it
+    clone = _clone(tmp_path)
+    reader = clone / "modules" / "analyzers" / "inbox.py"
+    text = reader.read_text()
+    parse = 'front, body = _front_matter(task.text.lstrip("\\ufeff"), task)'
+    assert parse in text
+    reader.write_text(text.replace(parse, "front, body = {}, task.text"))
+    result = subprocess.run(
+        [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "selfcheck"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode != 0, result.stdout
+    assert "inbox" in result.stdout and "the fixture task was read as" in result.stdout
