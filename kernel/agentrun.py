@@ -17,7 +17,7 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs, watch
+from kernel import budget, faults, gitops, inbox, jails, procs, watch
 from kernel.attempt import Attempt, Phase, mono, timed
 from kernel.bounds import cap_lines
 from kernel.context import Context
@@ -57,14 +57,14 @@ class AgentRunner:
         plan = attempt.plan
         iteration_id = plan.iteration_id
         # the most this run may cost must still fit in the day's budget, before it starts
-        reserve = halt.reservation(ctx.config.budget, plan.budget.max_cost_usd)
-        budget = halt.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
-        if budget:
+        reserve = budget.reservation(ctx.config.budget, plan.budget.max_cost_usd)
+        refused = budget.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
+        if refused:
             record = self.recorder.finish(
                 attempt,
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
-                f"budget exhausted before the agent ran: {budget}",
+                f"budget exhausted before the agent ran: {refused}",
             )
             return record
         run_dir = ctx.paths.runs / iteration_id
@@ -272,7 +272,7 @@ class AgentRunner:
     def _account(self, attempt: Attempt, report: AgentReport) -> AgentReport:
         """Price the run when the tool gave no cost, note its version, and append it to the ledger."""
         ctx = self.ctx
-        priced, basis = costs.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
+        priced, basis = budget.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
         attempt.agent = _plus(attempt.agent, priced)
         attempt.cost_basis = basis
         attempt.session = report.session or attempt.session
@@ -280,9 +280,9 @@ class AgentRunner:
             attempt.agent_version = report.version[:120]
         if report.note:
             attempt.agent_note = "; ".join(n for n in (attempt.agent_note, report.note) if n)
-        ledger.append(
+        budget.append(
             ctx.paths.history,
-            ledger.LedgerEntry(
+            budget.LedgerEntry(
                 at=datetime.now(UTC),
                 iteration_id=attempt.plan.iteration_id,
                 backend=attempt.backend.name,

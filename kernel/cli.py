@@ -21,13 +21,13 @@ from kernel.daemon import (
     Daemon,
     analyse_head,
     plan_only,
-    read_status,
 )
 from kernel.errors import SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
 from kernel.selfcheck import run_selfcheck
+from kernel.status import read_status
 
 # history/README.md is the index the daemon rewrites after every iteration, so it is ignored
 # with the rest of history/ (tracking it would leave `git status` dirty after every iteration)

@@ -23,15 +23,13 @@ from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel import gitops, halt, inbox, procs
 from kernel.analysis import Baseline, analyse, read_inbox
 from kernel.context import Context
+from kernel.daemonlock import DaemonLock
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.iteration import Iteration, for_planner, planning_history
 from kernel.metrics import MetricsServer, snapshot
 from kernel.quarantine import quarantined, tree_digest
-from kernel.recovery import mark_daemon
-from kernel.recovery import recover as recover  # re-exported: the daemon recovers at start
-from kernel.status import STATUS_FILE as STATUS_FILE  # re-exported for older imports
+from kernel.recovery import mark_daemon, recover
 from kernel.status import StatusWriter
-from kernel.status import read_status as read_status  # re-exported for older imports
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
 
@@ -164,7 +162,7 @@ class Daemon:
     def __init__(self, ctx: Context, metrics_port: int | None = None) -> None:
         self.ctx = ctx
         self.status = StatusWriter(ctx)
-        self.lock = halt.DaemonLock(ctx.paths.lock)
+        self.lock = DaemonLock(ctx.paths.lock)
         self.wake = Wake()
         self.metrics_port = metrics_port
         self.metrics: MetricsServer | None = None

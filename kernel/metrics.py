@@ -11,11 +11,10 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from domain import IterationOutcome
-from kernel import halt
+from kernel import budget, halt
 from kernel.context import Context
 from kernel.errors import UsageError
 
@@ -51,14 +50,13 @@ def snapshot(ctx: Context, open_gaps: Mapping[str, int]) -> Snapshot:
     """Counts, sums and the latest open gaps from the record index and the halt state."""
     store = ctx.store
     totals = store.totals()
-    spent, _ = store.day_totals(datetime.now(UTC).date().isoformat())
-    limit = ctx.config.budget.max_cost_usd_per_day
+    spent = budget.spent_on(store)
     return Snapshot(
         by_outcome={o.value: totals.by_outcome.get(o.value, 0) for o in IterationOutcome},
         cost_usd=totals.cost,
         tokens=totals.tokens,
-        cost_today_usd=spent,
-        budget_left_today_usd=max(limit - spent, 0.0),
+        cost_today_usd=spent.cost_usd,
+        budget_left_today_usd=spent.cost_left(ctx.config.budget),
         open_gaps=dict(open_gaps),
         phases=store.phase_totals(),
         halted=halt.read_halt(ctx.paths.history).halted,

@@ -25,7 +25,7 @@ from domain import (
     HistoryTotals,
     RankedGap,
 )
-from kernel import halt
+from kernel import budget, halt
 from kernel.bounds import STATUS_FILE_MAX
 from kernel.context import Context
 from kernel.errors import HostError
@@ -140,10 +140,9 @@ def digest(
             rows.append(history_row(row))
     totals = store.totals()
     now = datetime.now(UTC)
-    day = now.date().isoformat()
-    spent, count = store.day_totals(day)
+    spent = budget.spent_on(store, now.date().isoformat())
     hstate = halt.read_halt(ctx.paths.history)
-    budget = ctx.config.budget
+    limits = ctx.config.budget
     if quarantined is None:
         quarantined = tuple(str(k) for k in cast(list[Any], live.get("quarantined") or []))
     return HistoryDigest(
@@ -155,11 +154,11 @@ def digest(
             by_outcome=totals.by_outcome,
             cost_usd=totals.cost,
             tokens_used=totals.tokens,
-            day=day,
-            cost_today_usd=spent,
-            iterations_today=count,
-            max_cost_usd_per_day=budget.max_cost_usd_per_day,
-            max_iterations_per_day=budget.max_iterations_per_day,
+            day=spent.day,
+            cost_today_usd=spent.cost_usd,
+            iterations_today=spent.iterations,
+            max_cost_usd_per_day=limits.max_cost_usd_per_day,
+            max_iterations_per_day=limits.max_iterations_per_day,
         ),
         halt=_halt_note(hstate),
         quarantined=quarantined,
