@@ -79,6 +79,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quiet", action="store_true", help="log nothing to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _daemon_commands(sub)
+    _analysis_commands(sub)
+    _history_commands(sub)
+    _setup_commands(sub)
+    return parser
+
+
+def _daemon_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """run, once, status, resume: the daemon and its state."""
     p = sub.add_parser(
         "run",
         help="run forever: iterate while an agent can take a gap, then wait for events (default)",
@@ -98,6 +107,13 @@ def _parser() -> argparse.ArgumentParser:
         "once",
         help="one iteration; exit 0 landed, 1 failed, 2 bad usage, 3 halted, 5 nothing to do",
     )
+    p = sub.add_parser("status", help="what the daemon is doing, halt state, budget and backend")
+    p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
+    sub.add_parser("resume", help="clear a halt so agents run again")
+
+
+def _analysis_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """gaps, plan: what the next iteration would see and do."""
     p = sub.add_parser("gaps", help="analyse HEAD and print the ranked gaps")
     p.add_argument("--json", action="store_true", help="print the GapReport as JSON")
     p = sub.add_parser(
@@ -106,8 +122,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json", action="store_true", help="print the IterationPlan as JSON (null when none)"
     )
-    p = sub.add_parser("status", help="what the daemon is doing, halt state, budget and backend")
-    p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
+
+
+def _history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """history, report: what happened."""
     p = sub.add_parser("history", help="list iterations, or print one report")
     p.add_argument("id", nargs="?", help="an iteration id: print its report")
     p.add_argument(
@@ -128,11 +146,14 @@ def _parser() -> argparse.ArgumentParser:
         "report", help="write history/index.html: charts of the trends and every iteration"
     )
     p.add_argument("--output", type=Path, default=None, help="write the page here instead")
+
+
+def _setup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """add, init, selfcheck, test: tasks, setting up, and checking seed itself."""
     p = sub.add_parser("add", help="drop a task into inbox/")
     p.add_argument("text", help="what to do")
     p.add_argument("--priority", default="normal", choices=("critical", "high", "normal", "low"))
     p.add_argument("--title", default="", help="a short title (default: the first line)")
-    sub.add_parser("resume", help="clear a halt so agents run again")
     p = sub.add_parser(
         "init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries"
     )
@@ -142,7 +163,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     p = sub.add_parser("test", help="run seed's own test suite (pytest arguments may follow)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
-    return parser
 
 
 def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
