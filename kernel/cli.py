@@ -7,6 +7,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from domain import GapReport, IterationOutcome, IterationPlan
@@ -79,16 +80,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quiet", action="store_true", help="log nothing to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _daemon_commands(sub)
-    _analysis_commands(sub)
-    _history_commands(sub)
-    _setup_commands(sub)
+    _daemon_commands(sub.add_parser)
+    _analysis_commands(sub.add_parser)
+    _history_commands(sub.add_parser)
+    _setup_commands(sub.add_parser)
     return parser
 
 
-def _daemon_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+_AddParser = Callable[..., argparse.ArgumentParser]
+"""subparsers.add_parser: each group of commands adds its own."""
+
+
+def _daemon_commands(add: _AddParser) -> None:
     """run, once, status, resume: the daemon and its state."""
-    p = sub.add_parser(
+    p = add(
         "run",
         help="run forever: iterate while an agent can take a gap, then wait for events (default)",
     )
@@ -103,30 +108,28 @@ def _daemon_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="serve Prometheus metrics on http://127.0.0.1:N/metrics (0: any free port; "
         "needs the prometheus_client package)",
     )
-    sub.add_parser(
+    add(
         "once",
         help="one iteration; exit 0 landed, 1 failed, 2 bad usage, 3 halted, 5 nothing to do",
     )
-    p = sub.add_parser("status", help="what the daemon is doing, halt state, budget and backend")
+    p = add("status", help="what the daemon is doing, halt state, budget and backend")
     p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
-    sub.add_parser("resume", help="clear a halt so agents run again")
+    add("resume", help="clear a halt so agents run again")
 
 
-def _analysis_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _analysis_commands(add: _AddParser) -> None:
     """gaps, plan: what the next iteration would see and do."""
-    p = sub.add_parser("gaps", help="analyse HEAD and print the ranked gaps")
+    p = add("gaps", help="analyse HEAD and print the ranked gaps")
     p.add_argument("--json", action="store_true", help="print the GapReport as JSON")
-    p = sub.add_parser(
-        "plan", help="analyse HEAD and print the plan the next iteration would carry out"
-    )
+    p = add("plan", help="analyse HEAD and print the plan the next iteration would carry out")
     p.add_argument(
         "--json", action="store_true", help="print the IterationPlan as JSON (null when none)"
     )
 
 
-def _history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _history_commands(add: _AddParser) -> None:
     """history, report: what happened."""
-    p = sub.add_parser("history", help="list iterations, or print one report")
+    p = add("history", help="list iterations, or print one report")
     p.add_argument("id", nargs="?", help="an iteration id: print its report")
     p.add_argument(
         "--outcome",
@@ -142,26 +145,20 @@ def _history_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--limit", type=int, default=50, help="at most this many (0: all)")
     p.add_argument("--json", action="store_true", help="print records as JSON lines")
-    p = sub.add_parser(
-        "report", help="write history/index.html: charts of the trends and every iteration"
-    )
+    p = add("report", help="write history/index.html: charts of the trends and every iteration")
     p.add_argument("--output", type=Path, default=None, help="write the page here instead")
 
 
-def _setup_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _setup_commands(add: _AddParser) -> None:
     """add, init, selfcheck, test: tasks, setting up, and checking seed itself."""
-    p = sub.add_parser("add", help="drop a task into inbox/")
+    p = add("add", help="drop a task into inbox/")
     p.add_argument("text", help="what to do")
     p.add_argument("--priority", default="normal", choices=("critical", "high", "normal", "low"))
     p.add_argument("--title", default="", help="a short title (default: the first line)")
-    p = sub.add_parser(
-        "init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries"
-    )
+    p = add("init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries")
     p.add_argument("--backend", default="auto", help="agent backend to write into seed.toml")
-    sub.add_parser(
-        "selfcheck", help="boot every module through the module host and check its contract"
-    )
-    p = sub.add_parser("test", help="run seed's own test suite (pytest arguments may follow)")
+    add("selfcheck", help="boot every module through the module host and check its contract")
+    p = add("test", help="run seed's own test suite (pytest arguments may follow)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
 
 
