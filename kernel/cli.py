@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from domain import GapReport, IterationOutcome, IterationPlan
-from kernel import halt, reporting, views
+from kernel import halt, reporting
 from kernel.config import Config, write_config
 from kernel.context import Context, open_context
 from kernel.daemon import (
@@ -28,7 +28,7 @@ from kernel.fsutil import atomic_write_text
 from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
 from kernel.selfcheck import run_selfcheck
-from kernel.status import read_status
+from kernel.status import read_status, status_text
 
 # history/README.md is the index the daemon rewrites after every iteration, so it is ignored
 # with the rest of history/ (tracking it would leave `git status` dirty after every iteration)
@@ -238,12 +238,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     try:
         status = read_status(ctx)
+        # the host may be started to tell which backend auto would pick, and renders the text
+        print(status.model_dump_json(indent=2) if args.json else status_text(ctx, status))
     finally:
-        ctx.host.stop()  # read_status may start it to tell which backend auto would pick
-    if args.json:
-        print(status.model_dump_json(indent=2))
-        return EXIT_OK
-    print("\n".join(views.status_lines(status)))
+        ctx.host.stop()
     return EXIT_OK
 
 
@@ -279,7 +277,10 @@ def cmd_history(args: argparse.Namespace) -> int:
             if record is not None:
                 print(record.model_dump_json())
         return EXIT_OK
-    print("\n".join(views.history_lines(rows, len(matching), bool(args.outcome or args.source))))
+    try:
+        print(reporting.history_text(ctx, rows, len(matching), bool(args.outcome or args.source)))
+    finally:
+        ctx.host.stop()
     return EXIT_OK
 
 

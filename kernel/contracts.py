@@ -7,17 +7,21 @@ contract version; the kernel validates every answer it gets back against the dom
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from domain import (
     AgentContext,
     AgentReport,
     AnalysisInput,
+    DaemonStatus,
     Gap,
     GapReport,
     HistoryDigest,
+    HistoryListing,
     IterationPlan,
     IterationRecord,
+    MetricsSnapshot,
     ProjectState,
     RunResult,
     RunSpec,
@@ -97,7 +101,8 @@ class Agent(Protocol):
 
 @runtime_checkable
 class Reporter(Protocol):
-    """Renders history for people: report.md, the history/README.md index, the html dashboard."""
+    """Renders for people: report.md, history/README.md, the html dashboard, the text of `status`
+    and `history`, and the Prometheus metrics page."""
 
     contract_version: int
 
@@ -111,4 +116,16 @@ class Reporter(Protocol):
 
     def render_dashboard(self, digest: HistoryDigest) -> str:
         """history/index.html: one self-contained page (inline SVG charts, no network)."""
+        ...
+
+    def render_status(self, status: DaemonStatus, now: datetime) -> str:
+        """The text `seed.py status` prints (now: for "for 3m12s" and "ago")."""
+        ...
+
+    def render_listing(self, listing: HistoryListing) -> str:
+        """The text `seed.py history` prints: newest first, then a summary line."""
+        ...
+
+    def render_metrics(self, snapshot: MetricsSnapshot) -> str:
+        """The Prometheus text exposition (0.0.4) that `run --metrics-port` serves."""
         ...

@@ -21,6 +21,8 @@ from domain import (
     GapReport,
     HaltNote,
     HistoryDigest,
+    HistoryLine,
+    HistoryListing,
     HistoryRow,
     HistoryTotals,
     RankedGap,
@@ -28,9 +30,9 @@ from domain import (
 from kernel import budget, halt
 from kernel.bounds import STATUS_FILE_MAX
 from kernel.context import Context
-from kernel.errors import HostError
+from kernel.errors import HostError, SeedError
 from kernel.fsutil import atomic_write_text
-from kernel.store import ReportRow
+from kernel.store import ReportRow, Summary
 
 STATUS_NAME = "status.json"
 """history/status.json, kept by the daemon's StatusWriter."""
@@ -217,3 +219,30 @@ def write_dashboard(ctx: Context, path: Path | None = None) -> tuple[Path, int, 
     data = text.encode("utf-8")
     atomic_write_text(target, text)
     return target, len(data), len(facts.rows)
+
+
+def history_text(ctx: Context, rows: list[Summary], total: int, filtered: bool) -> str:
+    """`history` as the reporter renders it, or a plain kernel-side list when the host fails."""
+    listing = HistoryListing(
+        rows=tuple(
+            HistoryLine(
+                iteration_id=r.iteration_id,
+                started=r.started,
+                outcome=r.outcome,
+                category=r.category,
+                cost=r.cost,
+                gap_source=r.gap_source,
+                gap_title=r.gap_title,
+                gap_key=r.gap_key,
+            )
+            for r in rows
+        ),
+        total=total,
+        filtered=filtered,
+    )
+    try:
+        ctx.start_host()
+        return ctx.host.render_listing(listing)
+    except SeedError as exc:
+        lines = [f"{r.iteration_id} {r.outcome} {r.gap_key}" for r in listing.rows]
+        return "\n".join([*lines, f"(the history view could not be rendered: {exc})"])

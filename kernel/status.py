@@ -148,3 +148,29 @@ def read_status(ctx: Context) -> DaemonStatus:
         metrics_url=str(live.get("metrics_url", "")) if running else "",
         type_checker=str(live.get("type_checker", ""))[:300] if running else "",
     )
+
+
+def status_text(ctx: Context, status: DaemonStatus) -> str:
+    """`status` as the reporter renders it, or a plain kernel-side text when the host fails."""
+    try:
+        ctx.start_host()
+        return ctx.host.render_status(status, datetime.now(UTC))
+    except SeedError as exc:  # status must answer even with broken modules
+        return _bare_status(status, str(exc))
+
+
+def _bare_status(status: DaemonStatus, problem: str) -> str:
+    daemon = f"running (pid {status.pid}): {status.phase}" if status.running else "not running"
+    halted = f"YES: {status.halt_reason}; run `python seed.py resume`" if status.halted else "no"
+    lines = [
+        f"repository:  {status.root}",
+        f"daemon:      {daemon}",
+        f"halted:      {halted}",
+        f"backend:     {status.backend or '-'} {status.backend_reason}".rstrip(),
+        f"iterations:  {status.iterations} in all, {status.iterations_today} today; "
+        f"last: {status.last_iteration_id or '-'} {status.last_outcome or ''}".rstrip(),
+        f"budget:      today ${status.cost_today_usd:.2f} spent, "
+        f"${status.budget_left_today_usd:.2f} left",
+        f"(the status view could not be rendered: {problem})",
+    ]
+    return "\n".join(lines)

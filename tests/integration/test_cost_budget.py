@@ -95,7 +95,7 @@ def test_a_run_without_a_record_counts_the_same_everywhere_the_spend_is_shown(
         assert reporting.digest(ctx).totals.cost_today_usd == 1.5
         index = reporting.write_index(ctx).read_text()
         assert "| $1.50 of $1.00 (0 of 100 runs on" in index
-        shown = metrics.snapshot(ctx, {})
+        shown = metrics.snapshot(ctx, {}, "idle")
         assert shown.cost_today_usd == 1.5 and shown.budget_left_today_usd == 0.0
     finally:
         ctx.host.stop()
