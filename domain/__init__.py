@@ -39,6 +39,7 @@ from domain.plans import (
 from domain.records import AgentRound, CriterionVerdict, DiffStat, Event, IterationRecord
 from domain.state import OutcomeTally, ProjectState
 from domain.status import DaemonStatus
+from domain.views import HistoryLine, HistoryListing, MetricsSnapshot, PhaseTotal
 
 __all__ = [
     "ITERATION_ID_PATTERN",
@@ -65,6 +66,8 @@ __all__ = [
     "GapReport",
     "HaltNote",
     "HistoryDigest",
+    "HistoryLine",
+    "HistoryListing",
     "HistoryRow",
     "HistoryTotals",
     "InboxItem",
@@ -74,7 +77,9 @@ __all__ = [
     "IterationRecord",
     "Measurement",
     "Measurements",
+    "MetricsSnapshot",
     "OutcomeTally",
+    "PhaseTotal",
     "PlanBudget",
     "PlanDocument",
     "PlannedAction",

@@ -17,7 +17,7 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import costs, faults, gitops, halt, inbox, jails, ledger, procs
+from kernel import budget, faults, gitops, inbox, jails, procs
 from kernel.context import Context
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
@@ -61,13 +61,13 @@ class AgentRunner:
         ctx = self.ctx
         plan = it.plan
         # the most this run may cost must still fit in the day's budget, before it starts
-        reserve = halt.reservation(ctx.config.budget, plan.budget.max_cost_usd)
-        budget = halt.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
-        if budget:
+        reserve = budget.reservation(ctx.config.budget, plan.budget.max_cost_usd)
+        refused = budget.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
+        if refused:
             return Ending(
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
-                f"budget exhausted before the agent ran: {budget}",
+                f"budget exhausted before the agent ran: {refused}",
             )
         files = self._inputs(it, spec)
         argv, env = self._command(it, spec, files)
@@ -331,7 +331,7 @@ class AgentRunner:
     def _account(self, it: Iteration, report: AgentReport) -> AgentReport:
         """Price the run when the tool gave no cost, note its version, and append it to the ledger."""
         ctx = self.ctx
-        priced, basis = costs.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
+        priced, basis = budget.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
         it.agent = _plus(it.agent, priced)
         it.cost_basis = basis
         it.session = report.session or it.session
@@ -339,9 +339,9 @@ class AgentRunner:
             it.agent_version = report.version[:120]
         if report.note:
             it.agent_note = "; ".join(n for n in (it.agent_note, report.note) if n)
-        ledger.append(
+        budget.append(
             ctx.paths.history,
-            ledger.LedgerEntry(
+            budget.LedgerEntry(
                 at=datetime.now(UTC),
                 iteration_id=it.plan.iteration_id,
                 backend=it.backend.name,

@@ -7,10 +7,11 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from domain import GapReport, IterationOutcome, IterationPlan
-from kernel import halt, reporting, views
+from kernel import halt, reporting
 from kernel.config import Config, write_config
 from kernel.context import Context, open_context
 from kernel.daemon import (
@@ -21,13 +22,13 @@ from kernel.daemon import (
     Daemon,
     analyse_head,
     plan_only,
-    read_status,
 )
 from kernel.errors import SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
 from kernel.selfcheck import run_selfcheck
+from kernel.status import read_status, status_text
 
 # history/README.md is the index the daemon rewrites after every iteration, so it is ignored
 # with the rest of history/ (tracking it would leave `git status` dirty after every iteration)
@@ -79,7 +80,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quiet", action="store_true", help="log nothing to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser(
+    _daemon_commands(sub.add_parser)
+    _analysis_commands(sub.add_parser)
+    _history_commands(sub.add_parser)
+    _setup_commands(sub.add_parser)
+    return parser
+
+
+_AddParser = Callable[..., argparse.ArgumentParser]
+"""subparsers.add_parser: each group of commands adds its own."""
+
+
+def _daemon_commands(add: _AddParser) -> None:
+    """run, once, status, resume: the daemon and its state."""
+    p = add(
         "run",
         help="run forever: iterate while an agent can take a gap, then wait for events (default)",
     )
@@ -94,21 +108,28 @@ def _parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics on http://127.0.0.1:N/metrics (0: any free port; "
         "needs the prometheus_client package)",
     )
-    sub.add_parser(
+    add(
         "once",
         help="one iteration; exit 0 landed, 1 failed, 2 bad usage, 3 halted, 5 nothing to do",
     )
-    p = sub.add_parser("gaps", help="analyse HEAD and print the ranked gaps")
+    p = add("status", help="what the daemon is doing, halt state, budget and backend")
+    p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
+    add("resume", help="clear a halt so agents run again")
+
+
+def _analysis_commands(add: _AddParser) -> None:
+    """gaps, plan: what the next iteration would see and do."""
+    p = add("gaps", help="analyse HEAD and print the ranked gaps")
     p.add_argument("--json", action="store_true", help="print the GapReport as JSON")
-    p = sub.add_parser(
-        "plan", help="analyse HEAD and print the plan the next iteration would carry out"
-    )
+    p = add("plan", help="analyse HEAD and print the plan the next iteration would carry out")
     p.add_argument(
         "--json", action="store_true", help="print the IterationPlan as JSON (null when none)"
     )
-    p = sub.add_parser("status", help="what the daemon is doing, halt state, budget and backend")
-    p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
-    p = sub.add_parser("history", help="list iterations, or print one report")
+
+
+def _history_commands(add: _AddParser) -> None:
+    """history, report: what happened."""
+    p = add("history", help="list iterations, or print one report")
     p.add_argument("id", nargs="?", help="an iteration id: print its report")
     p.add_argument(
         "--outcome",
@@ -124,25 +145,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=int, default=50, help="at most this many (0: all)")
     p.add_argument("--json", action="store_true", help="print records as JSON lines")
-    p = sub.add_parser(
-        "report", help="write history/index.html: charts of the trends and every iteration"
-    )
+    p = add("report", help="write history/index.html: charts of the trends and every iteration")
     p.add_argument("--output", type=Path, default=None, help="write the page here instead")
-    p = sub.add_parser("add", help="drop a task into inbox/")
+
+
+def _setup_commands(add: _AddParser) -> None:
+    """add, init, selfcheck, test: tasks, setting up, and checking seed itself."""
+    p = add("add", help="drop a task into inbox/")
     p.add_argument("text", help="what to do")
     p.add_argument("--priority", default="normal", choices=("critical", "high", "normal", "low"))
     p.add_argument("--title", default="", help="a short title (default: the first line)")
-    sub.add_parser("resume", help="clear a halt so agents run again")
-    p = sub.add_parser(
-        "init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries"
-    )
+    p = add("init", help="write seed.toml, inbox/ and history/ READMEs, and .gitignore entries")
     p.add_argument("--backend", default="auto", help="agent backend to write into seed.toml")
-    sub.add_parser(
-        "selfcheck", help="boot every module through the module host and check its contract"
-    )
-    p = sub.add_parser("test", help="run seed's own test suite (pytest arguments may follow)")
+    add("selfcheck", help="boot every module through the module host and check its contract")
+    p = add("test", help="run seed's own test suite (pytest arguments may follow)")
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
-    return parser
 
 
 def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
@@ -221,12 +238,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     try:
         status = read_status(ctx)
+        # the host may be started to tell which backend auto would pick, and renders the text
+        print(status.model_dump_json(indent=2) if args.json else status_text(ctx, status))
     finally:
-        ctx.host.stop()  # read_status may start it to tell which backend auto would pick
-    if args.json:
-        print(status.model_dump_json(indent=2))
-        return EXIT_OK
-    print("\n".join(views.status_lines(status)))
+        ctx.host.stop()
     return EXIT_OK
 
 
@@ -262,7 +277,10 @@ def cmd_history(args: argparse.Namespace) -> int:
             if record is not None:
                 print(record.model_dump_json())
         return EXIT_OK
-    print("\n".join(views.history_lines(rows, len(matching), bool(args.outcome or args.source))))
+    try:
+        print(reporting.history_text(ctx, rows, len(matching), bool(args.outcome or args.source)))
+    finally:
+        ctx.host.stop()
     return EXIT_OK
 
 

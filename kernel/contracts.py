@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
@@ -19,13 +20,16 @@ from domain import (
     AgentPrompt,
     AgentReport,
     AnalysisInput,
+    DaemonStatus,
     Gap,
     GapReport,
     HistoryDigest,
+    HistoryListing,
     InboxItem,
     InboxText,
     IterationPlan,
     IterationRecord,
+    MetricsSnapshot,
     ProjectState,
     RunResult,
     RunSpec,
@@ -122,7 +126,8 @@ class Agent(Protocol):
 
 @runtime_checkable
 class Reporter(Protocol):
-    """Renders history for people: report.md, the history/README.md index, the html dashboard."""
+    """Renders for people: report.md, history/README.md, the html dashboard, the text of `status`
+    and `history`, and the Prometheus metrics page."""
 
     contract_version: int
 
@@ -136,6 +141,18 @@ class Reporter(Protocol):
 
     def render_dashboard(self, digest: HistoryDigest) -> str:
         """history/index.html: one self-contained page (inline SVG charts, no network)."""
+        ...
+
+    def render_status(self, status: DaemonStatus, now: datetime) -> str:
+        """The text `seed.py status` prints (now: for "for 3m12s" and "ago")."""
+        ...
+
+    def render_listing(self, listing: HistoryListing) -> str:
+        """The text `seed.py history` prints: newest first, then a summary line."""
+        ...
+
+    def render_metrics(self, snapshot: MetricsSnapshot) -> str:
+        """The Prometheus text exposition (0.0.4) that `run --metrics-port` serves."""
         ...
 
 

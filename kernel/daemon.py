@@ -23,15 +23,13 @@ from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel import gitops, halt, inbox, procs
 from kernel.analysis import Baseline, analyse, read_inbox
 from kernel.context import Context
+from kernel.daemonlock import DaemonLock
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.loop import Loop, for_planner, planning_history
-from kernel.metrics import MetricsServer, snapshot
+from kernel.metrics import MetricsServer, exposition, snapshot
 from kernel.quarantine import quarantined, tree_digest
-from kernel.recovery import mark_daemon
-from kernel.recovery import recover as recover  # re-exported: the daemon recovers at start
-from kernel.status import STATUS_FILE as STATUS_FILE  # re-exported for older imports
+from kernel.recovery import mark_daemon, recover
 from kernel.status import StatusWriter
-from kernel.status import read_status as read_status  # re-exported for older imports
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
 
@@ -164,7 +162,7 @@ class Daemon:
     def __init__(self, ctx: Context, metrics_port: int | None = None) -> None:
         self.ctx = ctx
         self.status = StatusWriter(ctx)
-        self.lock = halt.DaemonLock(ctx.paths.lock)
+        self.lock = DaemonLock(ctx.paths.lock)
         self.wake = Wake()
         self.metrics_port = metrics_port
         self.metrics: MetricsServer | None = None
@@ -174,9 +172,7 @@ class Daemon:
         self.lock.acquire()
         if self.metrics_port is not None:
             try:
-                self.metrics = MetricsServer(
-                    self.metrics_port, lambda: str(self.status.data["phase"])
-                )
+                self.metrics = MetricsServer(self.metrics_port)
             except SeedError:
                 self.lock.release()
                 raise
@@ -199,9 +195,18 @@ class Daemon:
         )
 
     def _refresh_metrics(self) -> None:
-        if self.metrics is not None:
+        """Render the metrics page in this (the main) thread; the server only serves it."""
+        # once stopping, the host is left to the ABORTED record (a request cut short by the
+        # stop would leave its answer in the pipe for the next one)
+        if self.metrics is not None and not procs.STOP.is_set():
             gaps = cast(dict[str, int], self.status.data.get("open_gaps") or {})
-            self.metrics.update(snapshot(self.ctx, gaps))
+            snap = snapshot(self.ctx, gaps, str(self.status.data["phase"]))
+            self.metrics.update(exposition(self.ctx, snap))
+
+    def _phase(self, phase: str, detail: str) -> None:
+        """A phase change, in status.json and on the metrics page."""
+        self.status.phase(phase, detail)
+        self._refresh_metrics()
 
     def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
         self.status.analysed(report, passed_over)
@@ -221,7 +226,7 @@ class Daemon:
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:
         """One pass: analyse, then plan and run what can run (single: one record at most)."""
         try:
-            return Loop(self.ctx, self.status.phase, self._analysed).run(single=single)
+            return Loop(self.ctx, self._phase, self._analysed).run(single=single)
         finally:
             self._refresh_metrics()
             self._type_checker()
@@ -309,7 +314,7 @@ class Daemon:
                         continue
                     poll = self.ctx.config.daemon.poll_interval_s
                     at = datetime.now(UTC) + timedelta(seconds=poll)
-                    self.status.phase(
+                    self._phase(
                         "idle",
                         f"until an inbox or resume event, or the next re-analysis at {at:%H:%M:%S}Z",
                     )
@@ -326,7 +331,7 @@ class Daemon:
         now = datetime.now(UTC)
         items = read_inbox(self.ctx, now)
         self.status.update(inbox_queued=len(items))
-        self.status.phase("halted", f"{hstate.reason} (python seed.py resume)")
+        self._phase("halted", f"{hstate.reason} (python seed.py resume)")
         folder = self.ctx.paths.inbox
         entries = (
             [e for e in folder.iterdir() if not inbox.ignored(e.name)] if folder.is_dir() else []

@@ -1,4 +1,4 @@
-"""The persisted halt state, the halt conditions, budgets checked before every agent run, the lock.
+"""The persisted halt state and the halt conditions.
 
 A halt is written to history/halt.json and survives restarts; only `seed.py resume` clears
 it. While halted the daemon keeps watching and reporting but starts no agent.
@@ -6,21 +6,15 @@ it. While halted the daemon keeps watching and reporting but starts no agent.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import Any, cast
 
 from domain import FailureCategory, IterationOutcome, IterationRecord
-from kernel import ledger
 from kernel.bounds import HALT_FILE_MAX, HALT_REASON_MAX
-from kernel.config import BudgetConfig
-from kernel.errors import LockHeld
 from kernel.fsutil import atomic_write_text
 from kernel.store import RecordStore
 
@@ -168,74 +162,3 @@ def _parse_time(value: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def reservation(budget: BudgetConfig, plan_cap_usd: float) -> float:
-    """The most one agent run may cost: its per-iteration cap, or the day's cap if smaller."""
-    caps = [c for c in (plan_cap_usd, budget.max_cost_usd_per_day) if c > 0]
-    return min(caps) if caps else 0.0
-
-
-def budget_problem(
-    store: RecordStore,
-    budget: BudgetConfig,
-    now: datetime | None = None,
-    reserve_usd: float = 0.0,
-) -> str:
-    """Why no agent may start now for budget reasons ('' when it may).
-
-    The spend is the ledger's (written as each run ends) or the records', whichever shows
-    more. A run may start only if that plus the most it may cost (reserve_usd, see
-    reservation()) stays within the day's cap: the cap holds before the money is spent.
-    """
-    day = (now or datetime.now(UTC)).astimezone(UTC).date().isoformat()
-    spent, iterations = store.day_totals(day)
-    spent = max(spent, ledger.day_spend(store.history, day).cost_usd)  # runs with no record yet
-    cap = budget.max_cost_usd_per_day
-    if cap and spent >= cap:
-        return f"spent ${spent:.2f} of ${cap:.2f} allowed on {day} (UTC)"
-    if budget.max_iterations_per_day and iterations >= budget.max_iterations_per_day:
-        return (
-            f"ran {iterations} of {budget.max_iterations_per_day} iterations allowed on {day} (UTC)"
-        )
-    if cap and spent + reserve_usd > cap:
-        return (
-            f"a run may cost up to ${reserve_usd:.2f} and only ${cap - spent:.2f} "
-            f"of ${cap:.2f} is left on {day} (UTC)"
-        )
-    return ""
-
-
-class DaemonLock:
-    """One daemon per repository: an fcntl lock on <git-common-dir>/seed/daemon.lock."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._handle: IO[str] | None = None
-
-    def acquire(self) -> None:
-        """Take the lock or raise LockHeld naming the holder."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = self.path.open("a+", encoding="utf-8")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            handle.close()
-            raise LockHeld(
-                f"another seed daemon (pid {holder}) is running on this repository; lock: {self.path}"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._handle = handle
-
-    def release(self) -> None:
-        """Release the lock."""
-        if self._handle is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None

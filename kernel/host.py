@@ -29,12 +29,15 @@ from domain import (
     AgentContext,
     AgentReport,
     AnalysisInput,
+    DaemonStatus,
     GapReport,
     HistoryDigest,
+    HistoryListing,
     InboxItem,
     InboxText,
     IterationPlan,
     IterationRecord,
+    MetricsSnapshot,
     ProjectState,
     RunResult,
     RunSpec,
@@ -459,6 +462,28 @@ class ModuleHost:
     def _text(self, method: str, digest: HistoryDigest, what: str) -> str:
         value = cast(dict[str, Any], self.call(method, {"digest": digest.model_dump(mode="json")}))
         text = value.get("text")
+        if not isinstance(text, str):
+            raise HostError(f"module host returned a {what} that is not text")
+        return text
+
+    def render_status(self, status: DaemonStatus, now: datetime) -> str:
+        """The text of `status`."""
+        params = {"status": status.model_dump(mode="json"), "now": now.isoformat()}
+        return self._rendered("render_status", params, "status view")
+
+    def render_listing(self, listing: HistoryListing) -> str:
+        """The text of `history`."""
+        params = {"listing": listing.model_dump(mode="json")}
+        return self._rendered("render_listing", params, "history view")
+
+    def render_metrics(self, snapshot: MetricsSnapshot) -> str:
+        """The Prometheus text of the metrics endpoint."""
+        params = {"snapshot": snapshot.model_dump(mode="json")}
+        return self._rendered("render_metrics", params, "metrics page")
+
+    def _rendered(self, method: str, params: dict[str, Any], what: str) -> str:
+        value = self.call(method, params)
+        text = cast(dict[str, Any], value).get("text") if isinstance(value, dict) else None
         if not isinstance(text, str):
             raise HostError(f"module host returned a {what} that is not text")
         return text

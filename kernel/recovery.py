@@ -29,7 +29,7 @@ from domain import (
     IterationOutcome,
     IterationPlan,
 )
-from kernel import gitops, halt, inbox, ledger, procs
+from kernel import budget, gitops, halt, inbox, procs
 from kernel.bounds import cap_line, cap_lines
 from kernel.context import Context
 from kernel.contracts import protected_patterns
@@ -293,14 +293,14 @@ def _settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
     iteration_id = str(journal.get("iteration_id", ""))
     if not stage_at_least(journal, "agent") or journal.get("accounted") or not iteration_id:
         return []
-    if ledger.accounted(ctx.paths.history, iteration_id):
+    if budget.accounted(ctx.paths.history, iteration_id):
         return []  # accounted after all
     backend = str(journal.get("backend", ""))
     free = backend in FREE_BACKENDS
     amount = 0.0 if free else float(journal.get("reserve_usd") or 0.0)
-    ledger.append(
+    budget.append(
         ctx.paths.history,
-        ledger.LedgerEntry(
+        budget.LedgerEntry(
             at=datetime.now(UTC),
             iteration_id=iteration_id,
             backend=backend,
@@ -346,7 +346,7 @@ def recover(ctx: Context) -> list[str]:
     repaired = ctx.store.repair()
     if repaired:
         notes.append(f"repaired at start: {repaired}")
-    for fixed in (ctx.store.repair_events(), ledger.repair(ctx.paths.history)):
+    for fixed in (ctx.store.repair_events(), budget.repair(ctx.paths.history)):
         if fixed:
             notes.append(f"repaired at start: {fixed}")
     ctx.store.count()  # index the log, so malformed lines are found now

@@ -21,16 +21,18 @@ from domain import (
     GapReport,
     HaltNote,
     HistoryDigest,
+    HistoryLine,
+    HistoryListing,
     HistoryRow,
     HistoryTotals,
     RankedGap,
 )
-from kernel import halt
+from kernel import budget, halt
 from kernel.bounds import STATUS_FILE_MAX
 from kernel.context import Context
-from kernel.errors import HostError
+from kernel.errors import HostError, SeedError
 from kernel.fsutil import atomic_write_text
-from kernel.store import ReportRow
+from kernel.store import ReportRow, Summary
 
 STATUS_NAME = "status.json"
 """history/status.json, kept by the daemon's StatusWriter."""
@@ -140,10 +142,9 @@ def digest(
             rows.append(history_row(row))
     totals = store.totals()
     now = datetime.now(UTC)
-    day = now.date().isoformat()
-    spent, count = store.day_totals(day)
+    spent = budget.spent_on(store, now.date().isoformat())
     hstate = halt.read_halt(ctx.paths.history)
-    budget = ctx.config.budget
+    limits = ctx.config.budget
     if quarantined is None:
         quarantined = tuple(str(k) for k in cast(list[Any], live.get("quarantined") or []))
     return HistoryDigest(
@@ -155,11 +156,11 @@ def digest(
             by_outcome=totals.by_outcome,
             cost_usd=totals.cost,
             tokens_used=totals.tokens,
-            day=day,
-            cost_today_usd=spent,
-            iterations_today=count,
-            max_cost_usd_per_day=budget.max_cost_usd_per_day,
-            max_iterations_per_day=budget.max_iterations_per_day,
+            day=spent.day,
+            cost_today_usd=spent.cost_usd,
+            iterations_today=spent.iterations,
+            max_cost_usd_per_day=limits.max_cost_usd_per_day,
+            max_iterations_per_day=limits.max_iterations_per_day,
         ),
         halt=_halt_note(hstate),
         quarantined=quarantined,
@@ -218,3 +219,30 @@ def write_dashboard(ctx: Context, path: Path | None = None) -> tuple[Path, int, 
     data = text.encode("utf-8")
     atomic_write_text(target, text)
     return target, len(data), len(facts.rows)
+
+
+def history_text(ctx: Context, rows: list[Summary], total: int, filtered: bool) -> str:
+    """`history` as the reporter renders it, or a plain kernel-side list when the host fails."""
+    listing = HistoryListing(
+        rows=tuple(
+            HistoryLine(
+                iteration_id=r.iteration_id,
+                started=r.started,
+                outcome=r.outcome,
+                category=r.category,
+                cost=r.cost,
+                gap_source=r.gap_source,
+                gap_title=r.gap_title,
+                gap_key=r.gap_key,
+            )
+            for r in rows
+        ),
+        total=total,
+        filtered=filtered,
+    )
+    try:
+        ctx.start_host()
+        return ctx.host.render_listing(listing)
+    except SeedError as exc:
+        lines = [f"{r.iteration_id} {r.outcome} {r.gap_key}" for r in listing.rows]
+        return "\n".join([*lines, f"(the history view could not be rendered: {exc})"])

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
-from kernel import gitops, halt, jails, ledger, reporting
+from kernel import budget, gitops, halt, jails, reporting
 from kernel.answers import Backend
 from kernel.context import Context
+from kernel.daemonlock import DaemonLock
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.gate import adoption, read_at
@@ -94,19 +95,10 @@ def _tools(ctx: Context) -> tuple[str, ...]:
 def read_status(ctx: Context) -> DaemonStatus:
     """The daemon's status, from its live file, the halt state, the lock and the record index."""
     live, unreadable = reporting.read_live(ctx.paths.history)
-    lock = halt.DaemonLock(ctx.paths.lock)
-    running = False
-    try:
-        lock.acquire()
-    except SeedError:
-        running = True
-    else:
-        lock.release()
+    running = DaemonLock(ctx.paths.lock).held_elsewhere()
     hstate = halt.read_halt(ctx.paths.history)
     latest = ctx.store.summaries(limit=1)
-    day = datetime.now(UTC).date().isoformat()
-    _, count = ctx.store.day_totals(day)
-    spent = ledger.spent(ctx.store, day)
+    spent = budget.spent_on(ctx.store)
     phase = str(live.get("phase", "stopped")) if running else "stopped"
     tail: tuple[str, ...] = ()
     detail = str(live.get("detail", "")) if running else ""
@@ -121,7 +113,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     since = live.get("since") if running else None
     backend = _status_backend(ctx, live if running else {})
     as_of = live.get("gaps_as_of")
-    budget = ctx.config.budget
+    limits = ctx.config.budget
     return DaemonStatus(
         root=str(ctx.paths.root),
         running=running,
@@ -139,9 +131,9 @@ def read_status(ctx: Context) -> DaemonStatus:
         last_iteration_id=latest[0].iteration_id if latest else None,
         last_outcome=latest[0].outcome if latest else None,
         iterations=ctx.store.count(),
-        cost_today_usd=spent,
-        budget_left_today_usd=max(ctx.config.budget.max_cost_usd_per_day - spent, 0.0),
-        iterations_today=count,
+        cost_today_usd=spent.cost_usd,
+        budget_left_today_usd=spent.cost_left(ctx.config.budget),
+        iterations_today=spent.iterations,
         log_tail=tail,
         top_gaps=reporting.last_ranking(live),
         quarantined=tuple(str(k) for k in cast(list[Any], live.get("quarantined") or [])),
@@ -151,9 +143,35 @@ def read_status(ctx: Context) -> DaemonStatus:
             if isinstance(v, int)
         },
         gaps_as_of=_moment(as_of),
-        budget_left_today_iterations=max(budget.max_iterations_per_day - count, 0),
-        max_cost_usd_per_day=budget.max_cost_usd_per_day,
-        max_iterations_per_day=budget.max_iterations_per_day,
+        budget_left_today_iterations=max(limits.max_iterations_per_day - spent.iterations, 0),
+        max_cost_usd_per_day=limits.max_cost_usd_per_day,
+        max_iterations_per_day=limits.max_iterations_per_day,
         metrics_url=str(live.get("metrics_url", "")) if running else "",
         type_checker=str(live.get("type_checker", ""))[:300] if running else "",
     )
+
+
+def status_text(ctx: Context, status: DaemonStatus) -> str:
+    """`status` as the reporter renders it, or a plain kernel-side text when the host fails."""
+    try:
+        ctx.start_host()
+        return ctx.host.render_status(status, datetime.now(UTC))
+    except SeedError as exc:  # status must answer even with broken modules
+        return _bare_status(status, str(exc))
+
+
+def _bare_status(status: DaemonStatus, problem: str) -> str:
+    daemon = f"running (pid {status.pid}): {status.phase}" if status.running else "not running"
+    halted = f"YES: {status.halt_reason}; run `python seed.py resume`" if status.halted else "no"
+    lines = [
+        f"repository:  {status.root}",
+        f"daemon:      {daemon}",
+        f"halted:      {halted}",
+        f"backend:     {status.backend or '-'} {status.backend_reason}".rstrip(),
+        f"iterations:  {status.iterations} in all, {status.iterations_today} today; "
+        f"last: {status.last_iteration_id or '-'} {status.last_outcome or ''}".rstrip(),
+        f"budget:      today ${status.cost_today_usd:.2f} spent, "
+        f"${status.budget_left_today_usd:.2f} left",
+        f"(the status view could not be rendered: {problem})",
+    ]
+    return "\n".join(lines)

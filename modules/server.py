@@ -15,6 +15,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TextIO, cast
 
 from pydantic import BaseModel
@@ -22,12 +23,15 @@ from pydantic import BaseModel
 from domain import (
     AgentContext,
     AnalysisInput,
+    DaemonStatus,
     Gap,
     GapReport,
     HistoryDigest,
+    HistoryListing,
     InboxText,
     IterationPlan,
     IterationRecord,
+    MetricsSnapshot,
     ProjectState,
     RunResult,
 )
@@ -222,7 +226,23 @@ class Server:
             "render_record": self.render_record,
             "render_index": self.render_index,
             "render_dashboard": self.render_dashboard,
+            "render_status": self.render_status,
+            "render_listing": self.render_listing,
+            "render_metrics": self.render_metrics,
         }
+
+    def render_status(self, params: dict[str, Any]) -> dict[str, str]:
+        status = DaemonStatus.model_validate(params["status"])
+        now = datetime.fromisoformat(str(params["now"]))
+        return {"text": self.reporter.render_status(status, now)}
+
+    def render_listing(self, params: dict[str, Any]) -> dict[str, str]:
+        listing = HistoryListing.model_validate(params["listing"])
+        return {"text": self.reporter.render_listing(listing)}
+
+    def render_metrics(self, params: dict[str, Any]) -> dict[str, str]:
+        snapshot = MetricsSnapshot.model_validate(params["snapshot"])
+        return {"text": self.reporter.render_metrics(snapshot)}
 
 
 def _encode(value: Any) -> Any:

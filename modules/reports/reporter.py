@@ -1,11 +1,16 @@
-"""The reporter the module host loads: report.md, the history index and the dashboard."""
+"""The reporter the module host loads: report.md, the history index, the dashboard, the text
+views of `status` and `history`, and the Prometheus metrics page."""
 
 from __future__ import annotations
 
-from domain import HistoryDigest, IterationRecord
+from datetime import datetime
+
+from domain import DaemonStatus, HistoryDigest, HistoryListing, IterationRecord, MetricsSnapshot
 from modules.reports.dashboard import render_dashboard
 from modules.reports.index import render_index
 from modules.reports.markdown import render_record
+from modules.reports.metrics import render_metrics
+from modules.reports.text import history_lines, status_lines
 
 
 class HistoryReporter:
@@ -24,6 +29,18 @@ class HistoryReporter:
     def render_dashboard(self, digest: HistoryDigest) -> str:
         """history/index.html."""
         return render_dashboard(digest)
+
+    def render_status(self, status: DaemonStatus, now: datetime) -> str:
+        """The text of `seed.py status`."""
+        return "\n".join(status_lines(status, now))
+
+    def render_listing(self, listing: HistoryListing) -> str:
+        """The text of `seed.py history`."""
+        return "\n".join(history_lines(listing.rows, listing.total, listing.filtered))
+
+    def render_metrics(self, snapshot: MetricsSnapshot) -> str:
+        """The Prometheus text of `run --metrics-port`."""
+        return render_metrics(snapshot)
 
 
 REPORTER = HistoryReporter()

@@ -59,3 +59,44 @@ def test_a_budget_spent_by_one_iteration_halts_before_the_next_agent_starts(
 
     assert seed(repo, "once", env=env).returncode == 3
     assert len([t for t in fake_trace(tmp_path) if "exec" in t["argv"]]) == 1
+
+
+def test_a_run_without_a_record_counts_the_same_everywhere_the_spend_is_shown(
+    tmp_path: Path,
+) -> None:
+    """The daemon died after the agent ran: the ledger has the run, no record does. The budget
+    check, `status`, the history index and the metrics all show the same spend."""
+    from datetime import UTC, datetime
+
+    from domain import DaemonStatus
+    from kernel import budget, metrics, reporting
+    from kernel.context import open_context
+
+    repo = make_repo(
+        tmp_path / "repo", {"a.py": "x = 1\n"}, "[budget]\nmax_cost_usd_per_day = 1.0\n"
+    )
+    history = repo / "history"
+    history.mkdir()
+    budget.append(
+        history,
+        budget.LedgerEntry(
+            at=datetime.now(UTC),
+            iteration_id="iter-0001-20260101-000000",
+            backend="codex",
+            cost_usd=1.5,
+        ),
+    )
+    ctx = open_context(repo, quiet=True)
+    try:
+        refused = budget.budget_problem(ctx.store, ctx.config.budget)
+        assert refused.startswith("spent $1.50 of $1.00")
+        status = DaemonStatus.model_validate_json(seed(repo, "status", "--json").stdout)
+        assert status.cost_today_usd == 1.5 and status.budget_left_today_usd == 0.0
+        assert reporting.digest(ctx).totals.cost_today_usd == 1.5
+        index = reporting.write_index(ctx).read_text()
+        assert "| $1.50 of $1.00 (0 of 100 runs on" in index
+        shown = metrics.snapshot(ctx, {}, "idle")
+        assert shown.cost_today_usd == 1.5 and shown.budget_left_today_usd == 0.0
+    finally:
+        ctx.host.stop()
+        ctx.store.close()

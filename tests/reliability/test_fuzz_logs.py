@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from domain import Event, IterationOutcome, IterationRecord
-from kernel import halt, jsonl, ledger, reporting
+from kernel import budget, halt, jsonl, reporting
 from kernel import store as store_module
 from kernel.store import RecordStore, sequence_of
 from tests.support import SAMPLE, make_repo, seed
@@ -58,8 +58,8 @@ EVENTS: list[Event] = [
     Event(at=DAY + timedelta(seconds=n), kind="recovery", message=f"event {n}", data={"n": n})
     for n in range(8)
 ]
-ENTRIES: list[ledger.LedgerEntry] = [
-    ledger.LedgerEntry(
+ENTRIES: list[budget.LedgerEntry] = [
+    budget.LedgerEntry(
         at=DAY + timedelta(seconds=n),
         iteration_id=f"iter-{n:04d}-20260101-120000",
         backend="codex",
@@ -112,7 +112,7 @@ def low_bounds() -> Iterator[None]:
     with (
         mock.patch.object(store_module, "RECORD_LINE_MAX", CAP),
         mock.patch.object(store_module, "EVENT_LINE_MAX", CAP),
-        mock.patch.object(ledger, "LEDGER_LINE_MAX", CAP),
+        mock.patch.object(budget, "LEDGER_LINE_MAX", CAP),
     ):
         yield
 
@@ -203,16 +203,16 @@ def test_ledger_any_bytes(parts: Sequence[tuple[Piece, bytes]]) -> None:
     day = DAY.date().isoformat()
     with tempfile.TemporaryDirectory() as tmp, low_bounds():
         history = Path(tmp)
-        ledger.ledger_path(history).write_bytes(data)
-        spent = ledger.day_spend(history, day).cost_usd
-        ledger.repair(history)
-        repaired = ledger.day_spend(history, day)
+        budget.ledger_path(history).write_bytes(data)
+        spent = budget.day_spend(history, day).cost_usd
+        budget.repair(history)
+        repaired = budget.day_spend(history, day)
         assert repaired.cost_usd >= round(sum(e.cost_usd for e in whole), 6) - 1e-9
         assert repaired.runs >= len(whole), "a whole entry no longer counts"
         assert repaired.cost_usd >= spent - 1e-9
-        assert all(ledger.accounted(history, e.iteration_id) for e in whole)
+        assert all(budget.accounted(history, e.iteration_id) for e in whole)
         tally("ledger entries", len(whole))
-        assert ledger.repair(history) == ""
+        assert budget.repair(history) == ""
 
 
 SMALL_FILES = st.one_of(

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from domain import FailureCategory, IterationOutcome
-from kernel import halt, ledger
+from kernel import halt
+from kernel.budget import LedgerEntry, append, budget_problem, reservation
 from kernel.config import BudgetConfig
+from kernel.daemonlock import DaemonLock
 from kernel.errors import LockHeld
 from kernel.store import RecordStore
 from tests.unit.factories import T0, gap, record
@@ -140,31 +142,31 @@ def test_an_unreadable_halt_file_counts_as_halted(tmp_path: Path) -> None:
 
 
 def _run(history: Path, cost: float, at: datetime = T0) -> None:
-    ledger.append(
+    append(
         history,
-        ledger.LedgerEntry(at=at, iteration_id=f"i{cost}", backend="command", cost_usd=cost),
+        LedgerEntry(at=at, iteration_id=f"i{cost}", backend="command", cost_usd=cost),
     )
 
 
 def test_a_run_reserves_its_cap_or_the_days_if_smaller() -> None:
-    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=10.0), 2.0) == 2.0
-    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=0.5), 2.0) == 0.5
-    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=0.0), 2.0) == 2.0
-    assert halt.reservation(BudgetConfig(max_cost_usd_per_day=0.0), 0.0) == 0.0
+    assert reservation(BudgetConfig(max_cost_usd_per_day=10.0), 2.0) == 2.0
+    assert reservation(BudgetConfig(max_cost_usd_per_day=0.5), 2.0) == 0.5
+    assert reservation(BudgetConfig(max_cost_usd_per_day=0.0), 2.0) == 2.0
+    assert reservation(BudgetConfig(max_cost_usd_per_day=0.0), 0.0) == 0.0
 
 
 def test_budget_is_checked_before_the_money_is_spent(tmp_path: Path) -> None:
     store = RecordStore(tmp_path)
     budget = BudgetConfig(max_cost_usd_per_day=3.0, max_cost_usd_per_iteration=2.0)
-    assert halt.budget_problem(store, budget, T0, reserve_usd=2.0) == ""
+    assert budget_problem(store, budget, T0, reserve_usd=2.0) == ""
     _run(tmp_path, 1.5)
-    problem = halt.budget_problem(store, budget, T0, reserve_usd=2.0)
+    problem = budget_problem(store, budget, T0, reserve_usd=2.0)
     assert "may cost up to $2.00" in problem and "$1.50 of $3.00 is left" in problem
-    assert halt.budget_problem(store, budget, T0, reserve_usd=1.0) == ""
+    assert budget_problem(store, budget, T0, reserve_usd=1.0) == ""
     _run(tmp_path, 1.6)
-    assert "spent $3.10 of $3.00" in halt.budget_problem(store, budget, T0, reserve_usd=0.0)
+    assert "spent $3.10 of $3.00" in budget_problem(store, budget, T0, reserve_usd=0.0)
     unlimited = BudgetConfig(max_cost_usd_per_day=0, max_iterations_per_day=0)
-    assert halt.budget_problem(store, unlimited, T0, reserve_usd=5.0) == ""
+    assert budget_problem(store, unlimited, T0, reserve_usd=5.0) == ""
     store.close()
 
 
@@ -174,18 +176,18 @@ def test_the_day_run_cap_counts_iterations(tmp_path: Path) -> None:
         store.append(record(gap(f"ruff:f{seq}.py:F401"), seq))
     runs = BudgetConfig(max_iterations_per_day=3)
     day = record(A, 1).ended_at
-    assert "ran 3 of 3 iterations" in halt.budget_problem(store, runs, day)
+    assert "ran 3 of 3 iterations" in budget_problem(store, runs, day)
     store.close()
 
 
 def test_a_second_lock_names_the_holder(tmp_path: Path) -> None:
-    first = halt.DaemonLock(tmp_path / "daemon.lock")
+    first = DaemonLock(tmp_path / "daemon.lock")
     first.acquire()
     try:
         with pytest.raises(LockHeld, match=f"pid {os.getpid()}"):
-            halt.DaemonLock(tmp_path / "daemon.lock").acquire()
+            DaemonLock(tmp_path / "daemon.lock").acquire()
     finally:
         first.release()
-    again = halt.DaemonLock(tmp_path / "daemon.lock")
+    again = DaemonLock(tmp_path / "daemon.lock")
     again.acquire()
     again.release()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from domain import Event
-from kernel import bounds, halt, jsonl, ledger
+from kernel import bounds, budget, halt, jsonl
 from kernel.bounds import EVENT_LINE_MAX, HALT_FILE_MAX, LEDGER_LINE_MAX, STATUS_FILE_MAX
 from kernel.fsutil import append_line
 from kernel.store import RecordStore
@@ -110,8 +110,8 @@ def test_an_event_line_over_the_bound_is_skipped(tmp_path: Path) -> None:
     assert [e.kind for e in store.events()] == ["a", "b"]
 
 
-def _entry(cost: float, model: str = "m") -> ledger.LedgerEntry:
-    return ledger.LedgerEntry(
+def _entry(cost: float, model: str = "m") -> budget.LedgerEntry:
+    return budget.LedgerEntry(
         at=datetime.now(UTC),
         iteration_id="iter-0001-x",
         backend="codex",
@@ -121,23 +121,23 @@ def _entry(cost: float, model: str = "m") -> ledger.LedgerEntry:
 
 
 def test_a_ledger_entry_glued_to_a_torn_one_still_counts(tmp_path: Path) -> None:
-    path = ledger.ledger_path(tmp_path)
+    path = budget.ledger_path(tmp_path)
     path.write_bytes(
         b'{"at": "2026-' + _entry(0.75).model_dump_json().encode() + b"\n"
     )  # an old writer glued a run's spend onto a torn line
     today = datetime.now(UTC).date().isoformat()
-    assert ledger.day_spend(tmp_path, today).cost_usd == pytest.approx(0.75)
-    assert ledger.accounted(tmp_path, "iter-0001-x")
-    assert "kept 1 whole object(s)" in ledger.repair(tmp_path)
-    assert ledger.day_spend(tmp_path, today).cost_usd == pytest.approx(0.75)
-    assert ledger.repair(tmp_path) == ""
+    assert budget.day_spend(tmp_path, today).cost_usd == pytest.approx(0.75)
+    assert budget.accounted(tmp_path, "iter-0001-x")
+    assert "kept 1 whole object(s)" in budget.repair(tmp_path)
+    assert budget.day_spend(tmp_path, today).cost_usd == pytest.approx(0.75)
+    assert budget.repair(tmp_path) == ""
 
 
 def test_a_ledger_line_always_fits_its_bound(tmp_path: Path) -> None:
-    ledger.append(tmp_path, _entry(2.5, model="m" * (LEDGER_LINE_MAX * 2)))
-    assert ledger.ledger_path(tmp_path).stat().st_size < LEDGER_LINE_MAX
+    budget.append(tmp_path, _entry(2.5, model="m" * (LEDGER_LINE_MAX * 2)))
+    assert budget.ledger_path(tmp_path).stat().st_size < LEDGER_LINE_MAX
     today = datetime.now(UTC).date().isoformat()
-    assert ledger.day_spend(tmp_path, today).cost_usd == pytest.approx(2.5)  # still counted
+    assert budget.day_spend(tmp_path, today).cost_usd == pytest.approx(2.5)  # still counted
 
 
 def test_a_huge_or_strange_halt_file_is_a_halt_with_a_clear_reason(tmp_path: Path) -> None:

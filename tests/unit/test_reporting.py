@@ -18,10 +18,11 @@ from domain import (
     RankedGap,
     Severity,
 )
-from kernel import reporting, views
+from kernel import reporting
 from kernel.host import ModuleHost
 from kernel.store import RecordStore
 from modules import registry
+from modules.reports import text as views
 from modules.server import ContractError, check_contract
 from tests.histories import START, every_kind, history_rows, record, write_records
 from tests.support import SEED_HOME

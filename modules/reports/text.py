@@ -1,18 +1,40 @@
 """Plain-text views for `status` and `history`: aligned labels, no colour, one fact per line.
 
 They read well in a terminal and in a log file alike; `--json` gives machines the models.
+The kernel sends the facts (DaemonStatus, HistoryListing) and prints the text it gets back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
 from domain import DaemonStatus
-from kernel.store import Summary
 
 ATTEMPTED = ("SUCCESS", "ROLLBACK", "FAILURE", "NO_CHANGE", "MERGE_BLOCKED")
 """Outcomes in which an agent tried (the success rate counts only these)."""
+
+
+class Line(Protocol):
+    """What `history` shows of one iteration (a domain.HistoryLine, or any row with its fields)."""
+
+    @property
+    def iteration_id(self) -> str: ...
+    @property
+    def started(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def cost(self) -> float: ...
+    @property
+    def gap_source(self) -> str: ...
+    @property
+    def gap_title(self) -> str: ...
+    @property
+    def gap_key(self) -> str: ...
 
 
 def span(seconds: float) -> str:
@@ -95,7 +117,7 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     return out
 
 
-def history_lines(rows: Sequence[Summary], total: int, filtered: bool) -> list[str]:
+def history_lines(rows: Sequence[Line], total: int, filtered: bool) -> list[str]:
     """`history` as text: newest first, one line per iteration, then a summary line."""
     if not rows:
         return ["no iterations match" if filtered else "no iterations yet"]
