@@ -66,11 +66,6 @@ class Recorder:
         self.baseline = report
         self.passed_over = dict(passed_over)
 
-    def _quarantined(self) -> tuple[str, ...] | None:
-        if self.baseline is None:
-            return None
-        return tuple(sorted(k for k, why in self.passed_over.items() if why == QUARANTINED))
-
     def finish(self, it: Iteration, ending: Ending) -> IterationRecord:
         """Write the record of an iteration that ended, then finish with it (after_record)."""
         record = self._build(it, ending)
@@ -201,7 +196,7 @@ class Recorder:
         """Rewrite history/README.md; a failure here is logged, never fatal."""
         try:
             with _despite_stop():
-                reporting.write_index(self.ctx, self._quarantined())
+                reporting.write_index(self.ctx)
         except (OSError, Interrupted) as exc:
             self.ctx.log(f"could not rewrite history/{reporting.INDEX_NAME}: {exc}")
 

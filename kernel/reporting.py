@@ -32,6 +32,7 @@ from kernel.bounds import STATUS_FILE_MAX
 from kernel.context import Context
 from kernel.errors import HostError, SeedError
 from kernel.fsutil import atomic_write_text
+from kernel.quarantine import read_quarantine
 from kernel.store import ReportRow, Summary
 
 STATUS_NAME = "status.json"
@@ -130,9 +131,7 @@ def history_row(row: ReportRow) -> HistoryRow:
     )
 
 
-def digest(
-    ctx: Context, limit: int = 0, quarantined: tuple[str, ...] | None = None
-) -> HistoryDigest:
+def digest(ctx: Context, limit: int = 0) -> HistoryDigest:
     """The latest rows (all when limit is 0), totals, halt and gap facts, from the index."""
     store = ctx.store
     live = live_status(ctx.paths.history)
@@ -145,8 +144,6 @@ def digest(
     spent = budget.spent_on(store, now.date().isoformat())
     hstate = halt.read_halt(ctx.paths.history)
     limits = ctx.config.budget
-    if quarantined is None:
-        quarantined = tuple(str(k) for k in cast(list[Any], live.get("quarantined") or []))
     return HistoryDigest(
         generated_at=now,
         root_name=ctx.paths.root.name,
@@ -163,7 +160,7 @@ def digest(
             max_iterations_per_day=limits.max_iterations_per_day,
         ),
         halt=_halt_note(hstate),
-        quarantined=quarantined,
+        quarantined=tuple(sorted(read_quarantine(ctx))),
         top_gaps=last_ranking(live),
         backend=str(live.get("backend", "")),
         events=tuple(
@@ -186,9 +183,9 @@ def _halt_note(state: halt.HaltState) -> HaltNote:
     )
 
 
-def write_index(ctx: Context, quarantined: tuple[str, ...] | None = None) -> Path:
+def write_index(ctx: Context) -> Path:
     """Rewrite history/README.md atomically from the latest iterations (a bare list if rendering fails)."""
-    facts = digest(ctx, INDEX_ROWS, quarantined)
+    facts = digest(ctx, INDEX_ROWS)
     try:
         ctx.start_host()
         text = ctx.host.render_index(facts)

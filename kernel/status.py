@@ -18,7 +18,7 @@ from kernel.daemonlock import DaemonLock
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.gate import adoption, read_at
-from kernel.recording import QUARANTINED
+from kernel.quarantine import read_quarantine
 
 STATUS_FILE = reporting.STATUS_NAME
 LOG_TAIL_LINES = 5
@@ -48,10 +48,10 @@ class StatusWriter:
         self.flush()
 
     def analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
-        """Record the head of the latest ranking, the quarantined gaps and open gaps by source."""
+        """Record the head of the latest ranking and open gaps by source (the quarantine is
+        kept in quarantine.json only)."""
         self.update(
             top_gaps=[g.model_dump(mode="json") for g in reporting.ranked(report, passed_over)],
-            quarantined=sorted(k for k, why in passed_over.items() if why == QUARANTINED),
             open_gaps=reporting.open_gaps(report),
             gaps_as_of=_now(),
         )
@@ -136,7 +136,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         iterations_today=spent.iterations,
         log_tail=tail,
         top_gaps=reporting.last_ranking(live),
-        quarantined=tuple(str(k) for k in cast(list[Any], live.get("quarantined") or [])),
+        quarantined=tuple(sorted(read_quarantine(ctx))),
         open_gaps={
             str(k): int(v)
             for k, v in cast(dict[str, Any], live.get("open_gaps") or {}).items()
