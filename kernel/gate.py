@@ -11,13 +11,13 @@ import functools
 import json
 import os
 import posixpath
-import re
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import json5
 import tomli_w
 
 from kernel import gitops
@@ -128,41 +128,11 @@ class Gate:
     """Which tools take part, decided by the baseline commit's configuration."""
 
 
-def _strip_jsonc(text: str) -> str:
-    """Remove // and /* */ comments outside strings, and trailing commas."""
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-            out.append(ch)
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        else:
-            out.append(ch)
-        i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
-
-
 def json_lenient(text: str) -> dict[str, Any]:
-    """pyrightconfig.json allows comments and trailing commas."""
+    """pyrightconfig.json allows comments and trailing commas (read as JSON5, a superset)."""
     try:
-        data = json.loads(_strip_jsonc(text))
-    except json.JSONDecodeError:
+        data = json5.loads(text)
+    except (ValueError, RecursionError):
         return {}
     return cast(dict[str, Any], data) if isinstance(data, dict) else {}
 

@@ -9,7 +9,7 @@ import pytest
 
 from domain import AnalysisInput, Tool
 from kernel.config import QualityConfig
-from kernel.gate import SMALL_RUFF, adoption, freeze_gate
+from kernel.gate import SMALL_RUFF, adoption, freeze_gate, json_lenient
 from kernel.measure import measure
 from modules.analyzers.quality import ANALYZER
 from tests.planted import target_for
@@ -107,3 +107,9 @@ def test_a_ruff_config_without_a_selection_gets_the_long_standing_defaults(tmp_p
     m = measure(root, target_for(root, strict=()), gate, tmp_path / "work")
     ruff = m.get(Tool.RUFF)
     assert ruff is not None and sorted(d.rule for d in ruff.diagnostics) == ["F401", "I001"]
+
+
+def test_pyrightconfig_is_read_with_comments_and_trailing_commas_and_strings_left_whole() -> None:
+    text = '{\n  // the strict part\n  "strict": ["src",], /* and */\n  "exclude": ["odd,]name"],\n}\n'
+    assert json_lenient(text) == {"strict": ["src"], "exclude": ["odd,]name"]}
+    assert json_lenient("{not json") == {}
