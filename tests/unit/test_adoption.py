@@ -110,6 +110,8 @@ def test_a_ruff_config_without_a_selection_gets_the_long_standing_defaults(tmp_p
 
 
 def test_pyrightconfig_is_read_with_comments_and_trailing_commas_and_strings_left_whole() -> None:
-    text = '{\n  // the strict part\n  "strict": ["src",], /* and */\n  "exclude": ["odd,]name"],\n}\n'
+    text = (
+        '{\n  // the strict part\n  "strict": ["src",], /* and */\n  "exclude": ["odd,]name"],\n}\n'
+    )
     assert json_lenient(text) == {"strict": ["src"], "exclude": ["odd,]name"]}
     assert json_lenient("{not json") == {}
