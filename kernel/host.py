@@ -11,7 +11,6 @@ itself never falls back: it is protected and only people change it.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -193,21 +192,6 @@ def _report_breakage(needs: BootNeeds, repo: Path, why: str, last_good: str) -> 
     inbox.mkdir(parents=True, exist_ok=True)
     atomic_write_text(inbox / name, text)
     needs.log(f"dropped inbox/{name} describing the module breakage ({datetime.now(UTC):%H:%M:%S})")
-
-
-_SEED_HOSTS: list[ModuleHost] = []
-
-
-def seed_host() -> ModuleHost:
-    """A host of seed's own modules for a caller without a Context (a script, a test):
-    started on first use, kept for the process, stopped at its exit."""
-    if _SEED_HOSTS and _SEED_HOSTS[0].running:
-        return _SEED_HOSTS[0]
-    if not _SEED_HOSTS:
-        atexit.register(lambda: _SEED_HOSTS[0].stop())
-        _SEED_HOSTS.append(ModuleHost(Path(__file__).resolve().parents[1], Path(os.devnull)))
-    _SEED_HOSTS[0].start()
-    return _SEED_HOSTS[0]
 
 
 def needs_reload(paths: Paths, touched: Sequence[str]) -> bool:

@@ -36,7 +36,6 @@ from kernel.bounds import (
     unsafe_char,
 )
 from kernel.fsutil import atomic_write_text, unique_path
-from kernel.host import seed_host
 from kernel.openfiles import open_for_writing
 
 MAX_BYTES = INBOX_MAX_BYTES
@@ -55,11 +54,6 @@ class InboxError(ValueError):
 Reader = Callable[[list[InboxText]], list[InboxItem | str]]
 """The modules' reading of inbox tasks (ModuleHost.read_inbox): per task an item within the
 kernel's bounds, or why the file is set aside."""
-
-
-def _seed_read(tasks: list[InboxText]) -> list[InboxItem | str]:
-    """Without a reader (a caller with no Context): seed's own modules read the tasks."""
-    return seed_host().read_inbox(tasks) if tasks else []
 
 
 @dataclass(frozen=True)
@@ -167,12 +161,10 @@ def _stamped(reading: InboxItem | str, data: bytes, task: InboxText) -> InboxIte
     )
 
 
-def parse_item(
-    name: str, data: bytes, received_at: datetime, read: Reader | None = None
-) -> InboxItem:
+def parse_item(name: str, data: bytes, received_at: datetime, *, read: Reader) -> InboxItem:
     """One inbox file as an InboxItem, or InboxError saying what is wrong with it."""
     task = task_text(name, _text_of(data), received_at)
-    [reading] = (read or _seed_read)([task])
+    [reading] = read([task])
     return _stamped(reading, data, task)
 
 
@@ -324,17 +316,18 @@ def scan(
     inbox: Path,
     now: datetime | None = None,
     ready: frozenset[str] = frozenset(),
-    read: Reader | None = None,
+    *,
+    read: Reader,
 ) -> Intake:
     """The queued tasks, oldest first; bad entries are moved aside and reported.
 
     `ready` names files the watcher saw closed after writing or moved in; `read` is the
-    modules' reading of tasks (the Context's host; seed's own modules when not given).
+    modules' reading of tasks (the Context's host).
     """
     if not inbox.is_dir():
         return Intake([], [], [])
     moment = (now or datetime.now(UTC)).timestamp()
-    look = _Look(read or _seed_read)
+    look = _Look(read)
     for order, (name, entry, info) in enumerate(_entries(inbox)):
         try:
             _consider(look, order, entry, info, moment, name in ready)

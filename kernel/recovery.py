@@ -212,8 +212,9 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     plan: IterationPlan | None = None
     with contextlib.suppress(OSError, ValueError):
         plan = IterationPlan.model_validate_json(Path(str(journal.get("plan_file"))).read_bytes())
+    recorder = Recorder(ctx)
     if record is None:
-        record = Recorder(ctx).recovered(
+        record = recorder.recovered(
             _unrecorded(ctx, journal, iteration_id, plan, violations, changes)
         )
         notes.append(f"recorded {iteration_id} as {record.outcome.value} ({record.reason})")
@@ -228,7 +229,7 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
         ctx.start_host()  # for report.md; without it the report is a plain one
     notes += _settle(ctx, journal)
     claimed = str(journal.get("inbox", ""))
-    Recorder(ctx).after_record(record, claimed)
+    recorder.after_record(record, claimed)
     if claimed and (ctx.paths.inbox / claimed).exists():
         notes.append(f"put inbox/{claimed} back in the queue")
     return notes

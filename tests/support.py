@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -11,6 +12,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from domain import InboxItem, InboxText
+from kernel.host import ModuleHost
 
 SEED_HOME = Path(__file__).resolve().parent.parent
 SEED = SEED_HOME / "seed.py"
@@ -274,3 +278,17 @@ def readme_example(backend: str) -> dict[str, Any]:
     block = re.search(r"```toml\n(.*?)```", text[heading.end() :], re.DOTALL)
     assert block, f"README.md's {backend} section has no toml example"
     return tomllib.loads(block[1])
+
+
+_READERS: list[ModuleHost] = []
+
+
+def read_tasks(tasks: list[InboxText]) -> list[InboxItem | str]:
+    """Inbox tasks read by seed's own modules, as a Context's host reads them (one module
+    host for the test process, started on first use and stopped at its exit)."""
+    if not _READERS:
+        _READERS.append(ModuleHost(SEED_HOME, Path(os.devnull)))
+        atexit.register(_READERS[0].stop)
+    if not _READERS[0].running:
+        _READERS[0].start()
+    return _READERS[0].read_inbox(tasks)

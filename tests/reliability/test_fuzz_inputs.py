@@ -28,7 +28,7 @@ from kernel.config import Config, load_config
 from kernel.errors import ConfigError
 from modules.analyzers.roadmap import parse_roadmap
 from tests.reliability.helpers import make_project
-from tests.support import records, start_daemon, wait_for
+from tests.support import read_tasks, records, start_daemon, wait_for
 
 LATER = datetime.now(UTC) + timedelta(hours=1)
 EXAMPLES = int(os.environ.get("SEED_FUZZ_EXAMPLES", "200"))
@@ -76,7 +76,7 @@ def test_any_inbox_file_name_is_taken_left_alone_or_set_aside_with_its_bytes(
         for i, raw in enumerate(names):
             _write(box, raw, f"task {i}\n".encode())
 
-        intake = inbox.scan(box, LATER)
+        intake = inbox.scan(box, LATER, read=read_tasks)
 
         taken = {item.name for item in intake.items}
         for item in intake.items:
@@ -124,7 +124,7 @@ CONTENTS = st.one_of(
 @given(data=CONTENTS)
 def test_any_inbox_contents_are_a_task_or_refused_with_a_short_reason(data: bytes) -> None:
     try:
-        item = inbox.parse_item("task.md", data, LATER)
+        item = inbox.parse_item("task.md", data, LATER, read=read_tasks)
     except inbox.InboxError as exc:
         assert str(exc) and len(str(exc)) <= 2000 and "\n" not in str(exc).strip()
         return

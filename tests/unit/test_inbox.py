@@ -13,7 +13,7 @@ import pytest
 from domain import Priority
 from kernel import inbox
 from kernel.openfiles import _by_lease, _by_proc, open_for_writing
-from tests.support import make_repo, seed, wait_for
+from tests.support import make_repo, read_tasks, seed, wait_for
 
 LATER = datetime.now(UTC) + timedelta(hours=1)
 
@@ -52,7 +52,7 @@ def test_every_bad_input_is_set_aside_with_its_reason_and_its_bytes(tmp_path: Pa
     (box / "folder.md" / "inner.md").write_text("kept\n")
     os.mkfifo(box / "pipe.md")  # reading it would block forever
 
-    intake = inbox.scan(box, LATER)
+    intake = inbox.scan(box, LATER, read=read_tasks)
 
     assert intake.items == [] and intake.pending == []
     rejected = box / "rejected"
@@ -79,7 +79,7 @@ def test_editor_temporaries_dotfiles_and_the_readme_are_left_alone(tmp_path: Pat
     names = ["task.md~", ".task.md.swp", ".#task.md", ".hidden.md", "4913", "README.md", "x.tmp"]
     for name in names:
         _write(box, name, b"\x00 not a task")
-    intake = inbox.scan(box, LATER)
+    intake = inbox.scan(box, LATER, read=read_tasks)
     assert (intake.items, intake.rejected, intake.pending) == ([], [], [])
     assert sorted(p.name for p in box.iterdir()) == sorted(names)
 
@@ -98,7 +98,7 @@ def test_good_tasks_are_read_oldest_first_with_their_front_matter(tmp_path: Path
     os.utime(old, (1_000_000, 1_000_000))
     os.utime(new, (2_000_000, 2_000_000))
 
-    intake = inbox.scan(box, LATER)
+    intake = inbox.scan(box, LATER, read=read_tasks)
 
     first, second = intake.items
     assert (first.name, first.title, first.priority) == (
@@ -143,14 +143,14 @@ def test_a_file_written_slowly_in_chunks_is_read_only_once_it_is_closed(tmp_path
         # half written, the front matter is unclosed: reading it now would reject it
         assert open_for_writing(target) is True
         assert _by_lease(target) is True and _by_proc(target) is True
-        during = inbox.scan(box, LATER)
+        during = inbox.scan(box, LATER, read=read_tasks)
         assert (during.items, during.rejected, during.pending) == ([], [], ["slow.md"])
         barrier.touch()
         assert writer.wait(timeout=30) == 0
     finally:
         writer.kill()
     assert open_for_writing(target) is False and _by_proc(target) is False
-    after = inbox.scan(box, LATER)
+    after = inbox.scan(box, LATER, read=read_tasks)
     [item] = after.items
     assert (item.priority, item.body) == (Priority.HIGH, "Written slowly, in chunks.")
     assert after.rejected == [] and not (box / "rejected").exists()
@@ -162,9 +162,12 @@ def test_a_file_the_watcher_saw_closed_is_read_without_asking_again(tmp_path: Pa
     path = _write(box, "done-writing.md", b"ready\n")
     with path.open("a"):  # someone holds it open for writing, but the watcher saw it closed
         assert [
-            i.name for i in inbox.scan(box, LATER, ready=frozenset({"done-writing.md"})).items
+            i.name
+            for i in inbox.scan(
+                box, LATER, ready=frozenset({"done-writing.md"}), read=read_tasks
+            ).items
         ] == ["done-writing.md"]
-        assert inbox.scan(box, LATER).pending == ["done-writing.md"]
+        assert inbox.scan(box, LATER, read=read_tasks).pending == ["done-writing.md"]
 
 
 def test_claimed_items_move_through_active_to_done_or_failed_and_nothing_is_deleted(
@@ -176,7 +179,11 @@ def test_claimed_items_move_through_active_to_done_or_failed_and_nothing_is_dele
         _write(box, name, f"task {name}\n".encode())
     inbox.claim(box, "a.md")
     assert (box / ".active" / "a.md").read_text() == "task a.md\n"
-    assert [i.name for i in inbox.scan(box, LATER).items] == ["b.md", "c.md", "d.md"]
+    assert [i.name for i in inbox.scan(box, LATER, read=read_tasks).items] == [
+        "b.md",
+        "c.md",
+        "d.md",
+    ]
     note = inbox.result_note(
         "a.md", "SUCCESS", "landed", [("iter-0001-20250101-000000", "SUCCESS", "ok")]
     )
@@ -203,7 +210,7 @@ def test_write_task_is_atomic_and_round_trips(tmp_path: Path) -> None:
     title = 'Say "hi" \u2013 \U0001f600'
     path = inbox.write_task(box, "Make it greet.\n", "critical", title)
     assert [p.name for p in box.iterdir()] == [path.name]  # no temporary left behind
-    [item] = inbox.scan(box, LATER).items
+    [item] = inbox.scan(box, LATER, read=read_tasks).items
     assert (item.title, item.priority, item.body) == (title, Priority.CRITICAL, "Make it greet.")
     with pytest.raises(inbox.InboxError):
         inbox.write_task(box, "  ")
@@ -217,7 +224,7 @@ def test_seed_add_drops_a_task_that_intake_accepts(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     path = Path(result.stdout.strip())
     assert path.parent == repo / "inbox" and path.suffix == ".md"
-    [item] = inbox.scan(repo / "inbox", LATER).items
+    [item] = inbox.scan(repo / "inbox", LATER, read=read_tasks).items
     assert (item.title, item.priority) == ("Rename A to ANSWER", Priority.HIGH)
 
 
@@ -244,7 +251,7 @@ def test_a_hostile_file_name_is_set_aside_under_a_safe_name_with_the_original_in
     taken = inbox.safe_name(os.fsdecode(b"bad\xff\xfe.md"))
     (box / "rejected" / f"{taken}.reason.txt").write_text("an older reason\n")
 
-    intake = inbox.scan(box, LATER)
+    intake = inbox.scan(box, LATER, read=read_tasks)
 
     assert [i.name for i in intake.items] == ["fine.md"]
     assert len(intake.rejected) == len(HOSTILE_NAMES)
@@ -282,7 +289,7 @@ def test_front_matter_past_its_bounds_is_set_aside_with_a_short_reason(
     box.mkdir()
     _write(box, "task.md", f"+++\n{front}+++\nbody\n".encode())
 
-    intake = inbox.scan(box, LATER)
+    intake = inbox.scan(box, LATER, read=read_tasks)
 
     [rejection] = intake.rejected
     assert reason in rejection.reason and len(rejection.reason) <= 2000
@@ -304,7 +311,7 @@ def test_a_file_that_grows_past_the_limit_after_its_size_was_seen_is_not_read_wh
 
     assert len(data) == inbox.MAX_BYTES + 1
     with pytest.raises(inbox.InboxError, match="the limit is 262144"):
-        inbox.parse_item("grows.md", data, LATER)
+        inbox.parse_item("grows.md", data, LATER, read=read_tasks)
 
 
 def test_at_most_500_tasks_are_read_at_one_look_the_oldest_and_the_rest_wait(
@@ -317,12 +324,12 @@ def test_at_most_500_tasks_are_read_at_one_look_the_oldest_and_the_rest_wait(
         os.utime(path, (1_000_000 + i, 1_000_000 + i))
     _write(box, "zz-task.docx", b"PK")  # a bad kind is set aside whatever the queue holds
 
-    intake = inbox.scan(box, LATER)
+    intake = inbox.scan(box, LATER, read=read_tasks)
 
     assert [i.name for i in intake.items] == [f"t{i:03d}.md" for i in range(500)]
     assert intake.waiting == 5 and [r.name for r in intake.rejected] == ["zz-task.docx"]
     assert len([p for p in box.iterdir() if p.name.startswith("t")]) == 505
     for name in [f"t{i:03d}.md" for i in range(100)]:
         inbox.claim(box, name)
-    later = inbox.scan(box, LATER)
+    later = inbox.scan(box, LATER, read=read_tasks)
     assert len(later.items) == 405 and later.waiting == 0
