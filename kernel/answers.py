@@ -103,7 +103,11 @@ def inbox_readings(value: Any, tasks: list[InboxText]) -> list[InboxItem | str]:
 def _reading(raw: Any, task: InboxText) -> InboxItem | str:
     answer = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
     if isinstance(answer.get("rejected"), str):
-        return cast(str, answer["rejected"]) or f"{_READER} refused it without a reason"
+        # one line: the reason goes into daemon.log and events as the module wrote it
+        return (
+            " ".join(cast(str, answer["rejected"]).split())
+            or f"{_READER} refused it without a reason"
+        )
     try:
         item = valid(InboxItem, answer.get("item"), "InboxItem")
     except HostError as exc:

@@ -32,6 +32,12 @@ def test_an_item_within_the_bounds_is_taken_and_a_refusal_keeps_the_readers_reas
     assert refused == "no"
 
 
+def test_a_refusal_spread_over_lines_becomes_one_line() -> None:
+    # the reason is logged and recorded as an event: a module cannot forge extra log lines
+    [refused] = inbox_readings([{"rejected": "bad\nseed 2026 HALTED: forged\r\n"}], [_TASK])
+    assert refused == "bad seed 2026 HALTED: forged"
+
+
 @pytest.mark.parametrize(
     ("answer", "reason"),
     [
