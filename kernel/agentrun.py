@@ -17,11 +17,11 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import budget, faults, gitops, inbox, jails, procs
+from kernel import budget, faults, gitops, inbox, jails, procs, readback
 from kernel.context import Context
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
-from kernel.fsutil import atomic_write_text
+from kernel.fsutil import atomic_write_text, remove_any
 from kernel.integrity import Checkout, Snapshot
 from kernel.iteration import Ending, Iteration, Phase, mono
 
@@ -30,6 +30,8 @@ _ENV_PASS = ("PATH", "HOME")
 
 ARTIFACT_CAP = 32 * 1024 * 1024
 """Bytes of one artifact (a trajectory) kept and handed to the adapter."""
+RESULT_CAP = 1_000_000
+"""Bytes of the run's result file read."""
 
 
 @dataclass(frozen=True)
@@ -100,12 +102,12 @@ class AgentRunner:
             / f"agent{'' if turn == 1 else f'-round-{turn}'}.log",
             turn,
         )
-        files.result.unlink(missing_ok=True)
+        remove_any(files.result)
         # a file left from an earlier attempt must not be read as this run's; a repair round
         # keeps the iteration's own (aider's chat history is how it continues)
         for name in spec.artifacts if turn == 1 else ():
             if not Path(name).is_absolute() and ".." not in Path(name).parts:
-                (run_dir / name).unlink(missing_ok=True)
+                remove_any(run_dir / name)
         atomic_write_text(files.prompt, spec.prompt)
         if spec.prompt:
             self.ctx.store.write_file(iteration_id, f"prompt{files.suffix}.md", spec.prompt)
@@ -242,11 +244,9 @@ class AgentRunner:
         ctx = self.ctx
         it.exit_code = completed.exit_code
         it.agent_note = spec.note
-        result_json = (
-            files.result.read_text(encoding="utf-8", errors="replace")[:1_000_000]
-            if files.result.exists()
-            else ""
-        )
+        # the run wrote result.json: read as a regular file only, never through a link or a FIFO
+        found = readback.read(Path(files.result.name), RESULT_CAP, within=files.run_dir)
+        result_json = found.text() if found.ok else ""
         run_result = RunResult(
             exit_code=completed.exit_code,
             timed_out=completed.timed_out,
@@ -256,7 +256,7 @@ class AgentRunner:
             log_path=str(files.log),
             run_dir=str(files.run_dir),
             result_json=result_json,
-            output=_read_capped(files.log, ctx.config.agent.max_log_bytes),
+            output=readback.read(files.log, ctx.config.agent.max_log_bytes).text(),
             artifacts=self._keep_artifacts(it.plan.iteration_id, files.run_dir, spec.artifacts),
         )
         try:
@@ -265,6 +265,14 @@ class AgentRunner:
             report = AgentReport(
                 success=completed.exit_code == 0,
                 summary=f"the adapter could not read the run: {exc}",
+            )
+        if not (found.ok or found.missing):
+            report = report.model_copy(
+                update={
+                    "success": False,
+                    "failure_category": FailureCategory.AGENT_ERROR,
+                    "summary": f"the run left its result file {files.result.name} as {found.problem}; not read",
+                }
             )
         agent = self._account(it, report)
         it.note(stage="inspecting", pgid=0, accounted=True)
@@ -320,10 +328,14 @@ class AgentRunner:
         """Copy the run's artifacts into history/<id>/ and return their text."""
         kept: dict[str, str] = {}
         for name in names:
-            source = run_dir / name
-            if Path(name).is_absolute() or ".." in Path(name).parts or not source.is_file():
+            # only a regular file inside the run's folder, reached through no link: the agent
+            # could leave a link to any file the daemon can read, or a FIFO
+            found = readback.read(Path(name), ARTIFACT_CAP, within=run_dir)
+            if not found.ok:
+                if not found.missing:
+                    self.ctx.log(f"{iteration_id}: artifact {name} not read: {found.problem}")
                 continue
-            text = _read_capped(source, ARTIFACT_CAP)
+            text = found.text()
             self.ctx.store.write_file(iteration_id, Path(name).name, text)
             kept[name] = text
         return kept
@@ -396,14 +408,6 @@ def _over_budget(tokens: int, cost: float, max_tokens: int, max_cost: float) -> 
     if max_cost and cost > max_cost:
         over.append(f"${cost:.2f} of ${max_cost:.2f} allowed")
     return "; ".join(over)
-
-
-def _read_capped(path: Path, cap: int) -> str:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(cap).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _substitute(arg: str, values: dict[str, str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -97,3 +98,21 @@ def plain_file(root: Path, rel: str) -> bool:
         and not path.is_symlink()
         and os.path.realpath(path) == os.path.join(real_root, os.path.normpath(rel))
     )
+
+
+def remove_any(path: Path) -> None:
+    """Remove whatever is at path (a file, link, FIFO or folder tree), never following a link;
+    folders a run made unreadable are opened up first (the kernel owns the place)."""
+    if not (path.is_dir() and not path.is_symlink()):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return
+    with contextlib.suppress(OSError):
+        path.chmod(0o700)
+    for folder, dirs, _ in os.walk(path):  # top-down, links to folders never followed
+        for name in dirs:
+            inner = os.path.join(folder, name)
+            if not os.path.islink(inner):
+                with contextlib.suppress(OSError):
+                    os.chmod(inner, 0o700)
+    shutil.rmtree(path, ignore_errors=True)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 from domain import Executed, Measurement
-from kernel.fsutil import plain_file
+from kernel import readback
 from kernel.measure import PLUGIN_DIR, Target, failed_ids, run_pytest
 
 MAX_TEST_FILES = 5
@@ -38,22 +39,25 @@ def read_contexts(data_file: Path, tree: Path) -> Raw:
     from coverage import CoverageData
     from coverage.exceptions import CoverageException
 
-    if not plain_file(data_file.parent, data_file.name):
-        return {}
-    if data_file.stat().st_size > MAX_DATA_BYTES:
-        return {}
     root = os.path.realpath(tree)
     raw: Raw = {}
-    try:
-        data = CoverageData(basename=str(data_file))
-        data.read()
-        for measured in sorted(data.measured_files()):
-            real = os.path.realpath(measured)
-            if real.startswith(root + os.sep) and not real.startswith(str(PLUGIN_DIR)):
-                rel = os.path.relpath(real, root).replace(os.sep, "/")
-                raw[rel] = {n: list(c) for n, c in data.contexts_by_lineno(measured).items()}
-    except (OSError, sqlite3.Error, CoverageException):
-        return {}
+    # sqlite opens the data file by name, and its journals beside it: it reads a copy the
+    # kernel made (a regular file, no link, bounded) in a folder of the kernel's own
+    with tempfile.TemporaryDirectory(prefix="seed-coverage-") as private:
+        copied = Path(private) / "coverage.db"
+        found = readback.copy(Path(data_file.name), copied, MAX_DATA_BYTES, within=data_file.parent)
+        if not found.ok or found.truncated:
+            return {}
+        try:
+            data = CoverageData(basename=str(copied))
+            data.read()
+            for measured in sorted(data.measured_files()):
+                real = os.path.realpath(measured)
+                if real.startswith(root + os.sep) and not real.startswith(str(PLUGIN_DIR)):
+                    rel = os.path.relpath(real, root).replace(os.sep, "/")
+                    raw[rel] = {n: list(c) for n, c in data.contexts_by_lineno(measured).items()}
+        except (OSError, sqlite3.Error, CoverageException):
+            return {}
     return raw
 
 
