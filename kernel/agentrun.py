@@ -17,7 +17,7 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import budget, faults, gitops, inbox, jails, procs, readback
+from kernel import agentgit, budget, faults, inbox, jails, procs, readback
 from kernel.context import Context
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
@@ -127,8 +127,6 @@ class AgentRunner:
             "{result_file}": str(files.result),
         }
         argv = [_substitute(a, values) for a in spec.argv]
-        agent_objects = self._objects(it)
-        agent_objects.mkdir(parents=True, exist_ok=True)
         env = self._agent_env(
             spec,
             {
@@ -139,14 +137,15 @@ class AgentRunner:
                 "SEED_RESULT_FILE": str(files.result),
                 "SEED_RUN_DIR": str(files.run_dir),
                 "SEED_ROUND": str(files.turn),
-                # the agent's own commits go to a private object folder; the kernel never
-                # reads the agent's index or objects, it builds the tree from the files
-                "GIT_OBJECT_DIRECTORY": str(agent_objects),
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(ctx.paths.common / "objects"),
+                # the checkout is a repository of its own (agentgit.py); the kernel never reads
+                # the agent's index or objects, it builds the tree from the files
+                **agentgit.env(ctx.paths),
             },
         )
-        if spec.version_argv:
-            it.agent_version = _version(spec.version_argv, env, it.worktree)
+        if spec.version_argv and not it.agent_version:
+            # outside the sandbox: never from a folder a run could have written (a module
+            # there would be imported by `python -m`, a config file read)
+            it.agent_version = _version(spec.version_argv, env, Path("/"))
         return argv, env
 
     def _agent_env(self, spec: RunSpec, values: dict[str, str]) -> dict[str, str]:
@@ -157,9 +156,6 @@ class AgentRunner:
         env.update(spec.env)
         env.update(values)
         return procs.child_env(env)
-
-    def _objects(self, it: Iteration) -> Path:
-        return self.ctx.paths.objects / f"{it.worktree.name}-agent"
 
     def _claim_inbox(self, it: Iteration) -> None:
         """Move the plan's inbox task to inbox/.active/ while the agent works on it."""
@@ -187,12 +183,16 @@ class AgentRunner:
             it.note(stage="agent", pgid=pgid, start_time=procs.process_start_time(pgid))
             faults.fault("agent-run")
 
+        # the agent's git is made again from the kernel's record: nothing an earlier round
+        # planted in the checkout's .git reaches this one
+        agentgit.restore_git(ctx.paths, it.worktree, it.base)
+        writable = self._writable(it, files) if it.sandboxed else ()
         checkout = Checkout(
             ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
-        snapshot = checkout.begin(it.plan.iteration_id)
+        snapshot = checkout.begin(it.plan.iteration_id, writable)
         if it.sandboxed:
-            argv = self._jailed(it, spec, argv, files)
+            argv = self._jailed(spec, argv, files, writable, it)
         # journalled: if the daemon dies during the run, the next start counts this much spent
         it.note(stage="agent", reserve_usd=reserve, sandboxed=it.sandboxed)
         try:
@@ -220,14 +220,26 @@ class AgentRunner:
                 )
         return completed
 
-    def _jailed(self, it: Iteration, spec: RunSpec, argv: list[str], files: _Files) -> list[str]:
-        """The argv run in the sandbox: only the worktree, its git folder, the run's folder and
-        the agent's object folder writable."""
+    def _writable(self, it: Iteration, files: _Files) -> tuple[Path, ...]:
+        """Every place the agent's sandbox has writable, from the kernel's own record: its
+        checkout (with the checkout's own .git), the run's folder, and the person's extras.
+        Never what git or a file inside the checkout says."""
+        return (it.worktree, files.run_dir, *jails.extra_writable(self.ctx.paths))
+
+    def _jailed(
+        self,
+        spec: RunSpec,
+        argv: list[str],
+        files: _Files,
+        writable: tuple[Path, ...],
+        it: Iteration,
+    ) -> list[str]:
+        """The argv run in the sandbox: only the places of `_writable` writable."""
         return jails.agent_argv(
             argv,
             paths=self.ctx.paths,
             guard=self.ctx.config.guard,
-            writable=(it.worktree, gitops.git_dir(it.worktree), files.run_dir, self._objects(it)),
+            writable=writable,
             readonly=(files.prompt, files.plan),
             home=self._home(it.plan.iteration_id),
             home_binds=spec.home,

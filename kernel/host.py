@@ -5,7 +5,7 @@ fall back to the last commit whose modules passed the self-check.
 Improvable code never runs in the kernel's process. Every answer is validated (kernel/answers.py)
 before the kernel uses it; a host that dies or answers nonsense is a HostError.
 The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
-runs the modules from a worktree of it under <git-common-dir>/seed/last-good. The kernel
+runs the modules from an export of it (plain files) in <git-common-dir>/seed/last-good. The kernel
 itself never falls back: it is protected and only people change it.
 """
 
@@ -41,11 +41,11 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import gitops, procs
+from kernel import gitops, procs, trees
 from kernel.answers import AgentInfo, Backend, agent_list, backend_choice, inbox_readings, valid
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
-from kernel.fsutil import atomic_write_text
+from kernel.fsutil import atomic_write_text, remove_any
 from kernel.measure import Jail
 from kernel.paths import Paths
 from kernel.store import RecordStore
@@ -144,9 +144,10 @@ def _fall_back(host: ModuleHost, needs: BootNeeds, repo: Path, why: str, record:
         )
     commit = good.text().strip()
     where = _fallback_dir(repo)
-    if not (where / ".git").exists() or gitops.head(where) != commit:
-        gitops.worktree_remove(repo, where)
-        gitops.worktree_add(repo, where, commit)
+    # the commit's files written afresh by the kernel: no git worktree (whose admin folder
+    # would live in the repository's .git), and nothing earlier module code left there is kept
+    remove_any(where)
+    trees.export_tree(repo, commit, where)
     started, fallback_why = _start(host, needs, where, check=False)
     if not started:
         raise HostError(
@@ -166,9 +167,10 @@ def _drop_fallback_worktree(repo: Path | None) -> None:
     if repo is None:
         return
     where = _fallback_dir(repo)
-    if where.exists():
-        with contextlib.suppress(gitops.GitError):
-            gitops.worktree_remove(repo, where)
+    if where.exists() or where.is_symlink():
+        remove_any(where)
+        # a worktree an older daemon made there
+        gitops.git(repo, "worktree", "prune", check=False)
 
 
 def _report_breakage(needs: BootNeeds, repo: Path, why: str, last_good: str) -> None:

@@ -76,6 +76,9 @@ class Snapshot:
     """Other tracked and untracked files: (size, mtime_ns, mode)."""
     taken_ns: int = 0
     """When the snapshot was taken (time.time_ns())."""
+    writable: tuple[str, ...] = ()
+    """Absolute paths the run's sandbox profile had writable (the kernel's record of its binds,
+    made before the run): a change under one of them is the run's, never a person's."""
 
     def to_json(self) -> str:
         """Serialised for the crash-recovery copy."""
@@ -89,6 +92,7 @@ class Snapshot:
                 "protected": {k: vars(v) for k, v in self.protected.items()},
                 "files": self.files,
                 "taken_ns": self.taken_ns,
+                "writable": list(self.writable),
             }
         )
 
@@ -115,6 +119,7 @@ class Snapshot:
                 for k, v in cast(dict[str, list[Any]], data["files"]).items()
             },
             taken_ns=int(data.get("taken_ns", 0)),
+            writable=tuple(str(p) for p in cast(list[Any], data.get("writable", []))),
         )
 
 
@@ -358,9 +363,11 @@ class Checkout:
             taken_ns=taken_ns,
         )
 
-    def begin(self, iteration_id: str) -> Snapshot:
-        """Take the snapshot before an agent run and persist it (with the bytes it protects)."""
+    def begin(self, iteration_id: str, writable: Sequence[Path] = ()) -> Snapshot:
+        """Take the snapshot before an agent run and persist it (with the bytes it protects),
+        with the places the run's sandbox will have writable."""
         snapshot = self.take(iteration_id)
+        snapshot.writable = tuple(os.path.realpath(p) for p in writable)
         body = snapshot.to_json()
         sealed = json.dumps({"body": body, "seal": seal.seal(self.state, body.encode())})
         atomic_write_text(self.snapshot_path, sealed)
@@ -397,40 +404,66 @@ class Checkout:
     def check(self, before: Snapshot, evidence_dir: Path, *, person: bool = False) -> Report:
         """Compare the checkout with the snapshot; restore what is protected; list the rest.
 
-        With person (the run was sandboxed, so it could not write here), every change is a
-        person's: listed, never restored, never a violation.
+        With person (the run was sandboxed), a change under a place the run's profile had
+        writable (the snapshot's record of its binds) is the run's: a violation, put back;
+        any other change is a person's: listed, never restored, never a violation.
         """
-        report = Report()
-        if person:
-            found = self._check(before, evidence_dir, restore=False)
-            report.changes = [
-                f"{line} (by a person: the sandbox kept the agent out)" for line in found.violations
-            ]
-            report.changes += found.changes
-            report.problems = found.problems
-            return report
-        return self._check(before, evidence_dir, restore=True)
-
-    def _check(self, before: Snapshot, evidence_dir: Path, *, restore: bool) -> Report:
         report = Report()
         after = self.take(before.iteration_id, keep=False)
         evidence = _Evidence(evidence_dir, report)
-        report.violations += _head_and_refs(before, after, evidence_dir)
+        reached = _Reach(before.writable if person else ("/",))
+        self._head_and_refs(before, after, evidence_dir, reached, report)
         paths = _git_paths(self.root, self.common, self.git_dir)
         for label, old, new in _changed(before.git_files, after.git_files):
             path = paths.get(label) or self._label_path(label)
-            tail = self._put_back(evidence, label, path, (old, new), restore)
-            report.violations.append(f"{label} was {_verb(old, new)}; {tail}")
+            ours = reached(path)
+            tail = self._put_back(evidence, label, path, (old, new), ours)
+            reached.say(report, path, f"{label} was {_verb(old, new)}; {tail}")
         for rel, old, new in _changed(before.protected, after.protected):
-            tail = self._put_back(evidence, rel, self.root / rel, (old, new), restore)
-            report.violations.append(
-                f"protected {rel} was {_verb(old, new)} in your checkout; {tail}"
+            ours = reached(self.root / rel)
+            tail = self._put_back(evidence, rel, self.root / rel, (old, new), ours)
+            reached.say(
+                report,
+                self.root / rel,
+                f"protected {rel} was {_verb(old, new)} in your checkout; {tail}",
             )
-        if restore:
+        if not person:
             report.changes += self._remove_side_files(before.taken_ns)
-        report.changes += _listed_changes(before.files, after.files)
+        for line, rel in _listed_changes(before.files, after.files):
+            if person and reached(self.root / rel):
+                report.violations.append(
+                    f"{line}, under a place the sandbox had writable (not restored: only protected files' bytes are kept)"
+                )
+            else:
+                report.changes.append(line)
         evidence.write()
         return report
+
+    def _head_and_refs(
+        self, before: Snapshot, after: Snapshot, evidence_dir: Path, reached: _Reach, report: Report
+    ) -> None:
+        """HEAD and refs that moved: the run's (put back) where a writable bind reached them,
+        else a person's (sandboxed) or a violation never undone (unsandboxed)."""
+        for line, name, old in _head_and_refs(before, after, evidence_dir):
+            path = self.git_dir / "HEAD" if name == "HEAD" else self.common / name
+            if not (reached.person and (reached(path) or reached(self.common / "packed-refs"))):
+                reached.say(report, path, line)
+                continue
+            report.violations.append(
+                line.replace("(not undone", "(put back") + self._reset(name, old)
+            )
+        return
+
+    def _reset(self, name: str, old: str) -> str:
+        """Put HEAD or a ref back to the snapshot's value; '' or why it could not be."""
+        if name == "HEAD":
+            with contextlib.suppress(OSError):
+                atomic_write_text(self.git_dir / "HEAD", old)
+                return ""
+            return "; HEAD could NOT be put back"
+        args = ("update-ref", "--no-deref", name, old) if old else ("update-ref", "-d", name)
+        done = gitops.git(self.root, *args, check=False)
+        return "" if done.ok else f"; {name} could NOT be put back"
 
     def _put_back(
         self,
@@ -557,21 +590,26 @@ class _Evidence:
         )
 
 
-def _head_and_refs(before: Snapshot, after: Snapshot, evidence_dir: Path) -> list[str]:
-    """A moved HEAD or ref (never undone); both ref lists are saved when one moved."""
-    violations: list[str] = []
+def _head_and_refs(
+    before: Snapshot, after: Snapshot, evidence_dir: Path
+) -> list[tuple[str, str, str]]:
+    """A moved HEAD or ref: (what happened, HEAD or the ref's name, its value before); both
+    ref lists are saved when one moved."""
+    violations: list[tuple[str, str, str]] = []
     if after.head != before.head or after.head_commit != before.head_commit:
-        violations.append(
+        line = (
             f"HEAD of the checkout changed: {_describe_head(before.head, before.head_commit)} -> "
             f"{_describe_head(after.head, after.head_commit)} (not undone: check `git reflog`)"
         )
+        violations.append((line, "HEAD", before.head))
     for name in sorted(set(before.refs) | set(after.refs)):
         old, new = before.refs.get(name), after.refs.get(name)
         if old != new:
-            violations.append(
+            line = (
                 f"ref {name} changed: {(old or 'absent')[:12]} -> {(new or 'absent')[:12]} "
                 "(not undone)"
             )
+            violations.append((line, name, old or ""))
     if after.refs != before.refs:
         folder = evidence_dir / "integrity"
         folder.mkdir(parents=True, exist_ok=True)
@@ -592,17 +630,43 @@ def _changed(
 
 def _listed_changes(
     before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]
-) -> list[str]:
-    """Other files created, deleted or modified in the checkout."""
-    changes: list[str] = []
+) -> list[tuple[str, str]]:
+    """Other files created, deleted or modified in the checkout: (what happened, path)."""
+    changes: list[tuple[str, str]] = []
     for rel in sorted(set(before) | set(after)):
         old_sig, new_sig = before.get(rel), after.get(rel)
         if old_sig == new_sig:
             continue
         if old_sig is None:
-            changes.append(f"created: {rel}")
+            changes.append((f"created: {rel}", rel))
         elif new_sig is None or new_sig[0] < 0:
-            changes.append(f"deleted: {rel}")
+            changes.append((f"deleted: {rel}", rel))
         else:
-            changes.append(f"modified: {rel}")
+            changes.append((f"modified: {rel}", rel))
     return changes
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """The places a run's sandbox had writable: what changed under one is the run's doing."""
+
+    writable: tuple[str, ...]
+
+    @property
+    def person(self) -> bool:
+        """Sandboxed: a change nothing writable reached is a person's."""
+        return self.writable != ("/",)
+
+    def __call__(self, path: Path) -> bool:
+        """Whether a writable place is path or a folder above it (links resolved)."""
+        real = os.path.realpath(path)
+        return any(real == w or real.startswith(w.rstrip("/") + "/") for w in self.writable)
+
+    def say(self, report: Report, path: Path, line: str) -> None:
+        """A violation when the run could reach path, else a person's change."""
+        if self(path):
+            report.violations.append(line)
+        else:
+            report.changes.append(
+                f"{line} (by a person: no writable place of the sandbox reached it)"
+            )

@@ -129,12 +129,20 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
     return jail
 
 
-def extra_writable() -> tuple[Path, ...]:
+def extra_writable(paths: Paths) -> tuple[Path, ...]:
     """Folders the person lets a sandboxed agent write besides its worktree: SEED_SANDBOX_WRITABLE
     in the daemon's environment (a tool's shared cache; test harnesses' trace folders). The
-    agent cannot change the daemon's environment, so it cannot widen this."""
+    agent cannot change the daemon's environment, so it cannot widen this. A place inside the
+    kernel's state folder is never one (the seal key and the kernel's records live there); a
+    folder around it is bound under the state's hiding (`sandbox._mounts`), and what the run
+    changes in the checkout or `.git` through it is a violation (`integrity.py`)."""
     raw = os.environ.get("SEED_SANDBOX_WRITABLE", "")
-    return tuple(Path(p) for p in raw.split(os.pathsep) if p and os.path.isabs(p))
+    state = paths.state.resolve()
+    return tuple(
+        Path(p)
+        for p in raw.split(os.pathsep)
+        if p and os.path.isabs(p) and not Path(p).resolve().is_relative_to(state)
+    )
 
 
 def home_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -166,7 +174,7 @@ def agent_argv(
     commands = [Path(a) for a in argv if os.path.isabs(a) and Path(a).exists()]
     profile = _limited(
         guard,
-        writable=(*writable, *extra_writable()),
+        writable=tuple(writable),
         readonly=tuple(readonly),
         hidden=(paths.state, *_secrets()),
         shown=_shown(paths, commands),

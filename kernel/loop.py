@@ -2,7 +2,7 @@
 
 Each phase returns a value; the iteration ends in an Ending, and `Loop.run` records it in one
 place. The user's checkout is only ever touched by `git merge --ff-only` (and by moving inbox
-files); all work happens in a worktree under <git-common-dir>/seed/wt/.
+files); all work happens in the agent's own checkout (`agentgit.py`), outside the `.git`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from domain import (
     ProjectState,
     RunSpec,
 )
-from kernel import faults, gitops, halt, jails, landing, watch
+from kernel import agentgit, faults, gitops, halt, jails, landing, watch
 from kernel.agentrun import AgentRunner
 from kernel.analysis import Baseline, analyse
 from kernel.answers import Backend
@@ -268,7 +268,6 @@ class Loop:
         self.phase("cleaning up", "")
         if it is not None and it.branch and not it.branch.startswith("seed/kept/"):
             with contextlib.suppress(gitops.GitError):
-                gitops.worktree_remove(self.ctx.paths.root, worktree)
                 gitops.delete_branch(self.ctx.paths.root, it.branch)
         self.discard(worktree)
         if it is not None:
@@ -325,19 +324,17 @@ class Loop:
             spec = following
 
     def prepare(self) -> tuple[str, Path] | None:
-        """A fresh worktree at HEAD, or None when the repository has no commits."""
+        """A fresh checkout of the agent's own at HEAD, or None when the repository has no commits."""
         head = gitops.head(self.ctx.paths.root)
         if head is None:
             return None
         name = f"wt-{os.getpid()}-{datetime.now(UTC):%Y%m%d%H%M%S%f}"
-        path = self.ctx.paths.worktrees / name
-        gitops.worktree_add(self.ctx.paths.root, path, head)
-        return head, path
+        return head, agentgit.create(self.ctx.paths, name, head)
 
     def discard(self, worktree: Path) -> None:
-        """Remove a worktree and what the kernel kept for it (never anything in the user's
-        checkout): its gate folder and its private object folders."""
-        gitops.worktree_remove(self.ctx.paths.root, worktree)
+        """Remove the agent's checkout and what the kernel kept for it (never anything in the
+        user's checkout): its gate folder and its private object folders."""
+        agentgit.remove(worktree)
         paths = self.ctx.paths
         for folder in (paths.gate, paths.objects):
             shutil.rmtree(folder / worktree.name, ignore_errors=True)

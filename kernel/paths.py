@@ -31,8 +31,30 @@ class Paths:
 
     @property
     def worktrees(self) -> Path:
-        """Iteration worktrees."""
+        """Where iteration worktrees lived before checkouts left the git directory (recovery
+        still removes what an older daemon left there)."""
         return self.state / "wt"
+
+    @property
+    def checkouts(self) -> Path:
+        """The agents' checkouts (`agentgit.py`), ~/.cache/seed/checkouts/<repository>.
+
+        Outside the person's `.git` and checkout, on purpose: below `.git`, git looking for a
+        repository above a checkout whose own `.git` is gone finds the person's (a git folder
+        is a repository), and so do tools that search upward for their configuration; and a
+        writable bind inside the state folder, which every sandbox hides, would have to be
+        mounted over the hiding. Kernel-owned: one folder per repository, made by the kernel,
+        bound writable into the agent's sandbox by the path the kernel chose, never by what
+        git says inside it."""
+        return self._cache / "checkouts" / self._key
+
+    @property
+    def _cache(self) -> Path:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seed"
+
+    @property
+    def _key(self) -> str:
+        return hashlib.sha256(str(self.common.resolve()).encode()).hexdigest()[:16]
 
     @property
     def runs(self) -> Path:
@@ -68,9 +90,7 @@ class Paths:
     def resident(self) -> Path:
         """The resident pyright's folder: outside the git directory, because pyright's watcher
         ignores every change under a `.git` folder (~/.cache/seed/pyright/<repository>)."""
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        key = hashlib.sha256(str(self.common.resolve()).encode()).hexdigest()[:16]
-        return base / "seed" / "pyright" / key
+        return self._cache / "pyright" / self._key
 
     @property
     def lock(self) -> Path:

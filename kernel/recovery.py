@@ -29,7 +29,7 @@ from domain import (
     IterationOutcome,
     IterationPlan,
 )
-from kernel import budget, gitops, halt, inbox, procs
+from kernel import agentgit, budget, gitops, halt, inbox, procs
 from kernel.bounds import cap_line, cap_lines
 from kernel.context import Context
 from kernel.contracts import protected_patterns
@@ -358,13 +358,16 @@ def recover(ctx: Context) -> list[str]:
         ctx.paths.running.unlink(missing_ok=True)
     elif Checkout(ctx.paths.root, ctx.paths.state, ()).saved() is not None:
         notes += finish_iteration(ctx, {})
-    if ctx.paths.worktrees.is_dir():
+    for stale in agentgit.stale(ctx.paths):
+        agentgit.remove(stale)
+        notes.append(f"removed a stale checkout {stale.name}")
+    if ctx.paths.worktrees.is_dir():  # left by a daemon from before checkouts had their own git
         for stale in sorted(ctx.paths.worktrees.iterdir()):
             gitops.worktree_remove(ctx.paths.root, stale)
             if stale.exists():
                 shutil.rmtree(stale, ignore_errors=True)
             notes.append(f"removed a stale worktree {stale.name}")
-    gitops.git(ctx.paths.root, "worktree", "prune", check=False)
+        gitops.git(ctx.paths.root, "worktree", "prune", check=False)
     notes += _remove_stale_folders(ctx)
     for branch in gitops.list_branches(ctx.paths.root, "seed/iter-"):
         gitops.delete_branch(ctx.paths.root, branch)

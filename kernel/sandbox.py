@@ -42,9 +42,9 @@ _LIMITS = (
 class Profile:
     """What one sandboxed run may see and touch.
 
-    Mounts are applied in this order, each later one over the earlier: the read-only root,
-    the private home over HOME, `shown` (read-only), `hidden` (empty tmpfs), `writable`,
-    `readonly`, then the adapter's `home_binds`.
+    Mounts are applied over the read-only root and the private home: the most specific
+    (deepest) place last, so nothing writable covers a hidden place inside it; at one path,
+    `hidden` over `readonly` over `writable` and `home_binds` over `shown`.
     """
 
     writable: tuple[Path, ...] = ()
@@ -106,6 +106,44 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[str]:
+    """The shown, hidden, writable and read-only mounts, the most specific last.
+
+    bubblewrap applies mounts in order, a later one over an earlier: ordered by depth, a
+    folder bound writable can never cover a hidden place inside it (the kernel's state, its
+    seal key), while a place bound inside a hidden folder (a run's own folder) still shows;
+    at the same path, hidden wins over read-only, read-only over writable.
+    """
+    mounts: list[tuple[int, int, list[str]]] = []
+
+    def add(path: Path, rank: int, args: list[str]) -> None:
+        mounts.append((len(path.parts), rank, args))
+
+    # what the run needs from under a covered folder is shown again, read-only
+    for path in profile.shown:
+        real = path.resolve()
+        if path.exists() and any(_inside(real, c) for c in covered):
+            add(real, 0, ["--ro-bind", str(real), str(real)])
+    for path in profile.writable:
+        if path.exists():
+            add(path.resolve(), 1, ["--bind", str(path.resolve()), str(path.resolve())])
+    if profile.home is not None:
+        for name in profile.home_binds:
+            source = real_home / name
+            if source.exists():
+                add(source, 1, ["--bind", str(source), str(source)])
+    for path in profile.readonly:
+        if path.exists():
+            add(path.resolve(), 2, ["--ro-bind", str(path.resolve()), str(path.resolve())])
+    for path in profile.hidden:
+        if path.is_dir():
+            add(path.resolve(), 3, ["--tmpfs", str(path.resolve())])
+        elif path.exists():
+            add(path.resolve(), 3, ["--ro-bind", os.devnull, str(path.resolve())])
+    # sorted is stable: at equal depth and rank, the profile's own order stays
+    return [arg for _, _, args in sorted(mounts, key=lambda m: (m[0], m[1])) for arg in args]
+
+
 def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
     """The argv that runs argv inside the sandbox the profile describes."""
     bwrap = _bwrap() or "bwrap"
@@ -120,26 +158,7 @@ def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
     if profile.home is not None and real_home.is_dir() and real_home != Path("/"):
         out += ["--bind", str(profile.home), str(real_home)]
         covered.append(real_home)
-    # what the run needs from under a covered folder is shown again, read-only
-    for path in profile.shown:
-        if path.exists() and any(_inside(path.resolve(), c) for c in covered):
-            out += ["--ro-bind", str(path.resolve()), str(path.resolve())]
-    for path in profile.hidden:
-        if path.is_dir():
-            out += ["--tmpfs", str(path)]
-        elif path.exists():
-            out += ["--ro-bind", os.devnull, str(path)]
-    for path in profile.writable:
-        if path.exists():
-            out += ["--bind", str(path), str(path)]
-    for path in profile.readonly:
-        if path.exists():
-            out += ["--ro-bind", str(path), str(path)]
-    if profile.home is not None:
-        for name in profile.home_binds:
-            source = real_home / name
-            if source.exists():
-                out += ["--bind", str(source), str(source)]
+    out += _mounts(profile, covered, real_home)
     if profile.chdir is not None:
         out += ["--chdir", str(profile.chdir)]
     out.append("--")

@@ -1,7 +1,10 @@
 """Seals on the kernel's own state: an HMAC with a key only the kernel reads.
 
-The key lives in the kernel's state folder, which the sandbox hides from agents and tests;
-a cache entry or snapshot whose seal does not match was not written by this kernel and is
+The key lives in the kernel's state folder, which every sandbox profile hides (agents, test
+runs); the hiding is mounted after any writable place around it (`sandbox._mounts`), no
+place inside the state folder is ever a person's extra writable one (`jails.extra_writable`),
+and no agent checkout lives there (`paths.checkouts`), so nothing writable can cover the key.
+A cache entry or snapshot whose seal does not match was not written by this kernel and is
 not used (a forged measurement would otherwise skip the test run).
 """
 

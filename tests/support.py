@@ -165,6 +165,13 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return files
 
 
+def agent_checkouts(root: Path) -> Path:
+    """The folder of the agents' checkouts for this repository (outside its .git)."""
+    from kernel.paths import discover
+
+    return discover(root).checkouts
+
+
 def worktrees(root: Path) -> list[str]:
     """Paths of every worktree git knows about."""
     return [

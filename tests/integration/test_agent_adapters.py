@@ -11,6 +11,7 @@ import tomli_w
 from tests.support import (
     BROKEN_ADD,
     FIX_ADD,
+    agent_checkouts,
     fake_cli_env,
     fake_trace,
     git,
@@ -78,7 +79,10 @@ def test_adapter_fixes_a_failing_test_and_records_its_usage(tmp_path: Path, back
     assert len(work) == 1
     for run in runs:
         assert run["stdin"] == "devnull" and run["pgid_is_own"]
-        assert run["cwd"] != str(repo) and "/seed/wt/" in run["cwd"]
+        assert run["cwd"] != str(repo)
+        # the work runs in the agent's own checkout; the version check in no folder a run wrote
+        inside = run["cwd"].startswith(str(agent_checkouts(repo)) + "/")
+        assert inside if run in work else run["cwd"] == "/"
         assert "SEED_TEST_SECRET" not in run["env"]
         assert {"PATH", "HOME", "FAKE_AGENT_SCRIPT", *keys} <= set(run["env"])
     folder = repo / "history" / record["iteration_id"]

@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support import SAMPLE, agent_config, git, make_repo, records, seed, snapshot
+from tests.support import (
+    SAMPLE,
+    agent_checkouts,
+    agent_config,
+    git,
+    make_repo,
+    records,
+    seed,
+    snapshot,
+)
 
 TASK = "Add a sub(a, b) function to calc.py that returns a - b, with a test."
 FILES: dict[str, str] = {
@@ -154,6 +163,8 @@ def assert_no_leftovers(project: Project) -> None:
     state = (common if common.is_absolute() else project.root / common) / "seed"
     assert not (state / "running.json").exists()
     assert not list((state / "wt").glob("*")) if (state / "wt").exists() else True
+    checkouts = agent_checkouts(project.root)
+    assert not list(checkouts.glob("*")) if checkouts.exists() else True
     active = project.root / "inbox" / ".active"
     assert not active.exists() or not list(active.iterdir())
 

@@ -31,7 +31,7 @@ from tests.reliability.helpers import (
     assert_no_leftovers,
     make_project,
 )
-from tests.support import BROKEN_ADD, git, seed_argv, seed_env, wait_for
+from tests.support import BROKEN_ADD, agent_checkouts, git, seed_argv, seed_env, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
@@ -523,7 +523,7 @@ def _while_the_agent_waits(project: Project, person: Callable[[], None]) -> dict
     )
 
     def started() -> list[Path]:
-        return list((root / ".git" / "seed" / "wt").glob("*/started.flag"))
+        return list(agent_checkouts(root).glob("*/started.flag"))
 
     try:
         wait_for(lambda: bool(started()), 120, "the agent to start", alive=daemon)

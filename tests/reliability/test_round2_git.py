@@ -29,18 +29,20 @@ RIGHT = {"replace": "calc.py", "old": "return a * b", "new": "return a + b"}
 
 
 def _git_files(root: Path) -> dict[str, bytes]:
-    """The person's `.git` that no agent may touch: config, HEAD, hooks, info, refs, packed-refs,
-    and the kernel's seal key, byte for byte."""
+    """The person's `.git` that no agent may touch, byte for byte: config, HEAD, hooks, info,
+    and every ref but the branch a landing moves and the kernel's own (seed/...)."""
     gdir = root / ".git"
     found: dict[str, bytes] = {}
-    for name in ("config", "HEAD", "packed-refs", "seed/seal.key", "seed/keys/seal.key"):
-        if (gdir / name).is_file():
-            found[name] = (gdir / name).read_bytes()
-    for sub in ("hooks", "info", "refs"):
+    for name in ("config", "HEAD"):
+        found[name] = (gdir / name).read_bytes()
+    for sub in ("hooks", "info"):
         for item in sorted((gdir / sub).rglob("*")):
-            rel = item.relative_to(gdir).as_posix()
-            if item.is_file() and not rel.startswith(("refs/heads/main", "refs/heads/seed/")):
-                found[rel] = item.read_bytes()
+            if item.is_file():
+                found[item.relative_to(gdir).as_posix()] = item.read_bytes()
+    refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+    found["<refs>"] = "\n".join(
+        r for r in refs if not r.startswith(("refs/heads/main ", "refs/heads/seed/"))
+    ).encode()
     return found
 
 
