@@ -197,3 +197,38 @@ def test_an_artifact_linking_outside_the_run_folder_is_never_read(tmp_path: Path
     ]
     assert leaked == [], record["reason"]
     assert not (history / record["iteration_id"] / "trajectory.json").exists()
+
+
+def test_no_writable_place_ever_covers_the_hidden_state_and_its_seal_key(tmp_path: Path) -> None:
+    import subprocess
+
+    from kernel import sandbox
+
+    gdir = tmp_path / "repo" / ".git"
+    state = gdir / "seed"
+    run_dir = state / "runs" / "iter-1"
+    run_dir.mkdir(parents=True)
+    (state / "seal.key").write_bytes(b"K" * 32)
+    # a writable place around the state folder (a person's extra), and one inside it (the run's)
+    profile = sandbox.Profile(
+        writable=(gdir, run_dir), hidden=(state,), shown=(tmp_path,), tmp_bytes=1 << 20
+    )
+    probe = (
+        "import pathlib, sys\n"
+        f"state = pathlib.Path({str(state)!r})\n"
+        "key = state / 'seal.key'\n"
+        "print('KEY' if key.exists() and key.read_bytes() == b'K' * 32 else 'no key')\n"
+        "(state / 'runs' / 'iter-1' / 'ok.txt').write_text('ok')\n"
+        "(state / 'planted.txt').write_text('x')\n"
+    )
+    done = subprocess.run(
+        sandbox.wrap([sys.executable, "-I", "-S", "-c", probe], profile),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "no key"
+    assert (run_dir / "ok.txt").read_text() == "ok"
+    assert not (state / "planted.txt").exists()
