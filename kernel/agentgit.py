@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from kernel import gitops, trees
+from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text, remove_any
 from kernel.paths import Paths
 
@@ -37,6 +38,9 @@ def restore_git(paths: Paths, checkout: Path, commit: str) -> None:
     """Make the checkout's `.git` again from the kernel's record, whatever a run left there."""
     git_dir = checkout / ".git"
     remove_any(git_dir)
+    if git_dir.exists() or git_dir.is_symlink():
+        # `git init` would keep what is there (hooks, config): never run a round on it
+        raise SeedError(f"the agent's {git_dir} could not be removed before the round")
     neutral = paths.state
     neutral.mkdir(parents=True, exist_ok=True)
     fmt = gitops.git(paths.root, "rev-parse", "--show-object-format", check=False).text().strip()

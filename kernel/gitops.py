@@ -239,14 +239,9 @@ def commit(worktree: Path, message: str, name: str, email: str) -> str:
     return out(worktree, "rev-parse", "HEAD")
 
 
-def worktree_add(root: Path, path: Path, commit_id: str) -> None:
-    """A detached worktree at commit_id."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    git(root, "worktree", "add", "--detach", "--quiet", str(path), commit_id)
-
-
 def worktree_remove(root: Path, path: Path) -> None:
-    """Remove a worktree the kernel created (its files are the kernel's own)."""
+    """Remove a worktree an older daemon created (the agent's checkout is no worktree now:
+    agentgit.py); its files are the kernel's own."""
     if path.exists():
         git(root, "worktree", "remove", "--force", "--force", str(path), check=False)
     git(root, "worktree", "prune", check=False)

@@ -29,7 +29,7 @@ from domain import (
     IterationOutcome,
     IterationPlan,
 )
-from kernel import agentgit, budget, gitops, halt, inbox, procs
+from kernel import agentgit, budget, gitops, halt, inbox, procs, readback
 from kernel.bounds import cap_line, cap_lines
 from kernel.context import Context
 from kernel.contracts import protected_patterns
@@ -42,6 +42,9 @@ from kernel.recording import Recorder, Recovered
 TOKEN_ENV = "SEED_DAEMON_TOKEN"
 """Every process a daemon starts inherits this; survivors of a dead daemon are found by it."""
 DAEMON_FILE = "daemon.json"
+
+MAX_PLAN_BYTES = 4 * 1024 * 1024
+"""The most of a journalled plan.json read back."""
 
 
 def _daemon_file(ctx: Context) -> Path:
@@ -210,8 +213,12 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     notes: list[str] = []
     record = ctx.store.get(iteration_id)
     plan: IterationPlan | None = None
-    with contextlib.suppress(OSError, ValueError):
-        plan = IterationPlan.model_validate_json(Path(str(journal.get("plan_file"))).read_bytes())
+    # plan.json sits in the run's folder, which the agent could write: read as a run's file
+    # (a FIFO there must not hang every start), and only as a plan
+    plan_file = Path(str(journal.get("plan_file")))
+    found = readback.read(Path(plan_file.name), MAX_PLAN_BYTES, within=plan_file.parent)
+    with contextlib.suppress(ValueError):
+        plan = IterationPlan.model_validate_json(found.data) if found.ok else None
     recorder = Recorder(ctx)
     if record is None:
         record = recorder.recovered(

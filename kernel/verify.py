@@ -27,6 +27,7 @@ from domain import (
     TaskKind,
     Tool,
 )
+from kernel import readback
 from kernel.guard import is_test_path
 from kernel.measure import failed_ids
 
@@ -49,6 +50,8 @@ _LIKENESS: tuple[Callable[[Diagnostic], Hashable], ...] = (
     lambda d: d.message,
 )
 """How a finding after the change is paired with one before, closest first (then by line)."""
+MAX_COMPILED_BYTES = 64 * 1024 * 1024
+"""A touched file larger than this is not read for the compile check."""
 _PAIRING_LIMIT = 250_000
 """Pairs weighed by line distance at most; beyond it, what is left pairs in order."""
 
@@ -324,11 +327,14 @@ def _suite_check(
 
 def _compile_check(names: Sequence[str], tree: Path) -> tuple[bool, str]:
     for name in names:
-        path = tree / name
-        if not path.exists():
+        # test runs wrote in this folder: never through a link, never blocking on a FIFO
+        found = readback.read(Path(name), MAX_COMPILED_BYTES, within=tree)
+        if found.missing or "link" in found.problem:
             continue
+        if not found.ok:
+            return False, f"{name}: {found.problem}"
         try:
-            compile(path.read_bytes(), name, "exec", dont_inherit=True)
+            compile(found.data, name, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
             return False, f"{name}: {exc}"
     return True, "touched files compile"
