@@ -146,7 +146,8 @@ def _own_pids_cgroup() -> Path | None:
                     continue
         else:
             continue
-        if folder.is_dir() and os.access(folder, os.W_OK):
+        # a child is made here, and the run moves itself in through this folder's cgroup.procs
+        if os.access(folder, os.W_OK) and os.access(folder / "cgroup.procs", os.W_OK):
             return folder
     return None
 
