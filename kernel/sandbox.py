@@ -153,12 +153,15 @@ def _own_pids_cgroup() -> Path | None:
 
 
 def _sweep(parent: Path) -> None:
-    """Remove run cgroups left empty by runs that are over (a busy one refuses)."""
+    """Remove run cgroups left empty by runs that are over: those of a daemon that is gone,
+    and old ones (a cgroup that still holds a process refuses)."""
     now = time.time()
     with contextlib.suppress(OSError):
         for group in parent.glob(f"{_GROUP_PREFIX}*"):
+            owner = group.name.removeprefix(_GROUP_PREFIX).split("-")[0]
             with contextlib.suppress(OSError):
-                if now - group.stat().st_mtime > _STALE_S:
+                gone = not Path(f"/proc/{owner}").exists()
+                if gone or now - group.stat().st_mtime > _STALE_S:
                     group.rmdir()
 
 
