@@ -2,8 +2,12 @@
 validate every answer, boot with the self-check, reload after a landed module change, and
 fall back to the last commit whose modules passed the self-check.
 
-Improvable code never runs in the kernel's process. Every answer is validated (kernel/answers.py)
-before the kernel uses it; a host that dies or answers nonsense is a HostError.
+Improvable code never runs in the kernel's process, nor outside the sandbox: the module server
+and the self-check run in the test-run profile (kernel/jails.py module_jail), with nothing
+writable, no network or sockets, an empty HOME and an allow-listed environment; the kernel
+sends it facts (which agent CLIs are installed) instead. Every answer is validated
+(kernel/answers.py) before the kernel uses it; a host that dies or answers nonsense is a
+HostError.
 The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
 runs the modules from a worktree of it under <git-common-dir>/seed/last-good. The kernel
 itself never falls back: it is protected and only people change it.
