@@ -1,8 +1,10 @@
-"""The two sandbox profiles: one for runs of repository code (baseline, verification, the
+"""The sandbox profiles: one for runs of repository code (baseline, verification,
+localisation), the same with nothing writable for module code (the module server and the
 self-check), one for the agent. Built here from the paths and the config, nowhere else.
 
-Both hide the kernel's state folder and the real HOME, and see the rest of the machine
-read-only; measurement has no network, the agent keeps it (it calls model APIs).
+All hide the kernel's state folder and the real HOME, show folders under HOME by their exact
+path only, and see the rest of the machine read-only; test runs and module code have no
+network, no sockets and an empty HOME, the agent keeps the network (it calls model APIs).
 """
 
 from __future__ import annotations
@@ -137,18 +139,23 @@ def _interpreter(program: Path) -> Path | None:
 
 
 def _shown(
-    paths: Paths, pythons: Sequence[Path] = (), commands: Sequence[Path] = ()
+    paths: Paths,
+    pythons: Sequence[Path] = (),
+    command: Path | None = None,
+    files: Sequence[Path] = (),
 ) -> tuple[Path, ...]:
     """What a run must still see read-only where HOME and /tmp are covered, each by its exact
     path, never its parent: the repository, seed, the interpreters' installations, and for an
-    agent its own program's installation and the PATH folders (not what sits beside them)."""
+    agent its own program's installation, the files its argv names and the PATH folders (not
+    what sits beside them)."""
     home = _real_home()
     places = [paths.root, paths.seed_home, Path(sys.prefix), Path(sys.base_prefix)]
     for python in (Path(sys.executable), *pythons):
         places += _prefixes(python)
-    for command in commands:
+    if command is not None:
         places += _installation(command)
         places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep)]
+    places += files
     kept = (p for p in places if p.is_absolute())
     return tuple(dict.fromkeys(p for p in kept if _exact(p.resolve(), home)))
 
@@ -228,14 +235,16 @@ def agent_argv(
     cwd: Path,
 ) -> list[str]:
     """The agent's argv, sandboxed: only the named places writable, HOME private."""
-    named = [shutil.which(argv[0]) or argv[0]] if argv else []
-    commands = [Path(a) for a in (*named, *argv) if os.path.isabs(a) and Path(a).exists()]
+    program = Path(shutil.which(argv[0]) or argv[0]) if argv else None
+    files = [Path(a) for a in argv[1:] if os.path.isabs(a) and Path(a).exists()]
     profile = _limited(
         guard,
         writable=(*writable, *extra_writable()),
         readonly=tuple(readonly),
         hidden=(paths.state, *_secrets()),
-        shown=_shown(paths, commands=commands),
+        shown=_shown(
+            paths, command=program if program and program.is_absolute() else None, files=files
+        ),
         home=home,
         home_binds=home_names(home_binds),
         network=True,

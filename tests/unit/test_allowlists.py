@@ -54,7 +54,7 @@ def test_home_folders_are_shown_by_exact_path_never_their_parents(
     (home / ".local" / "bin" / "cli").symlink_to(package / "cli.js")
     monkeypatch.setenv("PATH", f"{home / '.local' / 'bin'}:{node.parent}:/usr/bin:/bin")
     test_run = jails._shown(paths)  # pyright: ignore[reportPrivateUsage]
-    agent = jails._shown(paths, commands=[home / ".local" / "bin" / "cli"])  # pyright: ignore[reportPrivateUsage]
+    agent = jails._shown(paths, command=home / ".local" / "bin" / "cli")  # pyright: ignore[reportPrivateUsage]
     for shown in (test_run, agent):
         resolved = {p.resolve() for p in shown}
         assert home.resolve() not in resolved
