@@ -83,12 +83,17 @@ def _real_home() -> Path:
     return Path(os.environ.get("HOME") or "/nonexistent").resolve()
 
 
+_INSTALLATIONS = ("pyvenv.cfg", "libexec/pyenv")
+"""Files that mark a folder directly under HOME as an installation of its own, shown whole
+when a run needs it: a virtualenv (~/.venv), pyenv's root (~/.pyenv, which its shims run)."""
+
+
 def _exact(folder: Path, home: Path) -> bool:
     """Whether a folder may be shown: never HOME or above it, and never a folder directly
-    under HOME (~/.local holds keyrings beside bin/) unless it is a virtualenv of its own."""
+    under HOME (~/.local holds keyrings beside bin/) unless it is an installation of its own."""
     if folder == home or folder in home.parents:
         return False
-    return folder.parent != home or (folder / "pyvenv.cfg").is_file()
+    return folder.parent != home or any((folder / mark).is_file() for mark in _INSTALLATIONS)
 
 
 def _prefixes(python: Path) -> tuple[Path, ...]:
@@ -118,6 +123,8 @@ def _package(real: Path) -> Path:
             return parent  # node_modules/@scope/PKG
     if real.parent.name == "bin":
         return real.parent.parent  # a prefix: a virtualenv, ~/.nvm/versions/node/vX
+    if real.parent.name == "shims" and (real.parent.parent / "libexec" / "pyenv").is_file():
+        return real.parent.parent  # pyenv's root: its shims run libexec/pyenv and a version
     return real.parent
 
 
