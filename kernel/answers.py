@@ -12,7 +12,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from domain import InboxItem, InboxText
+from domain import GapReport, InboxItem, InboxText, IterationPlan
 from kernel.errors import HostError
 
 M = TypeVar("M", bound=BaseModel)
@@ -87,6 +87,16 @@ def backend_choice(value: Any, wanted: str, listed: dict[str, AgentInfo]) -> Bac
             f"it listed {', '.join(sorted(listed))}"
         )
     return Backend(name, reason, tuple(cast(list[str], sources)), fallback)
+
+
+def kernel_gap(plan: IterationPlan, report: GapReport) -> IterationPlan:
+    """The plan with the kernel's own copy of the gap it names: the planner picks a gap by its
+    key and cannot change what is frozen, which tests must pass, or the steady runs. A key the
+    kernel did not send makes the plan invalid."""
+    for gap in report.gaps:
+        if gap.key == plan.gap.key:
+            return plan if plan.gap == gap else plan.model_copy(update={"gap": gap})
+    raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report it was sent")
 
 
 _READER = "the module that reads inbox tasks"

@@ -255,7 +255,8 @@ class GuardConfig(_Section):
     sandbox_memory_mb: int = Field(default=4096, ge=64, le=1 << 20)
     """Memory one sandboxed run may allocate (MiB)."""
     sandbox_max_processes: int = Field(default=4096, ge=16, le=1 << 22)
-    """Processes of the user while a sandboxed run may still start one (its RLIMIT_NPROC)."""
+    """Processes one sandboxed run may have at once (its own pids cgroup; where none can be
+    made, RLIMIT_NPROC in a user namespace of its own)."""
     sandbox_tmp_mb: int = Field(default=1024, ge=16, le=1 << 20)
     """Size of a sandboxed run's private /tmp (MiB)."""
     min_free_mb: int = Field(default=256, ge=0, le=1 << 30)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -81,7 +80,13 @@ class Context:
             log_line(self.paths, message)
 
     def _boot_needs(self) -> BootNeeds:
-        return BootNeeds(self.paths, self.store, self.log, selfcheck)
+        return BootNeeds(
+            self.paths,
+            self.store,
+            self.log,
+            selfcheck,
+            jails.module_jail(self.paths, self.config.guard),
+        )
 
     def start_host(self) -> None:
         """Start the module host if it is not running."""
@@ -109,9 +114,7 @@ class Context:
             raise ConfigError(
                 f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
             )
-        chosen = self.host.choose_backend(
-            wanted, self.config_path.name, os.environ.get("PATH", ""), agents
-        )
+        chosen = self.host.choose_backend(wanted, self.config_path.name, agents)
         if chosen.name == "command" and not self.config.agent.command:
             raise HostError("module host chose the command backend, but agent.command is not set")
         self._backend = chosen
@@ -139,7 +142,9 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
         jail=jails.measurement_jail(paths, config.guard),
     )
     store = RecordStore(paths.history, fingerprint=fingerprint(paths.root), state=paths.state)
-    host = ModuleHost(paths.seed_home, paths.state / "host.log")
+    host = ModuleHost(
+        paths.seed_home, paths.state / "host.log", jail=jails.module_jail(paths, config.guard)
+    )
     ruff_binary()  # fail early (at startup, not mid-iteration) if ruff is missing
     return Context(
         paths=paths,

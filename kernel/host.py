@@ -2,8 +2,12 @@
 validate every answer, boot with the self-check, reload after a landed module change, and
 fall back to the last commit whose modules passed the self-check.
 
-Improvable code never runs in the kernel's process. Every answer is validated (kernel/answers.py)
-before the kernel uses it; a host that dies or answers nonsense is a HostError.
+Improvable code never runs in the kernel's process, nor outside the sandbox: the module server
+and the self-check run in the test-run profile (kernel/jails.py module_jail), with nothing
+writable, no network or sockets, an empty HOME and an allow-listed environment; the kernel
+sends it facts (which agent CLIs are installed) instead. Every answer is validated
+(kernel/answers.py) before the kernel uses it; a host that dies or answers nonsense is a
+HostError.
 The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
 runs the modules from an export of it (plain files) in <git-common-dir>/seed/last-good. The kernel
 itself never falls back: it is protected and only people change it.
@@ -15,6 +19,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import sys
 import time
@@ -42,11 +47,18 @@ from domain import (
     RunSpec,
 )
 from kernel import gitops, procs, trees
-from kernel.answers import AgentInfo, Backend, agent_list, backend_choice, inbox_readings, valid
+from kernel.answers import (
+    AgentInfo,
+    Backend,
+    agent_list,
+    backend_choice,
+    inbox_readings,
+    kernel_gap,
+    valid,
+)
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text, remove_any
-from kernel.measure import Jail
 from kernel.paths import Paths
 from kernel.store import RecordStore
 
@@ -54,17 +66,9 @@ LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")
 """A landed change under these paths reloads the module host (when seed works on itself)."""
 
-_ENV_KEEP = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TMPDIR",
-    "TZ",
-    "SEED_DEPTH",
-    "SEED_DAEMON_TOKEN",  # so a restarted daemon can find a host its dead predecessor left
-)
+ModuleJail = Callable[[Sequence[str], Path], list[str]]
+"""Wraps the module server's argv so it runs sandboxed with its code (the path) shown
+read-only and nothing writable (kernel/jails.py module_jail)."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,21 @@ class BootNeeds:
     paths: Paths
     store: RecordStore
     log: Callable[[str], None]
-    selfcheck: Callable[[Path, Path], tuple[bool, str]]
+    selfcheck: Callable[[Path, Path, ModuleJail | None], tuple[bool, str]]
     """kernel.selfcheck.selfcheck, passed in: the self-check starts hosts of its own."""
+    jail: ModuleJail | None = None
+    """The module server's sandbox (None: the sandbox is off or missing here)."""
+
+
+def installed_clis(listed: dict[str, AgentInfo]) -> dict[str, str]:
+    """Each listed agent's program found on the daemon's PATH, by name, with where it is."""
+    found: dict[str, str] = {}
+    for info in listed.values():
+        name = info.executable
+        where = shutil.which(name) if name else None
+        if where:
+            found[name] = where
+    return found
 
 
 def _seed_repo(home: Path) -> Path | None:
@@ -97,10 +114,10 @@ def _start(host: ModuleHost, needs: BootNeeds, code_dir: Path, check: bool) -> t
     """Start a host from code_dir (after its self-check when check is set); (ok, why not)."""
     evidence = "started"
     if check:
-        ok, evidence = needs.selfcheck(code_dir, needs.paths.state / "selfcheck.log")
+        ok, evidence = needs.selfcheck(code_dir, needs.paths.state / "selfcheck.log", needs.jail)
         if not ok:
             return False, f"self-check failed: {evidence}"
-    fresh = ModuleHost(code_dir, needs.paths.state / "host.log")
+    fresh = ModuleHost(code_dir, needs.paths.state / "host.log", jail=needs.jail)
     try:
         fresh.start()
     except HostError as exc:
@@ -214,11 +231,15 @@ class ModuleHost:
     """A running `python -m modules` child and the requests the kernel sends it."""
 
     def __init__(
-        self, code_dir: Path, log_path: Path, timeout_s: float = 300.0, jail: Jail | None = None
+        self,
+        code_dir: Path,
+        log_path: Path,
+        timeout_s: float = 300.0,
+        jail: ModuleJail | None = None,
     ) -> None:
         self.code_dir = code_dir
         self.jail = jail
-        """The sandbox for module code that has not landed yet (the self-check of a candidate)."""
+        """The sandbox every run of module code goes through (None: the sandbox is off)."""
         self.log_path = log_path
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
@@ -234,14 +255,19 @@ class ModuleHost:
     def start(self) -> dict[str, Any]:
         """Start the host and check its greeting: protocol and contract versions must match."""
         self.stop()
-        env = {k: v for k, v in procs.child_env().items() if k in _ENV_KEEP}
-        env.update(PYTHONPATH=str(self.code_dir), PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+        # the allow-list (no credential of the daemon's), HOME an empty tmpfs in the sandbox
+        env = procs.run_env(
+            PYTHONPATH=str(self.code_dir),
+            PYTHONDONTWRITEBYTECODE="1",
+            PYTHONUNBUFFERED="1",
+            PYTHONNOUSERSITE="1",
+        )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         try:
             argv = [sys.executable, "-m", "modules"]
             self._proc = subprocess.Popen(
-                self.jail(argv, (self.code_dir,)) if self.jail is not None else argv,
+                self.jail(argv, self.code_dir) if self.jail is not None else argv,
                 cwd=self.code_dir,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -388,17 +414,26 @@ class ModuleHost:
             f'"state": {state.model_dump_json(exclude_defaults=True)}}}'
         )
         value = self.call("plan", params)
-        return None if value is None else valid(IterationPlan, value, "IterationPlan")
+        if value is None:
+            return None
+        return kernel_gap(valid(IterationPlan, value, "IterationPlan"), report)
 
     def agents(self) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
         """Every backend the host knows, and the auto-detection order."""
         return agent_list(self.call("agents", {}))
 
     def choose_backend(
-        self, wanted: str, config_name: str, path: str, listed: dict[str, AgentInfo]
+        self, wanted: str, config_name: str, listed: dict[str, AgentInfo]
     ) -> Backend:
-        """The backend to use for the configured name and this PATH, checked against listed."""
-        params = {"wanted": wanted, "config_name": config_name, "path": path}
+        """The backend to use for the configured name, checked against listed. The module
+        server sees no PATH or HOME of the person's: the kernel looks up each listed agent's
+        program itself and sends what it found (program -> path, absent when not installed)."""
+        params = {
+            "wanted": wanted,
+            "config_name": config_name,
+            "installed": installed_clis(listed),
+            "path": "",  # the field older modules read; they find nothing on it
+        }
         return backend_choice(self.call("choose_backend", params), wanted, listed)
 
     def agent_spec(

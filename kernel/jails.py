@@ -1,13 +1,16 @@
-"""The two sandbox profiles: one for runs of repository code (baseline, verification, the
+"""The sandbox profiles: one for runs of repository code (baseline, verification,
+localisation), the same with nothing writable for module code (the module server and the
 self-check), one for the agent. Built here from the paths and the config, nowhere else.
 
-Both hide the kernel's state folder and the real HOME, and see the rest of the machine
-read-only; measurement has no network, the agent keeps it (it calls model APIs).
+All hide the kernel's state folder and the real HOME, show folders under HOME by their exact
+path only, and see the rest of the machine read-only; test runs and module code have no
+network, no sockets and an empty HOME, the agent keeps the network (it calls model APIs).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -15,6 +18,7 @@ from typing import Any
 
 from kernel import sandbox
 from kernel.config import GuardConfig
+from kernel.host import ModuleJail
 from kernel.measure import Jail
 from kernel.paths import Paths
 
@@ -75,22 +79,92 @@ def _limited(guard: GuardConfig, **mounts: Any) -> sandbox.Profile:
     )
 
 
-def _shown(paths: Paths, extra: Sequence[Path] = ()) -> tuple[Path, ...]:
-    """What a run must still see read-only where HOME and /tmp are covered: the repository,
-    seed, the interpreters, and the folders on PATH with the installation each belongs to
-    (a pyenv shim needs pyenv, an npm-installed CLI its node_modules)."""
-    home = Path(os.environ.get("HOME") or "/nonexistent").resolve()
-    places = [paths.root, paths.seed_home, Path(sys.prefix), Path(sys.base_prefix)]
-    places += [Path(sys.executable).resolve().parent.parent, *extra]
-    for entry in os.environ.get("PATH", "").split(os.pathsep):
-        folder = Path(entry)
-        if not folder.is_absolute():
+def _real_home() -> Path:
+    return Path(os.environ.get("HOME") or "/nonexistent").resolve()
+
+
+_INSTALLATIONS = ("pyvenv.cfg", "libexec/pyenv")
+"""Files that mark a folder directly under HOME as an installation of its own, shown whole
+when a run needs it: a virtualenv (~/.venv), pyenv's root (~/.pyenv, which its shims run)."""
+
+
+def _exact(folder: Path, home: Path) -> bool:
+    """Whether a folder may be shown: never HOME or above it, and never a folder directly
+    under HOME (~/.local holds keyrings beside bin/) unless it is an installation of its own."""
+    if folder == home or folder in home.parents:
+        return False
+    return folder.parent != home or any((folder / mark).is_file() for mark in _INSTALLATIONS)
+
+
+def _prefixes(python: Path) -> tuple[Path, ...]:
+    """An interpreter's installation: its virtualenv (if any) and the prefix it resolves to."""
+    return (python.parent.parent, python.resolve().parent.parent)
+
+
+def _installation(command: Path) -> tuple[Path, ...]:
+    """What an agent's own program needs to run: the file, the npm package or virtualenv or
+    version folder it resolves into, and the same for the interpreter its #! line names."""
+    found: list[Path] = [command]
+    for program in (command, _interpreter(command)):
+        if program is None:
             continue
-        places.append(folder)
-        parent = folder.resolve().parent
-        if home in parent.parents:
-            places.append(parent)
-    return tuple(dict.fromkeys(p for p in places if p.is_absolute()))
+        real = program.resolve()
+        found += [program, real, _package(real)]
+    return tuple(found)
+
+
+def _package(real: Path) -> Path:
+    """The installation a resolved program file belongs to."""
+    for parent in real.parents:
+        above = parent.parent
+        if above.name == "node_modules" and not parent.name.startswith("@"):
+            return parent  # node_modules/PKG
+        if above.name.startswith("@") and above.parent.name == "node_modules":
+            return parent  # node_modules/@scope/PKG
+    if real.parent.name == "bin":
+        return real.parent.parent  # a prefix: a virtualenv, ~/.nvm/versions/node/vX
+    if real.parent.name == "shims" and (real.parent.parent / "libexec" / "pyenv").is_file():
+        return real.parent.parent  # pyenv's root: its shims run libexec/pyenv and a version
+    return real.parent
+
+
+def _interpreter(program: Path) -> Path | None:
+    """The interpreter a script's #! line names (through /usr/bin/env, looked up on PATH)."""
+    try:
+        with program.open("rb") as handle:
+            first = handle.read(256).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", errors="replace").split()
+    if words and words[0].endswith("/env"):
+        words = [w for w in words[1:] if not w.startswith("-")]
+        found = shutil.which(words[0]) if words else None
+        return Path(found) if found else None
+    return Path(words[0]) if words and os.path.isabs(words[0]) else None
+
+
+def _shown(
+    paths: Paths,
+    pythons: Sequence[Path] = (),
+    command: Path | None = None,
+    files: Sequence[Path] = (),
+) -> tuple[Path, ...]:
+    """What a run must still see read-only where HOME and /tmp are covered, each by its exact
+    path, never its parent: the repository, seed, the interpreters' installations, and for an
+    agent its own program's installation, the files its argv names and the PATH folders (not
+    what sits beside them)."""
+    home = _real_home()
+    places = [paths.root, paths.seed_home, Path(sys.prefix), Path(sys.base_prefix)]
+    for python in (Path(sys.executable), *pythons):
+        places += _prefixes(python)
+    if command is not None:
+        places += _installation(command)
+        places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep)]
+    places += files
+    kept = (p for p in places if p.is_absolute())
+    return tuple(dict.fromkeys(p for p in kept if _exact(p.resolve(), home)))
 
 
 def _secrets() -> tuple[Path, ...]:
@@ -99,11 +173,12 @@ def _secrets() -> tuple[Path, ...]:
     return tuple(home / name for name in _NEVER_SHOWN)
 
 
-def _empty_home(paths: Paths) -> Path:
-    """An empty HOME for test runs (tests must not read the person's dotfiles)."""
-    home = paths.homes / "tests"
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+def _measurement(guard: GuardConfig, paths: Paths, **mounts: Any) -> sandbox.Profile:
+    """The profile of a run of repository code: no network, no sockets, an empty private
+    HOME, the kernel's state hidden, nothing writable but what the caller names."""
+    return _limited(
+        guard, hidden=(paths.state, *_secrets()), private_home=True, network=False, **mounts
+    )
 
 
 def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
@@ -112,18 +187,22 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
         return None
 
     def jail(argv: Sequence[str], writable: Sequence[Path]) -> list[str]:
-        python = Path(argv[0]) if argv and os.path.isabs(argv[0]) else None
-        shown = _shown(
-            paths, (python.resolve().parent.parent, python.parent.parent) if python else ()
-        )
-        profile = _limited(
-            guard,
-            writable=tuple(writable),
-            hidden=(paths.state, *_secrets()),
-            shown=shown,
-            home=_empty_home(paths),
-            network=False,
-        )
+        python = (Path(argv[0]),) if argv and os.path.isabs(argv[0]) else ()
+        profile = _measurement(guard, paths, writable=tuple(writable), shown=_shown(paths, python))
+        return sandbox.wrap(argv, profile)
+
+    return jail
+
+
+def module_jail(paths: Paths, guard: GuardConfig) -> ModuleJail | None:
+    """The sandbox of the module server and the self-check: the test-run profile with nothing
+    writable (its answers go out on a pipe, its log on a descriptor the kernel opened), its
+    code shown read-only; None when the sandbox is off or missing."""
+    if not enabled(guard) or not sandbox.available().ok:
+        return None
+
+    def jail(argv: Sequence[str], code: Path) -> list[str]:
+        profile = _measurement(guard, paths, readonly=(code,), shown=_shown(paths), chdir=code)
         return sandbox.wrap(argv, profile)
 
     return jail
@@ -171,13 +250,16 @@ def agent_argv(
     cwd: Path,
 ) -> list[str]:
     """The agent's argv, sandboxed: only the named places writable, HOME private."""
-    commands = [Path(a) for a in argv if os.path.isabs(a) and Path(a).exists()]
+    program = Path(shutil.which(argv[0]) or argv[0]) if argv else None
+    files = [Path(a) for a in argv[1:] if os.path.isabs(a) and Path(a).exists()]
     profile = _limited(
         guard,
         writable=tuple(writable),
         readonly=tuple(readonly),
         hidden=(paths.state, *_secrets()),
-        shown=_shown(paths, commands),
+        shown=_shown(
+            paths, command=program if program and program.is_absolute() else None, files=files
+        ),
         home=home,
         home_binds=home_names(home_binds),
         network=True,

@@ -15,7 +15,7 @@ from domain import (
     Measurement,
     Tool,
 )
-from kernel import faults, guard, testmap, trees
+from kernel import faults, guard, jails, testmap, trees
 from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.context import Context
 from kernel.contracts import protected_patterns
@@ -292,7 +292,8 @@ class Judge:
             return failed_ids(before), failed_ids(again)
 
         def boot() -> tuple[bool, str]:
-            return selfcheck(place(), ctx.paths.state / "selfcheck.log", ctx.target.jail)
+            jail = jails.module_jail(ctx.paths, ctx.config.guard)
+            return selfcheck(place(), ctx.paths.state / "selfcheck.log", jail)
 
         wants_boot = any(c.check == CheckName.SELFCHECK for c in it.plan.criteria)
         verification = verify(

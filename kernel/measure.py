@@ -72,13 +72,11 @@ def resolve_python(root: Path, configured: str) -> str:
 
 
 def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a measurement: the daemon's, minus what would redirect imports."""
-    # no bytecode written or reused from the tree, no user site-packages
-    env = procs.child_env(
+    """The environment of a measurement: built from the allow-list (procs.RUN_ENV), nothing
+    that would redirect imports, no bytecode written or reused from the tree, no user site."""
+    env = procs.run_env(
         PYRIGHT_PYTHON_IGNORE_WARNINGS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1"
     )
-    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
-        env.pop(key, None)
     if extra:
         env.update(extra)
     return env

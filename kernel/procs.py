@@ -68,6 +68,27 @@ def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, 
     return env
 
 
+RUN_ENV: dict[str, str] = {
+    "PATH": "how tests and tools find programs (git, the interpreter's scripts)",
+    "HOME": "where tools look for their settings; in the sandbox an empty folder of the run's own",
+    "LANG": "the locale: the encoding tools read and print text in",
+    "LANGUAGE": "the locale's language for messages",
+    "TZ": "the time zone that tests printing local times expect",
+    "XDG_CACHE_HOME": "where pyright's Python package keeps the node it runs on",
+}
+"""Everything a run of repository code (pytest, ruff, pyright, localisation, repairs) and the
+module server get from the daemon's environment, with the reason for each; LC_* (the
+locale's categories) too. Built from this list, never the daemon's environment minus some
+names: a credential the person has set (AWS_SECRET_ACCESS_KEY, a token) never reaches code
+the agent wrote, nor its output, records or the next prompt."""
+
+
+def run_env(**extra: str) -> dict[str, str]:
+    """The environment of a run of repository code: RUN_ENV's variables, then extra."""
+    kept = {k: v for k, v in os.environ.items() if k in RUN_ENV or k.startswith("LC_")}
+    return child_env(kept, **extra)
+
+
 def process_start_time(pid: int) -> int | None:
     """The kernel's start time of a process in clock ticks (to tell a reused pid apart)."""
     fields = _stat_fields(pid)

@@ -5,18 +5,29 @@ state and the real HOME are hidden behind empty tmpfs mounts (with the places a 
 shown through again); `/tmp` is private and bounded; the run gets a new PID namespace, so
 when it ends every process it started is gone; all capabilities are dropped (as root,
 bubblewrap keeps them otherwise, and root could remount `/` read-write); the network is
-cut unless the profile keeps it. Memory and processes are bounded by rlimits set by a
-small launcher inside the sandbox (RLIMIT_DATA rather than RLIMIT_AS: node-based agent CLIs
-reserve far more address space than they use).
+cut unless the profile keeps it, and a run without network has no sockets either: `/run`,
+`/var/run` and XDG_RUNTIME_DIR are covered by empty tmpfs (a session bus, ssh, gpg or docker
+agent) and abstract sockets live in the network namespace it no longer shares. Memory is
+bounded by an rlimit set by a small launcher inside the sandbox (RLIMIT_DATA rather than
+RLIMIT_AS: node-based agent CLIs reserve far more address space than they use).
+
+Processes are bounded per sandbox, never per user: each run gets a pids cgroup of its own
+under the daemon's (cgroup v1's pids hierarchy, or v2 where pids is delegated), which the
+run joins before bubblewrap starts. Where no cgroup can be made, the run gets a user
+namespace of its own and RLIMIT_NPROC, which Linux counts per user namespace since 5.14 (for
+root, RLIMIT_NPROC counts nothing at all: the cgroup is what holds there).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +47,14 @@ _LIMITS = (
     "os.execvp(sys.argv[3], sys.argv[3:])\n"
 )
 """Runs inside the sandbox, as its first process: set the limits, then become the command."""
+
+_JOIN = 'echo $$ > "$1" && shift && exec "$@"'
+"""Runs before bubblewrap: join the run's pids cgroup (argument 1), then become bubblewrap."""
+_CGROUPS = Path("/sys/fs/cgroup")
+_GROUP_PREFIX = "seed-sandbox-"
+_GROUP_IDS = itertools.count()
+_STALE_S = 300.0
+"""An empty run cgroup older than this is left over (its run is gone) and removed."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,8 @@ class Profile:
     interpreters, PATH folders, the agent's own program)."""
     home: Path | None = None
     """A folder bound read-write over the real HOME (which is then unseen)."""
+    private_home: bool = False
+    """Without `home`: an empty tmpfs over the real HOME, gone with the run."""
     real_home: Path | None = None
     """The HOME path to cover (default: $HOME)."""
     home_binds: tuple[str, ...] = ()
@@ -66,6 +87,8 @@ class Profile:
     tmp_bytes: int = 512 * 1024 * 1024
     memory_bytes: int = 4 * 1024 * 1024 * 1024
     max_processes: int = 512
+    """Processes the run may have at once (its pids cgroup; else RLIMIT_NPROC in a user
+    namespace of its own)."""
     chdir: Path | None = None
 
 
@@ -144,6 +167,73 @@ def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[
     return [arg for _, _, args in sorted(mounts, key=lambda m: (m[0], m[1])) for arg in args]
 
 
+def _own_pids_cgroup() -> Path | None:
+    """The pids cgroup folder this process is in, if it may make a child there with a limit."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        number, controllers, where = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            folder = _CGROUPS / "pids" / where.lstrip("/")
+        elif number == "0" and (_CGROUPS / "cgroup.controllers").is_file():
+            folder = _CGROUPS / where.lstrip("/")
+            with contextlib.suppress(OSError):
+                if "pids" not in (folder / "cgroup.subtree_control").read_text().split():
+                    continue
+        else:
+            continue
+        # a child is made here, and the run moves itself in through this folder's cgroup.procs
+        if os.access(folder, os.W_OK) and os.access(folder / "cgroup.procs", os.W_OK):
+            return folder
+    return None
+
+
+def _sweep(parent: Path) -> None:
+    """Remove run cgroups left empty by runs that are over: those of a daemon that is gone,
+    and old ones (a cgroup that still holds a process refuses)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for group in parent.glob(f"{_GROUP_PREFIX}*"):
+            owner = group.name.removeprefix(_GROUP_PREFIX).split("-")[0]
+            with contextlib.suppress(OSError):
+                gone = not Path(f"/proc/{owner}").exists()
+                if gone or now - group.stat().st_mtime > _STALE_S:
+                    group.rmdir()
+
+
+def pids_cgroup(limit: int) -> Path | None:
+    """A new pids cgroup for one run, under the daemon's own, holding at most `limit` processes
+    (so they count against the person's session too); None where none can be made."""
+    parent = _own_pids_cgroup()
+    if parent is None:
+        return None
+    _sweep(parent)
+    group = parent / f"{_GROUP_PREFIX}{os.getpid()}-{next(_GROUP_IDS)}"
+    try:
+        group.mkdir()
+        (group / "pids.max").write_text(f"{limit}\n")
+    except OSError:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+        return None
+    return group
+
+
+def _runtime_dirs() -> list[Path]:
+    """Where the person's session keeps its sockets: /run, /var/run unless it is a link into
+    /run, and XDG_RUNTIME_DIR wherever it is."""
+    found = [Path("/run")]
+    if not Path("/var/run").is_symlink():
+        found.append(Path("/var/run"))
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime):
+        found.append(Path(runtime).resolve())
+    kept = [p for p in dict.fromkeys(found) if p.is_dir() and p != Path("/")]
+    return [p for p in kept if not any(o != p and _inside(p, o) for o in kept)]
+
+
 def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
     """The argv that runs argv inside the sandbox the profile describes."""
     bwrap = _bwrap() or "bwrap"
@@ -151,18 +241,33 @@ def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
     out += ["--size", str(profile.tmp_bytes), "--tmpfs", "/tmp"]
     out += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
     out += ["--new-session", "--cap-drop", "ALL"]
+    covered = [Path("/tmp")]
     if not profile.network:
         out.append("--unshare-net")
+        for folder in _runtime_dirs():
+            out += ["--size", str(1 << 20), "--tmpfs", str(folder)]
+            covered.append(folder)
     real_home = (profile.real_home or Path(os.environ.get("HOME") or "/nonexistent")).resolve()
-    covered = [Path("/tmp")]
-    if profile.home is not None and real_home.is_dir() and real_home != Path("/"):
-        out += ["--bind", str(profile.home), str(real_home)]
-        covered.append(real_home)
+    if real_home.is_dir() and real_home != Path("/"):
+        if profile.home is not None:
+            out += ["--bind", str(profile.home), str(real_home)]
+            covered.append(real_home)
+        elif profile.private_home:
+            out += ["--size", str(profile.tmp_bytes), "--tmpfs", str(real_home)]
+            covered.append(real_home)
     out += _mounts(profile, covered, real_home)
     if profile.chdir is not None:
         out += ["--chdir", str(profile.chdir)]
+    group = pids_cgroup(profile.max_processes) if profile.max_processes else None
+    nproc = 0 if group is not None else profile.max_processes
+    if nproc:
+        # no cgroup here: RLIMIT_NPROC counts per user namespace (Linux >= 5.14)
+        out.insert(1, "--unshare-user")
     out.append("--")
-    if profile.memory_bytes or profile.max_processes:
+    if profile.memory_bytes or nproc:
         out += [sys.executable, "-I", "-S", "-c", _LIMITS]
-        out += [str(profile.memory_bytes), str(profile.max_processes)]
-    return [*out, *argv]
+        out += [str(profile.memory_bytes), str(nproc)]
+    joined = [*out, *argv]
+    if group is not None:
+        return ["/bin/sh", "-c", _JOIN, "sh", str(group / "cgroup.procs"), *joined]
+    return joined

@@ -7,7 +7,6 @@ module kind is exercised and every answer validated against the domain.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import tempfile
@@ -34,9 +33,9 @@ from kernel.config import QualityConfig
 from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
 from kernel.gate import freeze_gate
-from kernel.host import ModuleHost
+from kernel.host import ModuleHost, ModuleJail
 from kernel.inbox import task_text
-from kernel.measure import Jail, Target, ruff_binary, run_pytest, run_ruff
+from kernel.measure import Target, ruff_binary, run_pytest, run_ruff
 
 MODULE_FOLDERS: dict[str, tuple[str, ...]] = {
     "analyzers": ("analyzer", "ranker"),
@@ -126,7 +125,7 @@ def contract_documents(tree: Path) -> list[Check]:
 def _exercise(host: ModuleHost) -> list[Check]:
     agents, _ = host.agents()
     checks = [Check("agents", True, f"{len(agents)} backends load: {', '.join(sorted(agents))}")]
-    backend = host.choose_backend("auto", "seed.toml", os.environ.get("PATH", ""), agents)
+    backend = host.choose_backend("auto", "seed.toml", agents)
     checks.append(Check("backend", True, f"auto chooses {backend.name}"))
     inbox, read = _inbox_reader(host)
     checks.append(read)
@@ -254,7 +253,7 @@ def _reporter(host: ModuleHost, plan: IterationPlan) -> Check:
     )
 
 
-def run_selfcheck(tree: Path, log: Path, jail: Jail | None = None) -> list[Check]:
+def run_selfcheck(tree: Path, log: Path, jail: ModuleJail | None = None) -> list[Check]:
     """Every check of the boot self-check for the modules in tree (sandboxed with a jail)."""
     checks = contract_documents(tree)
     host = ModuleHost(tree, log, timeout_s=120, jail=jail)
@@ -275,7 +274,7 @@ def run_selfcheck(tree: Path, log: Path, jail: Jail | None = None) -> list[Check
     return checks
 
 
-def selfcheck(tree: Path, log: Path, jail: Jail | None = None) -> tuple[bool, str]:
+def selfcheck(tree: Path, log: Path, jail: ModuleJail | None = None) -> tuple[bool, str]:
     """Run the self-check; (passed, a summary naming what failed)."""
     checks = run_selfcheck(tree, log, jail)
     failed = [c for c in checks if not c.ok]

@@ -152,9 +152,9 @@ class Server:
         names = [wanted] if wanted != "auto" else list(registry.AGENTS)
         agents = {name: self.agent(name) for name in names if name in registry.AGENTS}
         order = [n for n in registry.AUTO_ORDER if n in registry.AGENTS]
-        return choose_backend(
-            wanted, str(params["config_name"]), str(params["path"]), agents, order
-        )
+        installed = cast(dict[str, Any], params.get("installed") or {})
+        found = {str(k): str(v) for k, v in installed.items()}
+        return choose_backend(wanted, str(params["config_name"]), found, agents, order)
 
     def analyze(self, params: dict[str, Any]) -> BaseModel:
         inputs = AnalysisInput.model_validate(params["input"])

@@ -1,8 +1,10 @@
-"""Which agent backend runs: the configured one, or for "auto" the first installed agent CLI."""
+"""Which agent backend runs: the configured one, or for "auto" the first installed agent CLI.
+
+The module server sees neither the person's PATH nor HOME: the kernel looks up each agent's
+program itself and sends what it found (program name -> where it is installed)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,16 +14,16 @@ from kernel.contracts import Agent
 def choose_backend(
     wanted: str,
     config_name: str,
-    path: str,
+    installed: Mapping[str, str],
     agents: Mapping[str, Agent],
     order: Sequence[str],
 ) -> dict[str, Any]:
-    """{name, reason, sources, fallback} for the configured backend name and this PATH."""
+    """{name, reason, sources, fallback} for the configured backend name and the programs found."""
     if wanted != "auto":
         agent = agents[wanted]
         reason = f"configured in {config_name}"
         if agent.executable:
-            found = shutil.which(agent.executable, path=path)
+            found = installed.get(agent.executable)
             reason += (
                 f" ({agent.executable} at {found})"
                 if found
@@ -32,7 +34,7 @@ def choose_backend(
         agent = agents.get(name)
         if agent is None or not agent.executable:
             continue
-        found = shutil.which(agent.executable, path=path)
+        found = installed.get(agent.executable)
         if found:
             return _choice(name, f"auto: {agent.executable} found at {found}", agent.sources)
     looked = ", ".join(order) or "no agent CLIs"
