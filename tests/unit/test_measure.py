@@ -130,7 +130,8 @@ def test_pytest_and_pyright_use_the_targets_interpreter(tmp_path: Path) -> None:
     assert pyright_m is not None and pyright_m.ran and pyright_m.diagnostics == ()
     assert pytest_m is not None and pytest_m.ran and pytest_m.diagnostics == ()
     assert pytest_m.collected == ("tests/test_app.py::test_value",)
-    assert "-m pytest" in log.read_text()
+    # pytest starts from the kernel's bootstrap (measure.BOOT), not `-m pytest` in the tree
+    assert "-s -B -c import os, sys" in log.read_text()
 
 
 def test_the_gate_is_the_baseline_commits_configuration(tmp_path: Path) -> None:
