@@ -18,8 +18,9 @@ _cov: coverage.Coverage | None = None
 def start(data_file: str, root: str) -> None:
     """Measure the files below root, into data_file, from now on."""
     global _cov
-    _cov = coverage.Coverage(data_file=data_file, source=[root], config_file=False, branch=False)
-    _cov.start()
+    cov = coverage.Coverage(data_file=data_file, source=[root], config_file=False, branch=False)
+    cov.start()
+    _cov = cov
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -42,8 +42,8 @@ import pytest
 
 _fd = -1
 """The private descriptor of the facts pipe (-1 until main, or when it is gone)."""
-_ROOT = os.path.realpath(os.getcwd())
-_FORBID = ""
+_root = os.path.realpath(os.getcwd())
+_forbid = ""
 _MAX_TEXT = 4000
 _SELF = os.path.realpath(__file__)
 """This plugin lives in the daemon's kernel/, inside the checkout when seed measures itself."""
@@ -71,7 +71,7 @@ _WATCHED: dict[str, tuple[object, str]] = {
 _ORIGINAL = {name: _static(owner, attr) for name, (owner, attr) in _WATCHED.items()}
 _DUMPS = json.dumps
 _META_PATH = list(sys.meta_path)
-_REWRITE_HOOK: object = None
+_rewrite_hook: object = None
 """pytest's own assertion rewriting hook, installed after this module's import (main)."""
 _tampered: list[str] = []
 _plugins: set[int] = set()
@@ -88,7 +88,7 @@ def _check_tampering(session: pytest.Session | None = None) -> None:
     found += [
         f"an import hook was added: {type(finder).__module__}.{type(finder).__qualname__}"
         for finder in sys.meta_path
-        if not any(finder is known for known in _META_PATH) and finder is not _REWRITE_HOOK
+        if not any(finder is known for known in _META_PATH) and finder is not _rewrite_hook
     ]
     if session is not None and _plugins:
         found += [
@@ -134,8 +134,8 @@ def _third_party(path: str) -> bool:
 
 def _project_rel(path: str) -> str:
     real = os.path.realpath(path)
-    if _inside(real, _ROOT) and not _third_party(real):
-        return os.path.relpath(real, _ROOT).replace(os.sep, "/")
+    if _inside(real, _root) and not _third_party(real):
+        return os.path.relpath(real, _root).replace(os.sep, "/")
     return ""
 
 
@@ -171,7 +171,7 @@ def _describe(excinfo: Any) -> dict[str, Any]:
 
 
 def _check_imports() -> None:
-    if not _FORBID:
+    if not _forbid:
         return
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
@@ -180,7 +180,7 @@ def _check_imports() -> None:
         real = os.path.realpath(file)
         if real == _SELF:
             continue
-        outside = _inside(real, _FORBID) and not _inside(real, _ROOT) and not _third_party(real)
+        outside = _inside(real, _forbid) and not _inside(real, _root) and not _third_party(real)
         if outside and name not in _outside:
             _outside.append(name)
             _emit({"kind": "outside_import", "module": name, "file": real})
@@ -386,8 +386,8 @@ def _appending(mode: object) -> object:
 @pytest.hookimpl
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     # after pytest's own path handling (tryfirst) and before the conftests load (trylast)
-    global _REWRITE_HOOK
-    _REWRITE_HOOK = next(
+    global _rewrite_hook
+    _rewrite_hook = next(
         (f for f in sys.meta_path if type(f) is _pytest.assertion.rewrite.AssertionRewritingHook),
         None,
     )
@@ -419,28 +419,28 @@ def _cover(cover: dict[str, Any]) -> ModuleType:
         module = _load("cover", str(cover["plugin"]))
     finally:
         sys.path.remove(str(cover["shim"]))
-    module.start(str(cover["data"]), _ROOT)
+    module.start(str(cover["data"]), _root)
     return module
 
 
 def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     """Run pytest in the tree with this plugin: the kernel's bootstrap calls this first."""
-    global _fd, _ROOT, _FORBID, _files
+    global _fd, _root, _forbid, _files
     inherited = int(config["fd"])
     _fd = os.dup(inherited)  # not inheritable: closed in anything the tests exec
     os.close(inherited)
     quiet = os.open(os.devnull, os.O_RDONLY)
     os.dup2(quiet, 0)  # the configuration came on stdin; the tests get nothing there
     os.close(quiet)
-    _ROOT = os.path.realpath(str(config["root"]))
-    _FORBID = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
+    _root = os.path.realpath(str(config["root"]))
+    _forbid = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
     _files = _Files() if config.get("files") else None
     plugins: list[object] = [plugin]
     if config.get("cover"):
         plugins.append(_cover(cast(dict[str, Any], config["cover"])))
     _keep_pythonpath_behind()
-    _tree_on_path(_ROOT)
-    os.chdir(_ROOT)
+    _tree_on_path(_root)
+    os.chdir(_root)
     args = [str(a) for a in cast(list[Any], config["args"])]
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *args]
     code = pytest.main(args, plugins=plugins)
