@@ -50,9 +50,9 @@ _SELF = os.path.realpath(__file__)
 _outside: list[str] = []
 
 
-# Loaded with -p, this module is imported before any conftest or project module: what it
-# sees now is pytest's own machinery, and a project module that replaces a piece of it
-# while tests run (so failures pass) is reported as tampering.
+# Loaded by the kernel's bootstrap before pytest starts and before the tree is on sys.path:
+# what it sees now is pytest's own machinery, and a project module that replaces a piece of
+# it while tests run (so failures pass) is reported as tampering.
 def _static(owner: object, attr: str) -> object:
     # without the descriptor protocol: a classmethod is a new bound object at every getattr
     return inspect.getattr_static(owner, attr, None)
