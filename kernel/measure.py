@@ -10,8 +10,8 @@ after anything a configuration can say.
 pytest runs through the kernel's plugin, which sends one JSON line per fact (collected ids,
 failures with their crash frame, collection errors, imports from the user's checkout) down a
 pipe the code under test cannot reach by name, so partial results survive a crash; a pytest
-exit status that contradicts the facts is itself a finding (tampering). A collection error is its own finding and does not stop the
-other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
+exit status that contradicts the facts is itself a finding (tampering). A collection error
+is its own finding and does not stop the other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
 """
 
 from __future__ import annotations
@@ -431,11 +431,12 @@ def run_pytest(
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True)
-    read, write = os.pipe()
-    config = _pytest_config(tree, target, node_ids, write, run_dir, trace=executed is not None)
+    config = _pytest_config(tree, target, node_ids, run_dir, trace=executed is not None)
     argv = [target.python, *PYTHON_FLAGS, "-c", BOOT]
     if target.jail is not None:
         argv = target.jail(argv, (tree,) if run_dir is None else (tree, run_dir))
+    read, write = os.pipe()  # procs.run closes the write end once the child holds it
+    config["fd"] = write
     try:
         # started from an empty place: nothing of the tree is importable until the plugin
         # has put it behind the standard library
@@ -465,7 +466,7 @@ def run_pytest(
 
 
 PYTHON_FLAGS: tuple[str, ...] = ("-s", "-B")
-"""No user site-packages, no bytecode read or written (as tool_env's variables say, for the
+"""No user site-packages, no bytecode written (tool_env's variables say the same to the
 interpreters the tests start themselves)."""
 
 BOOT = (
@@ -508,12 +509,12 @@ def _pytest_config(
     tree: Path,
     target: Target,
     node_ids: Sequence[str],
-    fd: int,
     run_dir: Path | None,
     *,
     trace: bool,
 ) -> dict[str, Any]:
-    """What the plugin is told on stdin (seed_pytest_plugin.main): no variable carries it."""
+    """What the plugin is told on stdin (seed_pytest_plugin.main; run_pytest adds the pipe's
+    descriptor): no variable carries it."""
     cover: dict[str, str] | str = ""
     if run_dir is not None:
         cover = {
@@ -523,7 +524,6 @@ def _pytest_config(
         }
     return {
         "plugin": str(PLUGIN_DIR / "seed_pytest_plugin.py"),
-        "fd": fd,
         "root": str(tree),
         "forbid": str(target.root),
         "files": trace and run_dir is None,
