@@ -31,7 +31,10 @@ class Export:
         self.root = root
         self.tree = tree
         self.store = store
-        self.path = folder / f"{label}-{os.getpid()}-{next(_SERIAL)}"
+        self.label = label
+        # the folder's name does not say what it is for (a candidate, the base): code under
+        # test must not be able to tell a verification from any other run by its path
+        self.path = folder / f"tree-{os.getpid()}-{next(_SERIAL)}"
         self._files: frozenset[str] | None = None
 
     def __call__(self) -> Path:

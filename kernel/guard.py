@@ -12,6 +12,7 @@ text), and growth over the risk class's limits is GROWTH_LIMIT.
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,14 +85,18 @@ def _path_safety(worktree: Path, change: gitops.Change, real_root: str) -> list[
     full = worktree / change.path
     if full.is_symlink():
         target = os.path.realpath(full)
-        if not (target == real_root or target.startswith(real_root + os.sep)):
-            findings.append(
-                Finding(
-                    FailureCategory.SANDBOX_VIOLATION,
-                    change.path,
-                    f"a symlink points outside the worktree ({os.readlink(full)})",
-                )
+        outside = not (target == real_root or target.startswith(real_root + os.sep))
+        # the guard reads every file by its own path (conftests, pytest's configuration,
+        # tests): a link would let a file be judged as one thing and run as another
+        findings.append(
+            Finding(
+                FailureCategory.SANDBOX_VIOLATION,
+                change.path,
+                f"a symlink points outside the worktree ({os.readlink(full)})"
+                if outside
+                else f"a new or changed symlink ({os.readlink(full)}): links are refused",
             )
+        )
     elif not os.path.realpath(full).startswith(real_root + os.sep):
         findings.append(
             Finding(
@@ -127,6 +132,7 @@ def inspect_changes(
         if change.status != "D" and config.max_file_bytes:
             findings += _size_findings(worktree, repo, base, change, config.max_file_bytes)
     findings += _mode_findings(worktree, repo, base, changes)
+    findings += _linked_findings(worktree, repo, base, changes)
     for change in changes:
         findings += _hygiene_findings(worktree, repo, base, change)
     findings += _specification(worktree, repo, base, changes, plan)
@@ -159,6 +165,39 @@ def _path_findings(
                 "a path the task forbids was changed",
             )
         )
+    return findings
+
+
+def _linked_findings(
+    worktree: Path, repo: Path, base: str, changes: Sequence[gitops.Change]
+) -> list[Finding]:
+    """A change to what an existing link shows under a name the guard reads (a test, a
+    conftest, pytest's configuration): the guard would judge it by the wrong name."""
+    changed = {c.path for c in changes if c.status != "D"} | {
+        c.old_path for c in changes if c.old_path
+    }
+    listed = gitops.git(repo, "ls-tree", "-r", "-z", base, check=False).text()
+    findings: list[Finding] = []
+    for entry in listed.split("\0"):
+        meta, _, link = entry.partition("\t")
+        if not meta.startswith("120000") or link in changed:
+            continue
+        if not (is_test_path(link) or PurePosixPath(link).name in CONFIG_NAMES):
+            continue
+        try:
+            pointed = os.readlink(worktree / link)
+        except OSError:
+            continue
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(link), pointed))
+        findings += [
+            Finding(
+                FailureCategory.SANDBOX_VIOLATION,
+                path,
+                f"changes what the symlink {link} shows under its name",
+            )
+            for path in sorted(changed)
+            if path == target or path.startswith(target + "/")
+        ]
     return findings
 
 

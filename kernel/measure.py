@@ -7,10 +7,11 @@ commit, so an agent cannot relax the rules it is judged by. pyright and pytest r
 side. Measuring never writes into the tree: each tool's read-only flags are pinned here,
 after anything a configuration can say.
 
-pytest runs through the kernel's plugin, which writes one JSON line per fact (collected ids,
-failures with their crash frame, collection errors, imports from the user's checkout), so
-partial results survive a crash. A collection error is its own finding and does not stop the
-other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
+pytest runs through the kernel's plugin, which sends one JSON line per fact (collected ids,
+failures with their crash frame, collection errors, imports from the user's checkout) down a
+pipe the code under test cannot reach by name, so partial results survive a crash; a pytest
+exit status that contradicts the facts is itself a finding (tampering). A collection error
+is its own finding and does not stop the other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
 """
 
 from __future__ import annotations
@@ -417,42 +418,74 @@ def run_pytest(
 ) -> Measurement:
     """The target's tests with its own interpreter, through the kernel's plugin.
 
+    The facts come down a pipe opened before any project code runs (the plugin keeps it as a
+    private descriptor), never through a file or a variable the code under test could find.
     With `cover`, the run also records per-test line coverage (seed_pytest_cover) and
     `cover` reads the data file before the run's folder is removed. With `executed`, the
     plugin records which project files each test ran, and `executed` gets them (the test map).
     """
-    # a folder per run: the only place of the kernel's the run may write
-    run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}"
-    shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    argv = _pytest_argv(tree, target, node_ids, cover=cover is not None)
-    env = _pytest_env(tree, target, run_dir, cover=cover is not None, trace=executed is not None)
+    # only coverage writes a file of the kernel's: a folder for that run alone
+    run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}" if cover is not None else None
+    if run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True)
+    config = _pytest_config(tree, target, node_ids, run_dir, trace=executed is not None)
+    argv = [target.python, *PYTHON_FLAGS, "-c", BOOT]
     if target.jail is not None:
-        argv = target.jail(argv, (tree, run_dir))
-    result = procs.run(
-        argv, cwd=tree, timeout_s=timeout_s, env=env, merge_stderr=True, max_bytes=4 * 1024 * 1024
-    )
-    records = _read_facts(run_dir / "facts.jsonl")
-    data = run_dir / "coverage.db"
-    if cover is not None and data.is_file() and not result.timed_out:
-        cover(data)
-    shutil.rmtree(run_dir, ignore_errors=True)
+        argv = target.jail(argv, (tree,) if run_dir is None else (tree, run_dir))
+    read, write = os.pipe()  # procs.run closes the write end once the child holds it
+    config["fd"] = write
+    try:
+        # started from an empty place: nothing of the tree is importable until the plugin
+        # has put it behind the standard library
+        result = procs.run(
+            argv,
+            cwd="/",
+            timeout_s=timeout_s,
+            env=_pytest_env(),
+            merge_stderr=True,
+            max_bytes=4 * 1024 * 1024,
+            stdin=json.dumps(config).encode("utf-8"),
+            channel=(read, write),
+            channel_bytes=_MAX_FACTS,
+        )
+    finally:
+        os.close(read)
+    records = _read_facts(result.channel)
+    if run_dir is not None:
+        data = run_dir / "coverage.db"
+        if cover is not None and data.is_file() and not result.timed_out:
+            cover(data)
+        shutil.rmtree(run_dir, ignore_errors=True)
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if executed is not None and not result.timed_out and finish is not None:
         executed(_test_files(records))
     return _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
 
 
-def _pytest_argv(tree: Path, target: Target, node_ids: Sequence[str], *, cover: bool) -> list[str]:
-    """pytest through the kernel's plugin, configured from the tree's own top only."""
+PYTHON_FLAGS: tuple[str, ...] = ("-s", "-B")
+"""No user site-packages, no bytecode written (tool_env's variables say the same to the
+interpreters the tests start themselves)."""
+
+BOOT = (
+    "import os, sys\n"
+    "sys.path[:] = [p for p in sys.path if p not in ('', os.getcwd())]\n"
+    "import importlib.util as u, json\n"
+    "c = json.loads(sys.stdin.buffer.read())\n"
+    "s = u.spec_from_file_location('facts', c['plugin'])\n"
+    "m = u.module_from_spec(s)\n"
+    "s.loader.exec_module(m)\n"
+    "m.main(m, c)\n"
+)
+"""What the target's interpreter runs (`-c`): the folder it starts in off sys.path (safe
+path, whatever the version), the configuration from stdin, the kernel's plugin loaded from
+its file before anything else, and its `main`."""
+
+
+def _pytest_args(tree: Path, target: Target, node_ids: Sequence[str], *, cover: bool) -> list[str]:
+    """pytest's arguments: configured from the tree's own top only."""
     config = config_file(tree)
     return [
-        target.python,
-        "-m",
-        "pytest",
-        "-p",
-        "seed_pytest_plugin",
-        *(("-p", "seed_pytest_cover") if cover else ()),
         *PYTEST_READ_ONLY,
         "--rootdir",
         str(tree),
@@ -470,37 +503,65 @@ def _pytest_argv(tree: Path, target: Target, node_ids: Sequence[str], *, cover: 
     ]
 
 
-def _pytest_env(
-    tree: Path, target: Target, run_dir: Path, *, cover: bool, trace: bool
-) -> dict[str, str]:
-    """The run's environment: the plugin's path and where it writes its facts."""
-    # the kernel's plugin first: a module of the same name in the tree cannot replace it
-    path = [str(PLUGIN_DIR), str(tree)]
-    extra = {
-        "SEED_PYTEST_OUT": str(run_dir / "facts.jsonl"),
-        "SEED_PYTEST_ROOT": str(tree),
-        "SEED_PYTEST_FORBID": str(target.root),
+def _pytest_config(
+    tree: Path,
+    target: Target,
+    node_ids: Sequence[str],
+    run_dir: Path | None,
+    *,
+    trace: bool,
+) -> dict[str, Any]:
+    """What the plugin is told on stdin (seed_pytest_plugin.main; run_pytest adds the pipe's
+    descriptor): no variable carries it."""
+    cover: dict[str, str] | str = ""
+    if run_dir is not None:
+        cover = {
+            "plugin": str(PLUGIN_DIR / "seed_pytest_cover.py"),
+            "shim": str(_coverage_shim(run_dir)),
+            "data": str(run_dir / "coverage.db"),
+        }
+    return {
+        "plugin": str(PLUGIN_DIR / "seed_pytest_plugin.py"),
+        "root": str(tree),
+        "forbid": str(target.root),
+        "files": trace and run_dir is None,
+        "cover": cover,
+        "args": _pytest_args(tree, target, node_ids, cover=run_dir is not None),
     }
-    # set either way: a run of the kernel's inside a traced test run must not inherit it
-    extra["SEED_PYTEST_FILES"] = "1" if trace and not cover else "0"
-    if cover:
-        path.insert(1, str(_coverage_shim(run_dir)))
-        extra["SEED_COVER_DATA"] = str(run_dir / "coverage.db")
-    return tool_env({"PYTHONPATH": os.pathsep.join(path), **extra})
 
 
-def _read_facts(out: Path) -> list[dict[str, Any]]:
+def _pytest_env() -> dict[str, str]:
+    """The run's environment: the measurement's, with no marker of the kernel's plugin."""
+    return {k: v for k, v in tool_env().items() if not k.startswith(("SEED_PYTEST", "SEED_COVER"))}
+
+
+def _read_facts(data: bytes) -> list[dict[str, Any]]:
     """The plugin's facts, one JSON object a line (a torn line is skipped)."""
     records: list[dict[str, Any]] = []
-    if out.exists():
-        with out.open("rb") as handle:
-            facts = handle.read(_MAX_FACTS).decode("utf-8", errors="replace")
-        for line in facts.splitlines():
-            try:
-                records.append(cast(dict[str, Any], json.loads(line)))
-            except json.JSONDecodeError:
-                continue  # a line torn by a crash: the rest still counts
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line torn by a crash: the rest still counts
+        if isinstance(record, dict):
+            records.append(cast(dict[str, Any], record))
     return records
+
+
+def _disagreement(
+    exit_code: int | None, diagnostics: Sequence[Diagnostic], collected: Sequence[str]
+) -> str:
+    """How pytest's exit status contradicts the plugin's facts ('' when it does not): the
+    status is pytest's own count, the facts are what reached the kernel; a difference means
+    something between the tests and the kernel dropped or made up results."""
+    failed = any(d.rule in ("failed", "error", "collection-error") for d in diagnostics)
+    if exit_code == 1 and not failed:
+        return "pytest exited 1 (tests failed) but its facts report no failure"
+    if exit_code in (0, 5) and failed:
+        return f"pytest exited {exit_code} (no failure) but its facts report failures"
+    if exit_code == 5 and collected:
+        return "pytest exited 5 (no tests) but its facts list collected tests"
+    return ""
 
 
 def _pytest_measurement(
@@ -523,6 +584,12 @@ def _pytest_measurement(
             duration_s=result.duration_s,
         )
     outside = any(d.rule == "outside-import" for d in diagnostics)
+    contradiction = "" if outside else _disagreement(result.exit_code, diagnostics, collected)
+    if contradiction:
+        diagnostics = [
+            *diagnostics,
+            Diagnostic(tool=Tool.PYTEST, rule="tampered", file="pytest", message=contradiction),
+        ]
     if not finished or (result.exit_code not in EXIT_CLEAN and not outside):
         tail = result.tail.decode("utf-8", errors="replace").strip()[-MAX_DETAIL:]
         return Measurement(

@@ -239,6 +239,8 @@ class Completed:
     tail: bytes = b""
     escaped: tuple[int, ...] = ()
     """Descendants that left the process group and were ended by the sweep."""
+    channel: bytes = b""
+    """What came through the run's channel (run's `channel`), up to its bound."""
 
     @property
     def ok(self) -> bool:
@@ -274,10 +276,16 @@ def run(
     on_start: Callable[[int], None] | None = None,
     sweep_rounds: int = 1,
     stdin: bytes | None = None,
+    channel: tuple[int, int] | None = None,
+    channel_bytes: int = 64 * 1024 * 1024,
 ) -> Completed:
     """Run one child in its own process group and end the whole group when it is done.
 
     stdin is closed unless bytes are given (fed from a temporary file: no pipe to block on).
+    `channel` is a pipe (read end, write end): the child inherits the write end at its
+    number, the kernel closes its own copy once the child has started and reads the read end
+    alongside the output (at most channel_bytes), so nothing the child does can block it.
+    The caller keeps the read end (and closes it); the write end is closed here either way.
     """
     started = time.monotonic()
     feed = _feed(stdin) if stdin is not None else None
@@ -285,8 +293,17 @@ def run(
     log = log_path.open("wb", buffering=0) if log_path is not None else None
     out = _Sink(limit=max_bytes, file=log)
     err = out if merge_stderr else _Sink(limit=max_bytes)
-    proc = _start(argv, cwd, env, feed, merge_stderr)
+    side = _Sink(limit=channel_bytes, tail_limit=0)
+    try:
+        proc = _start(argv, cwd, env, feed, merge_stderr, (channel[1],) if channel else ())
+    finally:
+        if channel is not None:
+            os.close(channel[1])  # the child's now: EOF comes when the child's copies close
     selector, streams = _watch(proc, out, err)
+    if channel is not None:
+        os.set_blocking(channel[0], False)
+        selector.register(channel[0], selectors.EVENT_READ)
+        streams[channel[0]] = side
     ended = _Ended()
     escaped: list[int] = []
     try:
@@ -314,6 +331,7 @@ def run(
         truncated=out.truncated,
         tail=bytes(out.tail),
         escaped=tuple(escaped),
+        channel=bytes(side.kept),
     )
 
 
@@ -331,6 +349,7 @@ def _start(
     env: Mapping[str, str] | None,
     feed: BinaryIO | None,
     merge_stderr: bool,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """The child, leading a process group of its own, known as live until it is reaped."""
     with _LOCK:
@@ -342,6 +361,7 @@ def _start(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
         _LIVE.add(proc.pid)
     return proc

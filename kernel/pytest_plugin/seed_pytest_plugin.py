@@ -1,46 +1,58 @@
-"""The kernel's pytest plugin: one JSON line per fact, so partial results survive a crash.
+"""The kernel's pytest plugin: one JSON line per fact, sent down a pipe the kernel reads.
 
-Loaded into the target's own interpreter with `-p seed_pytest_plugin`; it must import
-nothing but the standard library and pytest. Environment:
-  SEED_PYTEST_OUT     file to append JSON lines to
-  SEED_PYTEST_ROOT    the tree under test (the worktree)
-  SEED_PYTEST_FORBID  the user's checkout: project code imported from there is an error
-  SEED_PYTEST_FILES   "1": record, per test, the project files whose code it ran (the test map)
+The kernel starts the target's interpreter from an empty folder with a few lines of
+bootstrap (measure.BOOT) that read the run's configuration from stdin, load this file under a
+neutral name and call `main`, before any project file can be imported. `main` then:
+  - keeps the facts pipe it inherited as a private descriptor, closed on exec, and closes the
+    inherited one, so no file, name or variable leads to it and the test process' children
+    never hold it;
+  - puts the tree on sys.path after the standard library (and keeps it there: pytest's
+    `pythonpath` option and its conftest and test folders are moved or appended behind it),
+    so no module of the tree can stand in for one of the standard library's;
+  - runs pytest in the tree with this module (and the coverage plugin, when asked) registered.
+It must import nothing but the standard library and pytest. Configuration (JSON on stdin):
+  fd      the write end of the facts pipe
+  root    the tree under test
+  forbid  the user's checkout: project code imported from there is an error
+  files   true: record, per test, the project files whose code it ran (the test map)
+  cover   the coverage plugin's file, its data file and coverage.py's folder ("" for none)
+  args    pytest's arguments
 """
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
 import sys
+import sysconfig
 import threading
 from collections.abc import Generator
 from pathlib import Path
+from types import ModuleType
 from typing import Any, cast
 
+import _pytest.assertion.rewrite
+import _pytest.config
 import _pytest.python
 import _pytest.reports
 import _pytest.runner
 import pytest
 
-_OUT = os.environ.get("SEED_PYTEST_OUT", "")
-_ROOT = os.path.realpath(os.environ.get("SEED_PYTEST_ROOT", os.getcwd()))
-_FORBID = (
-    os.path.realpath(os.environ["SEED_PYTEST_FORBID"])
-    if os.environ.get("SEED_PYTEST_FORBID")
-    else ""
-)
+_fd = -1
+"""The private descriptor of the facts pipe (-1 until main, or when it is gone)."""
+_root = os.path.realpath(os.getcwd())
+_forbid = ""
 _MAX_TEXT = 4000
 _SELF = os.path.realpath(__file__)
 """This plugin lives in the daemon's kernel/, inside the checkout when seed measures itself."""
 _outside: list[str] = []
-_TRACE = os.environ.get("SEED_PYTEST_FILES") == "1"
 
 
-# Loaded with -p, this module is imported before any conftest or project module: what it
-# sees now is pytest's own machinery, and a project module that replaces a piece of it
-# while tests run (so failures pass) is reported as tampering.
+# Loaded by the kernel's bootstrap before pytest starts and before the tree is on sys.path:
+# what it sees now is pytest's own machinery, and a project module that replaces a piece of
+# it while tests run (so failures pass) is reported as tampering.
 def _static(owner: object, attr: str) -> object:
     # without the descriptor protocol: a classmethod is a new bound object at every getattr
     return inspect.getattr_static(owner, attr, None)
@@ -57,7 +69,10 @@ _WATCHED: dict[str, tuple[object, str]] = {
     "json.dumps": (json, "dumps"),
 }
 _ORIGINAL = {name: _static(owner, attr) for name, (owner, attr) in _WATCHED.items()}
+_DUMPS = json.dumps
 _META_PATH = list(sys.meta_path)
+_rewrite_hook: object = None
+"""pytest's own assertion rewriting hook, installed after this module's import (main)."""
 _tampered: list[str] = []
 _plugins: set[int] = set()
 
@@ -68,10 +83,12 @@ def _check_tampering(session: pytest.Session | None = None) -> None:
         for name, (owner, attr) in _WATCHED.items()
         if _static(owner, attr) is not _ORIGINAL[name]
     ]
+    if globals().get("_emit") is not _EMIT:
+        found.append("the plugin's _emit function was replaced")
     found += [
         f"an import hook was added: {type(finder).__module__}.{type(finder).__qualname__}"
         for finder in sys.meta_path
-        if not any(finder is known for known in _META_PATH)
+        if not any(finder is known for known in _META_PATH) and finder is not _rewrite_hook
     ]
     if session is not None and _plugins:
         found += [
@@ -82,15 +99,28 @@ def _check_tampering(session: pytest.Session | None = None) -> None:
     for what in found:
         if what not in _tampered:
             _tampered.append(what)
-            _emit({"kind": "tampered", "what": what})
+            _send({"kind": "tampered", "what": what})
 
 
 def _emit(record: dict[str, Any]) -> None:
-    if not _OUT:
+    _send(record)
+
+
+_EMIT = _emit
+
+
+def _send(record: dict[str, Any]) -> None:
+    """One fact down the pipe (a closed pipe: the kernel has stopped reading; facts are lost,
+    and a run without its finish fact does not count)."""
+    global _fd
+    if _fd < 0:
         return
-    with open(_OUT, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
-        handle.flush()
+    data = (_DUMPS(record) + "\n").encode("utf-8")
+    try:
+        while data:
+            data = data[os.write(_fd, data) :]
+    except OSError:
+        _fd = -1
 
 
 def _inside(path: str, root: str) -> bool:
@@ -104,8 +134,8 @@ def _third_party(path: str) -> bool:
 
 def _project_rel(path: str) -> str:
     real = os.path.realpath(path)
-    if _inside(real, _ROOT) and not _third_party(real):
-        return os.path.relpath(real, _ROOT).replace(os.sep, "/")
+    if _inside(real, _root) and not _third_party(real):
+        return os.path.relpath(real, _root).replace(os.sep, "/")
     return ""
 
 
@@ -141,7 +171,7 @@ def _describe(excinfo: Any) -> dict[str, Any]:
 
 
 def _check_imports() -> None:
-    if not _FORBID:
+    if not _forbid:
         return
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
@@ -150,7 +180,7 @@ def _check_imports() -> None:
         real = os.path.realpath(file)
         if real == _SELF:
             continue
-        outside = _inside(real, _FORBID) and not _inside(real, _ROOT) and not _third_party(real)
+        outside = _inside(real, _forbid) and not _inside(real, _root) and not _third_party(real)
         if outside and name not in _outside:
             _outside.append(name)
             _emit({"kind": "outside_import", "module": name, "file": real})
@@ -223,7 +253,7 @@ class _Files:
         return sorted(found)
 
 
-_files = _Files() if _TRACE else None
+_files: _Files | None = None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -298,3 +328,121 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _outside:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
     _emit({"kind": "finish", "exitstatus": int(exitstatus), "outside_imports": _outside})
+
+
+# -- the start: the facts pipe kept private, the tree behind the standard library ----------
+
+_STDLIB = tuple(
+    os.path.realpath(p) for p in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
+)
+
+
+def _is_stdlib(entry: str) -> bool:
+    real = os.path.realpath(entry or ".")
+    if _third_party(real):
+        return False
+    name = os.path.basename(real)
+    zipped = name.startswith("python") and name.endswith(".zip")
+    return zipped or any(_inside(real, folder) for folder in _STDLIB)
+
+
+def _stdlib_first() -> None:
+    """sys.path with the standard library's entries first, the rest in their own order
+    behind them: whatever pytest or its options put at the front moves back."""
+    entries = list(sys.path)
+    ordered = [e for e in entries if _is_stdlib(e)] + [e for e in entries if not _is_stdlib(e)]
+    if ordered != entries:
+        sys.path[:] = ordered
+
+
+def _tree_on_path(root: str) -> None:
+    """The tree right after the standard library: before site-packages, as a plain
+    `python -m pytest` run in the tree would find it, but never before the standard library."""
+    _stdlib_first()
+    where = sum(1 for e in sys.path if _is_stdlib(e))
+    sys.path.insert(where, root)
+
+
+def _keep_pythonpath_behind() -> None:
+    """pytest 9 puts its `pythonpath` option's folders first while parsing the command line,
+    before any hook runs: move them behind the standard library right there."""
+    configure = getattr(_pytest.config.Config, "_configure_python_path", None)
+    if configure is None:
+        return  # older pytest does it in a hook: pytest_load_initial_conftests below
+
+    def configured(self: Any) -> None:
+        configure(self)
+        _stdlib_first()
+
+    setattr(_pytest.config.Config, "_configure_python_path", configured)  # noqa: B010
+
+
+def _appending(mode: object) -> object:
+    """pytest's default import mode puts test and conftest folders first on sys.path; append
+    puts them last (importlib, a project's own choice, puts them nowhere)."""
+    return "append" if str(getattr(mode, "value", mode)) == "prepend" else mode
+
+
+@pytest.hookimpl
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # after pytest's own path handling (tryfirst) and before the conftests load (trylast)
+    global _rewrite_hook
+    _rewrite_hook = next(
+        (f for f in sys.meta_path if type(f) is _pytest.assertion.rewrite.AssertionRewritingHook),
+        None,
+    )
+    _stdlib_first()
+    namespace = early_config.known_args_namespace
+    namespace.importmode = _appending(namespace.importmode)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.option.importmode = _appending(config.option.importmode)
+    _stdlib_first()
+
+
+def _load(name: str, path: str) -> ModuleType:
+    """A plugin module from its file, under a neutral name, not entered in sys.modules."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cover(cover: dict[str, Any]) -> ModuleType:
+    """The coverage plugin, with coverage.py imported from the kernel's folder for it only."""
+    sys.path.insert(0, str(cover["shim"]))
+    try:
+        module = _load("cover", str(cover["plugin"]))
+    finally:
+        sys.path.remove(str(cover["shim"]))
+    module.start(str(cover["data"]), _root)
+    return module
+
+
+def main(plugin: ModuleType, config: dict[str, Any]) -> None:
+    """Run pytest in the tree with this plugin: the kernel's bootstrap calls this first."""
+    global _fd, _root, _forbid, _files
+    inherited = int(config["fd"])
+    _fd = os.dup(inherited)  # not inheritable: closed in anything the tests exec
+    os.close(inherited)
+    quiet = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(quiet, 0)  # the configuration came on stdin; the tests get nothing there
+    os.close(quiet)
+    _root = os.path.realpath(str(config["root"]))
+    _forbid = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
+    _files = _Files() if config.get("files") else None
+    plugins: list[object] = [plugin]
+    if config.get("cover"):
+        plugins.append(_cover(cast(dict[str, Any], config["cover"])))
+    _keep_pythonpath_behind()
+    _tree_on_path(_root)
+    os.chdir(_root)
+    args = [str(a) for a in cast(list[Any], config["args"])]
+    sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *args]
+    code = pytest.main(args, plugins=plugins)
+    sys.stdout.flush()
+    raise SystemExit(int(code))

@@ -80,8 +80,37 @@ def test_outside_the_allowlist(tmp_path: Path) -> None:
 def test_a_symlink_out_of_the_worktree(tmp_path: Path) -> None:
     findings = _inspect(tmp_path, lambda r: (r / "leak").symlink_to("/etc/passwd"))
     assert any("symlink points outside" in f.message for f in findings)
+    # a link inside the tree is refused too: the guard reads files by their own path, so a
+    # link would be judged as one file and run as another (issue 23: conftest.py -> hook.py)
     inside = _inspect(tmp_path / "b", lambda r: (r / "alias.py").symlink_to("calc.py"))
-    assert inside == []
+    assert [(f.category, f.path) for f in inside] == [
+        (FailureCategory.SANDBOX_VIOLATION, "alias.py")
+    ]
+    assert "links are refused" in inside[0].message
+
+
+def test_a_change_behind_an_existing_link_under_a_guarded_name(tmp_path: Path) -> None:
+    def link(root: Path) -> None:
+        (root / "support").mkdir()
+        (root / "support" / "hooks.py").write_text("X = 1\n")
+        (root / "conftest.py").symlink_to("support/hooks.py")
+        (root / "notes.md").symlink_to("README.md")
+
+    root = make_repo(tmp_path / "repo", {**FILES, "README.md": "hi\n"})
+    link(root)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "links")
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "support" / "hooks.py").write_text("X = 2\n")
+    (root / "README.md").write_text("hello\n")
+    gitops.stage_all(root)
+    changes = gitops.staged_changes(root, base)
+    findings = guard.inspect_changes(root, base, changes, plan(gap()), (), 2, 2)
+    # what conftest.py shows changed; a link under a name the guard does not read is no matter
+    assert [(f.category, f.path) for f in findings] == [
+        (FailureCategory.SANDBOX_VIOLATION, "support/hooks.py")
+    ]
+    assert "conftest.py" in findings[0].message
 
 
 def test_executable_test_data(tmp_path: Path) -> None:

@@ -76,12 +76,15 @@ def test_nothing_failing_nothing_to_localise(tmp_path: Path) -> None:
 def test_coverage_data_forged_by_the_code_under_test_is_set_aside(tmp_path: Path) -> None:
     # the data file is written inside the sandboxed run: code under test can replace it with
     # anything (here at exit, after coverage.py saved); the analysis goes on without it
+    # (no variable names the file now: the forger asks coverage.py, which runs in its process)
     forge = (
-        "import atexit, os\n\n\n"
+        "import atexit\n\nimport coverage\n\n"
+        "_COV = coverage.Coverage.current()\n\n\n"
         "def _forge():\n"
-        "    with open(os.environ['SEED_COVER_DATA'], 'wb') as f:\n"
+        "    with open(_COV.config.data_file, 'wb') as f:\n"
         "        f.write(b'not a database' * 1000)\n\n\n"
-        "atexit.register(_forge)\n"
+        "if _COV is not None:\n"
+        "    atexit.register(_forge)\n"
     )
     files = {**FILES, "tests/conftest.py": forge}
     root = make_repo(tmp_path / "repo", files)

@@ -130,7 +130,8 @@ def test_pytest_and_pyright_use_the_targets_interpreter(tmp_path: Path) -> None:
     assert pyright_m is not None and pyright_m.ran and pyright_m.diagnostics == ()
     assert pytest_m is not None and pytest_m.ran and pytest_m.diagnostics == ()
     assert pytest_m.collected == ("tests/test_app.py::test_value",)
-    assert "-m pytest" in log.read_text()
+    # pytest starts from the kernel's bootstrap (measure.BOOT), not `-m pytest` in the tree
+    assert "-s -B -c import os, sys" in log.read_text()
 
 
 def test_the_gate_is_the_baseline_commits_configuration(tmp_path: Path) -> None:
@@ -173,3 +174,67 @@ def test_the_kernels_own_plugin_is_not_an_import_from_the_checkout(tmp_path: Pat
     pytest_m = m.get(Tool.PYTEST)
     assert pytest_m is not None and pytest_m.ran and pytest_m.diagnostics == ()
     assert pytest_m.collected == ("tests/test_ok.py::test_ok",)
+
+
+ORDINARY = {
+    # a flat package imported from tests, a sibling helper in a tests/ without __init__.py,
+    # `from tests.x import y`, a conftest fixture, and a src layout through `pythonpath`
+    "pkg/__init__.py": "def two() -> int:\n    return 2\n",
+    "src/srcpkg/__init__.py": "THREE = 3\n",
+    "tests/helpers.py": "FOUR = 4\n",
+    "tests/shared.py": "FIVE = 5\n",
+    "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef six() -> int:\n    return 6\n",
+    "tests/test_layouts.py": (
+        "from helpers import FOUR\nfrom srcpkg import THREE\n\nimport pkg\n"
+        "from tests.shared import FIVE\n\n\n"
+        "def test_all(six: int) -> None:\n"
+        "    assert (pkg.two(), THREE, FOUR, FIVE, six) == (2, 3, 4, 5, 6)\n\n\n"
+        "def test_the_standard_library_wins() -> None:\n"
+        "    import difflib, shlex, textwrap\n\n"
+        "    for module in (difflib, shlex, textwrap):\n"
+        "        assert 'poisoned' not in module.__file__\n"
+    ),
+    "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["src"]\n',
+    # modules named like the standard library's, at the top, in tests/ and in src/: none may
+    # be imported in its place, by pytest or by the tests
+    "shlex.py": "raise SystemExit('poisoned shlex')\n",
+    "tests/difflib.py": "raise SystemExit('poisoned difflib')\n",
+    "src/textwrap.py": "raise SystemExit('poisoned textwrap')\n",
+}
+
+
+def test_ordinary_layouts_pass_and_the_standard_library_is_never_shadowed(
+    tmp_path: Path,
+) -> None:
+    from kernel.measure import run_pytest
+
+    root = make_repo(tmp_path / "repo", ORDINARY)
+    target = Target(root=tmp_path / "elsewhere", python=sys.executable, quality=QualityConfig())
+    found: list[dict[str, frozenset[str]]] = []
+    m = run_pytest(root, target, tmp_path / "work", 120, executed=found.append)
+    assert m.ran and m.exit_code == 0, (m.error, m.diagnostics)
+    assert m.diagnostics == ()
+    assert m.collected == (
+        "tests/test_layouts.py::test_all",
+        "tests/test_layouts.py::test_the_standard_library_wins",
+    )
+    # the test map still sees the project files each test ran
+    [files] = found
+    assert "pkg/__init__.py" in files["tests/test_layouts.py::test_all"]
+
+
+def test_the_run_carries_no_marker_of_the_kernel(tmp_path: Path) -> None:
+    from kernel.measure import run_pytest
+
+    probe = (
+        "import os\nimport sys\n\n\n"
+        "def test_unmarked() -> None:\n"
+        "    assert not [k for k in os.environ if k.startswith(('SEED_PYTEST', 'SEED_COVER'))]\n"
+        "    assert not [m for m in sys.modules if m.startswith('seed_pytest')]\n"
+        "    assert not [p for p in sys.path if 'pytest_plugin' in p]\n"
+        "    assert os.read(0, 1) == b''  # stdin: nothing (the configuration came there)\n"
+    )
+    root = make_repo(tmp_path / "repo", {"tests/test_probe.py": probe})
+    target = Target(root=tmp_path / "elsewhere", python=sys.executable, quality=QualityConfig())
+    m = run_pytest(root, target, tmp_path / "work", 120)
+    assert m.ran and m.exit_code == 0 and m.diagnostics == (), (m.error, m.diagnostics)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -84,3 +85,33 @@ def test_child_env_raises_seed_depth(monkeypatch: pytest.MonkeyPatch) -> None:
     assert procs.child_env()["SEED_DEPTH"] == "3"
     monkeypatch.delenv("SEED_DEPTH")
     assert procs.child_env()["SEED_DEPTH"] == "1"
+
+
+def test_a_channel_is_read_alongside_the_output_and_never_blocks(tmp_path: Path) -> None:
+    # 1 MiB through the channel (far more than a pipe holds), then a grandchild that keeps
+    # the write end open and sleeps: the run still ends at once, with every byte
+    script = (
+        "import os, sys\n"
+        "fd = int(sys.argv[1])\n"
+        "data = b'x' * (1 << 20)\n"
+        "while data:\n"
+        "    data = data[os.write(fd, data):]\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    import time; time.sleep(8)\n"
+    )
+    read, write = os.pipe()
+    try:
+        started = time.monotonic()
+        result = procs.run(
+            [sys.executable, "-c", script, str(write)],
+            cwd=tmp_path,
+            timeout_s=20,
+            channel=(read, write),
+            sweep_rounds=3,
+        )
+    finally:
+        os.close(read)
+    assert result.exit_code == 0 and len(result.channel) == 1 << 20
+    # (the kernel's own copy of the write end was closed as the child started: else no EOF)
+    assert time.monotonic() - started < 6
