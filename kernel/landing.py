@@ -8,9 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from domain import FailureCategory, IterationOutcome
-from kernel import faults, gitops, trees
+from kernel import faults, gitops, guard, trees
 from kernel.analysis import Baseline
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.exports import Export
 from kernel.gate import freeze_gate_at
 from kernel.iteration import Ending, Iteration, Phase, mono
@@ -111,6 +112,9 @@ def _rebase(
     )
     place = Export(root, ctx.paths.exports, new_tree, "rebased", store)
     try:
+        refused = _guarded(ctx, it, head_now, place, store)
+        if refused is not None:
+            return refused
         verification = reverify(it, moved, place)
     finally:
         place.close()
@@ -129,6 +133,42 @@ def _rebase(
     return commit, verification
 
 
+def _guarded(
+    ctx: Context, it: Iteration, head_now: str, place: Export, store: trees.ObjectStore
+) -> Ending | None:
+    """The guard's second pass: the rebased tree against the commit it now sits on (a
+    person's commit meanwhile can move the change somewhere the first pass never saw)."""
+    root = ctx.paths.root
+    rebased = trees.rediff(root, head_now, trees.Candidate(tree=""), place.tree, store)
+    changes = rebased.changes
+    if it.plan.gap.roadmap is not None:
+        # the kernel's own tick: the first pass refused any change of the agent's to it
+        changes = [c for c in changes if not (c.path == "ROADMAP.md" and c.status == "M")]
+    findings = guard.inspect_changes(
+        place(),
+        head_now,
+        changes,
+        it.plan,
+        protected_patterns(ctx.config.guard.protected),
+        rebased.inserted,
+        rebased.deleted,
+        ctx.config.guard,
+        repo=root,
+    )
+    findings += [
+        guard.Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
+        for link, why in trees.unsafe_links(root, place.tree, store)
+    ]
+    if not findings:
+        return None
+    return Ending(
+        IterationOutcome.ROLLBACK,
+        guard.worst(findings),
+        f"after rebasing onto {head_now[:12]}: {findings[0]}",
+        evidence=[str(f) for f in findings],
+    )
+
+
 def _fast_forward(
     ctx: Context, it: Iteration, commit: str, verification: Verification, t0: float
 ) -> Ending:
@@ -137,7 +177,7 @@ def _fast_forward(
     # journalled first: if the daemon dies during or after the merge, the restarted one
     # can tell from the user's branch whether this commit landed
     it.note(stage="landing", commit=commit, target=gitops.current_branch(root) or "")
-    merged = gitops.git(root, "merge", "--ff-only", "--quiet", commit, check=False)
+    merged = gitops.fast_forward(root, commit)
     if merged.ok:
         it.note(stage="landed")
         faults.fault("fast-forward")
@@ -145,10 +185,26 @@ def _fast_forward(
     if not merged.ok:
         reason = " ".join((merged.err_text() or merged.text()).split())[:400]
         return _keep(ctx, it, commit, f"git refused the fast-forward: {reason}", verification)
+    # the verified commit is on the branch (SUCCESS: what history and recovery say); bytes
+    # that git wrote otherwise are named, never overwritten (they may be the person's)
+    differ = trees.unlike_blobs(root, it.base, commit)
+    reason, evidence = verification.reason, list(verification.evidence)
+    if differ:
+        shown = ", ".join(differ[:10]) + (
+            f" and {len(differ) - 10} more" if len(differ) > 10 else ""
+        )
+        note = (
+            f"your checkout's bytes differ from the landed blobs in {shown}: git converted them "
+            "on checkout (your own .gitattributes or settings) or they were edited meanwhile; "
+            "they are left as they are"
+        )
+        reason, evidence = f"{reason}; but {note}", [*evidence, note]
+        ctx.log(f"landed {commit[:12]}, but {note}")
     return Ending(
         IterationOutcome.SUCCESS,
         None,
-        verification.reason,
+        reason,
+        evidence=evidence,
         commit=commit,
         verification=verification,
     )
