@@ -85,6 +85,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
             "strict": ctx.target.strict,
             "python": ctx.target.python,
             "root": str(ctx.paths.root),
+            "suppressed": 1,  # measurements carry what suppressions hide (suppressions.py)
         },
         sort_keys=True,
     )
