@@ -35,7 +35,7 @@ from kernel import procs
 from kernel.config import QualityConfig
 from kernel.gate import Gate, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
-from kernel.suppressions import pyright_comments, pyright_split, ruff_hidden
+from kernel.suppressions import format_comments, pyright_comments, pyright_split, ruff_hidden
 from kernel.testmap import ANY_FILE, TestFiles
 
 MAX_DETAIL = 2000
@@ -236,7 +236,10 @@ def run_ruff_format(
                 fixable=not syntax,
             )
         )
-    return _measured(Tool.RUFF_FORMAT, result, diagnostics)
+    hidden = format_comments(tree, files)  # what `# fmt: off` keeps from ruff format
+    return _measured(Tool.RUFF_FORMAT, result, diagnostics).model_copy(
+        update={"suppressed": tuple(hidden)}
+    )
 
 
 def pyright_diagnostics(data: dict[str, Any], tree: Path) -> list[Diagnostic]:

@@ -3,7 +3,8 @@ hides is measured too, kept apart from the findings gaps come from (Measurement.
 and counted by the ratchet with them.
 
 ruff runs twice (as configured, then with `--ignore-noqa`): what only the second run reports
-is hidden by a noqa, line or file. pyright runs once with `enableTypeIgnoreComments` off (the
+is hidden by a noqa, line or file. ruff format has no such switch: each `# fmt: off` or
+`# fmt: skip` comment is a finding of its own. pyright runs once with `enableTypeIgnoreComments` off (the
 kernel writes it into pyright's configuration); its findings on a `# type: ignore` line, or
 in a file with one at the top, are the hidden ones. pyright cannot be told to ignore its own
 comments, so each `# pyright:` comment but `strict` (an `ignore`, `basic`, a rule switched
@@ -27,6 +28,7 @@ from kernel.gate import Gate, in_pyright_scope, pyright_scope
 _TYPE_IGNORE = re.compile(r"(?:^|#)\s*type:\s*ignore(?:\[[\s\w,-]*\]|\s|$)")
 """pyright's own pattern for a type-ignore comment (the text after its `#`)."""
 _PYRIGHT = re.compile(r"(?:^|#)\s*pyright:\s*(?P<rest>.*)$")
+_FORMAT_OFF = re.compile(r"^\s*(?:fmt:\s*(?:off|skip)|yapf:\s*disable)\b")
 _MAX_SOURCE = 4 * 1024 * 1024
 """Bytes of one source file read for its comments at most (pyright skips bigger ones too)."""
 
@@ -91,7 +93,10 @@ def pyright_comments(tree: Path, gate: Gate, files: Sequence[str]) -> list[Diagn
     for rel in paths:
         if not in_pyright_scope(rel, scope):
             continue
-        for line, text in _comments(tree / rel):
+        data = _read(tree / rel)
+        if data is None or b"pyright:" not in data:
+            continue  # most files: no tokenizing
+        for line, text, _ in _comments_in(data):
             match = _PYRIGHT.search(text)
             if match is None or match.group("rest").strip() == "strict":
                 continue
@@ -105,6 +110,28 @@ def pyright_comments(tree: Path, gate: Gate, files: Sequence[str]) -> list[Diagn
                     message=f"a suppression comment: {text.strip()[:200]}",
                 )
             )
+    return found
+
+
+def format_comments(tree: Path, files: Sequence[str]) -> list[Diagnostic]:
+    """Every `# fmt: off`, `# fmt: skip` or `# yapf: disable` comment, as a ruff format
+    finding, in `files` (empty: every Python file of the tree)."""
+    found: list[Diagnostic] = []
+    for rel in files or sorted(_python_files(tree)):
+        data = _read(tree / rel)
+        if data is None or (b"fmt:" not in data and b"yapf:" not in data):
+            continue
+        for line, text, _ in _comments_in(data):
+            if _FORMAT_OFF.search(text):
+                found.append(
+                    Diagnostic(
+                        tool=Tool.RUFF_FORMAT,
+                        file=rel,
+                        line=line,
+                        rule="fmt-off",
+                        message=f"a suppression comment: {text.strip()[:200]}",
+                    )
+                )
     return found
 
 
@@ -128,15 +155,13 @@ def _type_ignores(tree: Path, rel: str) -> tuple[bool, frozenset[int]]:
     return whole, frozenset(lines)
 
 
-def _comments(path: Path) -> list[tuple[int, str]]:
-    return [(line, text) for line, text, _ in _comments_placed(path)]
-
-
 def _comments_placed(path: Path) -> list[tuple[int, str, bool]]:
     """(line, text after `#`, whether no code came before it) of every comment in a file."""
     data = _read(path)
-    if data is None:
-        return []
+    return [] if data is None else _comments_in(data)
+
+
+def _comments_in(data: bytes) -> list[tuple[int, str, bool]]:
     found: list[tuple[int, str, bool]] = []
     code = False
     try:

@@ -11,7 +11,7 @@ from kernel import gitops, trees
 from kernel.config import QualityConfig
 from kernel.gate import freeze_gate, pyright_config
 from kernel.incremental import carried, merge
-from kernel.measure import run_ruff
+from kernel.measure import run_ruff, run_ruff_format
 from kernel.suppressions import pyright_comments, pyright_split, ruff_hidden, unsuppressed
 from kernel.verify import new_findings
 from tests.support import SAMPLE, git, make_repo
@@ -148,3 +148,18 @@ def test_the_fast_forward_writes_no_attribute_git_can_skip(tmp_path: Path) -> No
     assert gitops.fast_forward(root, new).ok
     data = (root / "calc.py").read_bytes()
     assert (data == b'VERSION = "$Id$"\n') == (trees.unlike_blobs(root, old, new) == [])
+
+
+def test_fmt_off_comments_are_format_findings(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("# fmt: off\nX = [1,\n  2]\n")
+    (tree / "pkg" / "c.py").write_text("Y = [1,2]  # fmt: skip\n")
+    (tree / "b.py").write_text("# fmt is fine here\nZ = 1\n")
+    gate = freeze_gate(tree, tmp_path / "gate", QualityConfig())
+    m = run_ruff_format(tree, gate, 60)
+    assert m.ran and m.diagnostics == ()
+    assert [(d.file, d.line, d.rule) for d in m.suppressed] == [
+        ("pkg/a.py", 1, "fmt-off"),
+        ("pkg/c.py", 1, "fmt-off"),
+    ]
