@@ -40,6 +40,7 @@ from kernel.gate import Gate, freeze_gate_at
 from kernel.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.localise import localise
 from kernel.measure import failed_ids, measure
+from kernel.suppressions import without_suppressed
 from kernel.testmap import Selection, TestFiles, TestMap
 
 _CACHE_KEEP = 32
@@ -389,7 +390,7 @@ def analyse(
     ctx.start_host()
     report = ctx.host.analyze(
         AnalysisInput(
-            measurements=measurements,
+            measurements=without_suppressed(measurements),  # gaps never come from them
             inbox=tuple(items),
             roadmap=roadmap,
             now=now,

@@ -47,6 +47,13 @@ def unsuppressed(measurements: Measurements) -> Measurements:
     )
 
 
+def without_suppressed(measurements: Measurements) -> Measurements:
+    """The measurements as the analysers see them: what gaps come from, nothing hidden."""
+    return measurements.model_copy(
+        update={"items": tuple(m.model_copy(update={"suppressed": ()}) for m in measurements.items)}
+    )
+
+
 def ruff_hidden(shown: Sequence[Diagnostic], everything: Sequence[Diagnostic]) -> list[Diagnostic]:
     """What `--ignore-noqa` reports beyond the configured run: the findings a noqa hides."""
     left = Counter(_where(d) for d in shown)
