@@ -182,6 +182,23 @@ def test_an_existing_noqa_is_neither_a_gap_nor_a_finding(tmp_path: Path) -> None
     assert record["outcome"] == "SUCCESS", record["reason"]
 
 
+UGLY = {**SAMPLE, "ugly.py": "VALUES = [1,\n  2]\n"}
+"""SAMPLE with one format gap: ugly.py is not formatted as ruff format would."""
+
+
+def test_a_fmt_off_never_closes_a_format_gap(tmp_path: Path) -> None:
+    project = make_project(tmp_path, UGLY)
+
+    steps = [{"write": "ugly.py", "text": "# fmt: off\n" + UGLY["ugly.py"]}]
+
+    record = _once(project, steps, extra='[quality]\ntools = ["ruff", "ruff-format", "pytest"]\n')
+
+    assert record["gap"]["key"] == "ruff-format:ugly.py"
+    assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "LINT_ERROR"), record[
+        "reason"
+    ]
+
+
 TYPED = {
     **SAMPLE,
     "pyproject.toml": "[tool.ruff]\n\n[tool.ruff.format]\n\n[tool.pyright]\n",
