@@ -112,9 +112,12 @@ def _rebase(
     )
     place = Export(root, ctx.paths.exports, new_tree, "rebased", store)
     try:
-        refused = _guarded(ctx, it, head_now, place, store)
-        if refused is not None:
-            return refused
+        refused = _guarded(ctx, it, head_now, place)
+        if refused:
+            # the agent's own tree passed the guard; with the person's commit it does not:
+            # as with a conflict, nothing lands, nothing halts, the work is kept for them
+            why = f"the change, rebased onto {head_now[:12]}, is refused by the guard: {refused[0]}"
+            return _keep(ctx, it, commit, why, passed.verification)
         verification = reverify(it, moved, place)
     finally:
         place.close()
@@ -133,13 +136,12 @@ def _rebase(
     return commit, verification
 
 
-def _guarded(
-    ctx: Context, it: Iteration, head_now: str, place: Export, store: trees.ObjectStore
-) -> Ending | None:
+def _guarded(ctx: Context, it: Iteration, head_now: str, place: Export) -> list[str]:
     """The guard's second pass: the rebased tree against the commit it now sits on (a
     person's commit meanwhile can move the change somewhere the first pass never saw)."""
     root = ctx.paths.root
-    rebased = trees.rediff(root, head_now, trees.Candidate(tree=""), place.tree, store)
+    assert place.store is not None
+    rebased = trees.rediff(root, head_now, trees.Candidate(tree=""), place.tree, place.store)
     changes = rebased.changes
     if it.plan.gap.roadmap is not None:
         # the kernel's own tick: the first pass refused any change of the agent's to it
@@ -157,16 +159,9 @@ def _guarded(
     )
     findings += [
         guard.Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
-        for link, why in trees.unsafe_links(root, place.tree, store)
+        for link, why in trees.unsafe_links(root, place.tree, place.store)
     ]
-    if not findings:
-        return None
-    return Ending(
-        IterationOutcome.ROLLBACK,
-        guard.worst(findings),
-        f"after rebasing onto {head_now[:12]}: {findings[0]}",
-        evidence=[str(f) for f in findings],
-    )
+    return [str(f) for f in findings]
 
 
 def _fast_forward(

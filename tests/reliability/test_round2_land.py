@@ -307,11 +307,10 @@ def test_a_rebased_tree_is_guarded_again(tmp_path: Path) -> None:
         git(root, "commit", "-q", "-m", "the person's move")
 
     record = _while_the_agent_waits(project, person, extra)
-    theirs = git(root, "rev-parse", "HEAD").strip()
 
-    assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "SANDBOX_VIOLATION"), (
-        record["reason"]
-    )
-    assert "lib/calc.py" in " ".join(record["evidence"]) + record["reason"]
-    assert git(root, "log", "-1", "--format=%s", theirs).strip() == "the person's move"
+    # the agent's tree passed the guard; with the person's move it does not: kept, no halt
+    assert (record["outcome"], record["failure_category"]) == ("MERGE_BLOCKED", "MERGE_BLOCKED")
+    assert "refused by the guard" in record["reason"] and "lib/calc.py" in record["reason"]
+    assert record["kept_branch"] and not project.halt()["halted"]
+    assert git(root, "log", "-1", "--format=%s").strip() == "the person's move"
     assert "def sub" not in (root / "lib/calc.py").read_text()
