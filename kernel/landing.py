@@ -96,20 +96,6 @@ def _rebase(
             passed.verification,
         )
     new_tree = merged_tree.text().split()[0]
-    # the rules of the commit the branch moved to, never those of the agent's tree
-    gate = freeze_gate_at(
-        root, head_now, ctx.paths.gate / (it.worktree.name + "-rebased"), ctx.config.quality
-    )
-    it.base = head_now
-    moved = Baseline(
-        baseline.worktree,
-        head_now,
-        gitops.tree_of(root, head_now),
-        gate,
-        baseline.measurements,
-        baseline.report,
-        written=baseline.written,
-    )
     place = Export(root, ctx.paths.exports, new_tree, "rebased", store)
     try:
         refused = _guarded(ctx, it, head_now, place)
@@ -118,6 +104,20 @@ def _rebase(
             # as with a conflict, nothing lands, nothing halts, the work is kept for them
             why = f"the change, rebased onto {head_now[:12]}, is refused by the guard: {refused[0]}"
             return _keep(ctx, it, commit, why, passed.verification)
+        # the rules of the commit the branch moved to, never those of the agent's tree
+        gate = freeze_gate_at(
+            root, head_now, ctx.paths.gate / (it.worktree.name + "-rebased"), ctx.config.quality
+        )
+        it.base = head_now
+        moved = Baseline(
+            baseline.worktree,
+            head_now,
+            gitops.tree_of(root, head_now),
+            gate,
+            baseline.measurements,
+            baseline.report,
+            written=baseline.written,
+        )
         verification = reverify(it, moved, place)
     finally:
         place.close()
