@@ -73,6 +73,10 @@ class Measurement(Fact):
     incremental: bool = False
     """Only changed files (and, for pyright, their importers) were checked; the findings
     of every other file were carried over from the measurement of an earlier tree."""
+    suppressed: tuple[Diagnostic, ...] = ()
+    """ruff, pyright: findings a suppression comment hides (`# noqa`, `# type: ignore`), and
+    pyright's own suppression comments as findings. Gaps never come from them; the ratchet
+    counts them with the diagnostics, so a new suppression is the finding it hides."""
 
 
 class Measurements(Fact):

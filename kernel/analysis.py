@@ -40,6 +40,7 @@ from kernel.gate import Gate, freeze_gate_at
 from kernel.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.localise import localise
 from kernel.measure import failed_ids, measure
+from kernel.suppressions import without_suppressed
 from kernel.testmap import Selection, TestFiles, TestMap
 
 _CACHE_KEEP = 32
@@ -58,8 +59,9 @@ class Baseline:
     report: GapReport
     inbox: list[InboxItem] = field(default_factory=list[InboxItem])
     roadmap: str = ""
-    written: tuple[str, ...] = ()
-    """Files the baseline's test run wrote (never part of a candidate)."""
+    written: dict[str, str] = field(default_factory=dict[str, str])
+    """Files the baseline's test run wrote, path -> blob id (a candidate's untracked file
+    with exactly those bytes is the run's output, not the agent's work)."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,8 @@ class _Entry:
     tree: str
     measurements: Measurements
     since_full: int
-    written: tuple[str, ...] = ()
-    """Files the test run wrote in the tree (left out of every candidate built on it)."""
+    written: dict[str, str] = field(default_factory=dict[str, str])
+    """Files the test run wrote in the tree, path -> blob id ('' unknown)."""
 
 
 def config_key(ctx: Context, gate: Gate) -> str:
@@ -84,6 +86,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
             "strict": ctx.target.strict,
             "python": ctx.target.python,
             "root": str(ctx.paths.root),
+            "suppressed": 1,  # measurements carry what suppressions hide (suppressions.py)
         },
         sort_keys=True,
     )
@@ -98,7 +101,13 @@ def _load(ctx: Context, path: Path) -> _Entry | None:
             return None  # not written by this kernel: never trusted
         raw = cast(dict[str, Any], json.loads(body))
         measurements = Measurements.model_validate(raw["measurements"])
-        written = tuple(str(p) for p in cast(list[Any], raw.get("written", [])))
+        found = raw.get("written", {})
+        # an entry of an older kernel lists names only: their bytes are unknown
+        written = (
+            {str(k): str(v) for k, v in cast(dict[Any, Any], found).items()}
+            if isinstance(found, dict)
+            else dict.fromkeys((str(p) for p in cast(list[Any], found)), "")
+        )
         return _Entry(measurements.tree, measurements, int(raw.get("since_full", 0)), written)
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -109,7 +118,7 @@ def _store(ctx: Context, path: Path, entry: _Entry) -> None:
         {
             "since_full": entry.since_full,
             "measurements": entry.measurements.model_dump(mode="json"),
-            "written": list(entry.written),
+            "written": entry.written,
         }
     )
     atomic_write_text(
@@ -144,7 +153,7 @@ def measure_cached(
     *,
     localising: bool = False,
     mapping: bool = False,
-) -> tuple[Measurements, tuple[str, ...]]:
+) -> tuple[Measurements, dict[str, str]]:
     """Measurements of a tree, and the files its test run wrote: cached, incremental from a
     related measured tree, or full. `localising` (the baseline): failing tests are re-run
     under coverage so that each carries what it executed. `mapping` (the baseline): a full
@@ -163,7 +172,7 @@ def measure_cached(
         result, since, written = hit.measurements, hit.since_full, hit.written
     else:
         result, since = _measure(ctx, place, tree, gate, work_dir, related, mapping)
-        written = ()
+        written = {}
     if localising and _unlocalised(result):
         result = Measurements(
             tree=result.tree,
@@ -172,7 +181,7 @@ def measure_cached(
                 for m in result.items
             ),
         )
-    written = tuple(sorted({*written, *place.written()}))
+    written = {**written, **place.written()}
     if all(m.ran or m.timed_out for m in result.items):
         _store(ctx, path, _Entry(tree, result, since, written))
     return result, written
@@ -381,7 +390,7 @@ def analyse(
     ctx.start_host()
     report = ctx.host.analyze(
         AnalysisInput(
-            measurements=measurements,
+            measurements=without_suppressed(measurements),  # gaps never come from them
             inbox=tuple(items),
             roadmap=roadmap,
             now=now,

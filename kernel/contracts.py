@@ -156,6 +156,17 @@ class Reporter(Protocol):
         ...
 
 
+PERSONS_FILES: tuple[str, ...] = (
+    "**/.gitattributes",
+    "**/.lfsconfig",
+    "**/.gitmodules",
+    "inbox/**",
+    "ROADMAP.md",
+)
+"""Paths no agent may change that people edit while the daemon runs: what makes a checkout
+write other bytes than the blobs (attributes, LFS, submodules), the task inbox, and the
+roadmap (the kernel ticks a landed item itself)."""
+
 ALWAYS_PROTECTED: tuple[str, ...] = (
     "seed.py",
     "VISION.md",
@@ -163,6 +174,7 @@ ALWAYS_PROTECTED: tuple[str, ...] = (
     "history/**",
     ".git/**",
     "seed.toml",
+    *PERSONS_FILES,
 )
 """Paths no agent may change, whatever the config says."""
 

@@ -15,6 +15,9 @@ from pathlib import Path
 from kernel import trees
 
 _SERIAL = itertools.count()
+_WRITTEN_LIMIT = 64 * 1024 * 1024
+"""Bytes of one file a run wrote that are hashed at most (a bigger one never leaves a
+candidate's file of its name out)."""
 
 
 class Export:
@@ -45,18 +48,21 @@ class Export:
             self._files = frozenset(trees.export_tree(self.root, self.tree, self.path, self.store))
         return self.path
 
-    def written(self) -> tuple[str, ...]:
-        """Files in the folder that are not the tree's (what the tools wrote there)."""
+    def written(self) -> dict[str, str]:
+        """Files in the folder that are not the tree's (what the tools wrote there), each with
+        the blob id of its bytes ('' when it is no regular file or link, or too big)."""
         if self._files is None or not self.path.is_dir():
-            return ()
-        found: list[str] = []
+            return {}
+        found: dict[str, str] = {}
         for folder, dirs, files in os.walk(self.path):
             dirs[:] = [d for d in dirs if d not in ("__pycache__", ".pytest_cache")]
             for name in files:
-                rel = Path(folder, name).relative_to(self.path).as_posix()
+                full = Path(folder, name)
+                rel = full.relative_to(self.path).as_posix()
                 if rel not in self._files and not name.endswith(".pyc"):
-                    found.append(rel)
-        return tuple(sorted(found))
+                    mode = "120000" if full.is_symlink() else "100644"
+                    found[rel] = trees.disk_blob_id(full, mode, len(self.tree), _WRITTEN_LIMIT)
+        return dict(sorted(found.items()))
 
     def close(self) -> None:
         """Remove the folder."""

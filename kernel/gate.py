@@ -207,6 +207,16 @@ def freeze_gate_at(root: Path, commit: str, out_dir: Path, quality: QualityConfi
 def pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, Any]:
     """The gate's pyright settings plus the strict paths seed adds (those present in the tree)."""
     config = dict(gate.pyright_config)
+    # a `# type: ignore` hides nothing from the kernel: what it hides is measured (suppressions.py)
+    config["enableTypeIgnoreComments"] = False
+    given = config.get("executionEnvironments")
+    if isinstance(given, list):
+        config["executionEnvironments"] = [
+            {**cast(dict[str, Any], env), "enableTypeIgnoreComments": False}
+            if isinstance(env, dict)
+            else env
+            for env in cast(list[Any], given)
+        ]
     present = [p for p in strict if (tree / p).exists()]
     if present:
         existing = [str(s) for s in cast(list[Any], config.get("strict", []))]

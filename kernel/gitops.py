@@ -268,6 +268,29 @@ def list_branches(root: Path, prefix: str) -> list[str]:
     return [line for line in text.splitlines() if line]
 
 
+def fast_forward(root: Path, commit: str) -> procs.Completed:
+    """`git merge --ff-only` that writes the blobs' own bytes into the checkout.
+
+    No attribute applies (they are read from the empty tree: git 2.41 and later; older git
+    ignores GIT_ATTR_SOURCE and the caller compares the bytes afterwards), so no filter,
+    ident, eol or encoding runs either; core.autocrlf is off for the same reason.
+    """
+    empty = git(root, "hash-object", "-t", "tree", "--stdin", stdin=b"").text().strip()
+    return git(
+        root,
+        "-c",
+        "core.autocrlf=false",
+        "-c",
+        "core.safecrlf=false",
+        "merge",
+        "--ff-only",
+        "--quiet",
+        commit,
+        check=False,
+        env={"GIT_ATTR_SOURCE": empty},
+    )
+
+
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
     """Whether ancestor is reachable from descendant."""
     return git(root, "merge-base", "--is-ancestor", ancestor, descendant, check=False).ok

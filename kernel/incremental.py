@@ -228,10 +228,12 @@ def merge(
     replaced = set(rechecked) | set(deleted)
     kept = [d for d in previous.diagnostics if d.file not in replaced]
     diagnostics = sorted((*kept, *fresh.diagnostics), key=_order)
+    hidden = [d for d in previous.suppressed if d.file not in replaced]
     errors = any(d.severity == "error" for d in diagnostics)
     return fresh.model_copy(
         update={
             "diagnostics": tuple(diagnostics),
+            "suppressed": tuple(sorted((*hidden, *fresh.suppressed), key=_order)),
             "exit_code": 1 if errors else 0,
             "incremental": True,
         }
@@ -277,7 +279,10 @@ def carried(previous: Measurement, deleted: Iterable[str] = ()) -> Measurement:
     """The previous findings (less those of deleted files), for a tool with nothing to re-check."""
     gone = set(deleted)
     kept = tuple(d for d in previous.diagnostics if d.file not in gone)
-    return previous.model_copy(update={"diagnostics": kept, "duration_s": 0.0, "incremental": True})
+    hidden = tuple(d for d in previous.suppressed if d.file not in gone)
+    return previous.model_copy(
+        update={"diagnostics": kept, "suppressed": hidden, "duration_s": 0.0, "incremental": True}
+    )
 
 
 def _order(d: Diagnostic) -> tuple[str, int, int, str, str]:

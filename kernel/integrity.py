@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from kernel import gitops, seal
-from kernel.contracts import matches_any
+from kernel.contracts import PERSONS_FILES, matches_any
 from kernel.fsutil import atomic_write_bytes, atomic_write_text, unique_path
 
 KERNEL_OWNED = ("history", ".git")
@@ -297,7 +297,8 @@ class Checkout:
         self.folder = state_dir / "integrity"
         self.blobs = self.folder / "blobs"
         self.snapshot_path = self.folder / "snapshot.json"
-        self.protected = tuple(protected)
+        # the person edits these while an agent runs; the guard keeps agents out of them
+        self.protected = tuple(p for p in protected if p not in PERSONS_FILES)
         self.common = gitops.common_dir(root)
         self.git_dir = gitops.git_dir(root)
 

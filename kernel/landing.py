@@ -8,9 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from domain import FailureCategory, IterationOutcome
-from kernel import faults, gitops, trees
+from kernel import faults, gitops, guard, trees
 from kernel.analysis import Baseline
 from kernel.context import Context
+from kernel.contracts import protected_patterns
 from kernel.exports import Export
 from kernel.gate import freeze_gate_at
 from kernel.iteration import Ending, Iteration, Phase, mono
@@ -95,22 +96,28 @@ def _rebase(
             passed.verification,
         )
     new_tree = merged_tree.text().split()[0]
-    # the rules of the commit the branch moved to, never those of the agent's tree
-    gate = freeze_gate_at(
-        root, head_now, ctx.paths.gate / (it.worktree.name + "-rebased"), ctx.config.quality
-    )
-    it.base = head_now
-    moved = Baseline(
-        baseline.worktree,
-        head_now,
-        gitops.tree_of(root, head_now),
-        gate,
-        baseline.measurements,
-        baseline.report,
-        written=baseline.written,
-    )
     place = Export(root, ctx.paths.exports, new_tree, "rebased", store)
     try:
+        refused = _guarded(ctx, it, head_now, place)
+        if refused:
+            # the agent's own tree passed the guard; with the person's commit it does not:
+            # as with a conflict, nothing lands, nothing halts, the work is kept for them
+            why = f"the change, rebased onto {head_now[:12]}, is refused by the guard: {refused[0]}"
+            return _keep(ctx, it, commit, why, passed.verification)
+        # the rules of the commit the branch moved to, never those of the agent's tree
+        gate = freeze_gate_at(
+            root, head_now, ctx.paths.gate / (it.worktree.name + "-rebased"), ctx.config.quality
+        )
+        it.base = head_now
+        moved = Baseline(
+            baseline.worktree,
+            head_now,
+            gitops.tree_of(root, head_now),
+            gate,
+            baseline.measurements,
+            baseline.report,
+            written=baseline.written,
+        )
         verification = reverify(it, moved, place)
     finally:
         place.close()
@@ -129,6 +136,34 @@ def _rebase(
     return commit, verification
 
 
+def _guarded(ctx: Context, it: Iteration, head_now: str, place: Export) -> list[str]:
+    """The guard's second pass: the rebased tree against the commit it now sits on (a
+    person's commit meanwhile can move the change somewhere the first pass never saw)."""
+    root = ctx.paths.root
+    assert place.store is not None
+    rebased = trees.rediff(root, head_now, trees.Candidate(tree=""), place.tree, place.store)
+    changes = rebased.changes
+    if it.plan.gap.roadmap is not None:
+        # the kernel's own tick: the first pass refused any change of the agent's to it
+        changes = [c for c in changes if not (c.path == "ROADMAP.md" and c.status == "M")]
+    findings = guard.inspect_changes(
+        place(),
+        head_now,
+        changes,
+        it.plan,
+        protected_patterns(ctx.config.guard.protected),
+        rebased.inserted,
+        rebased.deleted,
+        ctx.config.guard,
+        repo=root,
+    )
+    findings += [
+        guard.Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
+        for link, why in trees.unsafe_links(root, place.tree, place.store)
+    ]
+    return [str(f) for f in findings]
+
+
 def _fast_forward(
     ctx: Context, it: Iteration, commit: str, verification: Verification, t0: float
 ) -> Ending:
@@ -137,7 +172,7 @@ def _fast_forward(
     # journalled first: if the daemon dies during or after the merge, the restarted one
     # can tell from the user's branch whether this commit landed
     it.note(stage="landing", commit=commit, target=gitops.current_branch(root) or "")
-    merged = gitops.git(root, "merge", "--ff-only", "--quiet", commit, check=False)
+    merged = gitops.fast_forward(root, commit)
     if merged.ok:
         it.note(stage="landed")
         faults.fault("fast-forward")
@@ -145,10 +180,26 @@ def _fast_forward(
     if not merged.ok:
         reason = " ".join((merged.err_text() or merged.text()).split())[:400]
         return _keep(ctx, it, commit, f"git refused the fast-forward: {reason}", verification)
+    # the verified commit is on the branch (SUCCESS: what history and recovery say); bytes
+    # that git wrote otherwise are named, never overwritten (they may be the person's)
+    differ = trees.unlike_blobs(root, it.base, commit)
+    reason, evidence = verification.reason, list(verification.evidence)
+    if differ:
+        shown = ", ".join(differ[:10]) + (
+            f" and {len(differ) - 10} more" if len(differ) > 10 else ""
+        )
+        note = (
+            f"your checkout's bytes differ from the landed blobs in {shown}: git converted them "
+            "on checkout (your own .gitattributes or settings) or they were edited meanwhile; "
+            "they are left as they are"
+        )
+        reason, evidence = f"{reason}; but {note}", [*evidence, note]
+        ctx.log(f"landed {commit[:12]}, but {note}")
     return Ending(
         IterationOutcome.SUCCESS,
         None,
-        verification.reason,
+        reason,
+        evidence=evidence,
         commit=commit,
         verification=verification,
     )

@@ -36,6 +36,7 @@ from kernel import procs
 from kernel.config import QualityConfig
 from kernel.gate import Gate, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
+from kernel.suppressions import format_comments, pyright_comments, pyright_split, ruff_hidden
 from kernel.testmap import ANY_FILE, TestFiles
 
 MAX_DETAIL = 2000
@@ -162,8 +163,26 @@ def _json_list(text: str) -> list[dict[str, Any]] | None:
 
 
 def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()) -> Measurement:
-    """`ruff check` on the tree (or some files), parsed into diagnostics."""
-    argv = _ruff_argv(gate, RUFF_CHECK_FLAGS, files)
+    """`ruff check` on the tree (or some files), parsed into diagnostics; run again with
+    `--ignore-noqa` for what a noqa hides (Measurement.suppressed)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        everything = pool.submit(_ruff_check, tree, gate, timeout_s, files, ("--ignore-noqa",))
+        shown = _ruff_check(tree, gate, timeout_s, files, ())
+        unhidden = everything.result()
+    if not shown.ran:
+        return shown
+    if not unhidden.ran:
+        return unhidden
+    hidden = ruff_hidden(shown.diagnostics, unhidden.diagnostics)
+    return shown.model_copy(
+        update={"suppressed": tuple(hidden), "duration_s": shown.duration_s + unhidden.duration_s}
+    )
+
+
+def _ruff_check(
+    tree: Path, gate: Gate, timeout_s: float, files: Sequence[str], extra: Sequence[str]
+) -> Measurement:
+    argv = _ruff_argv(gate, (*RUFF_CHECK_FLAGS, *extra), files)
     result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
     if result.timed_out or result.exit_code not in (0, 1):
         return _failed(Tool.RUFF, result, "ruff")
@@ -216,7 +235,10 @@ def run_ruff_format(
                 fixable=not syntax,
             )
         )
-    return _measured(Tool.RUFF_FORMAT, result, diagnostics)
+    hidden = format_comments(tree, files)  # what `# fmt: off` keeps from ruff format
+    return _measured(Tool.RUFF_FORMAT, result, diagnostics).model_copy(
+        update={"suppressed": tuple(hidden)}
+    )
 
 
 def pyright_diagnostics(data: dict[str, Any], tree: Path) -> list[Diagnostic]:
@@ -272,7 +294,45 @@ def run_pyright(
             error=f"unreadable pyright output: {exc}",
             duration_s=result.duration_s,
         )
-    return _measured(Tool.PYRIGHT, result, pyright_diagnostics(data, tree))
+    found = pyright_diagnostics(data, tree)
+    return with_hidden(_measured(Tool.PYRIGHT, result, found), tree, gate, files, _spans(data))
+
+
+def _spans(data: dict[str, Any]) -> list[tuple[int, int]]:
+    """(first, last) 1-based line of each error, in pyright_diagnostics' order."""
+    spans: list[tuple[int, int]] = []
+    for item in cast(list[dict[str, Any]], data.get("generalDiagnostics", [])):
+        if str(item.get("severity", "error")) != "error":
+            continue
+        where = cast(dict[str, Any], item.get("range") or {})
+        start = cast(dict[str, Any], where.get("start") or {})
+        end = cast(dict[str, Any], where.get("end") or start)
+        first = int(start.get("line", -1)) + 1
+        spans.append((first, max(first, int(end.get("line", -1)) + 1)))
+    return spans
+
+
+def with_hidden(
+    m: Measurement,
+    tree: Path,
+    gate: Gate,
+    files: Sequence[str],
+    spans: Sequence[tuple[int, int]] | None = None,
+) -> Measurement:
+    """A pyright measurement (type-ignore comments off) split into what gaps come from and
+    what a suppression hides, pyright's own comments among the latter (suppressions.py)."""
+    if not m.ran:
+        return m
+    lines = spans if spans is not None else [(d.line, d.line) for d in m.diagnostics]
+    shown, hidden = pyright_split(m.diagnostics, lines, tree)
+    hidden += pyright_comments(tree, gate, files)
+    return m.model_copy(
+        update={
+            "diagnostics": tuple(shown),
+            "suppressed": tuple(hidden),
+            "exit_code": 1 if shown else 0,
+        }
+    )
 
 
 PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
@@ -678,7 +738,8 @@ def measure(
                 _tests, tree, target, work_dir, timeout, previous(Tool.PYTEST), scope, executed
             )
         if Tool.PYRIGHT in wanted and pyright is not None:
-            futures[Tool.PYRIGHT] = pool.submit(pyright)
+            resident = pyright
+            futures[Tool.PYRIGHT] = pool.submit(lambda: with_hidden(resident(), tree, gate, ()))
         elif Tool.PYRIGHT in wanted:
             futures[Tool.PYRIGHT] = pool.submit(
                 _partly,

@@ -14,7 +14,7 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -86,6 +86,45 @@ def blob_id(data: bytes, oid_len: int) -> str:
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
+
+
+def unlike_blobs(root: Path, old: str, new: str) -> list[str]:
+    """Files that commit `new` changes from `old` whose bytes in the checkout are not its blobs."""
+    raw = gitops.git(
+        root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AMT", old, new
+    ).stdout
+    changed = set(raw.decode("utf-8", errors="surrogateescape").split("\0")) - {""}
+    differ: list[str] = []
+    for mode, oid, path in _entries(root, new):
+        if (
+            path in changed
+            and mode != "160000"
+            and disk_blob_id(root / path, mode, len(oid)) != oid
+        ):
+            differ.append(path)
+    return differ
+
+
+def disk_blob_id(path: Path, mode: str, oid_len: int, limit: int = 0) -> str:
+    """The blob id of what is on disk at path, read as a file of this git mode: '' when it is
+    not one, or (limit) bigger. Never follows a link, never blocks on a FIFO."""
+    try:
+        if mode == "120000":
+            return blob_id(os.fsencode(os.readlink(path)), oid_len) if path.is_symlink() else ""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (limit and info.st_size > limit):
+            return ""
+        digest = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
+        digest.update(b"blob %d\0" % info.st_size)
+        read = 0
+        while chunk := handle.read(1 << 20):
+            read += len(chunk)
+            digest.update(chunk)
+        return digest.hexdigest() if read == info.st_size else ""
 
 
 def read_blobs(root: Path, oids: list[str], env: dict[str, str] | None = None) -> list[bytes]:
@@ -167,14 +206,17 @@ def build_candidate(
     base: str,
     store: ObjectStore,
     *,
-    leave_out: Collection[str] = (),
+    leave_out: Mapping[str, str] | None = None,
     max_file_bytes: int = 0,
 ) -> Candidate:
-    """The candidate tree from the worktree's files, hashed into the private store."""
+    """The candidate tree from the worktree's files, hashed into the private store.
+
+    `leave_out`: untracked files a test run wrote (path -> blob id); such a file stays out
+    only while it holds exactly those bytes (an agent's own file of that name is kept)."""
     env = store.env()
     (store.path / "index").unlink(missing_ok=True)
     candidate = Candidate(tree="")
-    files, links = _gather(root, worktree, base, candidate, set(leave_out), max_file_bytes)
+    files, links = _gather(root, worktree, base, candidate, leave_out or {}, max_file_bytes)
     if candidate.oversized:
         return candidate
     lines = _hash_files(root, worktree, env, files) + _hash_links(root, env, links)
@@ -192,7 +234,12 @@ def build_candidate(
 
 
 def _gather(
-    root: Path, worktree: Path, base: str, candidate: Candidate, left: set[str], max_bytes: int
+    root: Path,
+    worktree: Path,
+    base: str,
+    candidate: Candidate,
+    left: Mapping[str, str],
+    max_bytes: int,
 ) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]]]:
     """The worktree's files (path, mode) and symlinks (path, target) that make the candidate;
     what is left out or too big is noted in the candidate."""
@@ -205,7 +252,10 @@ def _gather(
             # git reads paths a line each: such a name could shift every blob after it
             candidate.left_out.append(rel)
             continue
-        if rel not in tracked and (rel in left or _untracked_side_file(rel, specs)):
+        if rel not in tracked and (
+            _as_written(worktree / rel, info, left.get(rel), len(base))
+            or _untracked_side_file(rel, specs)
+        ):
             candidate.left_out.append(rel)
             continue
         if stat.S_ISLNK(info.st_mode):
@@ -220,6 +270,14 @@ def _gather(
                 continue
             files.append((rel, "100755" if info.st_mode & 0o111 else "100644"))
     return files, links
+
+
+def _as_written(path: Path, info: os.stat_result, written: str | None, oid_len: int) -> bool:
+    """Whether the file holds exactly the bytes a test run wrote under its name."""
+    if not written:
+        return False
+    mode = "120000" if stat.S_ISLNK(info.st_mode) else "100644"
+    return disk_blob_id(path, mode, oid_len) == written
 
 
 def _untracked_side_file(rel: str, specs: dict[str, pathspec.GitIgnoreSpec]) -> bool:

@@ -30,6 +30,7 @@ from domain import (
 from kernel import readback
 from kernel.guard import is_test_path
 from kernel.measure import failed_ids
+from kernel.suppressions import unsuppressed
 
 Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
 """Re-run node ids on (baseline, changed) trees; returns the ids that failed on each."""
@@ -454,6 +455,8 @@ def verify(
     selfcheck: Callable[[], tuple[bool, str]] | None = None,
 ) -> Verification:
     """The ratchet, then every criterion; the first failing category decides."""
+    # what a suppression comment hides counts: a new noqa is the very finding it hides
+    baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
     _ratchet(judged, baseline, after, rerun)

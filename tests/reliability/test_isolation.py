@@ -182,13 +182,13 @@ def test_the_agent_cannot_reach_the_kernels_state(tmp_path: Path) -> None:
 
 
 def test_a_clean_filter_in_the_users_home_cannot_rewrite_what_lands(tmp_path: Path) -> None:
-    project = make_project(tmp_path)
+    # the attribute is the repository's own: an agent's .gitattributes is refused (protected)
+    project = make_project(tmp_path, {**FILES, ".gitattributes": "*.py filter=evil\n"})
     before, _ = _honest(project)
     home = tmp_path / "home"
     home.mkdir()
     (home / ".gitconfig").write_text('[filter "evil"]\n\tclean = sed s/a\\ -\\ b/a\\ +\\ b/\n')
-    steps = [{"write": ".gitattributes", "text": "*.py filter=evil\n"}, *DO_THE_TASK]
-    record = _once(project, steps, HOME=str(home))
+    record = _once(project, DO_THE_TASK, HOME=str(home))
     assert record["outcome"] == "SUCCESS", record["reason"]
     assert "return a - b" in _landed(project, record, "calc.py")
     assert_checkout_kept(project, before, record["commit"])

@@ -18,9 +18,9 @@ def test_a_forged_or_edited_cache_entry_is_not_used(tmp_path: Path) -> None:
     ctx = open_context(root, quiet=True)
     path = ctx.paths.cache / "key-tree.json"
     ctx.paths.cache.mkdir(parents=True, exist_ok=True)
-    _store(ctx, path, _Entry("tree", Measurements(tree="tree"), 0, ("out.html",)))
+    _store(ctx, path, _Entry("tree", Measurements(tree="tree"), 0, {"out.html": "ab12"}))
     entry = _load(ctx, path)
-    assert entry is not None and entry.written == ("out.html",)
+    assert entry is not None and entry.written == {"out.html": "ab12"}
     sealed = json.loads(path.read_text())
     sealed["body"] = sealed["body"].replace("out.html", "other.html")
     path.write_text(json.dumps(sealed))

@@ -105,10 +105,20 @@ def test_leave_out_and_side_files_stay_out_and_nothing_reaches_the_repo(tmp_path
     (root / "__pycache__").mkdir()
     (root / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"\0")
     (root / "new.py").write_text("VALUE = 1\n")
-    candidate, _ = _build(root, tmp_path, leave_out=("report.html",))
+    written = {"report.html": trees.blob_id(b"written by the tests", 40)}
+    candidate, _ = _build(root, tmp_path, leave_out=written)
     assert [c.path for c in candidate.changes] == ["new.py"]
     assert "report.html" in candidate.left_out
     assert _objects(root) == before
+
+
+def test_a_file_named_like_a_test_output_with_other_bytes_is_kept(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", SAMPLE)
+    (root / "report.html").write_text("the agent's own report")
+    written = {"report.html": trees.blob_id(b"written by the tests", 40), "gone.txt": ""}
+    candidate, _ = _build(root, tmp_path, leave_out=written)
+    assert [c.path for c in candidate.changes] == ["report.html"]
+    assert candidate.left_out == []
 
 
 def test_export_commit_and_with_file(tmp_path: Path) -> None:
