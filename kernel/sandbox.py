@@ -221,6 +221,18 @@ def pids_cgroup(limit: int) -> Path | None:
     return group
 
 
+@functools.cache
+def _user_namespaces() -> bool:
+    """Whether bubblewrap can give a run a user namespace of its own here (a setuid bubblewrap
+    on a kernel that forbids unprivileged user namespaces cannot)."""
+    argv = [_bwrap() or "bwrap", "--unshare-user", "--ro-bind", "/", "/", "--", "/bin/true"]
+    try:
+        probe = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
 def _runtime_dirs() -> list[Path]:
     """Where the person's session keeps its sockets: /run, /var/run unless it is a link into
     /run, and XDG_RUNTIME_DIR wherever it is."""
@@ -260,7 +272,7 @@ def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
         out += ["--chdir", str(profile.chdir)]
     group = pids_cgroup(profile.max_processes) if profile.max_processes else None
     nproc = 0 if group is not None else profile.max_processes
-    if nproc:
+    if nproc and _user_namespaces():
         # no cgroup here: RLIMIT_NPROC counts per user namespace (Linux >= 5.14)
         out.insert(1, "--unshare-user")
     out.append("--")
