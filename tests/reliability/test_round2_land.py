@@ -24,7 +24,7 @@ from tests.reliability.helpers import (
     assert_no_leftovers,
     make_project,
 )
-from tests.support import SAMPLE, git, seed_argv, seed_env, wait_for
+from tests.support import SAMPLE, agent_checkouts, git, seed_argv, seed_env, wait_for
 
 
 def _once(project: Project, steps: list[dict[str, Any]], extra: str = FAST) -> dict[str, Any]:
@@ -59,7 +59,7 @@ def _while_the_agent_waits(
     )
 
     def started() -> list[Path]:
-        return list((root / ".git" / "seed" / "wt").glob("*/started.flag"))
+        return list(agent_checkouts(root).glob("*/started.flag"))
 
     try:
         wait_for(lambda: bool(started()), 120, "the agent to start", alive=daemon)
