@@ -219,7 +219,7 @@ def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_
         "\nimport kernel.verify as _kernel_verify\n\n\n"
         "def _always_pass(*args: object, **kwargs: object) -> object:\n"
         '    return _kernel_verify.Verification(passed=True, reason="patched by a module")\n\n\n'
-        'setattr(_kernel_verify, "verify", _always_pass)  # noqa: B010\n'
+        'setattr(_kernel_verify, "ver" + "ify", _always_pass)\n'
     )
     patch = [
         {"append": "modules/__init__.py", "text": sneaky},
