@@ -190,7 +190,8 @@ class AgentRunner:
         checkout = Checkout(
             ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
-        snapshot = checkout.begin(it.plan.iteration_id, writable)
+        reach = (*writable, *self._home_places(it, spec)) if it.sandboxed else ()
+        snapshot = checkout.begin(it.plan.iteration_id, reach)
         if it.sandboxed:
             argv = self._jailed(spec, argv, files, writable, it)
         # journalled: if the daemon dies during the run, the next start counts this much spent
@@ -221,10 +222,16 @@ class AgentRunner:
         return completed
 
     def _writable(self, it: Iteration, files: _Files) -> tuple[Path, ...]:
-        """Every place the agent's sandbox has writable, from the kernel's own record: its
+        """The places bound writable in the agent's sandbox, from the kernel's own record: its
         checkout (with the checkout's own .git), the run's folder, and the person's extras.
         Never what git or a file inside the checkout says."""
         return (it.worktree, files.run_dir, *jails.extra_writable(self.ctx.paths))
+
+    def _home_places(self, it: Iteration, spec: RunSpec) -> tuple[Path, ...]:
+        """The agent's private home and the login folders its adapter names there (writable too)."""
+        real_home = Path(os.environ.get("HOME") or "/nonexistent")
+        names = jails.home_names(spec.home)
+        return (self._home(it.plan.iteration_id), *(real_home / n for n in names))
 
     def _jailed(
         self,
