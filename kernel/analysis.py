@@ -84,6 +84,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
             "strict": ctx.target.strict,
             "python": ctx.target.python,
             "root": str(ctx.paths.root),
+            "outcomes": 1,  # measurements carry per-test "passed" outcomes since issue 23
         },
         sort_keys=True,
     )

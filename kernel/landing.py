@@ -54,6 +54,18 @@ def land(
         if isinstance(rebased, Ending):
             return rebased
         commit, verification = rebased
+    if verification.changed_tests:
+        # a behaviour change the base's tests pin: a person approves it, it never lands alone
+        shown = ", ".join(verification.changed_tests[:5])
+        return _keep(
+            ctx,
+            it,
+            commit,
+            f"the change edits base tests that no longer pass against the base's own test "
+            f"files ({shown}); approve it with `python seed.py approve {plan.iteration_id}`",
+            verification,
+            IterationOutcome.KEPT,
+        )
     collisions = [
         p
         for p in gitops.added_files(root, it.base, commit)
@@ -155,9 +167,15 @@ def _fast_forward(
 
 
 def _keep(
-    ctx: Context, it: Iteration, commit: str, reason: str, verification: Verification
+    ctx: Context,
+    it: Iteration,
+    commit: str,
+    reason: str,
+    verification: Verification,
+    outcome: IterationOutcome = IterationOutcome.MERGE_BLOCKED,
 ) -> Ending:
-    """MERGE_BLOCKED: keep the work as seed/kept/<id>; nothing in the checkout changes."""
+    """MERGE_BLOCKED or KEPT: keep the work as seed/kept/<id>; nothing in the checkout
+    changes (`python seed.py approve ID` lands it)."""
     root = ctx.paths.root
     kept = f"seed/kept/{it.plan.iteration_id}"
     gitops.git(root, "branch", "--force", kept, commit)
@@ -165,8 +183,8 @@ def _keep(
     for name in branches[: max(len(branches) - ctx.config.git.keep_branches, 0)]:
         gitops.delete_branch(root, name)
     return Ending(
-        IterationOutcome.MERGE_BLOCKED,
-        FailureCategory.MERGE_BLOCKED,
+        outcome,
+        FailureCategory.MERGE_BLOCKED if outcome == IterationOutcome.MERGE_BLOCKED else None,
         f"{reason}; the work is kept on branch {kept}",
         verification=verification,
         commit=commit,
