@@ -364,7 +364,9 @@ class Judge:
             verification.evidence.append(
                 "the candidate's code was run against the base's own test files in a second export"
             )
-        if passed_first:
+        if passed_first and judged is place:
+            # passed in its own first run, failed in the suite: the same tree flips (a first
+            # run on the candidate's own test files says nothing about the base's)
             _flipped(verification)
         if verification.passed:
             verification = self._steady(it, judged, verification)
