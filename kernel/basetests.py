@@ -12,7 +12,7 @@ none of them, the judged tree is the candidate's own and one test run serves bot
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from domain import Measurement
@@ -20,7 +20,7 @@ from kernel import gitops, trees
 from kernel.guard import is_test_path
 from kernel.hygiene import PYTEST_FILES, pytest_config_changed
 from kernel.incremental import imported_names, module_names
-from kernel.testmap import TestMap
+from kernel.testmap import ANY_FILE, TestMap
 
 _SECTIONED = ("pyproject.toml", "tox.ini", "setup.cfg")
 """Files that hold pytest's configuration in a section, beside other tools' settings."""
@@ -77,21 +77,29 @@ def _no_code(path: str, data: bytes, executed: frozenset[str] | None) -> bool:
 
 
 def base_test_files(
-    root: Path, base_tree: str, baseline: Measurement | None, test_map: TestMap | None
+    root: Path,
+    base_tree: str,
+    baseline: Measurement | None,
+    test_map: TestMap | None,
+    among: Collection[str] | None = None,
 ) -> set[str]:
-    """The base tree's test files (see the module's docstring)."""
+    """The base tree's test files (see the module's docstring). With `among` (the paths a
+    candidate changes), data modules are looked for only when one of them may be one: a
+    change to code alone costs no more than listing the tree."""
     base = _entries(root, base_tree, None)
     tests = {p for p in base if _test_kind(p)}
     if baseline is not None:
         named = [*baseline.collected, *(d.node_id for d in baseline.diagnostics if d.node_id)]
         tests |= {n.split("::")[0] for n in named if n.split("::")[0] in base}
     python = [p for p, (m, _) in base.items() if p.endswith(".py") and m != "120000"]
+    mapped = {f for files in test_map.tests.values() for f in files} if test_map else set[str]()
+    executed = frozenset(mapped) if test_map is not None and ANY_FILE not in mapped else None
+    if among is not None:
+        maybe = [p for p in python if p in set(among) and p not in tests]
+        blobs = trees.read_blobs(root, [base[p][1] for p in maybe])
+        if not any(_no_code(p, b, executed) for p, b in zip(maybe, blobs, strict=True)):
+            return tests
     blobs = trees.read_blobs(root, [base[p][1] for p in python])
-    executed = (
-        frozenset(f for files in test_map.tests.values() for f in files)
-        if test_map is not None and "*" not in {f for fs in test_map.tests.values() for f in fs}
-        else None
-    )
     return tests | _data_modules(dict(zip(python, blobs, strict=True)), tests, executed)
 
 

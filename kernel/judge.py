@@ -305,7 +305,11 @@ class Judge:
             else None
         )
         tests = basetests.base_test_files(
-            ctx.paths.root, baseline.tree, baseline.measurements.get(Tool.PYTEST), found
+            ctx.paths.root,
+            baseline.tree,
+            baseline.measurements.get(Tool.PYTEST),
+            found,
+            among=it.touched,
         )
         tree = basetests.judged_tree(
             ctx.paths.root,
