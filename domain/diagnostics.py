@@ -63,6 +63,8 @@ class Measurement(Fact):
     duration_s: float = 0.0
     collected: tuple[str, ...] = ()
     """pytest: every node id collected."""
+    passed: tuple[str, ...] = ()
+    """pytest: the node ids whose outcome was "passed" (not skipped, xfailed or xpassed)."""
     timed_out: bool = False
     advisory: bool = False
     """The target does not configure this tool: its findings offer no gaps, and the ratchet

@@ -81,6 +81,9 @@ class IterationOutcome(StrEnum):
     NO_CHANGE = "NO_CHANGE"
     WAITING = "WAITING"
     MERGE_BLOCKED = "MERGE_BLOCKED"
+    KEPT = "KEPT"
+    """Verified except for base tests the change deliberately edits: kept on a branch for a
+    person (`seed.py approve ITER`)."""
     ABORTED = "ABORTED"
 
 

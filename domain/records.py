@@ -73,6 +73,9 @@ class IterationRecord(Fact):
     """The commit the iteration started from."""
     commit: str | None = None
     kept_branch: str | None = None
+    changed_tests: tuple[str, ...] = ()
+    """KEPT: the base's tests the change edits that no longer pass against the base's own test
+    files (what a person approves)."""
     backend: str = ""
     sandboxed: bool | None = None
     """Whether the agent and the test runs ran in the sandbox (None: no agent ran)."""

@@ -87,6 +87,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
             "python": ctx.target.python,
             "root": str(ctx.paths.root),
             "suppressed": 1,  # measurements carry what suppressions hide (suppressions.py)
+            "outcomes": 1,  # measurements carry per-test "passed" outcomes since issue 23
         },
         sort_keys=True,
     )

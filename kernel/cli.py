@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from domain import GapReport, IterationOutcome, IterationPlan
-from kernel import halt, reporting
+from kernel import halt, landing, reporting
 from kernel.config import Config, write_config
 from kernel.context import Context, open_context
 from kernel.daemon import (
@@ -115,6 +115,12 @@ def _daemon_commands(add: _AddParser) -> None:
     p = add("status", help="what the daemon is doing, halt state, budget and backend")
     p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
     add("resume", help="clear a halt so agents run again")
+    p = add(
+        "approve",
+        help="land the work a KEPT or MERGE_BLOCKED iteration kept on its branch "
+        "(rebased and verified again if the branch moved)",
+    )
+    p.add_argument("id", help="the iteration id (`python seed.py history --outcome KEPT`)")
 
 
 def _analysis_commands(add: _AddParser) -> None:
@@ -317,6 +323,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_approve(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    try:
+        print(landing.approve(ctx, args.id))
+        with contextlib.suppress(SeedError, OSError):
+            reporting.write_index(ctx)
+    finally:
+        ctx.host.stop()
+    return EXIT_OK
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     root = ctx.paths.root
@@ -422,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
             "report": cmd_report,
             "add": cmd_add,
             "resume": cmd_resume,
+            "approve": cmd_approve,
             "init": cmd_init,
             "selfcheck": cmd_selfcheck,
             "test": cmd_test,

@@ -262,12 +262,17 @@ def merge_tests(
         *(fresh.collected if fresh is not None else ()),
     )
     old = tuple(d for d in previous.diagnostics if d.node_id and kept(d.node_id))
+    passed = (
+        *(n for n in previous.passed if kept(n)),
+        *(fresh.passed if fresh is not None else ()),
+    )
     diagnostics = (*old, *(fresh.diagnostics if fresh is not None else ()))
     failing = any(d.rule in ("failed", "error", "collection-error") for d in diagnostics)
     return base.model_copy(
         update={
             "diagnostics": diagnostics,
             "collected": collected,
+            "passed": passed,
             "exit_code": 1 if failing else 0,
             "incremental": True,
             "localised": previous.localised if fresh is None else False,

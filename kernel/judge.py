@@ -13,9 +13,10 @@ from domain import (
     FailureCategory,
     IterationOutcome,
     Measurement,
+    Measurements,
     Tool,
 )
-from kernel import faults, guard, jails, testmap, trees
+from kernel import basetests, faults, guard, jails, testmap, trees
 from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.context import Context
 from kernel.contracts import protected_patterns
@@ -27,6 +28,7 @@ from kernel.repair import repair
 from kernel.selfcheck import selfcheck
 from kernel.testmap import Selection
 from kernel.verify import (
+    BaseRun,
     Verification,
     affected_first,
     first_suspects,
@@ -256,7 +258,6 @@ class Judge:
     def verify(self, it: Iteration, baseline: Baseline, place: Export) -> Verification:
         """Measure the candidate's export with the baseline's gate and compare."""
         ctx = self.ctx
-        root = ctx.paths.root
         work = ctx.paths.runs / "pytest"
         timeout = ctx.config.quality.tool_timeout_s
         nodes = sorted({a for c in it.plan.criteria if c.check == CheckName.PYTEST for a in c.args})
@@ -281,15 +282,73 @@ class Judge:
         after, _ = measure_cached(
             ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
         )
+        judged, tests = self._judged_place(it, baseline, place, after.get(Tool.PYTEST))
+        edited = frozenset(p for p in it.touched if p in tests)
+        try:
+            return self._verified(it, baseline, place, after, (judged, edited), passed_first)
+        finally:
+            if judged is not place:
+                judged.close()
 
-        def rerun(nodes: Sequence[str]) -> tuple[set[str], set[str]]:
-            base = Export(root, ctx.paths.exports, baseline.tree, "rerun-base")
-            try:
-                before = run_pytest(base(), ctx.target, work, timeout, nodes)
-                again = run_pytest(place(), ctx.target, work, timeout, nodes)
-            finally:
-                base.close()
-            return failed_ids(before), failed_ids(again)
+    def _judged_place(
+        self, it: Iteration, baseline: Baseline, place: Export, own: Measurement | None
+    ) -> tuple[Export, set[str]]:
+        """The export where the candidate's code meets the base's own test files (the
+        candidate's own when it touched none of them: one run serves both), and those files."""
+        ctx = self.ctx
+        store = place.store or trees.ObjectStore(
+            ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects"
+        )
+        found = (
+            testmap.load(ctx.paths.state, config_key(ctx, baseline.gate))
+            if ctx.config.analysis.test_map
+            else None
+        )
+        tests = basetests.base_test_files(
+            ctx.paths.root,
+            baseline.tree,
+            baseline.measurements.get(Tool.PYTEST),
+            found,
+            among=it.touched,
+        )
+        tree = basetests.judged_tree(
+            ctx.paths.root,
+            baseline.tree,
+            place.tree,
+            store,
+            tests,
+            own.collected if own is not None else (),
+        )
+        if tree == place.tree:
+            return place, tests
+        return Export(ctx.paths.root, ctx.paths.exports, tree, "base-tests", store), tests
+
+    def _verified(
+        self,
+        it: Iteration,
+        baseline: Baseline,
+        place: Export,
+        after: Measurements,
+        base_tests: tuple[Export, frozenset[str]],
+        passed_first: bool,
+    ) -> Verification:
+        """The comparison: the ratchet on the candidate's own tree, the base's own tests on
+        the candidate's code, the criteria, then the gap's tests three more times."""
+        ctx = self.ctx
+        work = ctx.paths.runs / "pytest"
+        timeout = ctx.config.quality.tool_timeout_s
+        judged, edited = base_tests
+        own = after.get(Tool.PYTEST)
+        base_m = (
+            own
+            if judged is place or own is None
+            else run_pytest(judged(), ctx.target, work, timeout)
+        )
+        gap = _gap_nodes(it)
+
+        def rerun(nodes: Sequence[str]) -> set[str]:
+            again = run_pytest(place(), ctx.target, work, timeout, nodes)
+            return {n for n in nodes if n not in again.passed}
 
         def boot() -> tuple[bool, str]:
             jail = jails.module_jail(ctx.paths, ctx.config.guard)
@@ -304,11 +363,18 @@ class Judge:
             place(),
             rerun=rerun,
             selfcheck=boot if wants_boot else None,
+            base_run=BaseRun(base_m, gap, edited) if base_m is not None else None,
         )
-        if passed_first:
+        if judged is not place:
+            verification.evidence.append(
+                "the candidate's code was run against the base's own test files in a second export"
+            )
+        if passed_first and judged is place:
+            # passed in its own first run, failed in the suite: the same tree flips (a first
+            # run on the candidate's own test files says nothing about the base's)
             _flipped(verification)
         if verification.passed:
-            verification = self._steady(it, place, verification)
+            verification = self._steady(it, judged, verification)
         return verification
 
     def _affected(self, it: Iteration, baseline: Baseline, place: Export) -> Selection | None:
@@ -349,10 +415,9 @@ class Judge:
             base.close()
 
     def _steady(self, it: Iteration, place: Export, verification: Verification) -> Verification:
-        """The gap's own tests pass three times in a row, each in a fresh process."""
-        nodes = sorted(
-            {d.node_id for d in it.plan.gap.evidence if d.node_id and d.rule in ("failed", "error")}
-        )
+        """The gap's own tests pass three times in a row, each in a fresh process, against the
+        base's own test files."""
+        nodes = list(_gap_nodes(it))
         if not nodes:
             return verification
         ctx = self.ctx
@@ -365,7 +430,7 @@ class Judge:
                 nodes,
             )
             failing = failed_ids(m)
-            missing = [n for n in nodes if n not in m.collected]
+            missing = [n for n in nodes if n not in m.passed]
             if not m.ran or failing or missing:
                 what = ", ".join(sorted(failing) or missing) or m.error[:200]
                 return Verification(
@@ -379,6 +444,14 @@ class Judge:
             f"the gap's {len(nodes)} test(s) passed {STEADY_RUNS} more runs in fresh processes"
         )
         return verification
+
+
+def _gap_nodes(it: Iteration) -> tuple[str, ...]:
+    """The gap's failing tests (the kernel's gap, never the planner's words)."""
+    gap = it.plan.gap
+    return tuple(
+        sorted({d.node_id for d in gap.evidence if d.node_id and d.rule in ("failed", "error")})
+    )
 
 
 def _flipped(verification: Verification) -> None:

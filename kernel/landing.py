@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
-from domain import FailureCategory, IterationOutcome
+from domain import FailureCategory, GapReport, IterationOutcome, IterationRecord
 from kernel import faults, gitops, guard, trees
-from kernel.analysis import Baseline
+from kernel.analysis import Baseline, measure_cached
+from kernel.answers import Backend
 from kernel.context import Context
 from kernel.contracts import protected_patterns
+from kernel.errors import SeedError, UsageError
 from kernel.exports import Export
 from kernel.gate import freeze_gate_at
-from kernel.iteration import Ending, Iteration, Phase, mono
-from kernel.judge import Passed
+from kernel.iteration import Ending, Iteration, Phase, mono, noop_phase
+from kernel.judge import Judge, Passed
 from kernel.verify import Verification
 
 Reverify = Callable[[Iteration, Baseline, Export], Verification]
@@ -55,6 +58,18 @@ def land(
         if isinstance(rebased, Ending):
             return rebased
         commit, verification = rebased
+    if verification.changed_tests:
+        # a behaviour change the base's tests pin: a person approves it, it never lands alone
+        shown = ", ".join(verification.changed_tests[:5])
+        return _keep(
+            ctx,
+            it,
+            commit,
+            f"the change edits base tests that no longer pass against the base's own test "
+            f"files ({shown}); approve it with `python seed.py approve {plan.iteration_id}`",
+            verification,
+            IterationOutcome.KEPT,
+        )
     collisions = [
         p
         for p in gitops.added_files(root, it.base, commit)
@@ -206,9 +221,15 @@ def _fast_forward(
 
 
 def _keep(
-    ctx: Context, it: Iteration, commit: str, reason: str, verification: Verification
+    ctx: Context,
+    it: Iteration,
+    commit: str,
+    reason: str,
+    verification: Verification,
+    outcome: IterationOutcome = IterationOutcome.MERGE_BLOCKED,
 ) -> Ending:
-    """MERGE_BLOCKED: keep the work as seed/kept/<id>; nothing in the checkout changes."""
+    """MERGE_BLOCKED or KEPT: keep the work as seed/kept/<id>; nothing in the checkout
+    changes (`python seed.py approve ID` lands it)."""
     root = ctx.paths.root
     kept = f"seed/kept/{it.plan.iteration_id}"
     gitops.git(root, "branch", "--force", kept, commit)
@@ -216,8 +237,8 @@ def _keep(
     for name in branches[: max(len(branches) - ctx.config.git.keep_branches, 0)]:
         gitops.delete_branch(root, name)
     return Ending(
-        IterationOutcome.MERGE_BLOCKED,
-        FailureCategory.MERGE_BLOCKED,
+        outcome,
+        FailureCategory.MERGE_BLOCKED if outcome == IterationOutcome.MERGE_BLOCKED else None,
         f"{reason}; the work is kept on branch {kept}",
         verification=verification,
         commit=commit,
@@ -256,3 +277,81 @@ def tick(data: bytes, line: int, text: str) -> bytes | None:
             lines[index] = f"{match.group('lead')}[x]{match.group('rest')}{ending}"
             return "".join(lines).encode("utf-8", errors="surrogateescape")
     return None
+
+
+def approve(ctx: Context, iteration_id: str) -> str:
+    """A person approves a KEPT (or MERGE_BLOCKED) iteration: exactly its kept tree is
+    fast-forwarded onto the branch; if the branch moved, the tree is rebased in the kernel's
+    store and verified again first (only the base tests the record lists may still differ)."""
+    record = ctx.store.get(iteration_id)
+    if record is None:
+        raise UsageError(f"no iteration {iteration_id} (`python seed.py history` lists them)")
+    keepers = (IterationOutcome.KEPT, IterationOutcome.MERGE_BLOCKED)
+    if record.outcome not in keepers or not record.commit:
+        raise UsageError(
+            f"{iteration_id} ended {record.outcome.value}: only KEPT or MERGE_BLOCKED work is approved"
+        )
+    root = ctx.paths.root
+    blocker = gitops.land_blocker(root)
+    if blocker:
+        raise SeedError(f"cannot land: {blocker}")
+    commit = record.commit
+    head = gitops.head(root)
+    if head == commit:
+        return f"{iteration_id} is already on the branch ({commit[:12]})"
+    if head != gitops.out(root, "rev-parse", f"{commit}^"):
+        assert head is not None
+        commit = _approved_on(ctx, record, commit, head)
+    merged = gitops.git(root, "merge", "--ff-only", "--quiet", commit, check=False)
+    if not merged.ok:
+        reason = " ".join((merged.err_text() or merged.text()).split())[:400]
+        raise SeedError(f"git refused the fast-forward: {reason}")
+    ctx.store.event(
+        "approved",
+        f"{iteration_id} approved by a person: {commit[:12]} landed",
+        iteration=iteration_id,
+        commit=commit,
+        changed_tests=list(record.changed_tests),
+    )
+    return f"landed {commit[:12]} ({iteration_id}, approved)"
+
+
+def _approved_on(ctx: Context, record: IterationRecord, commit: str, head: str) -> str:
+    """The kept change rebased onto the branch's new head and verified again there."""
+    root, name = ctx.paths.root, f"approve-{record.iteration_id}"
+    store = trees.ObjectStore(ctx.paths.objects / name, ctx.paths.common / "objects")
+    merged_tree = gitops.git(
+        root, "merge-tree", "--write-tree", head, commit, check=False, env=store.env()
+    )
+    if not merged_tree.ok or record.plan is None:
+        raise SeedError(
+            f"the branch moved to {head[:12]} and the kept work does not rebase onto it"
+        )
+    new_tree = merged_tree.text().split()[0]
+    gate = freeze_gate_at(root, head, ctx.paths.gate / name, ctx.config.quality)
+    head_tree = gitops.tree_of(root, head)
+    base = Export(root, ctx.paths.exports, head_tree, "base")
+    try:
+        measured, written = measure_cached(
+            ctx, base, head_tree, gate, ctx.paths.runs / "pytest", related=(record.base,)
+        )
+    finally:
+        base.close()
+    baseline = Baseline(Path(name), head, head_tree, gate, measured, GapReport(), written=written)
+    it = Iteration(
+        record.plan, head, datetime.now(UTC), Backend(record.backend, "approved"), Path(name)
+    )
+    it.touched = [
+        c.path for c in trees.rediff(root, head, trees.Candidate(""), new_tree, store).changes
+    ]
+    place = Export(root, ctx.paths.exports, new_tree, "approved", store)
+    try:
+        verification = Judge(ctx, noop_phase).verify(it, baseline, place)
+    finally:
+        place.close()
+    if not verification.passed or not set(verification.changed_tests) <= set(record.changed_tests):
+        raise SeedError(f"after rebasing onto {head[:12]}: {verification.reason}")
+    plan = record.plan
+    message = f"seed: {plan.goal}\n\nIteration: {plan.iteration_id}\nGap: {plan.gap.key}\nApproved by a person.\n"
+    identity = (ctx.config.git.user_name, ctx.config.git.user_email)
+    return trees.commit_tree(root, new_tree, head, message, *identity, store)

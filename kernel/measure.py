@@ -520,7 +520,25 @@ def run_pytest(
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if executed is not None and not result.timed_out and finish is not None:
         executed(_test_files(records))
-    return _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
+    measured = _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
+    return measured.model_copy(update={"passed": passed_ids(records, collected, diagnostics)})
+
+
+def passed_ids(
+    records: list[dict[str, Any]], collected: Sequence[str], diagnostics: Sequence[Diagnostic]
+) -> tuple[str, ...]:
+    """The collected tests whose outcome was "passed": a call that passed, not an xpass, and no
+    failure in setup or teardown (skipped, xfailed, xpassed and missing tests are not)."""
+    called = {
+        str(rec.get("nodeid", ""))
+        for rec in records
+        if rec.get("kind") == "test"
+        and rec.get("when") == "call"
+        and rec.get("outcome") == "passed"
+        and not rec.get("xfail")
+    }
+    failed = {d.node_id for d in diagnostics if d.node_id}
+    return tuple(n for n in collected if n in called and n not in failed)
 
 
 PYTHON_FLAGS: tuple[str, ...] = ("-s", "-B")

@@ -189,7 +189,8 @@ def _fail_queued(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list
 
 
 def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str) -> set[str]:
-    """Gaps already planned and waiting for an agent, unchanged since (the same backend)."""
+    """Gaps already planned and waiting for an agent (the same backend) or for a person (KEPT),
+    unchanged since."""
     latest: dict[str, IterationRecord] = {}
     for record in records:
         latest[record.gap.key] = record
@@ -198,9 +199,12 @@ def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str)
         record = latest.get(gap.key)
         if (
             record is not None
-            and record.outcome == IterationOutcome.WAITING
             and record_signature(record) == gap_signature(gap)
-            and record.backend == backend
+            and (
+                (record.outcome == IterationOutcome.WAITING and record.backend == backend)
+                # kept for a person to approve: another agent run would only keep it again
+                or record.outcome == IterationOutcome.KEPT
+            )
         ):
             out.add(gap.key)
     return out

@@ -140,6 +140,7 @@ class Recorder:
             base=it.base,
             commit=ending.commit,
             kept_branch=ending.kept,
+            changed_tests=tuple(cap_lines(verification.changed_tests)) if verification else (),
             backend=it.backend.name,
             sandboxed=it.sandboxed if it.exit_code is not None else None,
             agent_version=it.agent_version,

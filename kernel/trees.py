@@ -80,6 +80,13 @@ def _entries(
         yield mode, oid, path.decode("utf-8", errors="surrogateescape")
 
 
+def entries(
+    root: Path, tree: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """(mode, object id, path) of every entry of a tree (a store's, with its env)."""
+    return _entries(root, tree, env)
+
+
 def blob_id(data: bytes, oid_len: int) -> str:
     """git's object id of a blob with these bytes (sha1, or sha256 in a sha256 repository)."""
     digest = hashlib.sha256() if oid_len == 64 else hashlib.sha1()

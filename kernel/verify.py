@@ -32,8 +32,8 @@ from kernel.guard import is_test_path
 from kernel.measure import failed_ids
 from kernel.suppressions import unsuppressed
 
-Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
-"""Re-run node ids on (baseline, changed) trees; returns the ids that failed on each."""
+Rerun = Callable[[Sequence[str]], set[str]]
+"""Re-run node ids on the changed tree alone; returns the ids that did not pass again."""
 
 
 def identity(d: Diagnostic) -> tuple[str, str, str]:
@@ -222,6 +222,9 @@ class Verification:
     verdicts: list[CriterionVerdict] = field(default_factory=list[CriterionVerdict])
     failures: list[Diagnostic] = field(default_factory=list[Diagnostic])
     evidence: list[str] = field(default_factory=list[str])
+    changed_tests: list[str] = field(default_factory=list[str])
+    """Base tests the change edits that no longer pass against the base's test files: the
+    change passed everything else and goes to a person (KEPT), never lands by itself."""
 
 
 def gap_closed(
@@ -264,6 +267,8 @@ def gap_closed(
             return False, "a feature needs at least one new or changed test, and none ran"
         if any(n in failing for n in ran):
             return False, "a new or changed test fails"
+        if pytest is not None and not set(ran) & set(pytest.passed):
+            return False, "no new or changed test passed (skipped or xfailed tests do not count)"
         return True, f"{len(ran)} new or changed test(s) pass"
     return True, "the change is inside the allowlist"
 
@@ -312,6 +317,8 @@ def _pytest_check(nodes: Sequence[str], pytest: Measurement | None) -> tuple[boo
             return False, f"{node} was not collected"
         if node in failing:
             return False, next((describe(d) for d in pytest.diagnostics if d.node_id == node), node)
+        if node not in pytest.passed:
+            return False, f"{node} did not pass (skipped, xfailed or xpassed)"
     return True, f"{len(nodes)} test(s) pass"
 
 
@@ -384,26 +391,29 @@ class _Judged:
     notes: list[str] = field(default_factory=list[str])
     """Said after everything else, so a note never becomes the reason."""
     excused: set[str] = field(default_factory=set[str])
-    """Pre-existing or flaky tests: judged by the re-run, not as regressions."""
+    """Flaky tests: judged by the re-run (FLAKY_TEST), not a second time as regressions."""
+    changed: list[str] = field(default_factory=list[str])
+    """Base tests the change edits that no longer pass against the base's test files."""
 
 
 def _rerun_suspects(judged: _Judged, fresh: list[Diagnostic], rerun: Rerun) -> list[Diagnostic]:
-    """New test failures re-run on both trees: pre-existing and flaky ones are taken out."""
+    """New test failures re-run alone on the same tree: one that passes then is FLAKY_TEST.
+
+    A re-run decides flakiness only and never clears a failure: a test that fails alone on the
+    baseline too may lean on another test's leftovers, and in the suite it passed there.
+    """
     suspects = sorted({d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id})
     if not suspects:
         return fresh
-    failed_before, failed_after = rerun(suspects)
-    # failing on the baseline too: pre-existing, not the change's (and not flaky)
-    earlier = {n for n in suspects if n in failed_before}
-    flaky = {n for n in suspects if n not in earlier and n not in failed_after}
-    judged.excused |= earlier | flaky  # judged here: the suite's criterion leaves them
-    judged.notes += [f"pre-existing: {n} fails on the baseline too" for n in sorted(earlier)]
+    again = rerun(suspects)
+    flaky = {n for n in suspects if n not in again}
+    judged.excused |= flaky  # judged here, as FLAKY_TEST: not a second time as a regression
     if flaky:
         judged.categories.append(FailureCategory.FLAKY_TEST)
         judged.result.evidence += [
             f"flaky: {n} (failed, then passed on a re-run of the same tree)" for n in sorted(flaky)
         ]
-    return [d for d in fresh if d.node_id not in flaky | earlier]
+    return [d for d in fresh if d.node_id not in flaky]
 
 
 def _lost(judged: _Judged, before: Measurement, after: Measurement) -> None:
@@ -445,6 +455,74 @@ def _ratchet(
             _lost(judged, before, m)
 
 
+def lost_passes(before: Sequence[str], after: Sequence[str]) -> list[str]:
+    """Tests that passed before and do not pass after, counted per test function (so ids
+    that change between runs are compared by their number of passing cases)."""
+    cases: defaultdict[str, list[str]] = defaultdict(list)
+    for node in before:
+        cases[_test_function(node)].append(node)
+    now = Counter(_test_function(node) for node in after)
+    present = set(after)
+    lost: list[str] = []
+    for function, ids in sorted(cases.items()):
+        short = len(ids) - now[function]
+        if short <= 0:
+            continue
+        gone = [n for n in ids if n not in present]
+        lost += (
+            gone if len(gone) == short else [f"{function} ({len(ids)} passed, now {now[function]})"]
+        )
+    return lost
+
+
+@dataclass(frozen=True)
+class BaseRun:
+    """The candidate's code run against the base's own test files (same selection, same order)."""
+
+    measurement: Measurement
+    gap: tuple[str, ...] = ()
+    """The gap's failing tests (the kernel's gap): each must pass here."""
+    edited: frozenset[str] = frozenset()
+    """Base test files the candidate changed: their lost tests go to a person (KEPT)."""
+
+
+def _how(node: str, m: Measurement) -> str:
+    if node in failed_ids(m):
+        return "failed"
+    if node in m.collected:
+        return "was skipped, xfailed or xpassed"
+    return "was not collected"
+
+
+def _base_tests(judged: _Judged, before: Measurement | None, run: BaseRun) -> None:
+    """The gap's tests pass, and every test that passed at the base still passes, against
+    the base's own test files; only a "passed" outcome counts."""
+    m, result = run.measurement, judged.result
+    if not m.ran:
+        if before is not None and before.ran:
+            judged.categories.append(_not_running_category(m))
+            result.evidence.append(f"the base's tests did not run on the change: {m.error[:300]}")
+        return
+    said = judged.excused | {d.node_id for d in result.failures if d.node_id}
+    passed = set(m.passed)
+    for node in run.gap:
+        if node not in passed and node not in judged.excused:
+            judged.categories.append(FailureCategory.TEST_REGRESSION)
+            result.evidence.append(
+                f"{node}: the gap's test {_how(node, m)} against the base's own test files"
+            )
+    for node in lost_passes(before.passed if before is not None else (), m.passed):
+        if node in said or node in run.gap:
+            continue
+        if node.split("::")[0].split(" ")[0] in run.edited:
+            judged.changed.append(node)
+            continue
+        judged.categories.append(FailureCategory.TEST_REGRESSION)
+        result.evidence.append(
+            f"{node} passed at the base and {_how(node, m)} against the base's own test files"
+        )
+
+
 def verify(
     plan: IterationPlan,
     baseline: Measurements,
@@ -453,16 +531,30 @@ def verify(
     tree: Path,
     rerun: Rerun | None = None,
     selfcheck: Callable[[], tuple[bool, str]] | None = None,
+    base_run: BaseRun | None = None,
 ) -> Verification:
-    """The ratchet, then every criterion; the first failing category decides."""
+    """The ratchet, the base's own tests on the change, then every criterion; the first
+    failing category decides."""
     # what a suppression comment hides counts: a new noqa is the very finding it hides
     baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
     _ratchet(judged, baseline, after, rerun)
+    if base_run is not None:
+        _base_tests(judged, baseline.get(Tool.PYTEST), base_run)
     for criterion in plan.criteria:
+        judged_on = after
+        if base_run is not None and criterion.check == CheckName.PYTEST:
+            judged_on = _per_node(after, base_run.measurement, criterion.args)
         verdict = check_criterion(
-            criterion, plan, baseline, after, touched, tree, selfcheck, frozenset(judged.excused)
+            criterion,
+            plan,
+            baseline,
+            judged_on,
+            touched,
+            tree,
+            selfcheck,
+            frozenset(judged.excused),
         )
         result.verdicts.append(verdict)
         if not verdict.passed:
@@ -472,14 +564,34 @@ def verify(
             judged.categories.append(
                 _CATEGORY_OF_CHECK.get(criterion.check) or _unclosed_category(plan.gap)
             )
+    if judged.changed:
+        judged.notes.append(
+            "base tests the change edits no longer pass against the base's own test files: "
+            + ", ".join(judged.changed[:10])
+        )
     result.evidence += judged.notes
     if judged.categories:
         result.passed = False
         result.category = next(c for c in _PRIORITY if c in judged.categories)
         result.reason = result.evidence[0] if result.evidence else result.category.value
+    elif judged.changed:
+        result.changed_tests = list(judged.changed)
+        result.reason = (
+            f"verified, except {len(judged.changed)} base test(s) the change edits; "
+            "a person approves the behaviour change"
+        )
     else:
         result.reason = "every criterion passed and nothing new broke"
     return result
+
+
+def _per_node(after: Measurements, base: Measurement, nodes: Sequence[str]) -> Measurements:
+    """The run a PYTEST criterion is judged on: the base's own test files where they hold its
+    tests, the candidate's own run only for tests that are new."""
+    own = after.get(Tool.PYTEST)
+    if own is not None and any(n not in base.collected for n in nodes):
+        return after  # a new test (an inbox task's acceptance) is judged in its own tree
+    return Measurements(items=(*(m for m in after.items if m.tool != Tool.PYTEST), base))
 
 
 def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | None:

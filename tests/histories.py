@@ -206,8 +206,9 @@ def record(
         base="0123456789abcdef0123",
         commit="fedcba98765432100123" if outcome == IterationOutcome.SUCCESS else None,
         kept_branch=f"seed/kept/{iteration_id}"
-        if outcome == IterationOutcome.MERGE_BLOCKED
+        if outcome in (IterationOutcome.MERGE_BLOCKED, IterationOutcome.KEPT)
         else None,
+        changed_tests=("tests/test_calc.py::test_mul",) if outcome == IterationOutcome.KEPT else (),
         backend="command" if ran else "none",
         agent_version="scripted 1.0" if ran else "",
         agent_summary="Removed the unused import.\nRan the tests." if ran else "",
@@ -231,6 +232,7 @@ def every_kind() -> list[IterationRecord]:
         IterationOutcome.NO_CHANGE,
         IterationOutcome.WAITING,
         IterationOutcome.ABORTED,
+        IterationOutcome.KEPT,
     )
     for outcome in plain:
         out.append(record(seq, START + timedelta(hours=seq), outcome, None, SOURCES[seq % 6]))

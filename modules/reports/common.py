@@ -19,6 +19,7 @@ OUTCOMES: tuple[IterationOutcome, ...] = (
     IterationOutcome.FAILURE,
     IterationOutcome.NO_CHANGE,
     IterationOutcome.MERGE_BLOCKED,
+    IterationOutcome.KEPT,
     IterationOutcome.WAITING,
     IterationOutcome.ABORTED,
 )
@@ -30,6 +31,7 @@ ATTEMPTED = frozenset(
         IterationOutcome.FAILURE.value,
         IterationOutcome.NO_CHANGE.value,
         IterationOutcome.MERGE_BLOCKED.value,
+        IterationOutcome.KEPT.value,
     }
 )
 """Outcomes of iterations in which an agent tried; the success rate counts only these."""
@@ -40,6 +42,7 @@ OUTCOME_COLORS: dict[str, str] = {
     "FAILURE": "#d64541",
     "NO_CHANGE": "#8c8c8c",
     "MERGE_BLOCKED": "#8e5bc2",
+    "KEPT": "#b07cc6",
     "WAITING": "#4a90d9",
     "ABORTED": "#5c5c5c",
 }

@@ -28,6 +28,7 @@ HEADLINES: dict[IterationOutcome, str] = {
     IterationOutcome.NO_CHANGE: "the agent changed nothing",
     IterationOutcome.WAITING: "planned; waiting for an agent that can take it",
     IterationOutcome.MERGE_BLOCKED: "verified, but could not be merged; the work is kept",
+    IterationOutcome.KEPT: "verified, except base tests it edits; kept for a person to approve",
     IterationOutcome.ABORTED: "stopped before it finished; the work was discarded",
 }
 
@@ -84,7 +85,12 @@ def _result(record: IterationRecord) -> str:
     if record.outcome == IterationOutcome.SUCCESS and record.commit:
         return f"commit {code(record.commit[:12])} (`git show {record.commit[:12]}`)"
     if record.kept_branch:
-        return f"kept on branch {code(record.kept_branch)} (`git log -p {record.kept_branch}`)"
+        shown = f"kept on branch {code(record.kept_branch)} (`git log -p {record.kept_branch}`)"
+        if record.changed_tests:
+            shown += "; it changes what these base tests expect: " + ", ".join(
+                code(t) for t in record.changed_tests
+            )
+        return f"{shown}; land it with `python seed.py approve {record.iteration_id}`"
     if record.outcome == IterationOutcome.WAITING:
         return "nothing ran; the plan is in plan.json"
     return "nothing landed; the worktree was discarded"

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from domain import DaemonStatus
 
-ATTEMPTED = ("SUCCESS", "ROLLBACK", "FAILURE", "NO_CHANGE", "MERGE_BLOCKED")
+ATTEMPTED = ("SUCCESS", "ROLLBACK", "FAILURE", "NO_CHANGE", "MERGE_BLOCKED", "KEPT")
 """Outcomes in which an agent tried (the success rate counts only these)."""
 
 
