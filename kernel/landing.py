@@ -302,18 +302,24 @@ def approve(ctx: Context, iteration_id: str) -> str:
     if head != gitops.out(root, "rev-parse", f"{commit}^"):
         assert head is not None
         commit = _approved_on(ctx, record, commit, head)
-    merged = gitops.git(root, "merge", "--ff-only", "--quiet", commit, check=False)
+    # as the daemon lands: no attributes or filters, and the checkout's bytes checked after
+    merged = gitops.fast_forward(root, commit)
     if not merged.ok:
         reason = " ".join((merged.err_text() or merged.text()).split())[:400]
         raise SeedError(f"git refused the fast-forward: {reason}")
+    differ = trees.unlike_blobs(root, head or commit, commit)
     ctx.store.event(
         "approved",
         f"{iteration_id} approved by a person: {commit[:12]} landed",
         iteration=iteration_id,
         commit=commit,
         changed_tests=list(record.changed_tests),
+        unlike_blobs=differ[:10],
     )
-    return f"landed {commit[:12]} ({iteration_id}, approved)"
+    said = f"landed {commit[:12]} ({iteration_id}, approved)"
+    if differ:
+        said += f"; git wrote other bytes than the landed blobs for: {', '.join(differ[:10])}"
+    return said
 
 
 def _approved_on(ctx: Context, record: IterationRecord, commit: str, head: str) -> str:
@@ -346,6 +352,11 @@ def _approved_on(ctx: Context, record: IterationRecord, commit: str, head: str) 
     ]
     place = Export(root, ctx.paths.exports, new_tree, "approved", store)
     try:
+        # the guard's second pass, as after any rebase: the person's commits meanwhile can
+        # move the change somewhere the first pass never saw
+        refused = _guarded(ctx, it, head, place)
+        if refused:
+            raise SeedError(f"after rebasing onto {head[:12]}, the guard refuses: {refused[0]}")
         verification = Judge(ctx, noop_phase).verify(it, baseline, place)
     finally:
         place.close()

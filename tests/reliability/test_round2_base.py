@@ -172,16 +172,19 @@ def test_a_regression_in_an_order_dependent_test_is_refused(tmp_path: Path) -> N
     assert any("test_b_squares" in e for e in record["evidence"])
 
 
+CHANGES_MUL = [
+    FIX,
+    {"replace": "calc.py", "old": "return a * b", "new": "return a * b + 1"},
+    {"replace": "tests/test_calc.py", "old": "mul(2, 3) == 6", "new": "mul(2, 3) == 7"},
+]
+"""An honest fix plus a deliberate behaviour change that a base test pins (KEPT)."""
+
+
 def test_a_changed_expectation_is_kept_for_a_person_and_approve_lands_it(tmp_path: Path) -> None:
     project = make_project(tmp_path, BROKEN)
     base = project.head()
     before = project.snapshot()
-    steps = [
-        FIX,
-        {"replace": "calc.py", "old": "return a * b", "new": "return a * b + 1"},
-        {"replace": "tests/test_calc.py", "old": "mul(2, 3) == 6", "new": "mul(2, 3) == 7"},
-    ]
-    record = _once(project, steps)
+    record = _once(project, CHANGES_MUL)
     assert (record["outcome"], record["failure_category"]) == ("KEPT", None), record["reason"]
     assert record["changed_tests"] == ["tests/test_calc.py::test_mul"]
     branch = record["kept_branch"]
@@ -199,3 +202,38 @@ def test_a_changed_expectation_is_kept_for_a_person_and_approve_lands_it(tmp_pat
         project.root, "rev-parse", f"{kept}^{{tree}}"
     )
     assert (project.root / "tests" / "test_calc.py").read_text().count("== 7") == 1
+
+
+def _kept_then_person_commits(tmp: Path, path: str, text: str) -> tuple[Project, str, str]:
+    """A KEPT iteration, then a commit of the person's on the branch: (project, id, commit)."""
+    project = make_project(tmp, BROKEN)
+    record = _once(project, CHANGES_MUL)
+    assert record["outcome"] == "KEPT", record["reason"]
+    (project.root / path).write_text(text)
+    git(project.root, "add", path)
+    git(project.root, "commit", "-q", "-m", "the person's commit meanwhile")
+    return project, record["iteration_id"], project.head()
+
+
+def test_approve_after_the_branch_moved_rebases_and_verifies_again(tmp_path: Path) -> None:
+    project, iteration, person = _kept_then_person_commits(tmp_path, "NOTES.md", "notes\n")
+    dirty = git(project.root, "status", "--porcelain", "--untracked-files=no")
+    approved = project.seed(project.configs[-1], "approve", iteration)
+    assert approved.returncode == 0, approved.stderr[-3000:]
+    assert git(project.root, "rev-parse", "HEAD^").strip() == person
+    assert (project.root / "NOTES.md").read_text() == "notes\n"
+    assert "return a + b" in (project.root / "calc.py").read_text()
+    assert "== 7" in (project.root / "tests" / "test_calc.py").read_text()
+    # the person's own uncommitted edits are still there, and nothing else differs
+    assert git(project.root, "status", "--porcelain", "--untracked-files=no") == dirty
+
+
+def test_approve_refuses_kept_work_that_no_longer_fits_the_branch(tmp_path: Path) -> None:
+    project, iteration, person = _kept_then_person_commits(
+        tmp_path, "calc.py", BROKEN["calc.py"].replace("return a * b", "return b * a")
+    )
+    approved = project.seed(project.configs[-1], "approve", iteration)
+    assert approved.returncode != 0
+    assert "rebas" in approved.stderr, approved.stderr[-2000:]
+    assert project.head() == person
+    assert "return b * a" in (project.root / "calc.py").read_text()
