@@ -112,7 +112,7 @@ def available() -> Availability:
         return Availability(False, f"bubblewrap (bwrap) is not installed: {INSTALL}")
     try:
         probe = subprocess.run(
-            wrap([sys.executable, "-I", "-S", "-c", "pass"], Profile(tmp_bytes=1 << 20)),
+            wrap([sys.executable, "-I", "-S", "-c", "pass"], _probe_profile()),
             capture_output=True,
             timeout=30,
             stdin=subprocess.DEVNULL,
@@ -123,6 +123,14 @@ def available() -> Availability:
         said = probe.stderr.decode("utf-8", errors="replace").strip()[:300]
         return Availability(False, f"bubblewrap could not start a sandbox ({said}): {INSTALL}")
     return Availability(True)
+
+
+def _probe_profile() -> Profile:
+    """The probe's profile: the interpreter it runs is shown wherever it lives (under /tmp
+    too, which the sandbox covers), as real runs show it, so only bubblewrap is tested."""
+    here = Path(sys.executable)
+    shown = (Path(sys.prefix), Path(sys.base_prefix), here.parent, here.resolve().parent.parent)
+    return Profile(tmp_bytes=1 << 20, shown=shown)
 
 
 def _inside(path: Path, folder: Path) -> bool:

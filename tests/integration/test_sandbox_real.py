@@ -154,3 +154,28 @@ def test_without_bubblewrap_the_reason_says_how_to_install_it(
         sandbox.available.cache_clear()
     assert not found.ok
     assert "bubblewrap" in found.reason and "apt-get install bubblewrap" in found.reason
+
+
+def test_the_probe_finds_the_sandbox_when_seeds_interpreter_lives_under_tmp(
+    tmp_path: Path,
+) -> None:
+    # the sandbox covers /tmp with its own; a seed cloned under /tmp must not read as "no sandbox"
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    made = procs.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path, timeout_s=120
+    )
+    assert made.ok, made.text()
+    root = Path(__file__).resolve().parents[2]
+    probe = procs.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "from kernel import sandbox; print(sandbox.available())",
+        ],
+        cwd=root,
+        timeout_s=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        merge_stderr=True,
+    )
+    assert probe.ok and "ok=True" in probe.text(), probe.text()
