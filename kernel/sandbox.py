@@ -150,9 +150,13 @@ def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[
     def add(path: Path, rank: int, args: list[str]) -> None:
         mounts.append((len(path.parts), rank, args))
 
-    # what the run needs from under a covered folder is shown again, read-only
+    # what the run needs from under a covered folder is shown again, read-only; never inside
+    # a writable place, which shows it already (a read-only bind deeper in would win there)
+    places = [w.resolve() for w in profile.writable if w.exists()]
     for path in profile.shown:
         real = path.resolve()
+        if any(_inside(real, w) for w in places):
+            continue
         if path.exists() and any(_inside(real, c) for c in covered):
             add(real, 0, ["--ro-bind", str(real), str(real)])
     for path in profile.writable:

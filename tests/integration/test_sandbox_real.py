@@ -179,3 +179,16 @@ def test_the_probe_finds_the_sandbox_when_seeds_interpreter_lives_under_tmp(
         merge_stderr=True,
     )
     assert probe.ok and "ok=True" in probe.text(), probe.text()
+
+
+def test_a_file_shown_inside_a_writable_folder_stays_writable(tmp_path: Path) -> None:
+    # an agent's argv names a file of its run folder (aider's chat history, from round 2 on):
+    # showing it must not bind it read-only over the writable folder
+    work = tmp_path / "work"
+    work.mkdir()
+    kept = work / "history.md"
+    kept.write_text("round 1\n")
+    code = f"import pathlib\npathlib.Path({str(kept)!r}).write_text('round 2\\n')\n"
+    result = _run(code, sandbox.Profile(writable=(work,), shown=(kept,)))
+    assert result.ok, result.text()
+    assert kept.read_text() == "round 2\n"
