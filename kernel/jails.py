@@ -202,7 +202,11 @@ def module_jail(paths: Paths, guard: GuardConfig) -> ModuleJail | None:
         return None
 
     def jail(argv: Sequence[str], code: Path) -> list[str]:
-        profile = _measurement(guard, paths, readonly=(code,), shown=_shown(paths), chdir=code)
+        # the planner reads the iteration's fresh checkout of HEAD (ProjectState.worktree):
+        # the checkouts' folder is shown read-only, made first so the bind exists
+        paths.checkouts.mkdir(parents=True, exist_ok=True)
+        shown = (*_shown(paths), paths.checkouts)
+        profile = _measurement(guard, paths, readonly=(code,), shown=shown, chdir=code)
         return sandbox.wrap(argv, profile)
 
     return jail
