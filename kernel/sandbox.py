@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 INSTALL = (
@@ -112,7 +112,7 @@ def available() -> Availability:
         return Availability(False, f"bubblewrap (bwrap) is not installed: {INSTALL}")
     try:
         probe = subprocess.run(
-            wrap([sys.executable, "-I", "-S", "-c", "pass"], _probe_profile()),
+            wrap([sys.executable, "-I", "-S", "-c", "pass"], Profile(tmp_bytes=1 << 20)),
             capture_output=True,
             timeout=30,
             stdin=subprocess.DEVNULL,
@@ -125,12 +125,10 @@ def available() -> Availability:
     return Availability(True)
 
 
-def _probe_profile() -> Profile:
-    """The probe's profile: the interpreter it runs is shown wherever it lives (under /tmp
-    too, which the sandbox covers), as real runs show it, so only bubblewrap is tested."""
+def _interpreter() -> tuple[Path, ...]:
+    """The daemon's interpreter and its installation (the launcher and the probe run it)."""
     here = Path(sys.executable)
-    shown = (Path(sys.prefix), Path(sys.base_prefix), here.parent, here.resolve().parent.parent)
-    return Profile(tmp_bytes=1 << 20, shown=shown)
+    return (Path(sys.prefix), Path(sys.base_prefix), here.parent, here.resolve().parent.parent)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -279,7 +277,10 @@ def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
         elif profile.private_home:
             out += ["--size", str(profile.tmp_bytes), "--tmpfs", str(real_home)]
             covered.append(real_home)
-    out += _mounts(profile, covered, real_home)
+    # the launcher below is the daemon's own interpreter: shown wherever it lives (a seed
+    # cloned under /tmp or HOME), whatever the profile names
+    shown = (*profile.shown, *_interpreter())
+    out += _mounts(replace(profile, shown=shown), covered, real_home)
     if profile.chdir is not None:
         out += ["--chdir", str(profile.chdir)]
     group = pids_cgroup(profile.max_processes) if profile.max_processes else None
