@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,10 @@ from tests.support import (
     make_repo,
     records,
     seed,
+    seed_argv,
+    seed_env,
     snapshot,
+    wait_for,
 )
 
 TASK = "Add a sub(a, b) function to calc.py that returns a - b, with a test."
@@ -176,3 +179,40 @@ def assert_clean_log(project: Project) -> None:
     assert data.endswith(b"\n"), "records.jsonl ends in a torn line"
     for line in data.splitlines():
         assert isinstance(json.loads(line), dict)
+
+
+def while_the_agent_waits(
+    project: Project, person: Callable[[], None], extra: str = FAST
+) -> dict[str, Any]:
+    """Run once; when the agent has started, let the person act, then let the agent go on."""
+    root = project.root
+    steps = [
+        {"touch": "started.flag"},
+        {"wait_for": "release.flag"},
+        {"delete": "started.flag"},
+        {"delete": "release.flag"},
+        *DO_THE_TASK,
+    ]
+    config = project.config(steps, extra=extra)
+    daemon = subprocess.Popen(
+        seed_argv(root, "--config", str(config), "once"),
+        env=seed_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+    def started() -> list[Path]:
+        return list(agent_checkouts(root).glob("*/started.flag"))
+
+    try:
+        wait_for(lambda: bool(started()), 120, "the agent to start", alive=daemon)
+        person()
+        started()[0].with_name("release.flag").write_text("go")
+        daemon.communicate(timeout=300)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+        daemon.communicate()
+    [record] = project.records()
+    return record

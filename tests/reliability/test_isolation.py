@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +28,9 @@ from tests.reliability.helpers import (
     assert_checkout_kept,
     assert_no_leftovers,
     make_project,
+    while_the_agent_waits,
 )
-from tests.support import BROKEN_ADD, agent_checkouts, git, seed_argv, seed_env, wait_for
+from tests.support import BROKEN_ADD, git
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
@@ -406,7 +405,7 @@ def test_a_person_changing_the_checkout_during_a_sandboxed_run_is_not_blamed(
         (root / "VISION.md").write_text("the person rewrote the vision\n")
         (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
 
-    record = _while_the_agent_waits(project, person)
+    record = while_the_agent_waits(project, person)
     assert record["outcome"] == "SUCCESS", record["reason"]
     assert (root / "VISION.md").read_text() == "the person rewrote the vision\n"
     assert (root / ".git" / "hooks" / "pre-commit").exists()
@@ -503,41 +502,6 @@ def test_the_honest_fix_of_a_failing_test_lands(tmp_path: Path) -> None:
     assert_checkout_kept(project, before, record["commit"])
 
 
-def _while_the_agent_waits(project: Project, person: Callable[[], None]) -> dict[str, Any]:
-    """Run once; when the agent has started, let the person act, then let the agent go on."""
-    root = project.root
-    steps = [
-        {"touch": "started.flag"},
-        {"wait_for": "release.flag"},
-        {"delete": "started.flag"},
-        {"delete": "release.flag"},
-        *DO_THE_TASK,
-    ]
-    config = project.config(steps, extra=FAST)
-    daemon = subprocess.Popen(
-        seed_argv(root, "--config", str(config), "once"),
-        env=seed_env(),
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-    def started() -> list[Path]:
-        return list(agent_checkouts(root).glob("*/started.flag"))
-
-    try:
-        wait_for(lambda: bool(started()), 120, "the agent to start", alive=daemon)
-        person()
-        started()[0].with_name("release.flag").write_text("go")
-        daemon.communicate(timeout=300)
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-        daemon.communicate()
-    [record] = project.records()
-    return record
-
-
 def test_a_commit_the_person_made_meanwhile_is_kept_and_the_work_lands_on_it(
     tmp_path: Path,
 ) -> None:
@@ -550,7 +514,7 @@ def test_a_commit_the_person_made_meanwhile_is_kept_and_the_work_lands_on_it(
         git(root, "add", "docs.md")
         git(root, "commit", "-q", "-m", "the person's commit")
 
-    record = _while_the_agent_waits(project, person)
+    record = while_the_agent_waits(project, person)
     theirs = git(root, "rev-parse", "HEAD~1").strip()
     assert record["outcome"] == "SUCCESS", record["reason"]
     assert git(root, "rev-parse", f"{record['commit']}^").strip() == theirs
@@ -567,7 +531,7 @@ def test_a_conflicting_commit_meanwhile_keeps_the_work_on_a_branch(tmp_path: Pat
         (root / "calc.py").write_text(FILES["calc.py"] + "\n\ndef sub(a, b):\n    return b - a\n")
         git(root, "commit", "-q", "-am", "the person's own sub")
 
-    record = _while_the_agent_waits(project, person)
+    record = while_the_agent_waits(project, person)
     head_before = git(root, "rev-parse", "HEAD").strip()
     assert (record["outcome"], record["failure_category"]) == ("MERGE_BLOCKED", "MERGE_BLOCKED")
     assert record["kept_branch"] and head_before != record["commit"]

@@ -5,8 +5,6 @@ written files never drop a candidate's file, and a rebased tree passes the guard
 from __future__ import annotations
 
 import hashlib
-import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +21,9 @@ from tests.reliability.helpers import (
     assert_clean_log,
     assert_no_leftovers,
     make_project,
+    while_the_agent_waits,
 )
-from tests.support import SAMPLE, agent_checkouts, git, seed_argv, seed_env, wait_for
+from tests.support import SAMPLE, git
 
 
 def _once(project: Project, steps: list[dict[str, Any]], extra: str = FAST) -> dict[str, Any]:
@@ -35,43 +34,6 @@ def _once(project: Project, steps: list[dict[str, Any]], extra: str = FAST) -> d
     assert_no_leftovers(project)
     assert_clean_log(project)
     return records[0]
-
-
-def _while_the_agent_waits(
-    project: Project, person: Callable[[], None], extra: str
-) -> dict[str, Any]:
-    """Run once; when the agent has started, let the person act, then let the agent go on."""
-    root = project.root
-    steps = [
-        {"touch": "started.flag"},
-        {"wait_for": "release.flag"},
-        {"delete": "started.flag"},
-        {"delete": "release.flag"},
-        *DO_THE_TASK,
-    ]
-    config = project.config(steps, extra=extra)
-    daemon = subprocess.Popen(
-        seed_argv(root, "--config", str(config), "once"),
-        env=seed_env(),
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-    def started() -> list[Path]:
-        return list(agent_checkouts(root).glob("*/started.flag"))
-
-    try:
-        wait_for(lambda: bool(started()), 120, "the agent to start", alive=daemon)
-        person()
-        started()[0].with_name("release.flag").write_text("go")
-        daemon.communicate(timeout=300)
-    finally:
-        if daemon.poll() is None:
-            daemon.kill()
-        daemon.communicate()
-    [record] = project.records()
-    return record
 
 
 def _blob(data: bytes) -> str:
@@ -306,7 +268,7 @@ def test_a_rebased_tree_is_guarded_again(tmp_path: Path) -> None:
         git(root, "add", "pyproject.toml")
         git(root, "commit", "-q", "-m", "the person's move")
 
-    record = _while_the_agent_waits(project, person, extra)
+    record = while_the_agent_waits(project, person, extra)
 
     # the agent's tree passed the guard; with the person's move it does not: kept, no halt
     assert (record["outcome"], record["failure_category"]) == ("MERGE_BLOCKED", "MERGE_BLOCKED")
