@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from domain import Measurement
-from kernel import gitops, trees
+from kernel import trees
 from kernel.guard import is_test_path
 from kernel.hygiene import PYTEST_FILES, pytest_config_changed
 from kernel.incremental import imported_names, module_names
@@ -166,12 +166,4 @@ def _write(root: Path, entries: dict[str, tuple[str, str]], store: trees.ObjectS
         for p, (m, o) in sorted(entries.items())
         if m == "160000"
     ]
-    gitops.git(
-        root,
-        "update-index",
-        "-z",
-        "--index-info",
-        env=env,
-        stdin=b"\0".join(lines) + b"\0" if lines else b"",
-    )
-    return gitops.git(root, "write-tree", env=env).text().strip()
+    return trees.tree_from_lines(root, env, lines)

@@ -14,7 +14,7 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -227,17 +227,14 @@ def build_candidate(
     if candidate.oversized:
         return candidate
     lines = _hash_files(root, worktree, env, files) + _hash_links(root, env, links)
-    gitops.git(
-        root,
-        "update-index",
-        "-z",
-        "--index-info",
-        env=env,
-        stdin=b"\0".join(lines) + b"\0" if lines else b"",
-    )
-    return rediff(
-        root, base, candidate, gitops.git(root, "write-tree", env=env).text().strip(), store
-    )
+    return rediff(root, base, candidate, tree_from_lines(root, env, lines), store)
+
+
+def tree_from_lines(root: Path, env: dict[str, str], lines: Sequence[bytes]) -> str:
+    """The tree of the store's index after these `update-index --index-info` lines."""
+    stdin = b"\0".join(lines) + b"\0" if lines else b""
+    gitops.git(root, "update-index", "-z", "--index-info", env=env, stdin=stdin)
+    return gitops.git(root, "write-tree", env=env).text().strip()
 
 
 def _gather(
