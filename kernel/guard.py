@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from domain import AcceptanceCriterion, CheckName, FailureCategory, IterationPlan, PlanBudget
-from kernel import frozen, gitops, hygiene
+from kernel import frozen, gitops, hygiene, trees
 from kernel.config import Config, GrowthConfig, GuardConfig
-from kernel.contracts import matches, matches_any
+from kernel.contracts import matches, matches_any, protected_patterns
 from kernel.gate import ALL_TOOLS
 
 CONFIG_NAMES = hygiene.PYTEST_FILES | {"pyproject.toml", "tox.ini", "setup.cfg"}
@@ -103,6 +103,28 @@ def _path_safety(worktree: Path, change: gitops.Change, real_root: str) -> list[
                 FailureCategory.SANDBOX_VIOLATION, change.path, "the file lies outside the worktree"
             )
         )
+    return findings
+
+
+def inspect_tree(
+    repo: Path,
+    place: Path,
+    base: str,
+    changes: Sequence[gitops.Change],
+    plan: IterationPlan,
+    config: GuardConfig,
+    lines: tuple[int, int],
+    tree: tuple[str, trees.ObjectStore],
+) -> list[Finding]:
+    """The guard's whole pass on a tree (the first one and the one after a rebase): what the
+    change may not do (`lines`: inserted, deleted) and the links it may not carry."""
+    findings = inspect_changes(
+        place, base, changes, plan, protected_patterns(config.protected), *lines, config, repo=repo
+    )
+    findings += [
+        Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
+        for link, why in trees.unsafe_links(repo, *tree)
+    ]
     return findings
 
 

@@ -19,7 +19,6 @@ from domain import (
 from kernel import basetests, faults, guard, jails, testmap, trees
 from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.context import Context
-from kernel.contracts import protected_patterns
 from kernel.exports import Export
 from kernel.incremental import tree_delta
 from kernel.iteration import Ending, Iteration, Phase, mono
@@ -192,21 +191,16 @@ class Judge:
         if isinstance(repaired, Ending):
             return repaired
         candidate = repaired
-        findings = guard.inspect_changes(
+        findings = guard.inspect_tree(
+            root,
             place(),
             it.base,
             candidate.changes,
             it.plan,
-            protected_patterns(ctx.config.guard.protected),
-            candidate.inserted,
-            candidate.deleted,
             ctx.config.guard,
-            repo=root,
+            (candidate.inserted, candidate.deleted),
+            (candidate.tree, store),
         )
-        findings += [
-            guard.Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
-            for link, why in trees.unsafe_links(root, candidate.tree, store)
-        ]
         it.timed("inspect", t0)
         if findings:
             category = guard.worst(findings)

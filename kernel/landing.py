@@ -13,7 +13,6 @@ from kernel import faults, gitops, guard, trees
 from kernel.analysis import Baseline, measure_cached
 from kernel.answers import Backend
 from kernel.context import Context
-from kernel.contracts import protected_patterns
 from kernel.errors import SeedError, UsageError
 from kernel.exports import Export
 from kernel.gate import freeze_gate_at
@@ -161,21 +160,16 @@ def _guarded(ctx: Context, it: Iteration, head_now: str, place: Export) -> list[
     if it.plan.gap.roadmap is not None:
         # the kernel's own tick: the first pass refused any change of the agent's to it
         changes = [c for c in changes if not (c.path == "ROADMAP.md" and c.status == "M")]
-    findings = guard.inspect_changes(
+    findings = guard.inspect_tree(
+        root,
         place(),
         head_now,
         changes,
         it.plan,
-        protected_patterns(ctx.config.guard.protected),
-        rebased.inserted,
-        rebased.deleted,
         ctx.config.guard,
-        repo=root,
+        (rebased.inserted, rebased.deleted),
+        (place.tree, place.store),
     )
-    findings += [
-        guard.Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
-        for link, why in trees.unsafe_links(root, place.tree, place.store)
-    ]
     return [str(f) for f in findings]
 
 
