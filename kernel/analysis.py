@@ -26,7 +26,7 @@ from domain import (
     Measurements,
     Tool,
 )
-from kernel import gitops, inbox, seal, testmap
+from kernel import gitops, inbox, seal, testmap, trees
 from kernel.bounds import (
     INBOX_MAX_QUEUED,
     INBOX_MAX_QUEUED_BYTES,
@@ -36,7 +36,7 @@ from kernel.bounds import (
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
-from kernel.gate import Gate, freeze_gate_at
+from kernel.gate import Gate, freeze_gate_at, ruff_material
 from kernel.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.localise import localise
 from kernel.measure import failed_ids, measure
@@ -79,7 +79,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
     """Everything besides the tree that decides what the tools report."""
     material = json.dumps(
         {
-            "ruff": gate.ruff_config.read_text(encoding="utf-8"),
+            "ruff": ruff_material(gate),
             "pyright": gate.pyright_config,
             "tools": [gate.adoption.tools, gate.adoption.advisory],
             "quality": ctx.config.quality.model_dump(mode="json"),
@@ -215,9 +215,21 @@ def _measure(
                 scope = replace(scope, tests=_selection(ctx, key, tree, base, delta))
     executed = _mapper(ctx, key, tree) if mapping else None  # a whole suite maps the tests
     pyright = _resident(ctx, place, gate)
+
+    def fill(view: Path) -> None:
+        # ruff's files from git objects, never from the export, where tests have run
+        trees.export_tree(ctx.paths.root, place.tree, view, place.store)
+
     if scope.full or base is None:
         result = measure(
-            tree_dir, ctx.target, gate, work_dir, tree_id=tree, executed=executed, pyright=pyright
+            tree_dir,
+            ctx.target,
+            gate,
+            work_dir,
+            tree_id=tree,
+            executed=executed,
+            pyright=pyright,
+            fill=fill,
         )
         return result, 0
     result = measure(
@@ -230,6 +242,7 @@ def _measure(
         scope=scope,
         executed=executed,
         pyright=pyright,
+        fill=fill,
     )
     return result, base.since_full + 1
 
@@ -369,7 +382,10 @@ def analyse(
     HEAD, and rank the gaps."""
     root = ctx.paths.root
     tree = gitops.tree_of(root, head)
-    gate = freeze_gate_at(root, head, ctx.paths.gate / worktree.name, ctx.config.quality)
+    # a ruff version HEAD pins is installed here, once, never while measuring
+    gate = freeze_gate_at(
+        root, head, ctx.paths.gate / worktree.name, ctx.config.quality, install=True
+    )
     place = Export(root, ctx.paths.exports, tree, "base")
     try:
         measurements, written = measure_cached(

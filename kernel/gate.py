@@ -7,20 +7,28 @@ does not relax the judgement.
 
 from __future__ import annotations
 
+import configparser
+import contextlib
 import functools
+import hashlib
+import importlib.metadata
+import itertools
 import json
 import os
 import posixpath
+import re
+import shutil
+import tempfile
 import tomllib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 import json5
 import tomli_w
 
-from kernel import gitops
+from kernel import gitops, pins
 from kernel.config import QualityConfig
 from kernel.contracts import matches_any
 
@@ -47,7 +55,13 @@ RUFF_WRITE_SETTINGS: tuple[str, ...] = (
     "cache-dir",
     "output-format",
 )
-"""Top-level ruff settings that make it write (or change what it prints): never in a gate."""
+"""Top-level ruff settings that make it write (or change what it prints): the kernel's flags
+(measure.RUFF_CHECK_FLAGS, RUFF_FORMAT_FLAGS) override each of them on every run."""
+
+RUFF_CONFIG_NAMES: tuple[str, ...] = ("pyproject.toml", "ruff.toml", ".ruff.toml")
+"""Files ruff takes its settings from, in any folder (the nearest one governs a file)."""
+RUFF_IGNORE_NAMES: tuple[str, ...] = (".gitignore", ".ignore")
+"""Files that decide which files ruff looks at."""
 
 _PYRIGHT_AUTO_EXCLUDE = (*PYRIGHT_DEFAULT_EXCLUDE, "**/__editable__.*")
 """What pyright always adds to `exclude`, from the project root (pyright 1.1.4xx)."""
@@ -67,46 +81,118 @@ class Adoption:
     tools: tuple[str, ...] = ALL_TOOLS
     """Tools that run."""
     advisory: tuple[str, ...] = ()
-    """Tools that run but offer no gaps (ruff format unconfigured: it judges only files that
-    were formatted at the baseline, through the ratchet)."""
+    """Tools that run but offer no gaps."""
     why: tuple[str, ...] = ()
-    """One line per tool: whether it takes part, and why."""
+    """One line per tool: whether it takes part, and why; then every way seed's run differs
+    from the project's own."""
     own_ruff: bool = True
     """The target configures ruff (else only SMALL_RUFF, or [quality] ruff_select when named)."""
 
 
-def adoption(read: Callable[[str], str | None], quality: QualityConfig) -> Adoption:
+_FORMAT_HOOK = re.compile(r"^\s*-\s*id:\s*['\"]?ruff-format\b", re.MULTILINE)
+
+
+def _root_ruff(read: Callable[[str], str | None]) -> tuple[str, dict[str, Any]] | None:
+    """The root's ruff configuration as ruff picks it (ruff.toml, .ruff.toml, [tool.ruff])."""
+    for name in (".ruff.toml", "ruff.toml"):
+        doc = _toml(read(name))
+        if doc is not None:
+            return name, doc
+    tool = (_toml(read("pyproject.toml")) or {}).get("tool", {})
+    ruff = cast(dict[str, Any], tool).get("ruff") if isinstance(tool, dict) else None
+    return ("pyproject.toml", cast(dict[str, Any], ruff)) if isinstance(ruff, dict) else None
+
+
+def running_ruff_version() -> str:
+    """The version of the ruff installed with seed."""
+    try:
+        return importlib.metadata.version("ruff")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def _ruff_version_line(pin: pins.Pin | None) -> str:
+    own = running_ruff_version()
+    if pin is None or pin.version == own:
+        return f"ruff: version {own}" + (f" as pinned in {pin.where}" if pin else "")
+    if pins.binary(pin.version) is not None:
+        return f"ruff: version {pin.version} as pinned in {pin.where} (seed's tool cache)"
+    return (
+        f"ruff: differs: runs {own}, not {pin.version} as pinned in {pin.where} "
+        "(not in seed's tool cache: it is installed when HEAD is analysed and PyPI answers)"
+    )
+
+
+def adoption(
+    read: Callable[[str], str | None], quality: QualityConfig, paths: Sequence[str] = ()
+) -> Adoption:
     """Which tools take part, from the target's configuration files (read by name)."""
     tool = cast(dict[str, Any], (_toml(read("pyproject.toml")) or {}).get("tool", {}))
-    ruff_file = next(
-        (d for n in ("ruff.toml", ".ruff.toml") if (d := _toml(read(n))) is not None), None
-    )
-    ruff = ruff_file if ruff_file is not None else tool.get("ruff")
-    own_ruff = isinstance(ruff, dict)
-    own_format = own_ruff and "format" in cast(dict[str, Any], ruff)
+    found = _root_ruff(read)
+    own_ruff = found is not None
+    hook = bool(_FORMAT_HOOK.search(read(".pre-commit-config.yaml") or ""))
+    own_format = (own_ruff and "format" in found[1]) if found is not None else False
     own_pyright = read("pyrightconfig.json") is not None or "pyright" in tool
+    differences: list[str] = []
+    if "ruff" in (quality.tools if quality.tools is not None else ALL_TOOLS):
+        differences.append(_ruff_version_line(pins.pinned_ruff(read, tuple(paths))))
+    if found is not None and isinstance(found[1].get("extend"), str):
+        extend = str(found[1]["extend"])
+        if _outside(posixpath.normpath(os.path.expandvars(os.path.expanduser(extend)))):
+            differences.append(
+                f"ruff: differs: extend {extend} ({found[0]}) lies outside the repository: "
+                "judged with the copy taken when HEAD was analysed"
+            )
     if quality.tools is not None:
         named = tuple(t for t in ALL_TOOLS if t in quality.tools)
         why = tuple(
             f"{t}: {'on' if t in named else 'off'} ([quality] tools in seed.toml)"
             for t in ALL_TOOLS
         )
-        return Adoption(named, (), why, own_ruff)
-    tools = ["ruff", "ruff-format", "pytest"] + (["pyright"] if own_pyright else [])
+        return Adoption(named, (), (*why, *differences), own_ruff)
+    tools = ["ruff", "pytest"] + (["ruff-format"] if own_format or hook else [])
+    tools += ["pyright"] if own_pyright else []
     why = (
         "ruff: on (configured)"
         if own_ruff
-        else "ruff: syntax errors and undefined names only (no [tool.ruff], ruff.toml or .ruff.toml)",
+        else "ruff: syntax errors and undefined names only (no [tool.ruff], ruff.toml or .ruff.toml)"
+        + (" but what its flake8 configuration ignores" if _flake8_ignored(read) else ""),
         "ruff-format: on ([tool.ruff.format])"
         if own_format
-        else "ruff-format: only files already formatted at the baseline (no [tool.ruff.format])",
+        else "ruff-format: on (a ruff-format pre-commit hook)"
+        if hook
+        else "ruff-format: off (no [tool.ruff.format] or ruff-format pre-commit hook)",
         "pyright: on (configured)"
         if own_pyright
         else "pyright: off (no [tool.pyright] or pyrightconfig.json)",
         "pytest: on (always)",
     )
-    advisory = () if own_format else ("ruff-format",)
-    return Adoption(tuple(t for t in ALL_TOOLS if t in tools), advisory, why, own_ruff)
+    return Adoption(tuple(t for t in ALL_TOOLS if t in tools), (), (*why, *differences), own_ruff)
+
+
+def _outside(path: str) -> bool:
+    """Whether a path (relative to a folder of the repository's root) leaves it."""
+    return os.path.isabs(path) or path == ".." or path.startswith("../")
+
+
+_CODE = re.compile(r"^[A-Z]+[0-9]*$")
+
+
+def _flake8_ignored(read: Callable[[str], str | None]) -> list[str]:
+    """The always-on rules the project's own flake8 configuration ignores (flake8 reads the
+    first of setup.cfg, tox.ini and .flake8 that has a [flake8] section)."""
+    for name in ("setup.cfg", "tox.ini", ".flake8"):
+        parser = configparser.RawConfigParser(strict=False)
+        with contextlib.suppress(configparser.Error):
+            parser.read_string(read(name) or "")
+        if not parser.has_section("flake8"):
+            continue
+        codes: list[str] = []
+        for option in ("ignore", "extend-ignore"):
+            raw = parser.get("flake8", option, fallback="")
+            codes += [c for c in re.split(r"[\s,]+", raw) if _CODE.match(c)]
+        return [c for c in codes if any(c.startswith(s) or s.startswith(c) for s in SMALL_RUFF)]
+    return []
 
 
 def _toml(text: str | None) -> dict[str, Any] | None:
@@ -123,9 +209,14 @@ class Gate:
     """Tool configuration frozen from the baseline commit, kept outside the agent's reach."""
 
     ruff_config: Path
+    """The config seed writes for a target without a ruff configuration of its own."""
     pyright_config: dict[str, Any] = field(default_factory=dict[str, Any])
     adoption: Adoption = field(default_factory=Adoption)
     """Which tools take part, decided by the baseline commit's configuration."""
+    ruff_dir: Path | None = None
+    """The baseline's own ruff configuration files (and ignore files), at their paths."""
+    ruff_version: str = ""
+    """The pinned ruff to run from seed's tool cache ("": the ruff installed with seed)."""
 
 
 def json_lenient(text: str) -> dict[str, Any]:
@@ -137,38 +228,125 @@ def json_lenient(text: str) -> dict[str, Any]:
     return cast(dict[str, Any], data) if isinstance(data, dict) else {}
 
 
-def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: QualityConfig) -> Gate:
+def _ruff_table(name: str, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Where ruff's settings live in a file of this name."""
+    if posixpath.basename(name) != "pyproject.toml":
+        return doc
+    tool = doc.get("tool")
+    ruff = cast(dict[str, Any], tool).get("ruff") if isinstance(tool, dict) else None
+    return cast(dict[str, Any], ruff) if isinstance(ruff, dict) else None
+
+
+class _Outside:
+    """Copies of the files an `extend` outside the repository names, in the gate's folder."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.folder = out_dir / "outside"
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._serial = itertools.count()
+
+    def copy(self, source: Path, depth: int = 0) -> Path | None:
+        """The copy of one outside file, its own outside `extend` copied in turn."""
+        try:
+            text = source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        doc = _toml(text)
+        table = _ruff_table(source.name, doc) if doc is not None else None
+        extend = table.get("extend") if table is not None else None
+        if doc is not None and table is not None and isinstance(extend, str) and depth < 8:
+            target = Path(os.path.expandvars(os.path.expanduser(extend)))
+            copied = self.copy(source.parent / target, depth + 1)
+            if copied is not None:
+                table["extend"] = str(copied)
+                text = tomli_w.dumps(doc)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        dest = self.folder / f"{next(self._serial)}-{source.name}"
+        dest.write_text(text, encoding="utf-8")
+        return dest
+
+
+def _ruff_set(
+    read: Callable[[str], str | None], paths: Sequence[str], origin: Path, out_dir: Path
+) -> tuple[dict[str, str], list[str]]:
+    """The baseline's ruff configuration files by path (with every in-repository `extend`),
+    an `extend` outside the repository pointed at the gate's copy; and what differs."""
+    names = (*RUFF_CONFIG_NAMES, *RUFF_IGNORE_NAMES)
+    queue = [p for p in paths if posixpath.basename(p) in names]
+    files: dict[str, str] = {}
+    notes: list[str] = []
+    outside = _Outside(out_dir)
+    while queue:
+        rel = queue.pop(0)
+        text = read(rel) if rel not in files else None
+        if text is None:
+            continue
+        files[rel] = text
+        doc = _toml(text) if posixpath.basename(rel) not in RUFF_IGNORE_NAMES else None
+        table = _ruff_table(rel, doc) if doc is not None else None
+        extend = table.get("extend") if table is not None else None
+        if doc is None or table is None or not isinstance(extend, str):
+            continue
+        expanded = os.path.expandvars(os.path.expanduser(extend))
+        inside = posixpath.normpath(posixpath.join(posixpath.dirname(rel), expanded))
+        if not _outside(inside):
+            queue.append(inside)  # the base's own bytes, at its own place in the view
+            continue
+        copied = outside.copy(origin / posixpath.dirname(rel) / expanded)
+        if copied is None:
+            notes.append(f"ruff: extend {extend} ({rel}) lies outside the repository and is missing")
+            continue
+        table["extend"] = str(copied)
+        files[rel] = tomli_w.dumps(doc)
+    return files, notes
+
+
+def _fallback_ruff(read: Callable[[str], str | None], quality: QualityConfig) -> dict[str, Any]:
+    """The config of a target without its own: the always-on rules (but what its flake8 ignores),
+    or seed.toml's selection; with its `requires-python`, as ruff would read it."""
+    named = quality.tools is not None and "ruff" in quality.tools
+    lint: dict[str, Any] = {"select": list(quality.ruff_select if named else SMALL_RUFF)}
+    ignored = [] if named else _flake8_ignored(read)
+    if ignored:
+        lint["ignore"] = ignored
+    doc: dict[str, Any] = {"tool": {"ruff": {"lint": lint}}}
+    project = (_toml(read("pyproject.toml")) or {}).get("project")
+    requires = cast(dict[str, Any], project).get("requires-python") if isinstance(project, dict) else None
+    if isinstance(requires, str):
+        doc["project"] = {"requires-python": requires}
+    return doc
+
+
+def _gate_from(
+    read: Callable[[str], str | None],
+    paths: Sequence[str],
+    origin: Path,
+    out_dir: Path,
+    quality: QualityConfig,
+    install: bool = False,
+) -> Gate:
     out_dir.mkdir(parents=True, exist_ok=True)
     read = functools.cache(read)  # adoption and the gate read the same files: once each
-    adopted = adoption(read, quality)
-
-    def toml(name: str) -> dict[str, Any] | None:
-        return _toml(read(name))
-
-    tool = cast(dict[str, Any], (toml("pyproject.toml") or {}).get("tool", {}))
-    ruff_config = out_dir / "pyproject.toml"
-    for name in ("ruff.toml", ".ruff.toml"):
-        own = toml(name)
-        if own is not None:
-            ruff_doc: dict[str, Any] = {"tool": {"ruff": own}}
-            break
+    pin = pins.pinned_ruff(read, tuple(paths))
+    version = ""
+    if pin is not None and pin.version != running_ruff_version():
+        found = pins.install(pin.version) if install else pins.binary(pin.version)
+        version = pin.version if found is not None else ""
+    adopted = adoption(read, quality, paths)
+    ruff_dir: Path | None = out_dir / "ruff"
+    shutil.rmtree(ruff_dir, ignore_errors=True)
+    if adopted.own_ruff:
+        files, notes = _ruff_set(read, paths, origin, out_dir)
+        for rel, text in files.items():
+            dest = ruff_dir / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text, encoding="utf-8")
+        adopted = replace(adopted, why=(*adopted.why, *notes))
     else:
-        if "ruff" in tool:
-            ruff_doc = {"tool": {"ruff": tool["ruff"]}}
-        else:
-            named = quality.tools is not None and "ruff" in quality.tools
-            select = list(quality.ruff_select) if named else list(SMALL_RUFF)
-            ruff_doc = {"tool": {"ruff": {"lint": {"select": select}}}}
-    ruff_doc["tool"]["ruff"] = {
-        k: v for k, v in ruff_doc["tool"]["ruff"].items() if k not in RUFF_WRITE_SETTINGS
-    }
-    own = cast(dict[str, Any], ruff_doc["tool"]["ruff"])
-    lint = own.get("lint")
-    if "select" not in own and not (isinstance(lint, dict) and "select" in lint):
-        # no selection of its own: the long-standing defaults, never those of ruff's version
-        own["lint"] = {**(cast(dict[str, Any], lint) if isinstance(lint, dict) else {})}
-        own["lint"]["select"] = list(quality.ruff_select if adopted.own_ruff else SMALL_RUFF)
-    ruff_config.write_text(tomli_w.dumps(ruff_doc), encoding="utf-8")
+        ruff_dir = None
+    ruff_config = out_dir / "pyproject.toml"
+    ruff_config.write_text(tomli_w.dumps(_fallback_ruff(read, quality)), encoding="utf-8")
+    tool = cast(dict[str, Any], (_toml(read("pyproject.toml")) or {}).get("tool", {}))
     pyright: dict[str, Any] = {}
     own_pyright = read("pyrightconfig.json")
     if own_pyright is not None:
@@ -176,7 +354,16 @@ def _gate_from(read: Callable[[str], str | None], out_dir: Path, quality: Qualit
     elif "pyright" in tool:
         pyright = dict(cast(dict[str, Any], tool["pyright"]))
     (out_dir / "pyright.json").write_text(json.dumps(pyright, indent=2), encoding="utf-8")
-    return Gate(ruff_config=ruff_config, pyright_config=pyright, adoption=adopted)
+    return Gate(ruff_config, pyright, adopted, ruff_dir, version)
+
+
+def _walk(tree: Path) -> list[str]:
+    """Every file's path in a folder (none under .git)."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(tree):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        found += [Path(folder, f).relative_to(tree).as_posix() for f in files]
+    return found
 
 
 def freeze_gate(tree: Path, out_dir: Path, quality: QualityConfig) -> Gate:
@@ -186,7 +373,7 @@ def freeze_gate(tree: Path, out_dir: Path, quality: QualityConfig) -> Gate:
         path = tree / name
         return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
-    return _gate_from(read, out_dir, quality)
+    return _gate_from(read, _walk(tree), tree, out_dir, quality)
 
 
 def read_at(root: Path, commit: str) -> Callable[[str], str | None]:
@@ -199,9 +386,87 @@ def read_at(root: Path, commit: str) -> Callable[[str], str | None]:
     return read
 
 
-def freeze_gate_at(root: Path, commit: str, out_dir: Path, quality: QualityConfig) -> Gate:
-    """The gate of a commit, read from git (for a branch that moved: never from the agent's tree)."""
-    return _gate_from(read_at(root, commit), out_dir, quality)
+def paths_at(root: Path, commit: str) -> list[str]:
+    """Every file's path in a commit."""
+    raw = gitops.git(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit).stdout
+    return [p.decode("utf-8", errors="surrogateescape") for p in raw.split(b"\0") if p]
+
+
+def freeze_gate_at(
+    root: Path, commit: str, out_dir: Path, quality: QualityConfig, *, install: bool = False
+) -> Gate:
+    """The gate of a commit, read from git (for a branch that moved: never from the agent's tree).
+
+    `install`: a ruff version the commit pins is installed into seed's tool cache first."""
+    return _gate_from(read_at(root, commit), paths_at(root, commit), root, out_dir, quality, install)
+
+
+def ruff_material(gate: Gate) -> str:
+    """Everything of the gate that decides what ruff reports (for the measurement cache's key)."""
+    digest = hashlib.sha256(gate.ruff_config.read_bytes())
+    digest.update(gate.ruff_version.encode())
+    if gate.ruff_dir is not None:
+        for path in sorted(p for p in gate.ruff_dir.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(gate.ruff_dir).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _put(view: Path, rel: str, data: bytes) -> None:
+    """Write one file into the view as a fresh file: no link on the way is followed."""
+    at = view
+    for part in Path(rel).parts[:-1]:
+        at = at / part
+        if at.is_symlink() or (at.exists() and not at.is_dir()):
+            at.unlink()
+        at.mkdir(exist_ok=True)
+    dest = at / Path(rel).name
+    if dest.is_dir() and not dest.is_symlink():
+        shutil.rmtree(dest)
+    elif dest.is_symlink() or dest.exists():
+        dest.unlink()
+    dest.write_bytes(data)
+
+
+def _strip(view: Path, names: set[str]) -> None:
+    """Remove every entry of these names (file, link or folder) from the view."""
+    for folder, dirs, files in os.walk(view):
+        for name in [*dirs, *files]:
+            if name in names:
+                path = Path(folder, name)
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+        dirs[:] = [d for d in dirs if d not in names]
+
+
+@contextlib.contextmanager
+def lint_view(tree: Path, gate: Gate, fill: Callable[[Path], object] | None = None) -> Iterator[Path]:
+    """A folder of the kernel's own where ruff judges a tree: the tree's files (`fill` writes
+    them from git objects; else copied from `tree`), but every ruff configuration and ignore
+    file the baseline's, so nothing the change or its test run wrote sets ruff's rules."""
+    view = Path(tempfile.mkdtemp(prefix="lint-", dir=tree.parent))
+    skip = {*RUFF_CONFIG_NAMES, *RUFF_IGNORE_NAMES, ".git"}
+    try:
+        if fill is not None:
+            fill(view)
+            _strip(view, skip)
+        else:
+            shutil.copytree(
+                tree,
+                view,
+                symlinks=True,
+                dirs_exist_ok=True,
+                ignore=lambda _d, names: [n for n in names if n in skip],
+            )
+        (view / ".git").mkdir(exist_ok=True)  # ruff reads .gitignore files in a git work tree
+        if gate.ruff_dir is not None:
+            for path in sorted(p for p in gate.ruff_dir.rglob("*") if p.is_file()):
+                _put(view, path.relative_to(gate.ruff_dir).as_posix(), path.read_bytes())
+        yield view
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
 
 
 def pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, Any]:

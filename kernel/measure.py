@@ -17,6 +17,7 @@ is its own finding and does not stop the other tests from running; pytest's exit
 from __future__ import annotations
 
 import configparser
+import contextlib
 import itertools
 import json
 import os
@@ -32,9 +33,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import Diagnostic, Measurement, Measurements, Tool
-from kernel import procs
+from kernel import pins, procs
 from kernel.config import QualityConfig
-from kernel.gate import Gate, pyright_config, pyright_config_outside
+from kernel.gate import Gate, lint_view, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
 from kernel.suppressions import format_comments, pyright_comments, pyright_split, ruff_hidden
 from kernel.testmap import ANY_FILE, TestFiles
@@ -143,10 +144,34 @@ def _measured(tool: Tool, result: procs.Completed, diagnostics: list[Diagnostic]
     )
 
 
-def _ruff_argv(gate: Gate, flags: Sequence[str], files: Sequence[str]) -> list[str]:
-    argv = [ruff_binary(), *flags, "--config", str(gate.ruff_config)]
+def ruff_for(gate: Gate) -> str | None:
+    """The ruff a gate runs: the version the project pins from seed's tool cache (None when its
+    bytes no longer hash to what was recorded), else the one installed with seed."""
+    if not gate.ruff_version:
+        return ruff_binary()
+    found = pins.binary(gate.ruff_version)
+    return str(found) if found is not None else None
+
+
+def ruff_argv(gate: Gate, flags: Sequence[str], files: Sequence[str]) -> list[str] | None:
+    """ruff's command line in a lint view: the project's own configuration files found there
+    as ruff finds them, seed's config only for a target without one (None: no usable ruff)."""
+    exe = ruff_for(gate)
+    if exe is None:
+        return None
+    argv = [exe, *flags]
+    if gate.ruff_dir is None:
+        argv += ["--config", str(gate.ruff_config)]
     # files named on the command line are linted even when excluded, unless forced
     return [*argv, "--force-exclude", "--", *files] if files else [*argv, "."]
+
+
+def _unusable(tool: Tool, gate: Gate) -> Measurement:
+    return Measurement(
+        tool=tool,
+        ran=False,
+        error=f"ruff {gate.ruff_version} in seed's tool cache no longer matches its recorded sha256",
+    )
 
 
 def _ruff_env() -> dict[str, str]:
@@ -162,9 +187,16 @@ def _json_list(text: str) -> list[dict[str, Any]] | None:
     return cast(list[dict[str, Any]], data) if isinstance(data, list) else None
 
 
-def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()) -> Measurement:
+def run_ruff(
+    tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = (), *, view: Path | None = None
+) -> Measurement:
     """`ruff check` on the tree (or some files), parsed into diagnostics; run again with
-    `--ignore-noqa` for what a noqa hides (Measurement.suppressed)."""
+    `--ignore-noqa` for what a noqa hides (Measurement.suppressed). ruff runs in a lint view
+    of the tree (gate.lint_view: the baseline's configuration files in place)."""
+    if view is None:
+        with lint_view(tree, gate) as made:
+            return run_ruff(tree, gate, timeout_s, files, view=made)
+    tree = view
     with ThreadPoolExecutor(max_workers=1) as pool:
         everything = pool.submit(_ruff_check, tree, gate, timeout_s, files, ("--ignore-noqa",))
         shown = _ruff_check(tree, gate, timeout_s, files, ())
@@ -182,7 +214,9 @@ def run_ruff(tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
 def _ruff_check(
     tree: Path, gate: Gate, timeout_s: float, files: Sequence[str], extra: Sequence[str]
 ) -> Measurement:
-    argv = _ruff_argv(gate, (*RUFF_CHECK_FLAGS, *extra), files)
+    argv = ruff_argv(gate, (*RUFF_CHECK_FLAGS, *extra), files)
+    if argv is None:
+        return _unusable(Tool.RUFF, gate)
     result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
     if result.timed_out or result.exit_code not in (0, 1):
         return _failed(Tool.RUFF, result, "ruff")
@@ -208,10 +242,16 @@ def _ruff_check(
 
 
 def run_ruff_format(
-    tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = ()
+    tree: Path, gate: Gate, timeout_s: float, files: Sequence[str] = (), *, view: Path | None = None
 ) -> Measurement:
     """`ruff format --check`: one diagnostic per file it would reformat or cannot parse."""
-    argv = _ruff_argv(gate, RUFF_FORMAT_FLAGS, files)
+    if view is None:
+        with lint_view(tree, gate) as made:
+            return run_ruff_format(tree, gate, timeout_s, files, view=made)
+    tree = view
+    argv = ruff_argv(gate, RUFF_FORMAT_FLAGS, files)
+    if argv is None:
+        return _unusable(Tool.RUFF_FORMAT, gate)
     result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
     # exit 2 is also how it reports a file it cannot parse; the JSON still lists everything
     items = _json_list(result.text()) if result.exit_code in (0, 1, 2) else None
@@ -735,10 +775,32 @@ def measure(
     scope: Scope | None = None,
     executed: Callable[[TestFiles], None] | None = None,
     pyright: Callable[[], Measurement] | None = None,
+    fill: Callable[[Path], object] | None = None,
 ) -> Measurements:
     """Every configured tool on one tree; with a base and a scope, ruff and pyright only
     re-check, and pytest re-runs the scope's tests. `executed` gets the test map of a full
-    test run; `pyright`, when given, checks the whole tree instead (the resident checker)."""
+    test run; `pyright`, when given, checks the whole tree instead (the resident checker).
+    ruff judges a lint view made before any test runs (`fill` writes the tree's files there
+    from git objects; else they are copied from `tree`)."""
+    wanted = [Tool(t) for t in gate.adoption.tools]
+    with contextlib.ExitStack() as stack:
+        linting = Tool.RUFF in wanted or Tool.RUFF_FORMAT in wanted
+        view = stack.enter_context(lint_view(tree, gate, fill)) if linting else tree
+        return _measure_all(tree, view, target, gate, work_dir, tree_id, base, scope, executed, pyright)
+
+
+def _measure_all(
+    tree: Path,
+    view: Path,
+    target: Target,
+    gate: Gate,
+    work_dir: Path,
+    tree_id: str,
+    base: Measurements | None,
+    scope: Scope | None,
+    executed: Callable[[TestFiles], None] | None,
+    pyright: Callable[[], Measurement] | None,
+) -> Measurements:
     wanted = [Tool(t) for t in gate.adoption.tools]
     timeout = target.quality.tool_timeout_s
     ruff_files = scope.ruff if scope is not None and base is not None else None
@@ -771,14 +833,14 @@ def measure(
                 previous(Tool.RUFF),
                 ruff_files,
                 deleted,
-                lambda files: run_ruff(tree, gate, timeout, files),
+                lambda files: run_ruff(tree, gate, timeout, files, view=view),
             )
         if Tool.RUFF_FORMAT in wanted:
             results[Tool.RUFF_FORMAT] = _partly(
                 previous(Tool.RUFF_FORMAT),
                 ruff_files,
                 deleted,
-                lambda files: run_ruff_format(tree, gate, timeout, files),
+                lambda files: run_ruff_format(tree, gate, timeout, files, view=view),
             )
         for tool, future in futures.items():
             results[tool] = future.result()

@@ -1,0 +1,150 @@
+"""Pinned tools: the ruff version a project pins, and seed's own cache of those versions.
+
+A project that pins ruff (its pre-commit hook, a dev dependency group, optional
+dependencies, a requirements file) is judged by that version: a wheel from PyPI, installed
+once into `~/.cache/seed/tools/ruff-X` (outside every sandbox's view), its sha256 recorded
+there and checked on each use. Installing is never part of a measurement: `install` runs
+when HEAD is analysed, measurements only look the version up (`binary`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+_PRE_COMMIT = re.compile(
+    r"repo:\s*['\"]?https?://github\.com/(?:astral-sh|charliermarsh)/ruff-pre-commit['\"]?\s*\n"
+    r"\s*rev:\s*['\"]?(?P<rev>[^\s'\"#]+)['\"]?[ \t]*(?:#[ \t]*frozen:[ \t]*(?P<frozen>\S+))?"
+)
+_VERSION = re.compile(r"^v?(\d+(?:\.\d+){1,3})$")
+_REQUIREMENTS = re.compile(r"^requirements[\w.-]*\.txt$|^requirements/[\w.-]+\.txt$")
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A version the project pins ruff to, and where it says so."""
+
+    version: str
+    where: str
+
+
+def _exact(text: str) -> str | None:
+    """The version an `ruff==X` requirement pins (None: not ruff, or not one exact version)."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return None
+    specs = list(req.specifier)
+    if req.name.lower() != "ruff" or len(specs) != 1 or specs[0].operator not in ("==", "==="):
+        return None
+    version = specs[0].version
+    return version if _VERSION.match(version) else None
+
+
+def _requirements(value: Any) -> Iterator[str]:
+    if isinstance(value, list):
+        yield from (v for v in cast(list[Any], value) if isinstance(v, str))
+    elif isinstance(value, dict):
+        for group in cast(dict[str, Any], value).values():
+            yield from _requirements(group)
+
+
+def pinned_ruff(read: Callable[[str], str | None], paths: tuple[str, ...] = ()) -> Pin | None:
+    """The ruff version the project pins, first found: pre-commit, pyproject.toml, requirements."""
+    hook = _PRE_COMMIT.search(read(".pre-commit-config.yaml") or "")
+    if hook is not None:
+        for candidate in (hook["rev"], hook["frozen"] or ""):
+            found = _VERSION.match(candidate)
+            if found:
+                return Pin(found[1], ".pre-commit-config.yaml")
+    try:
+        doc = tomllib.loads(read("pyproject.toml") or "")
+    except tomllib.TOMLDecodeError:
+        doc = {}
+    project = cast(dict[str, Any], doc.get("project") or {})
+    tool = cast(dict[str, Any], doc.get("tool") or {})
+    uv = cast(dict[str, Any], tool.get("uv") or {}) if isinstance(tool.get("uv"), dict) else {}
+    for where, value in (
+        ("[dependency-groups]", doc.get("dependency-groups")),
+        ("[project.optional-dependencies]", project.get("optional-dependencies")),
+        ("[tool.uv] dev-dependencies", uv.get("dev-dependencies")),
+    ):
+        for text in _requirements(value):
+            version = _exact(text)
+            if version:
+                return Pin(version, f"pyproject.toml {where}")
+    for name in sorted(p for p in paths if _REQUIREMENTS.match(p)):
+        for line in (read(name) or "").splitlines():
+            version = _exact(line.split("#", 1)[0].strip())
+            if version:
+                return Pin(version, name)
+    return None
+
+
+def tools_dir() -> Path:
+    """seed's own cache of pinned tools (beside the agents' checkouts, outside every sandbox)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seed" / "tools"
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def binary(version: str, folder: Path | None = None) -> Path | None:
+    """The cached ruff of this version when its bytes still hash to what was recorded."""
+    place = (folder or tools_dir()) / f"ruff-{version}"
+    exe, recorded = place / "ruff", place / "ruff.sha256"
+    try:
+        if exe.is_symlink() or not exe.is_file():
+            return None
+        return exe if _digest(exe) == recorded.read_text(encoding="ascii").split()[0] else None
+    except (OSError, IndexError):
+        return None
+
+
+def install(
+    version: str, folder: Path | None = None, *, find_links: Path | None = None, timeout: float = 300
+) -> Path | None:
+    """Fetch ruff's wheel of this version (pip, PyPI or `find_links`) into the cache: its path."""
+    have = binary(version, folder)
+    if have is not None:
+        return have
+    place = (folder or tools_dir()) / f"ruff-{version}"
+    with tempfile.TemporaryDirectory(prefix="seed-ruff-") as raw:
+        argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+        argv += ["--only-binary", ":all:", "--dest", raw, f"ruff=={version}"]
+        if find_links is not None:
+            argv += ["--no-index", "--find-links", str(find_links)]
+        try:
+            subprocess.run(argv, check=True, capture_output=True, timeout=timeout)
+            [wheel] = Path(raw).glob("ruff-*.whl")
+            with zipfile.ZipFile(wheel) as archive:
+                [member] = [n for n in archive.namelist() if n.endswith(".data/scripts/ruff")]
+                data = archive.read(member)
+        except (OSError, ValueError, subprocess.SubprocessError, zipfile.BadZipFile):
+            return None
+        place.mkdir(parents=True, exist_ok=True)
+        part = place / "ruff.part"
+        part.write_bytes(data)
+        part.chmod(0o755)
+        (place / "wheel.sha256").write_text(f"{_digest(wheel)}  {wheel.name}\n", encoding="ascii")
+        (place / "ruff.sha256").write_text(hashlib.sha256(data).hexdigest() + "\n", "ascii")
+        part.replace(place / "ruff")
+    return binary(version, folder)
+
