@@ -20,7 +20,7 @@ import re
 import shutil
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -294,7 +294,9 @@ def _ruff_set(
             continue
         copied = outside.copy(origin / posixpath.dirname(rel) / expanded)
         if copied is None:
-            notes.append(f"ruff: extend {extend} ({rel}) lies outside the repository and is missing")
+            notes.append(
+                f"ruff: extend {extend} ({rel}) lies outside the repository and is missing"
+            )
             continue
         table["extend"] = str(copied)
         files[rel] = tomli_w.dumps(doc)
@@ -311,7 +313,9 @@ def _fallback_ruff(read: Callable[[str], str | None], quality: QualityConfig) ->
         lint["ignore"] = ignored
     doc: dict[str, Any] = {"tool": {"ruff": {"lint": lint}}}
     project = (_toml(read("pyproject.toml")) or {}).get("project")
-    requires = cast(dict[str, Any], project).get("requires-python") if isinstance(project, dict) else None
+    requires = (
+        cast(dict[str, Any], project).get("requires-python") if isinstance(project, dict) else None
+    )
     if isinstance(requires, str):
         doc["project"] = {"requires-python": requires}
     return doc
@@ -398,7 +402,9 @@ def freeze_gate_at(
     """The gate of a commit, read from git (for a branch that moved: never from the agent's tree).
 
     `install`: a ruff version the commit pins is installed into seed's tool cache first."""
-    return _gate_from(read_at(root, commit), paths_at(root, commit), root, out_dir, quality, install)
+    return _gate_from(
+        read_at(root, commit), paths_at(root, commit), root, out_dir, quality, install
+    )
 
 
 def ruff_material(gate: Gate) -> str:
@@ -442,7 +448,9 @@ def _strip(view: Path, names: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def lint_view(tree: Path, gate: Gate, fill: Callable[[Path], object] | None = None) -> Iterator[Path]:
+def lint_view(
+    tree: Path, gate: Gate, fill: Callable[[Path], object] | None = None
+) -> Generator[Path]:
     """A folder of the kernel's own where ruff judges a tree: the tree's files (`fill` writes
     them from git objects; else copied from `tree`), but every ruff configuration and ignore
     file the baseline's, so nothing the change or its test run wrote sets ruff's rules."""

@@ -232,6 +232,7 @@ class Judge:
             baseline.measurements,
             baseline.gate,
             self.ctx.config.quality.tool_timeout_s,
+            it.base,
         )
         if not fixed.notes:
             return candidate

@@ -786,7 +786,9 @@ def measure(
     with contextlib.ExitStack() as stack:
         linting = Tool.RUFF in wanted or Tool.RUFF_FORMAT in wanted
         view = stack.enter_context(lint_view(tree, gate, fill)) if linting else tree
-        return _measure_all(tree, view, target, gate, work_dir, tree_id, base, scope, executed, pyright)
+        return _measure_all(
+            tree, view, target, gate, work_dir, tree_id, base, scope, executed, pyright
+        )
 
 
 def _measure_all(

@@ -119,7 +119,11 @@ def binary(version: str, folder: Path | None = None) -> Path | None:
 
 
 def install(
-    version: str, folder: Path | None = None, *, find_links: Path | None = None, timeout: float = 300
+    version: str,
+    folder: Path | None = None,
+    *,
+    find_links: Path | None = None,
+    timeout: float = 300,
 ) -> Path | None:
     """Fetch ruff's wheel of this version (pip, PyPI or `find_links`) into the cache: its path."""
     have = binary(version, folder)
@@ -147,4 +151,3 @@ def install(
         (place / "ruff.sha256").write_text(hashlib.sha256(data).hexdigest() + "\n", "ascii")
         part.replace(place / "ruff")
     return binary(version, folder)
-

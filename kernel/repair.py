@@ -2,23 +2,26 @@
 
 A real agent that leaves two blank lines where an import was, or an import it no longer
 uses, should not lose its whole run to `ruff format` or F401: ruff fixes those itself. The
-kernel runs ruff's safe fixes for the findings the change added, then `ruff format` on the
-touched files that were formatted at the baseline, in the candidate's export (a folder the
-agent never saw). The repaired tree is what is guarded, verified and committed.
+kernel runs ruff's safe fixes for the findings the change added, then, only where the project
+adopted ruff format, `ruff format --range` on the lines the change wrote (never the lines the
+person wrote). Both run in a lint view of the
+candidate's export (the baseline's ruff configuration in place); the repaired bytes go back
+into the export. The repaired tree is what is guarded, verified and committed.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from domain import Measurements, Tool
-from kernel import procs, trees
+from kernel import gitops, procs, trees
 from kernel.fsutil import plain_file
-from kernel.gate import Gate
-from kernel.measure import ruff_binary, run_ruff, tool_env
+from kernel.gate import Gate, lint_view
+from kernel.measure import ruff_argv, run_ruff, tool_env
 
 FIX_FLAGS: tuple[str, ...] = ("check", "--fix-only", "--no-unsafe-fixes", "--no-cache", "--quiet")
 """ruff's safe fixes only; nothing is reported."""
@@ -38,10 +41,31 @@ class Repair:
 def _ruff(
     flags: Sequence[str], gate: Gate, files: Sequence[str], tree: Path, timeout: float
 ) -> None:
-    argv = [ruff_binary(), *flags, "--config", str(gate.ruff_config), "--force-exclude", "--"]
+    argv = ruff_argv(gate, flags, files)
+    if argv is None:
+        return
     env = {k: v for k, v in tool_env().items() if not k.startswith("RUFF_")}
     # a fixer that fails or times out changes nothing worth keeping: the verifier judges as is
-    procs.run([*argv, *files], cwd=tree, timeout_s=timeout, env=env)
+    procs.run(argv, cwd=tree, timeout_s=timeout, env=env)
+
+
+def written_ranges(old: str | None, new: str) -> list[tuple[int, int]]:
+    """The 1-based line ranges (first, last) of `new` that the change wrote, last first."""
+    lines = new.splitlines(keepends=True)
+    if old is None:
+        return [(1, len(lines))] if lines else []
+    matcher = difflib.SequenceMatcher(None, old.splitlines(keepends=True), lines, autojunk=False)
+    ranges = [
+        (j1 + 1, j2) for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("replace", "insert")
+    ]
+    return sorted(ranges, reverse=True)  # bottom up: a range formatted never moves the next
+
+
+def _base_text(root: Path, base: str, path: str) -> str | None:
+    if not base:
+        return None
+    found = gitops.git(root, "cat-file", "blob", f"{base}:{path}", check=False)
+    return found.stdout.decode("utf-8", errors="replace") if found.ok else None
 
 
 def _read(export: Path, files: Sequence[str]) -> dict[str, bytes]:
@@ -53,7 +77,7 @@ def _new_fixable(
 ) -> dict[str, list[str]]:
     """Per touched file, the fixable rules whose count the change made grow."""
     before = baseline.get(Tool.RUFF)
-    after = run_ruff(tree, gate, timeout, files)
+    after = run_ruff(tree, gate, timeout, files, view=tree)
     if before is None or not after.ran:
         return {}
     had = Counter((d.file, d.rule) for d in before.diagnostics)
@@ -75,8 +99,10 @@ def repair(
     baseline: Measurements,
     gate: Gate,
     timeout: float,
+    base: str = "",
 ) -> Repair:
-    """Run the fixers on the touched Python files in `export` (holding `tree`): the new tree."""
+    """Run the fixers on the touched Python files in `export` (holding `tree`, which changes
+    `base`): the new tree."""
     tools = gate.adoption.tools
     # the fixers run outside the sandbox: never on a file reached through a link
     files = sorted(f for f in touched if f.endswith(".py") and plain_file(export, f))
@@ -84,27 +110,29 @@ def repair(
         return Repair(tree)
     before = _read(export, files)
     notes: list[str] = []
-    if "ruff" in tools:
-        grown = _new_fixable(baseline, gate, files, export, timeout)
-        for path, rules in sorted(grown.items()):
-            _ruff((*FIX_FLAGS, "--select", ",".join(rules)), gate, [path], export, timeout)
-        fixed = _read(export, files)
-        notes += [
-            f"ruff's safe fixes for {', '.join(rules)}: {path}"
-            for path, rules in sorted(grown.items())
-            if fixed[path] != before[path]
-        ]
-    else:
+    with lint_view(export, gate) as view:
         fixed = before
-    if "ruff-format" in tools:
-        judged = baseline.get(Tool.RUFF_FORMAT)
-        unformatted = {d.file for d in judged.diagnostics} if judged is not None else set[str]()
-        formatted = [f for f in files if f not in unformatted]
-        if formatted:
-            _ruff(FORMAT_FLAGS, gate, formatted, export, timeout)
-    after = _read(export, files)
+        if "ruff" in tools:
+            grown = _new_fixable(baseline, gate, files, view, timeout)
+            for path, rules in sorted(grown.items()):
+                _ruff((*FIX_FLAGS, "--select", ",".join(rules)), gate, [path], view, timeout)
+            fixed = _read(view, files)
+            notes += [
+                f"ruff's safe fixes for {', '.join(rules)}: {path}"
+                for path, rules in sorted(grown.items())
+                if fixed[path] != before[path]
+            ]
+        if "ruff-format" in tools:
+            for path in files:
+                text = fixed[path].decode("utf-8", errors="replace")
+                for first, last in written_ranges(_base_text(root, base, path), text):
+                    flags = (*FORMAT_FLAGS, f"--range={first}-{last + 1}")  # end exclusive
+                    _ruff(flags, gate, [path], view, timeout)
+        after = _read(view, files)
     notes += [f"ruff format: {f}" for f in files if after[f] != fixed[f]]
     changed = {f: data for f, data in after.items() if data != before[f]}
     for path, data in sorted(changed.items()):
+        (export / path).unlink()
+        (export / path).write_bytes(data)  # the export holds the repaired tree from here on
         tree = trees.with_file(root, tree, path, data, store)
     return Repair(tree, tuple(notes), changed)

@@ -25,8 +25,8 @@ SAMPLE: dict[str, str] = {
     "calc.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
     "tests/test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
     ".gitignore": "history/*\ninbox/*\n*.log\n__pycache__/\n",
-    # ruff and ruff format take part (ruff's default rules); pyright does not
-    "pyproject.toml": "[tool.ruff]\n\n[tool.ruff.format]\n",
+    # ruff (the rules ruff long selected by default) and ruff format take part; pyright does not
+    "pyproject.toml": '[tool.ruff.lint]\nselect = ["E4", "E7", "E9", "F"]\n\n[tool.ruff.format]\n',
 }
 """A tiny clean project: two passing tests, no lint or type errors."""
 

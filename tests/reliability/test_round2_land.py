@@ -163,7 +163,8 @@ def test_a_fmt_off_never_closes_a_format_gap(tmp_path: Path) -> None:
 
 TYPED = {
     **SAMPLE,
-    "pyproject.toml": "[tool.ruff]\n\n[tool.ruff.format]\n\n[tool.pyright]\n",
+    "pyproject.toml": '[tool.ruff.lint]\nselect = ["E4", "E7", "E9", "F"]\n\n'
+    "[tool.ruff.format]\n\n[tool.pyright]\n",
     "calc.py": SAMPLE["calc.py"] + "\n\ndef half(x: int) -> int:\n    return x / 2\n",
 }
 """SAMPLE with pyright taking part and one type gap: reportReturnType in calc.py."""

@@ -9,7 +9,7 @@ import pytest
 
 from domain import AnalysisInput, Tool
 from kernel.config import QualityConfig
-from kernel.gate import SMALL_RUFF, adoption, freeze_gate, json_lenient
+from kernel.gate import SMALL_RUFF, adoption, freeze_gate, json_lenient, running_ruff_version
 from kernel.measure import measure
 from modules.analyzers.quality import ANALYZER
 from tests.planted import target_for
@@ -27,10 +27,10 @@ def _adopt(files: dict[str, str], quality: QualityConfig | None = None) -> tuple
 @pytest.mark.parametrize(
     ("files", "tools"),
     [
-        ({}, ("ruff", "ruff-format", "pytest")),
-        ({"pyrightconfig.json": "{}"}, ("ruff", "ruff-format", "pyright", "pytest")),
-        ({"pyproject.toml": "[tool.pyright]\n"}, ("ruff", "ruff-format", "pyright", "pytest")),
-        ({"pyproject.toml": "[project]\nname = 'x'\n"}, ("ruff", "ruff-format", "pytest")),
+        ({}, ("ruff", "pytest")),
+        ({"pyrightconfig.json": "{}"}, ("ruff", "pyright", "pytest")),
+        ({"pyproject.toml": "[tool.pyright]\n"}, ("ruff", "pyright", "pytest")),
+        ({"pyproject.toml": "[project]\nname = 'x'\n"}, ("ruff", "pytest")),
     ],
 )
 def test_pyright_takes_part_only_when_configured(
@@ -39,16 +39,19 @@ def test_pyright_takes_part_only_when_configured(
     assert _adopt(files) == tools
 
 
-def test_ruff_format_offers_gaps_only_when_configured() -> None:
-    assert adoption({}.get, QualityConfig()).advisory == ("ruff-format",)
+def test_ruff_format_takes_part_only_where_adopted() -> None:
+    assert "ruff-format" not in adoption({}.get, QualityConfig()).tools
+    hook = "repos:\n- repo: https://github.com/astral-sh/ruff-pre-commit\n  hooks:\n  - id: ruff-format\n"
     for files in (
         {"pyproject.toml": "[tool.ruff.format]\n"},
         {"ruff.toml": "[format]\nquote-style = 'single'\n"},
         {".ruff.toml": "[format]\n"},
+        {".pre-commit-config.yaml": hook},
     ):
-        assert adoption(files.get, QualityConfig()).advisory == (), files
-    assert adoption({"pyproject.toml": "[tool.ruff]\n"}.get, QualityConfig()).advisory == (
-        "ruff-format",
+        assert "ruff-format" in adoption(files.get, QualityConfig()).tools, files
+    assert (
+        "ruff-format"
+        not in adoption({"pyproject.toml": "[tool.ruff]\n"}.get, QualityConfig()).tools
     )
 
 
@@ -64,9 +67,24 @@ def test_the_why_lines_say_what_takes_part() -> None:
     why = adoption({}.get, QualityConfig()).why
     assert why == (
         "ruff: syntax errors and undefined names only (no [tool.ruff], ruff.toml or .ruff.toml)",
-        "ruff-format: only files already formatted at the baseline (no [tool.ruff.format])",
+        "ruff-format: off (no [tool.ruff.format] or ruff-format pre-commit hook)",
         "pyright: off (no [tool.pyright] or pyrightconfig.json)",
         "pytest: on (always)",
+        f"ruff: version {running_ruff_version()}",
+    )
+
+
+def test_a_pinned_ruff_that_cannot_run_is_named_with_the_version_that_runs(tmp_path: Path) -> None:
+    monkey = {"XDG_CACHE_HOME": str(tmp_path)}  # an empty tool cache
+    hook = "- repo: https://github.com/astral-sh/ruff-pre-commit\n  rev: abc123  # frozen: v0.1.2\n"
+    with pytest.MonkeyPatch.context() as patch:
+        for k, v in monkey.items():
+            patch.setenv(k, v)
+        why = adoption({".pre-commit-config.yaml": hook}.get, QualityConfig()).why
+    assert why[-1] == (
+        f"ruff: differs: runs {running_ruff_version()}, not 0.1.2 as pinned in "
+        ".pre-commit-config.yaml (not in seed's tool cache: it is installed when HEAD is "
+        "analysed and PyPI answers)"
     )
 
 
@@ -80,33 +98,11 @@ def test_an_unconfigured_target_is_judged_by_the_small_rule_set_and_offers_no_fo
     gate = freeze_gate(root, tmp_path / "gate", QualityConfig())
     assert all(rule in gate.ruff_config.read_text() for rule in SMALL_RUFF)
     m = measure(root, target_for(root, strict=()), gate, tmp_path / "work")
-    assert [x.tool for x in m.items] == [Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYTEST]
+    assert [x.tool for x in m.items] == [Tool.RUFF, Tool.PYTEST]
     ruff = m.get(Tool.RUFF)
     assert ruff is not None and [(d.file, d.rule) for d in ruff.diagnostics] == [("c.py", "F821")]
-    fmt = m.get(Tool.RUFF_FORMAT)
-    assert fmt is not None and fmt.advisory and [d.file for d in fmt.diagnostics] == ["a.py"]
     gaps = ANALYZER.analyze(AnalysisInput(measurements=m, now=datetime.now(UTC)))
     assert [g.key for g in gaps] == ["ruff:c.py:F821"]
-
-
-def test_a_ruff_config_without_a_selection_gets_the_long_standing_defaults(tmp_path: Path) -> None:
-    # the installed ruff's own defaults change between versions (0.17 enables pylint rules)
-    root = make_repo(
-        tmp_path / "repo",
-        {
-            "pyproject.toml": '[tool.ruff]\nline-length = 90\n\n[tool.ruff.lint]\nextend-select = ["I"]\n',
-            "a.py": "import subprocess\nimport os\n\nsubprocess.run(['x'])\n",
-        },
-    )
-    gate = freeze_gate(root, tmp_path / "gate", QualityConfig())
-    text = gate.ruff_config.read_text()
-    assert (
-        'select = [\n    "E4",\n    "E7",\n    "E9",\n    "F",\n]' in text
-        and "line-length = 90" in text
-    )
-    m = measure(root, target_for(root, strict=()), gate, tmp_path / "work")
-    ruff = m.get(Tool.RUFF)
-    assert ruff is not None and sorted(d.rule for d in ruff.diagnostics) == ["F401", "I001"]
 
 
 def test_pyrightconfig_is_read_with_comments_and_trailing_commas_and_strings_left_whole() -> None:

@@ -145,10 +145,12 @@ def test_the_gate_is_the_baseline_commits_configuration(tmp_path: Path) -> None:
     head = git(root, "rev-parse", "HEAD").strip()
     (root / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["E"]\nignore = ["F401"]\n')
     from_commit = freeze_gate_at(root, head, tmp_path / "g1", QualityConfig())
-    assert 'select = [\n    "F401",\n]' in from_commit.ruff_config.read_text()
+    assert from_commit.ruff_dir is not None
+    assert 'select = ["F401"]' in (from_commit.ruff_dir / "pyproject.toml").read_text()
     assert from_commit.pyright_config == {"strict": ["a"]}
     from_tree = freeze_gate(root, tmp_path / "g2", QualityConfig())
-    assert "F401" in from_tree.ruff_config.read_text() and from_tree.pyright_config == {}
+    assert from_tree.ruff_dir is not None and from_tree.pyright_config == {}
+    assert "F401" in (from_tree.ruff_dir / "pyproject.toml").read_text()
     # no ruff settings, ruff named in seed.toml: the configured selection, never ruff's
     # changing defaults
     bare = make_repo(tmp_path / "bare", {"a.py": "import os\nprint(nowhere)\n"})

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from domain import Measurement, Tool
-from kernel.gate import RUFF_WRITE_SETTINGS, Gate, freeze_gate
+from kernel.gate import Gate, freeze_gate
 from kernel.measure import measure, run_pyright, run_ruff, run_ruff_format
 from tests.planted import OLD_STYLE, WRITING, target_for
 from tests.support import make_repo, snapshot
@@ -38,19 +38,20 @@ def test_measuring_a_target_that_asks_its_tools_to_write_leaves_it_byte_identica
     assert pytest_m is not None and pytest_m.ran
     assert pytest_m.collected == ("tests/test_old.py::test_total",)
     assert _rules(found.get(Tool.PYRIGHT), "typed.py") == {"reportAssignmentType"}
-    # the frozen gate carries the rules, never the settings that write
-    written = gate.ruff_config.read_text(encoding="utf-8")
-    assert "UP" in written and 'quote-style = "single"' in written
-    assert not [s for s in RUFF_WRITE_SETTINGS if f"\n{s} =" in f"\n{written}"], written
+    # the gate keeps the project's own files whole: the kernel's flags override what writes
+    assert "fix = true" in (gate.ruff_dir / "pyproject.toml").read_text(encoding="utf-8")
 
 
-def test_a_ruff_toml_that_asks_to_write_is_frozen_without_those_settings(tmp_path: Path) -> None:
+def test_a_ruff_toml_that_asks_to_write_is_judged_by_its_rules_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
     own = 'fix = true\nfix-only = true\ncache-dir = "c"\nline-length = 70\n[lint]\nselect = ["F"]\n'
     root = make_repo(tmp_path / "repo", {".ruff.toml": own, "a.py": "import os\n"})
+    before = snapshot(root)
     gate = freeze_gate(root, tmp_path / "gate", target_for(root).quality)
-    written = gate.ruff_config.read_text(encoding="utf-8")
-    assert "line-length = 70" in written and '"F"' in written
-    assert "fix" not in written.replace("[tool.ruff", "") and "cache-dir" not in written
+    m = run_ruff(root, gate, 60)
+    assert [d.rule for d in m.diagnostics] == ["F401"] and snapshot(root) == before
+    assert not (root / "c").exists()
 
 
 def test_the_pinned_flags_hold_when_the_gate_itself_asks_ruff_to_write(

@@ -33,7 +33,7 @@ def _repair(
     candidate = trees.build_candidate(root, root, base, store)
     place = Export(root, tmp / "exports", candidate.tree, "candidate", store)
     touched = [c.path for c in candidate.changes]
-    fixed = repair(root, store, candidate.tree, place(), touched, baseline, gate, 60)
+    fixed = repair(root, store, candidate.tree, place(), touched, baseline, gate, 60, base)
     place.close()
 
     def blob(path: str) -> str:
@@ -53,20 +53,36 @@ def test_an_unused_import_and_its_blank_lines_are_repaired(tmp_path: Path) -> No
     assert fixed.files == {"a.py": blob("a.py").encode()}
 
 
-def test_findings_the_baseline_had_and_files_unformatted_there_are_left_alone(
-    tmp_path: Path,
-) -> None:
+def test_findings_the_baseline_had_and_the_persons_lines_are_left_alone(tmp_path: Path) -> None:
     files = {
         "pyproject.toml": CONFIG,
         "a.py": NEAT.replace("os.path.getsize(path)", "1"),
-        "b.py": UGLY,
+        "b.py": UGLY + "\n\ndef  keep( a ):\n    return a\n",
     }
-    edits = {"a.py": files["a.py"] + "y  =  2\n", "b.py": UGLY + "z  =  3\n"}
+    edits = {"a.py": files["a.py"] + "y  =  2\n", "b.py": files["b.py"] + "z  =  [1,\n  2]\n"}
     fixed, blob = _repair(tmp_path, files, edits, QualityConfig())
     assert blob("a.py").startswith("import os\n")  # F401 was there before the agent
-    assert blob("a.py").endswith("y = 2\n")  # a.py was formatted at the baseline
-    assert blob("b.py") == edits["b.py"]  # b.py was not: the person's style stays
-    assert fixed.notes == ("ruff format: a.py",)
+    assert blob("a.py").endswith("y = 2\n")
+    # only the lines the change wrote are formatted: the person's own stay as they were
+    assert blob("b.py") == files["b.py"] + "z = [1, 2]\n"
+    assert fixed.notes == ("ruff format: a.py", "ruff format: b.py")
+
+
+def test_a_project_without_ruff_format_gets_the_agents_bytes(tmp_path: Path) -> None:
+    # formatted at the baseline is no adoption: no [tool.ruff.format], no ruff-format hook
+    files = {"pyproject.toml": '[tool.ruff.lint]\nselect = ["F"]\n', "a.py": NEAT}
+    agent = NEAT + "\nx  =  {'a':1}\n"
+    fixed, blob = _repair(tmp_path, files, {"a.py": agent, "new.py": "y  =  2\n"}, QualityConfig())
+    assert blob("a.py") == agent and blob("new.py") == "y  =  2\n"
+    assert fixed.notes == () and fixed.files == {}
+
+
+def test_a_ruff_format_pre_commit_hook_is_adoption(tmp_path: Path) -> None:
+    hook = "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v0.17.6\n"
+    hook += "    hooks:\n      - id: ruff-format\n"
+    files = {".pre-commit-config.yaml": hook, "a.py": NEAT}
+    fixed, blob = _repair(tmp_path, files, {"new.py": "y  =  2\n"}, QualityConfig())
+    assert blob("new.py") == "y = 2\n" and fixed.notes == ("ruff format: new.py",)
 
 
 def test_tools_that_take_no_part_repair_nothing(tmp_path: Path) -> None:
