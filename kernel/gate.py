@@ -477,9 +477,22 @@ def lint_view(
         shutil.rmtree(view, ignore_errors=True)
 
 
-def pyright_config(gate: Gate, tree: Path, strict: Sequence[str]) -> dict[str, Any]:
-    """The gate's pyright settings plus the strict paths seed adds (those present in the tree)."""
+def pyright_config(
+    gate: Gate, tree: Path, strict: Sequence[str], checkout: Path | None = None
+) -> dict[str, Any]:
+    """The gate's pyright settings plus the strict paths seed adds (those present in the tree).
+
+    A relative `venvPath` names the person's checkout, where the virtualenv lives (an export
+    holds only the tree's files); `pythonVersion` stays the project's, or pyright's own default
+    (the interpreter's version: pyright does not read `requires-python`)."""
     config = dict(gate.pyright_config)
+    venv_path = config.get("venvPath")
+    if (
+        checkout is not None
+        and isinstance(venv_path, str)
+        and not venv_path.startswith(("/", "${"))
+    ):
+        config["venvPath"] = str(checkout / venv_path)
     # a `# type: ignore` hides nothing from the kernel: what it hides is measured (suppressions.py)
     config["enableTypeIgnoreComments"] = False
     given = config.get("executionEnvironments")

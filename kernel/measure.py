@@ -317,7 +317,8 @@ def run_pyright(
     """
     with tempfile.TemporaryDirectory(prefix="seed-pyright-") as raw:
         config_path = Path(raw) / "pyrightconfig.json"
-        config = pyright_config_outside(pyright_config(gate, tree, target.strict), tree, Path(raw))
+        own = pyright_config(gate, tree, target.strict, target.root)
+        config = pyright_config_outside(own, tree, Path(raw))
         config_path.write_text(json.dumps(config), encoding="utf-8")
         argv = [sys.executable, "-m", "pyright", *PYRIGHT_FLAGS, "-p", str(config_path)]
         argv += ["--pythonpath", target.python, *files]

@@ -664,7 +664,7 @@ class ResidentPyright:
 
     def _config(self, gate: Gate, target: Target) -> str:
         config = pyright_config_outside(
-            pyright_config(gate, self.folder.path, target.strict),
+            pyright_config(gate, self.folder.path, target.strict, target.root),
             self.folder.path,
             self.config_dir,
         )

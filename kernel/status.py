@@ -17,7 +17,7 @@ from kernel.context import Context
 from kernel.daemonlock import DaemonLock
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
-from kernel.gate import adoption, read_at
+from kernel.gate import adoption, paths_at, read_at
 from kernel.quarantine import read_quarantine
 
 STATUS_FILE = reporting.STATUS_NAME
@@ -89,7 +89,12 @@ def _status_backend(ctx: Context, live: dict[str, Any]) -> Backend:
 
 def _tools(ctx: Context) -> tuple[str, ...]:
     """Which tools take part, read from HEAD's configuration."""
-    return adoption(read_at(ctx.paths.root, "HEAD"), ctx.config.quality).why
+    root = ctx.paths.root
+    try:
+        paths = paths_at(root, "HEAD")
+    except gitops.GitError:
+        paths = []  # no commit yet: nothing pins a version
+    return adoption(read_at(root, "HEAD"), ctx.config.quality, paths).why
 
 
 def read_status(ctx: Context) -> DaemonStatus:

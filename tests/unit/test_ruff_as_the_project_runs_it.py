@@ -8,7 +8,8 @@ from pathlib import Path
 
 from kernel.config import QualityConfig
 from kernel.gate import freeze_gate, freeze_gate_at
-from kernel.measure import ruff_binary, run_ruff
+from kernel.measure import ruff_binary, run_pyright, run_ruff
+from tests.planted import target_for
 from tests.support import git, make_repo
 
 OLD_TYPING = (
@@ -132,3 +133,25 @@ def test_the_projects_flake8_ignore_silences_the_always_on_rules(tmp_path: Path)
         assert _seed(tree, tmp_path / f"gate-{name}") == [], name
     tree = make_repo(tmp_path / "none", {**files, "setup.cfg": "[flake8]\nignore = E501\n"})
     assert [f[2] for f in _seed(tree, tmp_path / "gate-none")] == ["F821"]
+
+
+def test_pyright_finds_the_virtualenv_the_project_names_in_its_checkout(tmp_path: Path) -> None:
+    site = ".venv/lib/python3.11/site-packages/extpkg/__init__.py"
+    root = make_repo(
+        tmp_path / "repo",
+        {
+            "pyrightconfig.json": '{"venvPath": ".", "venv": ".venv"}',
+            ".gitignore": ".venv/\n",
+            "a.py": "from extpkg import VALUE\n\nx: str = VALUE\n",
+        },
+    )
+    (root / site).parent.mkdir(parents=True)
+    (root / site).write_text("VALUE: int = 1\n")
+    (root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    export = tmp_path / "export"  # the tree's files only: the virtualenv stays in the checkout
+    export.mkdir()
+    for name in ("pyrightconfig.json", "a.py"):
+        (export / name).write_bytes((root / name).read_bytes())
+    gate = freeze_gate(export, tmp_path / "gate", QualityConfig())
+    m = run_pyright(export, gate, target_for(root, strict=()), 120)
+    assert [d.rule for d in m.diagnostics] == ["reportAssignmentType"], m

@@ -1,0 +1,100 @@
+"""The ruff a project pins: read from its files, installed into seed's cache, hash checked."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kernel import pins
+from kernel.config import QualityConfig
+from kernel.gate import freeze_gate_at
+from kernel.measure import run_ruff
+from tests.support import git, make_repo
+
+FAKE_RUFF = '#!/bin/sh\necho \'[{"filename": "a.py", "location": {"row": 1, "column": 1}, "code": "PIN1", "message": "the pinned ruff ran"}]\'\nexit 1\n'
+"""A stand-in for ruff 0.0.1: it reports one finding of its own, whatever it is asked."""
+
+
+def _wheel_index(folder: Path) -> Path:
+    folder.mkdir()
+    wheel = folder / "ruff-0.0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("ruff-0.0.1.data/scripts/ruff", FAKE_RUFF)
+        archive.writestr(
+            "ruff-0.0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: ruff\nVersion: 0.0.1\n"
+        )
+        archive.writestr("ruff-0.0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
+        archive.writestr("ruff-0.0.1.dist-info/RECORD", "")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("files", "version", "where"),
+    [
+        (
+            {
+                ".pre-commit-config.yaml": "repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: c60c980e  # frozen: v0.15.9\n"
+            },
+            "0.15.9",
+            ".pre-commit-config.yaml",
+        ),
+        (
+            {
+                ".pre-commit-config.yaml": "- repo: https://github.com/astral-sh/ruff-pre-commit\n  rev: 'v0.4.1'\n"
+            },
+            "0.4.1",
+            ".pre-commit-config.yaml",
+        ),
+        (
+            {"pyproject.toml": '[dependency-groups]\ndev = ["pytest", "ruff==0.9.2"]\n'},
+            "0.9.2",
+            "pyproject.toml [dependency-groups]",
+        ),
+        (
+            {"pyproject.toml": '[project.optional-dependencies]\nlint = ["ruff == 0.8.0"]\n'},
+            "0.8.0",
+            "pyproject.toml [project.optional-dependencies]",
+        ),
+        (
+            {"requirements-dev.txt": "pytest\nruff==0.6.3  # lint\n"},
+            "0.6.3",
+            "requirements-dev.txt",
+        ),
+        ({"pyproject.toml": '[dependency-groups]\ndev = ["ruff>=0.16"]\n'}, None, ""),
+    ],
+)
+def test_the_pinned_version_is_read_where_projects_pin_it(
+    files: dict[str, str], version: str | None, where: str
+) -> None:
+    pin = pins.pinned_ruff(files.get, tuple(files))
+    assert (pin.version, pin.where) == (version, where) if pin else version is None
+
+
+def test_a_pinned_ruff_is_installed_once_checked_by_hash_and_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    index = _wheel_index(tmp_path / "index")
+    exe = pins.install("0.0.1", find_links=index)
+    assert exe == tmp_path / "cache" / "seed" / "tools" / "ruff-0.0.1" / "ruff"
+    assert (exe.parent / "wheel.sha256").read_text().endswith("ruff-0.0.1-py3-none-any.whl\n")
+    root = make_repo(
+        tmp_path / "repo",
+        {"requirements-dev.txt": "ruff==0.0.1\n", "ruff.toml": "", "a.py": "x = 1\n"},
+    )
+    gate = freeze_gate_at(
+        root, git(root, "rev-parse", "HEAD").strip(), tmp_path / "g", QualityConfig()
+    )
+    assert gate.ruff_version == "0.0.1"
+    assert (
+        "ruff: version 0.0.1 as pinned in requirements-dev.txt (seed's tool cache)"
+        in gate.adoption.why
+    )
+    assert [d.rule for d in run_ruff(root, gate, 60).diagnostics] == ["PIN1"]
+    # bytes that no longer hash to what was recorded are never run
+    exe.write_text(FAKE_RUFF.replace("PIN1", "EVIL"))
+    m = run_ruff(root, gate, 60)
+    assert not m.ran and "sha256" in m.error
+    assert pins.binary("0.0.1") is None
