@@ -90,6 +90,20 @@ class Adoption:
 
 
 _FORMAT_HOOK = re.compile(r"^\s*-\s*id:\s*['\"]?ruff-format\b", re.MULTILINE)
+_FORMAT_COMMAND = re.compile(r"\bruff[\"',\s]+format\b")
+_COMMAND_FILES = ("tox.ini", "noxfile.py", "Makefile", "justfile")
+"""Where a project runs its own commands (with its CI workflows)."""
+
+
+def _format_where(read: Callable[[str], str | None], paths: Sequence[str]) -> str:
+    """Where the project adopts ruff format besides [tool.ruff.format] ("": nowhere)."""
+    if _FORMAT_HOOK.search(read(".pre-commit-config.yaml") or ""):
+        return "a ruff-format pre-commit hook"
+    workflows = [p for p in paths if p.startswith(".github/workflows/")]
+    for name in (*_COMMAND_FILES, *workflows):
+        if _FORMAT_COMMAND.search(read(name) or ""):
+            return f"`ruff format` in {name}"
+    return ""
 
 
 def _root_ruff(read: Callable[[str], str | None]) -> tuple[str, dict[str, Any]] | None:
@@ -103,12 +117,19 @@ def _root_ruff(read: Callable[[str], str | None]) -> tuple[str, dict[str, Any]] 
     return ("pyproject.toml", cast(dict[str, Any], ruff)) if isinstance(ruff, dict) else None
 
 
-def running_ruff_version() -> str:
-    """The version of the ruff installed with seed."""
+def running_ruff_version(tool: str = "ruff") -> str:
+    """The version of the ruff (or pyright) installed with seed."""
     try:
-        return importlib.metadata.version("ruff")
+        return importlib.metadata.version(tool)
     except importlib.metadata.PackageNotFoundError:
         return "?"
+
+
+def _pyright_version_line(pin: pins.Pin | None) -> str:
+    own = running_ruff_version("pyright")
+    if pin is None or pin.version == own:
+        return f"pyright: version {own}" + (f" as pinned in {pin.where}" if pin else "")
+    return f"pyright: differs: runs {own}, not {pin.version} as pinned in {pin.where}"
 
 
 def _ruff_version_line(pin: pins.Pin | None) -> str:
@@ -130,12 +151,14 @@ def adoption(
     tool = cast(dict[str, Any], (_toml(read("pyproject.toml")) or {}).get("tool", {}))
     found = _root_ruff(read)
     own_ruff = found is not None
-    hook = bool(_FORMAT_HOOK.search(read(".pre-commit-config.yaml") or ""))
+    hook = _format_where(read, paths)
     own_format = (own_ruff and "format" in found[1]) if found is not None else False
     own_pyright = read("pyrightconfig.json") is not None or "pyright" in tool
     differences: list[str] = []
     if "ruff" in (quality.tools if quality.tools is not None else ALL_TOOLS):
         differences.append(_ruff_version_line(pins.pinned_ruff(read, tuple(paths))))
+    if own_pyright or (quality.tools is not None and "pyright" in quality.tools):
+        differences.append(_pyright_version_line(pins.pinned("pyright", read, tuple(paths))))
     if found is not None and isinstance(found[1].get("extend"), str):
         extend = str(found[1]["extend"])
         if _outside(posixpath.normpath(os.path.expandvars(os.path.expanduser(extend)))):
@@ -159,9 +182,9 @@ def adoption(
         + (" but what its flake8 configuration ignores" if _flake8_ignored(read) else ""),
         "ruff-format: on ([tool.ruff.format])"
         if own_format
-        else "ruff-format: on (a ruff-format pre-commit hook)"
+        else f"ruff-format: on ({hook})"
         if hook
-        else "ruff-format: off (no [tool.ruff.format] or ruff-format pre-commit hook)",
+        else "ruff-format: off (no [tool.ruff.format], ruff-format hook or `ruff format` command)",
         "pyright: on (configured)"
         if own_pyright
         else "pyright: off (no [tool.pyright] or pyrightconfig.json)",

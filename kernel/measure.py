@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -253,8 +254,14 @@ def run_ruff_format(
     if argv is None:
         return _unusable(Tool.RUFF_FORMAT, gate)
     result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
-    # exit 2 is also how it reports a file it cannot parse; the JSON still lists everything
-    items = _json_list(result.text()) if result.exit_code in (0, 1, 2) else None
+    if "--output-format" in result.err_text():
+        # a pinned ruff older than 0.16 has no JSON report for the formatter: its words instead
+        argv = ruff_argv(gate, RUFF_FORMAT_FLAGS[:-2], files) or argv
+        result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
+        items = _format_words(result, tree) if result.exit_code in (0, 1, 2) else None
+    else:
+        # exit 2 is also how it reports a file it cannot parse; the JSON still lists everything
+        items = _json_list(result.text()) if result.exit_code in (0, 1, 2) else None
     if result.timed_out or items is None:
         return _failed(Tool.RUFF_FORMAT, result, "ruff format")
     diagnostics: list[Diagnostic] = []
@@ -279,6 +286,31 @@ def run_ruff_format(
     return _measured(Tool.RUFF_FORMAT, result, diagnostics).model_copy(
         update={"suppressed": tuple(hidden)}
     )
+
+
+_WOULD = re.compile(r"^Would reformat: (?P<file>.+)$", re.MULTILINE)
+_UNPARSABLE = re.compile(
+    r"^error: Failed to parse (?P<file>.+?):(?P<row>\d+):(?P<column>\d+): (?P<message>.*)$",
+    re.MULTILINE,
+)
+
+
+def _format_words(result: procs.Completed, tree: Path) -> list[dict[str, Any]]:
+    """`ruff format --check`'s text report (paths from `tree`) in the shape of its JSON one."""
+    items: list[dict[str, Any]] = [
+        {"filename": str(tree / m["file"])} for m in _WOULD.finditer(result.text())
+    ]
+    for m in _UNPARSABLE.finditer(result.err_text()):
+        location = {"row": int(m["row"]), "column": int(m["column"])}
+        items.append(
+            {
+                "filename": m["file"],
+                "code": "invalid-syntax",
+                "location": location,
+                "message": m["message"],
+            }
+        )
+    return items
 
 
 def pyright_diagnostics(data: dict[str, Any], tree: Path) -> list[Diagnostic]:

@@ -1,7 +1,7 @@
 """Pinned tools: the ruff version a project pins, and seed's own cache of those versions.
 
 A project that pins ruff (its pre-commit hook, a dev dependency group, optional
-dependencies, a requirements file) is judged by that version: a wheel from PyPI, installed
+dependencies, uv.lock, a requirements file) is judged by that version: a wheel from PyPI, installed
 once into `~/.cache/seed/tools/ruff-X` (outside every sandbox's view), its sha256 recorded
 there and checked on each use. Installing is never part of a measurement: `install` runs
 when HEAD is analysed, measurements only look the version up (`binary`).
@@ -24,30 +24,40 @@ from typing import Any, cast
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-_PRE_COMMIT = re.compile(
-    r"repo:\s*['\"]?https?://github\.com/(?:astral-sh|charliermarsh)/ruff-pre-commit['\"]?\s*\n"
-    r"\s*rev:\s*['\"]?(?P<rev>[^\s'\"#]+)['\"]?[ \t]*(?:#[ \t]*frozen:[ \t]*(?P<frozen>\S+))?"
-)
+_HOOKS = {
+    "ruff": r"(?:astral-sh|charliermarsh)/ruff-pre-commit",
+    "pyright": r"RobertCraigie/pyright-python",
+}
+"""Each tool's pre-commit repository."""
+
+
+def _pre_commit(tool: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"repo:\s*['\"]?https?://github\.com/{_HOOKS[tool]}(?:\.git)?['\"]?\s*\n"
+        r"\s*rev:\s*['\"]?(?P<rev>[^\s'\"#]+)['\"]?[ \t]*(?:#[ \t]*frozen:[ \t]*(?P<frozen>\S+))?"
+    )
+
+
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+){1,3})$")
 _REQUIREMENTS = re.compile(r"^requirements[\w.-]*\.txt$|^requirements/[\w.-]+\.txt$")
 
 
 @dataclass(frozen=True)
 class Pin:
-    """A version the project pins ruff to, and where it says so."""
+    """A version the project pins a tool to, and where it says so."""
 
     version: str
     where: str
 
 
-def _exact(text: str) -> str | None:
-    """The version an `ruff==X` requirement pins (None: not ruff, or not one exact version)."""
+def _exact(tool: str, text: str) -> str | None:
+    """The version a `tool==X` requirement pins (None: another package, or no one version)."""
     try:
         req = Requirement(text)
     except InvalidRequirement:
         return None
     specs = list(req.specifier)
-    if req.name.lower() != "ruff" or len(specs) != 1 or specs[0].operator not in ("==", "==="):
+    if req.name.lower() != tool or len(specs) != 1 or specs[0].operator not in ("==", "==="):
         return None
     version = specs[0].version
     return version if _VERSION.match(version) else None
@@ -61,36 +71,59 @@ def _requirements(value: Any) -> Iterator[str]:
             yield from _requirements(group)
 
 
-def pinned_ruff(read: Callable[[str], str | None], paths: tuple[str, ...] = ()) -> Pin | None:
-    """The ruff version the project pins, first found: pre-commit, pyproject.toml, requirements."""
-    hook = _PRE_COMMIT.search(read(".pre-commit-config.yaml") or "")
+def _toml(text: str | None) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _locked(tool: str, text: str | None) -> str | None:
+    """The version uv.lock resolves the tool to (what `uv run` runs)."""
+    for package in cast(list[Any], _toml(text).get("package") or []):
+        if isinstance(package, dict):
+            entry = cast(dict[str, Any], package)
+            if entry.get("name") == tool and isinstance(entry.get("version"), str):
+                return str(entry["version"])
+    return None
+
+
+def pinned(tool: str, read: Callable[[str], str | None], paths: tuple[str, ...] = ()) -> Pin | None:
+    """The version the project pins a tool to, first found: its pre-commit hook, an exact
+    pin in pyproject.toml, uv.lock, a requirements file."""
+    hook = _pre_commit(tool).search(read(".pre-commit-config.yaml") or "")
     if hook is not None:
         for candidate in (hook["rev"], hook["frozen"] or ""):
             found = _VERSION.match(candidate)
             if found:
                 return Pin(found[1], ".pre-commit-config.yaml")
-    try:
-        doc = tomllib.loads(read("pyproject.toml") or "")
-    except tomllib.TOMLDecodeError:
-        doc = {}
+    doc = _toml(read("pyproject.toml"))
     project = cast(dict[str, Any], doc.get("project") or {})
-    tool = cast(dict[str, Any], doc.get("tool") or {})
-    uv = cast(dict[str, Any], tool.get("uv") or {}) if isinstance(tool.get("uv"), dict) else {}
+    tools = cast(dict[str, Any], doc.get("tool") or {})
+    uv = cast(dict[str, Any], tools.get("uv") or {}) if isinstance(tools.get("uv"), dict) else {}
     for where, value in (
         ("[dependency-groups]", doc.get("dependency-groups")),
         ("[project.optional-dependencies]", project.get("optional-dependencies")),
         ("[tool.uv] dev-dependencies", uv.get("dev-dependencies")),
     ):
         for text in _requirements(value):
-            version = _exact(text)
+            version = _exact(tool, text)
             if version:
                 return Pin(version, f"pyproject.toml {where}")
+    locked = _locked(tool, read("uv.lock"))
+    if locked is not None and _VERSION.match(locked):
+        return Pin(locked, "uv.lock")
     for name in sorted(p for p in paths if _REQUIREMENTS.match(p)):
         for line in (read(name) or "").splitlines():
-            version = _exact(line.split("#", 1)[0].strip())
+            version = _exact(tool, line.split("#", 1)[0].strip())
             if version:
                 return Pin(version, name)
     return None
+
+
+def pinned_ruff(read: Callable[[str], str | None], paths: tuple[str, ...] = ()) -> Pin | None:
+    """The ruff version the project pins."""
+    return pinned("ruff", read, paths)
 
 
 def tools_dir() -> Path:

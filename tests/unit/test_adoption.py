@@ -47,6 +47,8 @@ def test_ruff_format_takes_part_only_where_adopted() -> None:
         {"ruff.toml": "[format]\nquote-style = 'single'\n"},
         {".ruff.toml": "[format]\n"},
         {".pre-commit-config.yaml": hook},
+        {"tox.ini": "[testenv:lint]\ncommands =\n    ruff format --check .\n"},
+        {"noxfile.py": 'session.run("ruff", "format", ".")\n'},
     ):
         assert "ruff-format" in adoption(files.get, QualityConfig()).tools, files
     assert (
@@ -67,7 +69,7 @@ def test_the_why_lines_say_what_takes_part() -> None:
     why = adoption({}.get, QualityConfig()).why
     assert why == (
         "ruff: syntax errors and undefined names only (no [tool.ruff], ruff.toml or .ruff.toml)",
-        "ruff-format: off (no [tool.ruff.format] or ruff-format pre-commit hook)",
+        "ruff-format: off (no [tool.ruff.format], ruff-format hook or `ruff format` command)",
         "pyright: off (no [tool.pyright] or pyrightconfig.json)",
         "pytest: on (always)",
         f"ruff: version {running_ruff_version()}",

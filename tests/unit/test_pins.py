@@ -9,7 +9,7 @@ import pytest
 
 from kernel import pins
 from kernel.config import QualityConfig
-from kernel.gate import freeze_gate_at
+from kernel.gate import adoption, freeze_gate_at, running_ruff_version
 from kernel.measure import run_ruff
 from tests.support import git, make_repo
 
@@ -63,6 +63,11 @@ def _wheel_index(folder: Path) -> Path:
             "requirements-dev.txt",
         ),
         ({"pyproject.toml": '[dependency-groups]\ndev = ["ruff>=0.16"]\n'}, None, ""),
+        (
+            {"uv.lock": '[[package]]\nname = "ruff"\nversion = "0.16.0"\n'},
+            "0.16.0",
+            "uv.lock",
+        ),
     ],
 )
 def test_the_pinned_version_is_read_where_projects_pin_it(
@@ -98,3 +103,15 @@ def test_a_pinned_ruff_is_installed_once_checked_by_hash_and_run(
     m = run_ruff(root, gate, 60)
     assert not m.ran and "sha256" in m.error
     assert pins.binary("0.0.1") is None
+
+
+def test_a_pinned_pyright_that_seed_does_not_run_is_named_in_status() -> None:
+    files = {
+        "pyrightconfig.json": "{}",
+        "uv.lock": '[[package]]\nname = "pyright"\nversion = "1.1.1"\n',
+    }
+    why = adoption(files.get, QualityConfig()).why
+    assert (
+        f"pyright: differs: runs {running_ruff_version('pyright')}, not 1.1.1 as pinned in uv.lock"
+        in why
+    )
