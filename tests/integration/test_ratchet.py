@@ -80,7 +80,7 @@ def test_touching_a_file_with_an_unrelated_old_error_is_not_blamed(tmp_path: Pat
 RELAX_TASK = """+++
 title = "Add is_empty to calc.py"
 priority = "critical"
-allowed = ["calc.py", "pyproject.toml", "tests/test_calc.py"]
+allowed = ["calc.py", "pyproject.toml", ".ruff.toml", "sub/ruff.toml", "tests/test_calc.py"]
 +++
 Add is_empty(x) to calc.py, with a test.
 """
@@ -94,6 +94,9 @@ def test_relaxing_tool_ruff_in_the_change_does_not_relax_the_judgement(tmp_path:
             "old": 'select = ["E", "F"]',
             "new": 'select = ["E", "F"]\nignore = ["E711"]',
         },
+        # a config ruff would find first (.ruff.toml wins over pyproject.toml), and a nested one
+        {"write": ".ruff.toml", "text": '[lint]\nselect = ["E9"]\n'},
+        {"write": "sub/ruff.toml", "text": '[lint]\nselect = ["E9"]\n'},
         {
             "append": "calc.py",
             "text": "\n\ndef is_empty(x: object) -> bool:\n    return x == None\n",
@@ -110,6 +113,7 @@ def test_relaxing_tool_ruff_in_the_change_does_not_relax_the_judgement(tmp_path:
     assert any("E711" in e for e in record["evidence"]), record["evidence"]
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert "ignore" not in (repo / "pyproject.toml").read_text()
+    assert not (repo / ".ruff.toml").exists()
 
 
 def test_a_landed_roadmap_item_is_ticked_in_the_same_commit(tmp_path: Path) -> None:
