@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from kernel.config import QualityConfig
-from kernel.gate import freeze_gate, freeze_gate_at
+from kernel.gate import freeze_gate, freeze_gate_at, pyright_config
 from kernel.measure import ruff_binary, run_pyright, run_ruff
 from tests.planted import target_for
 from tests.support import git, make_repo
@@ -155,3 +155,13 @@ def test_pyright_finds_the_virtualenv_the_project_names_in_its_checkout(tmp_path
     gate = freeze_gate(export, tmp_path / "gate", QualityConfig())
     m = run_pyright(export, gate, target_for(root, strict=()), 120)
     assert [d.rule for d in m.diagnostics] == ["reportAssignmentType"], m
+
+
+def test_pyright_keeps_its_own_python_version_when_the_project_names_none(tmp_path: Path) -> None:
+    # pyright does not read requires-python (it takes the interpreter's version): neither does seed
+    tree = make_repo(
+        tmp_path / "repo",
+        {"pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.8"\n\n[tool.pyright]\n'},
+    )
+    gate = freeze_gate(tree, tmp_path / "gate", QualityConfig())
+    assert "pythonVersion" not in pyright_config(gate, tree, (), tree)
