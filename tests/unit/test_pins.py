@@ -83,6 +83,7 @@ def test_a_pinned_ruff_is_installed_once_checked_by_hash_and_run(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     index = _wheel_index(tmp_path / "index")
     exe = pins.install("0.0.1", find_links=index)
+    assert exe is not None
     assert exe == tmp_path / "cache" / "seed" / "tools" / "ruff-0.0.1" / "ruff"
     assert (exe.parent / "wheel.sha256").read_text().endswith("ruff-0.0.1-py3-none-any.whl\n")
     root = make_repo(
