@@ -10,11 +10,20 @@ import pytest
 from kernel import pins
 from kernel.config import QualityConfig
 from kernel.gate import adoption, freeze_gate_at, running_ruff_version
-from kernel.measure import run_ruff
+from kernel.measure import run_ruff, run_ruff_format
 from tests.support import git, make_repo
 
-FAKE_RUFF = '#!/bin/sh\necho \'[{"filename": "a.py", "location": {"row": 1, "column": 1}, "code": "PIN1", "message": "the pinned ruff ran"}]\'\nexit 1\n'
-"""A stand-in for ruff 0.0.1: it reports one finding of its own, whatever it is asked."""
+FAKE_RUFF = """#!/bin/sh
+if [ "$1" = format ]; then
+  case "$*" in *--output-format*) echo "warning: --output-format requires preview" >&2;; esac
+  echo "Would reformat: a.py"
+  exit 1
+fi
+echo '[{"filename": "a.py", "location": {"row": 1, "column": 1}, "code": "PIN1", "message": "m"}]'
+exit 1
+"""
+"""A stand-in for ruff 0.0.1: one finding of its own, and a formatter that reports in words
+only (as ruff before 0.16 does)."""
 
 
 def _wheel_index(folder: Path) -> Path:
@@ -99,6 +108,10 @@ def test_a_pinned_ruff_is_installed_once_checked_by_hash_and_run(
         in gate.adoption.why
     )
     assert [d.rule for d in run_ruff(root, gate, 60).diagnostics] == ["PIN1"]
+    formatted = run_ruff_format(root, gate, 60)
+    assert formatted.ran and [(d.file, d.rule) for d in formatted.diagnostics] == [
+        ("a.py", "unformatted")
+    ]
     # bytes that no longer hash to what was recorded are never run
     exe.write_text(FAKE_RUFF.replace("PIN1", "EVIL"))
     m = run_ruff(root, gate, 60)
