@@ -39,6 +39,7 @@ def test_measuring_a_target_that_asks_its_tools_to_write_leaves_it_byte_identica
     assert pytest_m.collected == ("tests/test_old.py::test_total",)
     assert _rules(found.get(Tool.PYRIGHT), "typed.py") == {"reportAssignmentType"}
     # the gate keeps the project's own files whole: the kernel's flags override what writes
+    assert gate.ruff_dir is not None
     assert "fix = true" in (gate.ruff_dir / "pyproject.toml").read_text(encoding="utf-8")
 
 
