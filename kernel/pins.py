@@ -9,12 +9,14 @@ when HEAD is analysed, measurements only look the version up (`binary`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 import zipfile
 from collections.abc import Callable, Iterator
@@ -38,6 +40,8 @@ def _pre_commit(tool: str) -> re.Pattern[str]:
     )
 
 
+RETRY_AFTER_S = 24 * 3600.0
+"""After a failed install, how long before the next analysis tries again."""
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+){1,3})$")
 _REQUIREMENTS = re.compile(r"^requirements[\w.-]*\.txt$|^requirements/[\w.-]+\.txt$")
 
@@ -163,6 +167,10 @@ def install(
     if have is not None:
         return have
     place = (folder or tools_dir()) / f"ruff-{version}"
+    failed = place / "failed"
+    with contextlib.suppress(OSError):
+        if time.time() - failed.stat().st_mtime < RETRY_AFTER_S:
+            return None  # offline or no such wheel: one attempt a day, not one per analysis
     with tempfile.TemporaryDirectory(prefix="seed-ruff-") as raw:
         argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
         argv += ["--only-binary", ":all:", "--dest", raw, f"ruff=={version}"]
@@ -175,6 +183,9 @@ def install(
                 [member] = [n for n in archive.namelist() if n.endswith(".data/scripts/ruff")]
                 data = archive.read(member)
         except (OSError, ValueError, subprocess.SubprocessError, zipfile.BadZipFile):
+            with contextlib.suppress(OSError):
+                place.mkdir(parents=True, exist_ok=True)
+                failed.touch()
             return None
         place.mkdir(parents=True, exist_ok=True)
         part = place / "ruff.part"
@@ -183,4 +194,5 @@ def install(
         (place / "wheel.sha256").write_text(f"{_digest(wheel)}  {wheel.name}\n", encoding="ascii")
         (place / "ruff.sha256").write_text(hashlib.sha256(data).hexdigest() + "\n", "ascii")
         part.replace(place / "ruff")
+        failed.unlink(missing_ok=True)
     return binary(version, folder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -129,3 +130,16 @@ def test_a_pinned_pyright_that_seed_does_not_run_is_named_in_status() -> None:
         f"pyright: differs: runs {running_ruff_version('pyright')}, not 1.1.1 as pinned in uv.lock"
         in why
     )
+
+
+def test_a_failed_install_is_tried_again_a_day_later_not_on_every_analysis(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert pins.install("0.0.1", tmp_path / "tools", find_links=empty) is None
+    index = _wheel_index(tmp_path / "index")
+    assert pins.install("0.0.1", tmp_path / "tools", find_links=index) is None  # not yet
+    marker = tmp_path / "tools" / "ruff-0.0.1" / "failed"
+    old = marker.stat().st_mtime - pins.RETRY_AFTER_S - 1
+    os.utime(marker, (old, old))
+    assert pins.install("0.0.1", tmp_path / "tools", find_links=index) is not None
+    assert not marker.exists()
