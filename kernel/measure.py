@@ -16,15 +16,14 @@ is its own finding and does not stop the other tests from running; pytest's exit
 
 from __future__ import annotations
 
-import configparser
 import itertools
 import json
 import os
+import shlex
 import shutil
 import sys
 import sysconfig
 import tempfile
-import tomllib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any, cast
 from packaging.version import InvalidVersion, Version
 
 from domain import Diagnostic, Measurement, Measurements, Tool
-from kernel import gitops, procs
+from kernel import gitops, procs, pytestconfig
 from kernel.config import QualityConfig
 from kernel.gate import Gate, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
@@ -444,28 +443,17 @@ def _coverage_shim(run_dir: Path) -> Path:
     return shim
 
 
-def config_file(tree: Path) -> str:
-    """The file pytest takes its configuration from at the top of the tree, as pytest looks
-    for it ("" when there is none); verification passes it with -c, so a file above the tree
-    (pytest would walk up to it) never counts."""
-    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
-        if (tree / name).is_file():
-            return name
-    try:
-        tool = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8")).get("tool", {})
-        if isinstance(tool, dict) and "pytest" in tool:
-            return "pyproject.toml"
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        pass
-    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        parser = configparser.ConfigParser(interpolation=None)
+def _reader(tree: Path) -> pytestconfig.Reader:
+    """The tree's top-level files by name (None: no such regular file)."""
+
+    def read(name: str) -> str | None:
+        path = tree / name
         try:
-            parser.read(tree / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_section(section):
-            return name
-    return ""
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return read
 
 
 def run_pytest(
@@ -591,7 +579,11 @@ its file before anything else, and its `main`."""
 
 def _pytest_args(tree: Path, target: Target, node_ids: Sequence[str], *, cover: bool) -> list[str]:
     """pytest's arguments: configured from the tree's own top only."""
-    config = config_file(tree)
+    read = _reader(tree)
+    config = pytestconfig.config_file(read)
+    keep, dropped = pytestconfig.kept(pytestconfig.addopts(read))
+    # the project's addopts less what the kernel overrides (pytestconfig.differences)
+    overrides = ["-o", f"addopts={shlex.join(keep)}"] if dropped else []
     # the real path: pytest applies `testpaths` only when the folder it starts in (the plugin
     # goes to the tree's real path) is its rootdir, compared as written
     root = tree.resolve()
@@ -608,6 +600,7 @@ def _pytest_args(tree: Path, target: Target, node_ids: Sequence[str], *, cover: 
         "-rN",
         # one module that cannot be imported must not hide every other test's result
         "--continue-on-collection-errors",
+        *overrides,
         *(() if cover else target.quality.pytest_args),
         *node_ids,
     ]

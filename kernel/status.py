@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
-from kernel import budget, gitops, halt, jails, reporting
+from kernel import budget, gitops, halt, jails, pytestconfig, reporting
 from kernel.answers import Backend
 from kernel.context import Context
 from kernel.daemonlock import DaemonLock
@@ -88,8 +88,11 @@ def _status_backend(ctx: Context, live: dict[str, Any]) -> Backend:
 
 
 def _tools(ctx: Context) -> tuple[str, ...]:
-    """Which tools take part, read from HEAD's configuration."""
-    return adoption(read_at(ctx.paths.root, "HEAD"), ctx.config.quality).why
+    """Which tools take part, read from HEAD's configuration, and how the kernel's pytest run
+    differs from the project's own."""
+    read = read_at(ctx.paths.root, "HEAD")
+    adopted = adoption(read, ctx.config.quality)
+    return adopted.why + (pytestconfig.differences(read) if "pytest" in adopted.tools else ())
 
 
 def read_status(ctx: Context) -> DaemonStatus:

@@ -6,13 +6,17 @@ from __future__ import annotations
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from domain import Measurement
 from kernel.config import QualityConfig
+from kernel.gate import read_at
 from kernel.measure import Target, run_pytest, scm_version
+from kernel.pytestconfig import differences
+from kernel.testmap import TestFiles
 from tests.support import git, make_repo
 
 PASSING = "def test_ok() -> None:\n    pass\n"
@@ -26,9 +30,15 @@ def _tree(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
-def _run(tree: Path, tmp: Path, python: str = sys.executable, **kw: object) -> Measurement:
-    target = Target(root=kw.pop("root", tmp / "elsewhere"), python=python, quality=QualityConfig())  # type: ignore[arg-type]
-    return run_pytest(tree, target, tmp / "work", 120, **kw)  # type: ignore[arg-type]
+def _run(
+    tree: Path,
+    tmp: Path,
+    python: str = sys.executable,
+    root: Path | None = None,
+    executed: Callable[[TestFiles], None] | None = None,
+) -> Measurement:
+    target = Target(root=root or tmp / "elsewhere", python=python, quality=QualityConfig())
+    return run_pytest(tree, target, tmp / "work", 120, executed=executed)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +73,11 @@ def _venv(path: Path) -> Path:
     )
     site = Path(
         subprocess.run(
-            [path / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            [
+                path / "bin" / "python",
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('purelib'))",
+            ],
             check=True,
             capture_output=True,
             text=True,
@@ -147,12 +161,13 @@ TRACE_SENSITIVE = (
 
 def test_the_gap_run_is_never_traced(tmp_path: Path) -> None:
     tree = _tree(tmp_path / "tree", {"tests/test_trace.py": TRACE_SENSITIVE})
-    maps: list[object] = []
+    maps: list[TestFiles] = []
     m = _run(tree, tmp_path, executed=maps.append)
     assert m.ran and m.diagnostics == (), (m.error, m.diagnostics)
     assert len(m.passed) == 2
     # the test map is still made (before 3.12: by a traced run of its own)
-    assert maps and set(maps[0]) == {f"tests/test_trace.py::{n}" for n in ("test_nobody_traces", "test_recursion_near_the_limit")}  # type: ignore[call-overload]
+    names = ("test_nobody_traces", "test_recursion_near_the_limit")
+    assert maps and set(maps[0]) == {f"tests/test_trace.py::{n}" for n in names}
 
 
 VERSION_LOOKUP = (
@@ -196,3 +211,29 @@ def test_the_version_is_setuptools_scms_guess_for_the_base_commit(tmp_path: Path
     short = git(repo, "rev-parse", "--short", "HEAD").strip()
     assert scm_version(repo) == f"2.1.dev1+g{short}"
     assert scm_version(tmp_path) == ""  # no repository: no version made up
+
+
+def test_only_the_kernels_overrides_leave_the_projects_addopts(tmp_path: Path) -> None:
+    # the project stops at its first failure, runs stepwise and in workers; the kernel needs
+    # every test's outcome in one process, and says so in status
+    config = "[pytest]\naddopts = -x --sw --maxfail=1 -n 2 -m 'not slow'\ntestpaths = tests\n"
+    failing = (
+        "def test_one() -> None:\n    assert False\n\n\ndef test_two() -> None:\n    assert False\n"
+    )
+    slow = "import pytest\n\n\n@pytest.mark.slow\ndef test_slow() -> None:\n    assert False\n"
+    files = {"tox.ini": config, "tests/test_fail.py": failing, "tests/test_slow.py": slow}
+    tree = _tree(tmp_path / "tree", files)
+    m = _run(tree, tmp_path)
+    assert m.ran, m.error
+    # both failures, and the project's own marker selection still holds
+    assert sorted(d.node_id for d in m.diagnostics) == [
+        "tests/test_fail.py::test_one",
+        "tests/test_fail.py::test_two",
+    ]
+    repo = make_repo(tmp_path / "repo", files)
+    lines = differences(read_at(repo, "HEAD"))
+    assert lines[0] == "pytest: configured by tox.ini; its testpaths, markers and plugins apply"
+    named = " ".join(lines)
+    for option in ("-x (", "--sw (", "--maxfail (", "-n (", "no .pytest_cache", "--import-mode"):
+        assert option in named, option
+    assert "-m (" not in named and "slow" not in named
