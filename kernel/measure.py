@@ -10,31 +10,34 @@ after anything a configuration can say.
 pytest runs through the kernel's plugin, which sends one JSON line per fact (collected ids,
 failures with their crash frame, collection errors, imports from the user's checkout) down a
 pipe the code under test cannot reach by name, so partial results survive a crash; a pytest
-exit status that contradicts the facts is itself a finding (tampering). A collection error
+exit status that contradicts the facts is itself a finding (tampering). It runs as the
+project runs it: its configuration and selection less the kernel's few overrides
+(pytestconfig.py), its virtualenv active, a version for setuptools-scm. A collection error
 is its own finding and does not stop the other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
 """
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import itertools
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import sysconfig
 import tempfile
-import tomllib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from packaging.version import InvalidVersion, Version
+
 from domain import Diagnostic, Measurement, Measurements, Tool
-from kernel import pins, procs
+from kernel import gitops, pins, procs, pytestconfig
 from kernel.config import QualityConfig
 from kernel.gate import Gate, lint_view, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
@@ -515,28 +518,17 @@ def _coverage_shim(run_dir: Path) -> Path:
     return shim
 
 
-def config_file(tree: Path) -> str:
-    """The file pytest takes its configuration from at the top of the tree, as pytest looks
-    for it ("" when there is none); verification passes it with -c, so a file above the tree
-    (pytest would walk up to it) never counts."""
-    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
-        if (tree / name).is_file():
-            return name
-    try:
-        tool = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8")).get("tool", {})
-        if isinstance(tool, dict) and "pytest" in tool:
-            return "pyproject.toml"
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        pass
-    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        parser = configparser.ConfigParser(interpolation=None)
+def _reader(tree: Path) -> pytestconfig.Reader:
+    """The tree's top-level files by name (None: no such regular file)."""
+
+    def read(name: str) -> str | None:
+        path = tree / name
         try:
-            parser.read(tree / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_section(section):
-            return name
-    return ""
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return read
 
 
 def run_pytest(
@@ -562,7 +554,44 @@ def run_pytest(
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True)
-    config = _pytest_config(tree, target, node_ids, run_dir, trace=executed is not None)
+    mapping = "monitor" if executed is not None and run_dir is None else ""
+    config = _pytest_config(tree, target, node_ids, run_dir, files=mapping)
+    result, records = _launch(tree, target, run_dir, config, timeout_s)
+    if run_dir is not None:
+        data = run_dir / "coverage.db"
+        if cover is not None and data.is_file() and not result.timed_out:
+            cover(data)
+        shutil.rmtree(run_dir, ignore_errors=True)
+    diagnostics, collected, finish = _pytest_diagnostics(records)
+    if executed is not None and not result.timed_out and finish is not None:
+        traced = records
+        if any(rec.get("kind") == "no_map" for rec in records):
+            # before Python 3.12 only sys.settrace can map, and a test sees it: the map
+            # comes from a run of its own, whose outcomes nobody reads
+            traced = _map_run(tree, target, node_ids, timeout_s)
+        executed(_test_files(traced))
+    measured = _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
+    return measured.model_copy(update={"passed": passed_ids(records, collected, diagnostics)})
+
+
+def _map_run(
+    tree: Path, target: Target, node_ids: Sequence[str], timeout_s: float
+) -> list[dict[str, Any]]:
+    """The test map's own traced run: its facts, or none when it did not finish."""
+    config = _pytest_config(tree, target, node_ids, None, files="trace")
+    result, records = _launch(tree, target, None, config, timeout_s)
+    finished = any(rec.get("kind") == "finish" for rec in records)
+    return records if finished and not result.timed_out else []
+
+
+def _launch(
+    tree: Path,
+    target: Target,
+    run_dir: Path | None,
+    config: dict[str, Any],
+    timeout_s: float,
+) -> tuple[procs.Completed, list[dict[str, Any]]]:
+    """One pytest process through the kernel's bootstrap, and the facts it sent."""
     argv = [target.python, *PYTHON_FLAGS, "-c", BOOT]
     if target.jail is not None:
         argv = target.jail(argv, (tree,) if run_dir is None else (tree, run_dir))
@@ -575,7 +604,7 @@ def run_pytest(
             argv,
             cwd="/",
             timeout_s=timeout_s,
-            env=_pytest_env(),
+            env=_pytest_env(target),
             merge_stderr=True,
             max_bytes=4 * 1024 * 1024,
             stdin=json.dumps(config).encode("utf-8"),
@@ -584,17 +613,7 @@ def run_pytest(
         )
     finally:
         os.close(read)
-    records = _read_facts(result.channel)
-    if run_dir is not None:
-        data = run_dir / "coverage.db"
-        if cover is not None and data.is_file() and not result.timed_out:
-            cover(data)
-        shutil.rmtree(run_dir, ignore_errors=True)
-    diagnostics, collected, finish = _pytest_diagnostics(records)
-    if executed is not None and not result.timed_out and finish is not None:
-        executed(_test_files(records))
-    measured = _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
-    return measured.model_copy(update={"passed": passed_ids(records, collected, diagnostics)})
+    return result, _read_facts(result.channel)
 
 
 def passed_ids(
@@ -635,20 +654,28 @@ its file before anything else, and its `main`."""
 
 def _pytest_args(tree: Path, target: Target, node_ids: Sequence[str], *, cover: bool) -> list[str]:
     """pytest's arguments: configured from the tree's own top only."""
-    config = config_file(tree)
+    read = _reader(tree)
+    config = pytestconfig.config_file(read)
+    keep, dropped = pytestconfig.kept(pytestconfig.addopts(read))
+    # the project's addopts less what the kernel overrides (pytestconfig.differences)
+    overrides = ["-o", f"addopts={shlex.join(keep)}"] if dropped else []
+    # the real path: pytest applies `testpaths` only when the folder it starts in (the plugin
+    # goes to the tree's real path) is its rootdir, compared as written
+    root = tree.resolve()
     return [
         *PYTEST_READ_ONLY,
         "--rootdir",
-        str(tree),
+        str(root),
         "-c",
-        str(tree / config) if config else os.devnull,
+        str(root / config) if config else os.devnull,
         "--confcutdir",
-        str(tree),
+        str(root),
         "-q",
         "--no-header",
         "-rN",
         # one module that cannot be imported must not hide every other test's result
         "--continue-on-collection-errors",
+        *overrides,
         *(() if cover else target.quality.pytest_args),
         *node_ids,
     ]
@@ -660,7 +687,7 @@ def _pytest_config(
     node_ids: Sequence[str],
     run_dir: Path | None,
     *,
-    trace: bool,
+    files: str,
 ) -> dict[str, Any]:
     """What the plugin is told on stdin (seed_pytest_plugin.main; run_pytest adds the pipe's
     descriptor): no variable carries it."""
@@ -675,15 +702,74 @@ def _pytest_config(
         "plugin": str(PLUGIN_DIR / "seed_pytest_plugin.py"),
         "root": str(tree),
         "forbid": str(target.root),
-        "files": trace and run_dir is None,
+        "files": files,
         "cover": cover,
         "args": _pytest_args(tree, target, node_ids, cover=run_dir is not None),
     }
 
 
-def _pytest_env() -> dict[str, str]:
-    """The run's environment: the measurement's, with no marker of the kernel's plugin."""
-    return {k: v for k, v in tool_env().items() if not k.startswith(("SEED_PYTEST", "SEED_COVER"))}
+def _pytest_env(target: Target) -> dict[str, str]:
+    """The run's environment: the measurement's, with no marker of the kernel's plugin, the
+    target's virtualenv active and the base commit's version for setuptools-scm."""
+    env = {k: v for k, v in tool_env().items() if not k.startswith(("SEED_PYTEST", "SEED_COVER"))}
+    return {**env, **venv_env(target.python, env.get("PATH", "")), **scm_env(target.root)}
+
+
+def venv_env(python: str, path: str) -> dict[str, str]:
+    """The target's virtualenv active, as tox, nox or `uv run` have it: its `bin` first on
+    PATH and VIRTUAL_ENV set, so tests that run the project's console scripts run its own
+    ({} when the interpreter is no virtualenv's)."""
+    venv = Path(python).parent.parent  # not resolved: a virtualenv's python links out of it
+    if not (venv / "pyvenv.cfg").is_file():
+        return {}
+    bin_dir = str(venv / "bin")
+    rest = [p for p in path.split(os.pathsep) if p and p != bin_dir]
+    return {"VIRTUAL_ENV": str(venv), "PATH": os.pathsep.join([bin_dir, *rest])}
+
+
+def _tag_version(tag: str) -> Version | None:
+    """The version a tag names, as setuptools-scm reads it: `v1.2`, `1.2rc1`, `name-1.2`."""
+    for text in (tag, tag.rsplit("-", 1)[-1]):
+        try:
+            return Version(text.lstrip("vV"))
+        except InvalidVersion:
+            continue
+    return None
+
+
+SCM_VERSION_VARIABLES: tuple[str, ...] = ("SETUPTOOLS_SCM_PRETEND_VERSION", "PDM_BUILD_SCM_VERSION")
+"""Where setuptools-scm (and hatch-vcs, which uses it) and pdm-backend take a version when
+there is no git history: an export has no `.git`."""
+
+
+def scm_env(root: Path) -> dict[str, str]:
+    """The version setuptools-scm would give the checkout's HEAD (the base commit), set for
+    the tests that build or import the package; decided by the kernel from the person's own
+    repository, never by the tree under test ({} outside a git repository)."""
+    version = scm_version(root)
+    return dict.fromkeys(SCM_VERSION_VARIABLES, version) if version else {}
+
+
+def scm_version(root: Path) -> str:
+    """setuptools-scm's default version of HEAD: the tag's version at a tag, else the next
+    version's dev release by distance (guess-next-dev) with the commit (node-and-date)."""
+    try:
+        found = gitops.git(root, "describe", "--tags", "--long", "HEAD", check=False)
+        described = found.text().strip() if found.ok else ""
+        if not described:
+            short = gitops.out(root, "rev-parse", "--short", "HEAD")
+            return f"0.1.dev{gitops.out(root, 'rev-list', '--count', 'HEAD')}+g{short}"
+    except (OSError, gitops.GitError):
+        return ""
+    tag, distance, node = described.rsplit("-", 2)
+    version = _tag_version(tag)
+    if version is None:
+        return ""
+    if distance == "0":
+        return str(version)
+    release = list(version.release)
+    release[-1] += 1
+    return f"{'.'.join(map(str, release))}.dev{distance}+{node}"
 
 
 def _read_facts(data: bytes) -> list[dict[str, Any]]:

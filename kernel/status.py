@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
-from kernel import budget, gitops, halt, jails, reporting
+from kernel import budget, gitops, halt, jails, pytestconfig, reporting
 from kernel.answers import Backend
 from kernel.context import Context
 from kernel.daemonlock import DaemonLock
@@ -88,13 +88,16 @@ def _status_backend(ctx: Context, live: dict[str, Any]) -> Backend:
 
 
 def _tools(ctx: Context) -> tuple[str, ...]:
-    """Which tools take part, read from HEAD's configuration."""
+    """Which tools take part, read from HEAD's configuration, and how the kernel's pytest run
+    differs from the project's own."""
     root = ctx.paths.root
     try:
         paths = paths_at(root, "HEAD")
     except gitops.GitError:
         paths = []  # no commit yet: nothing pins a version
-    return adoption(read_at(root, "HEAD"), ctx.config.quality, paths).why
+    read = read_at(root, "HEAD")
+    adopted = adoption(read, ctx.config.quality, paths)
+    return adopted.why + (pytestconfig.differences(read) if "pytest" in adopted.tools else ())
 
 
 def read_status(ctx: Context) -> DaemonStatus:

@@ -14,7 +14,10 @@ It must import nothing but the standard library and pytest. Configuration (JSON 
   fd      the write end of the facts pipe
   root    the tree under test
   forbid  the user's checkout: project code imported from there is an error
-  files   true: record, per test, the project files whose code it ran (the test map)
+  files   record, per test, the project files whose code it ran (the test map): "monitor"
+          only where sys.monitoring does it unseen (3.12+; else a "no_map" fact says so, and
+          the run stays untraced: its outcomes are gaps), "trace" also with sys.settrace
+          (a run of its own whose outcomes nobody reads), "" not at all
   cover   the coverage plugin's file, its data file and coverage.py's folder ("" for none)
   args    pytest's arguments
 """
@@ -190,8 +193,10 @@ class _Files:
     """Which files' code runs during one test: a code object counts once per test.
 
     On Python 3.12+ sys.monitoring reports each code object's first start and is then told to
-    be quiet about it (nearly free); before 3.12 a global trace function sees every call and
-    turns line tracing off at once (the cost of one Python call per call).
+    be quiet about it (nearly free, and invisible to the tests); before 3.12 a global trace
+    function sees every call and turns line tracing off at once (the cost of one Python call
+    per call, and a test sees it: sys.gettrace(), a frame more near the recursion limit), so
+    only a run of its own may use it.
     """
 
     def __init__(self) -> None:
@@ -211,6 +216,10 @@ class _Files:
                 break
             else:
                 self._mon = None
+
+    def untraceable(self) -> bool:
+        """Whether only sys.settrace, which the tests can see, could make the map."""
+        return self._mon is None
 
     def _started(self, code: Any, offset: int) -> Any:
         self.seen.add(code.co_filename)
@@ -269,14 +278,26 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
         _emit({"kind": "files", "nodeid": item.nodeid, "files": _files.stop()})
 
 
+_excinfo: dict[tuple[str, str], Any] = {}
+"""The exception of the phase being reported, kept from makereport until its logreport."""
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, Any, None]:
     # an old-style wrapper, so targets on older pytest versions work too
-    outcome = yield
+    yield
     _check_tampering(item.session)
-    report = cast(pytest.TestReport, outcome.get_result())
+    if call.excinfo is not None:
+        _excinfo[(item.nodeid, call.when)] = call.excinfo
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # the report as pytest counts it: every makereport wrapper of the project (one that turns
+    # a failure into an xfail, say) has finished with it, and the session has counted it
+    excinfo = _excinfo.pop((report.nodeid, report.when), None)
     if report.passed and report.when != "call":
         return
     record: dict[str, Any] = {
@@ -288,9 +309,13 @@ def pytest_runtest_makereport(
     }
     if hasattr(report, "wasxfail"):
         record["xfail"] = True
-    if call.excinfo is not None and report.failed:
-        record.update(_describe(call.excinfo))
-        record["trace_head"] = str(report.longreprtext)[-_MAX_TEXT:]
+    if report.failed:
+        text = str(report.longreprtext)
+        if excinfo is not None:
+            record.update(_describe(excinfo))
+        else:  # failed by a plugin's verdict (a strict xpass), not by an exception
+            record["message"] = (text.strip().splitlines() or [""])[-1][:_MAX_TEXT]
+        record["trace_head"] = text[-_MAX_TEXT:]
     _emit(record)
 
 
@@ -435,6 +460,9 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     _root = os.path.realpath(str(config["root"]))
     _forbid = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
     _files = _Files() if config.get("files") else None
+    if _files is not None and _files.untraceable() and config.get("files") != "trace":
+        _files = None  # tracing would change the outcomes this run reports
+        _emit({"kind": "no_map"})
     plugins: list[object] = [plugin]
     if config.get("cover"):
         plugins.append(_cover(cast(dict[str, Any], config["cover"])))

@@ -92,6 +92,8 @@ def test_status_json_round_trips(lint_repo: Path) -> None:
     assert status.tools[0] == "ruff: on (configured)"
     assert "pyright: off (no [tool.pyright] or pyrightconfig.json)" in status.tools
     assert "tools:       ruff: on (configured)" in shown
+    # and how the kernel's pytest run differs from the project's own (pytestconfig.differences)
+    assert any(t.startswith("pytest: no .pytest_cache") for t in status.tools)
 
 
 def test_init_writes_config_gitignore_and_readmes_without_overwriting(tmp_path: Path) -> None:
