@@ -198,7 +198,7 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
         root = paths.root.resolve()
         in_place = (tree, root) if tree.resolve() != root else None
         through = build_products(root, python[0] if python else None)
-        if PLUGIN_DIR != root and PLUGIN_DIR.is_relative_to(root):
+        if root != PLUGIN_DIR and PLUGIN_DIR.is_relative_to(root):
             through += ((PLUGIN_DIR, PLUGIN_DIR),)
         profile = _measurement(
             guard,
@@ -259,7 +259,9 @@ def build_products(root: Path, python: Path | None) -> tuple[tuple[Path, Path], 
         if any(rel == f or rel.startswith(f + "/") for f in folders):
             found.append(entry)
         found += [
-            root / f for f in folders if f.endswith(".egg-info") and str(PurePosixPath(f).parent) == rel
+            root / f
+            for f in folders
+            if f.endswith(".egg-info") and str(PurePosixPath(f).parent) == rel
         ]
     kept = [p for p in dict.fromkeys(found) if p.resolve() == p and (p.is_file() or p.is_dir())]
     return tuple((p, p) for p in kept[:_MAX_PRODUCTS])

@@ -42,6 +42,7 @@ from kernel.testmap import ANY_FILE, TestFiles
 MAX_DETAIL = 2000
 """Characters of a tool's own words kept in a diagnostic or an error."""
 
+
 @dataclass(frozen=True)
 class Jailed:
     """A run of repository code, sandboxed."""
@@ -504,7 +505,9 @@ def run_pytest(
     jailed = Jailed(argv, tree)
     if target.jail is not None:
         jailed = target.jail(argv, tree, () if run_dir is None else (run_dir,))
-    config = _pytest_config(tree, jailed.seen, target, node_ids, run_dir, trace=executed is not None)
+    config = _pytest_config(
+        tree, jailed.seen, target, node_ids, run_dir, trace=executed is not None
+    )
     argv = jailed.argv
     read, write = os.pipe()  # procs.run closes the write end once the child holds it
     config["fd"] = write
