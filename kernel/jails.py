@@ -197,7 +197,13 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
         python = (Path(argv[0]),) if argv and os.path.isabs(argv[0]) else ()
         root = paths.root.resolve()
         in_place = (tree, root) if tree.resolve() != root else None
-        through = build_products(root, python[0] if python else None)
+        # the tree's own file wins over a build product of the same name; the environment
+        # and the kernel's plugin never give way to anything in the tree
+        through = tuple(
+            (source, place)
+            for source, place in build_products(root, python[0] if python else None)
+            if not os.path.lexists(tree / place.relative_to(root))
+        )
         if root != PLUGIN_DIR and PLUGIN_DIR.is_relative_to(root):
             through += ((PLUGIN_DIR, PLUGIN_DIR),)
         profile = _measurement(
