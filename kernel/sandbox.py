@@ -1,6 +1,8 @@
 """The OS sandbox every agent run and every run of repository code goes through (bubblewrap).
 
-The whole filesystem is seen read-only; named places are bound read-write; the kernel's
+The whole filesystem is seen read-only; named places are bound read-write (a tree under
+test may be bound over the person's checkout, `Profile.in_place`, which then shows only
+named places of the person's side, read-only); the kernel's
 state and the real HOME are hidden behind empty tmpfs mounts (with the places a run needs
 shown through again); `/tmp` is private and bounded; the run gets a new PID namespace, so
 when it ends every process it started is gone; all capabilities are dropped (as root,
