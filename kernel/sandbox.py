@@ -233,6 +233,8 @@ def mount_points(profile: Profile) -> list[Path]:
         here = export
         for part in place.relative_to(checkout).parts:
             here = here / part
+            if here.is_symlink():
+                break  # made beyond a link is none of the kernel's to remove
             if not os.path.lexists(here):
                 made.append(here)
     return list(dict.fromkeys(made))
@@ -243,8 +245,8 @@ def settle(made: Sequence[Path]) -> None:
     mount point is one; anything else was put there by someone else and stays)."""
     for path in sorted(made, key=lambda p: len(p.parts), reverse=True):
         with contextlib.suppress(OSError):
-            if path.is_symlink():
-                continue
+            if path.is_symlink() or path.parent.resolve() != path.parent:
+                continue  # never through a link the run may have put on the way
             if path.is_dir():
                 path.rmdir()
             elif path.is_file() and path.stat().st_size == 0:
