@@ -4,10 +4,18 @@ products git ignores that an editable install needs, read from the person's side
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-from kernel.jails import build_products
-from tests.support import make_repo
+import pytest
+
+from kernel import sandbox
+from kernel.config import GuardConfig
+from kernel.exports import Export
+from kernel.jails import build_products, measurement_jail
+from kernel.paths import discover
+from tests.support import git, make_repo
 
 _SO = "src/pkg/_speed.cpython-311-x86_64-linux-gnu.so"
 
@@ -52,3 +60,32 @@ def test_only_ignored_importable_files_in_package_folders_and_pth_named_folders(
     # without the environment, only the files in package folders
     bare = build_products(root, None)
     assert sorted(p.relative_to(root).as_posix() for p, _ in bare) == [_SO, "src/pkg/_version.py"]
+
+
+@pytest.mark.skipif(not sandbox.available().ok, reason="needs bubblewrap")
+def test_the_persons_environment_wins_over_one_the_tree_holds(tmp_path: Path) -> None:
+    # a tree (the agent's candidate) that carries a `.venv/bin/python` of its own: the run
+    # still gets the person's environment at that path, and the tree's own files elsewhere
+    fake = "#!/bin/sh\necho agent\n"
+    root = make_repo(tmp_path / "repo", {".gitignore": ".venv/\n", "a.py": "WHO = 'head'\n"})
+    root = root.resolve()
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    (root / "a.py").write_text("WHO = 'changed in the checkout'\n")
+    paths = discover(root)
+    tree = git(root, "rev-parse", "HEAD^{tree}").strip()
+    place = Export(root, paths.exports, tree, "base")
+    export = place()
+    (export / ".venv" / "bin").mkdir(parents=True)
+    (export / ".venv" / "bin" / "python").write_text(fake)
+    (export / ".venv" / "bin" / "python").chmod(0o755)
+    jail = measurement_jail(paths, GuardConfig())
+    assert jail is not None
+    python = str(root / ".venv" / "bin" / "python")
+    code = "import os, a; print(a.WHO, os.getcwd())"
+    jailed = jail([python, "-c", code], export, ())
+    ran = subprocess.run(jailed.argv, cwd=root, capture_output=True, text=True, timeout=60)
+    sandbox.settle(jailed.made)
+    assert ran.stdout.strip() == f"head {root}", ran.stderr
+    assert (export / ".venv" / "bin" / "python").read_text() == fake  # left as it was
+    place.close()
