@@ -54,3 +54,6 @@ class DaemonStatus(Fact):
     """Where the daemon serves Prometheus metrics ("" when it does not)."""
     type_checker: str = ""
     """The resident pyright: its process and memory against its limit ("" when none runs)."""
+    setup: tuple[str, ...] = ()
+    """Setup problems the latest analysis found (the test environment cannot import the
+    project, tests import it from outside the tree), each with what to run: never gaps."""

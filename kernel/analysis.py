@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from domain import (
     AnalysisInput,
+    Diagnostic,
     GapReport,
     InboxItem,
     IterationOutcome,
@@ -26,14 +27,14 @@ from domain import (
     Measurements,
     Tool,
 )
-from kernel import gitops, inbox, seal, testmap, trees
+from kernel import gitops, inbox, jails, seal, testmap, trees
 from kernel.bounds import (
     INBOX_MAX_QUEUED,
     INBOX_MAX_QUEUED_BYTES,
     ROADMAP_MAX_BYTES,
     ROADMAP_MAX_ITEMS,
 )
-from kernel.context import Context
+from kernel.context import Context, log_line
 from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
 from kernel.gate import Gate, freeze_gate_at, ruff_material
@@ -370,6 +371,110 @@ def bound_roadmap(data: bytes, total: int) -> tuple[str, list[str]]:
     return text, notes
 
 
+_MISSING = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
+SETUP_FILE = "setup.json"
+"""The setup problems of the latest analysis, in the kernel's state (`status` shows them)."""
+
+
+def setup_problems(
+    ctx: Context, tree: str, measurements: Measurements
+) -> tuple[Measurements, list[str]]:
+    """The test run's findings that are the environment's, not the code's, taken out of what
+    gaps come from and each said once with what to run: modules of the project imported from
+    outside the tree under test (seed's problem, never an agent's), and a module the
+    repository holds that the test environment cannot import (the person's setup)."""
+    pytest = measurements.get(Tool.PYTEST)
+    if pytest is None:
+        return measurements, []
+    python, root = ctx.target.python, ctx.paths.root
+    problems: list[str] = []
+    outside = [d for d in pytest.diagnostics if d.rule == "outside-import"]
+    if outside:
+        problems.append(_outside_text(ctx, outside))
+    kept = [d for d in pytest.diagnostics if d.rule != "outside-import"]
+    missing: dict[str, str] = {}
+    for d in kept:
+        found = _MISSING.search(d.message) if d.exc_type in ("", "ModuleNotFoundError") else None
+        name = found.group(1).split(".")[0] if found else ""
+        where = missing.get(name) or (_held(root, tree, name) if name else "")
+        if where:
+            missing[name] = where
+    if not pytest.ran:
+        found = _MISSING.search(pytest.error)
+        name = found.group(1).split(".")[0] if found else ""
+        if name and (where := _held(root, tree, name)):
+            missing[name] = where
+    for name, where in sorted(missing.items()):
+        problems.append(
+            f"setup: the test environment ({python}) cannot import {name}, which this "
+            f"repository holds ({where}): install the project into it (`{python} -m pip "
+            f"install -e .` in {root}), or set `python` under [quality] in seed.toml to an "
+            "interpreter that has it installed; until then its test results are not gaps"
+        )
+    if not problems:
+        return measurements, []
+    if missing or not pytest.ran:  # the suite's results say nothing about the code
+        items = tuple(m for m in measurements.items if m.tool != Tool.PYTEST)
+    else:
+        items = tuple(
+            m.model_copy(update={"diagnostics": tuple(kept)}) if m.tool == Tool.PYTEST else m
+            for m in measurements.items
+        )
+    return Measurements(tree=measurements.tree, items=items), problems
+
+
+def _outside_text(ctx: Context, outside: list[Diagnostic]) -> str:
+    """One line for modules of the project imported from outside the tree under test."""
+    names = sorted({d.file for d in outside})
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    where = outside[0].message
+    if jails.active(ctx.config.guard):
+        return (
+            f"setup: tests imported {shown} from a copy outside the tree under test ({where}): "
+            f"install the project editable (`{ctx.target.python} -m pip install -e .` in "
+            f"{ctx.paths.root}) so the tests run the tree's code"
+        )
+    return (
+        f"setup: tests imported {shown} from your checkout, not the tree under test "
+        f"({where}): with the sandbox off seed cannot put the tree in the checkout's place, "
+        'so they are not gaps; turn the sandbox on (remove `sandbox = "off"` under [guard] in '
+        "seed.toml; it needs bubblewrap) to test the tree's own code"
+    )
+
+
+def _held(root: Path, tree: str, name: str) -> str:
+    """Where the tree holds a top-level module of this name ('' when it does not)."""
+    if not name.isidentifier():
+        return ""
+    places = (name, f"{name}.py", f"src/{name}", f"src/{name}.py")
+    found = gitops.git(root, "ls-tree", "--name-only", tree, "--", *places, check=False)
+    listed = found.text().split() if found.ok else []
+    return listed[0] if listed else ""
+
+
+def _tell_setup(ctx: Context, problems: list[str]) -> None:
+    """Setup problems for `status` (the state's setup.json) and, when they change, the log."""
+    path = ctx.paths.state / SETUP_FILE
+    before: object = None
+    with contextlib.suppress(OSError, ValueError):
+        before = json.loads(path.read_text(encoding="utf-8"))
+    if before == problems:
+        return
+    with contextlib.suppress(OSError):
+        atomic_write_text(path, json.dumps(problems))
+    for line in problems:
+        log_line(ctx.paths, line)
+
+
+def read_setup(ctx: Context) -> tuple[str, ...]:
+    """The setup problems of the latest analysis (none when there was none or it is unread)."""
+    with contextlib.suppress(OSError, ValueError):
+        found = json.loads((ctx.paths.state / SETUP_FILE).read_text(encoding="utf-8"))
+        if isinstance(found, list):
+            return tuple(str(line)[:2000] for line in cast(list[Any], found)[:20])
+    return ()
+
+
 def _parent_tree(root: Path, head: str) -> str:
     result = gitops.git(root, "rev-parse", "--verify", "--quiet", f"{head}^^{{tree}}", check=False)
     return result.text().strip() if result.ok else ""
@@ -404,10 +509,13 @@ def analyse(
     roadmap, left_out = read_roadmap(root, head)
     for note in left_out:
         ctx.log(note)
+    measured, setup = setup_problems(ctx, tree, measurements)
+    _tell_setup(ctx, setup)
+    left_out = [*setup, *left_out]
     ctx.start_host()
     report = ctx.host.analyze(
         AnalysisInput(
-            measurements=without_suppressed(measurements),  # gaps never come from them
+            measurements=without_suppressed(measured),  # gaps never come from them
             inbox=tuple(items),
             roadmap=roadmap,
             now=now,

@@ -5,6 +5,7 @@ self-check), one for the agent. Built here from the paths and the config, nowher
 All hide the kernel's state folder and the real HOME, show folders under HOME by their exact
 path only, and see the rest of the machine read-only; test runs and module code have no
 network, no sockets and an empty HOME, the agent keeps the network (it calls model APIs).
+Runs of repository code see the tree under test in the person's checkout's place.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kernel import sandbox
+from kernel import gitops, sandbox
 from kernel.config import GuardConfig
 from kernel.host import ModuleJail
-from kernel.measure import Jail
+from kernel.measure import PLUGIN_DIR, Jail, Jailed
 from kernel.paths import Paths
 
 _NEVER_SHOWN = (
@@ -182,16 +183,117 @@ def _measurement(guard: GuardConfig, paths: Paths, **mounts: Any) -> sandbox.Pro
 
 
 def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
-    """The sandbox for runs of repository code, or None when it is off or missing."""
+    """The sandbox for runs of repository code, or None when it is off or missing.
+
+    The tree under test is bound over the person's checkout: editable installs (`.pth` path
+    entries, setuptools finders, PEP 660 hooks) and the subprocesses tests start import the
+    tree's code by the checkout's paths, with no variable to carry it. Of the person's side
+    the run sees, read-only, only the environment the tests run with and the build products
+    git ignores that an editable install needs (`build_products`); the kernel's plugin too,
+    when seed measures itself."""
     if not enabled(guard) or not sandbox.available().ok:
         return None
 
-    def jail(argv: Sequence[str], writable: Sequence[Path]) -> list[str]:
+    def jail(argv: Sequence[str], tree: Path, writable: Sequence[Path]) -> Jailed:
         python = (Path(argv[0]),) if argv and os.path.isabs(argv[0]) else ()
-        profile = _measurement(guard, paths, writable=tuple(writable), shown=_shown(paths, python))
-        return sandbox.wrap(argv, profile)
+        root = paths.root.resolve()
+        in_place = (tree, root) if tree.resolve() != root else None
+        # the tree's own file wins over a build product of the same name; the environment
+        # and the kernel's plugin never give way to anything in the tree
+        through = tuple(
+            (source, place)
+            for source, place in build_products(root, python[0] if python else None)
+            if not os.path.lexists(tree / place.relative_to(root))
+        )
+        if root != PLUGIN_DIR and PLUGIN_DIR.is_relative_to(root):
+            through += ((PLUGIN_DIR, PLUGIN_DIR),)
+        profile = _measurement(
+            guard,
+            paths,
+            writable=(tree, *writable),
+            shown=_shown(paths, python),
+            in_place=in_place,
+            through=through,
+        )
+        made = tuple(sandbox.mount_points(profile))
+        return Jailed(sandbox.wrap(argv, profile), root if in_place else tree, made)
 
     return jail
+
+
+_IMPORTED = (".py", ".pyi", ".so", ".pyd")
+"""Suffixes of files Python imports (a C extension built in place: `name.cpython-*.so`)."""
+_MAX_PRODUCTS = 1000
+"""Build products shown at most (each is one mount)."""
+
+
+def build_products(root: Path, python: Path | None) -> tuple[tuple[Path, Path], ...]:
+    """What an editable install needs from the person's checkout that git ignores, so the
+    export lacks it, each as (source, place), the same path: an ignored file with an import
+    suffix in a folder that holds tracked Python files (a generated `_version.py`, an
+    extension module built in place), and an ignored folder the environment's `.pth` files
+    name (a build folder on the path) with the ignored `*.egg-info` beside it.
+
+    An allow-list read only from the person's side (their checkout's git, their
+    environment), never from anything a run or the agent wrote; regular files and folders
+    whose path holds no link. Everything else git ignores (`.env`, caches, data) stays unseen."""
+    listed = gitops.git(
+        root,
+        "ls-files",
+        "-z",
+        "--others",
+        "--ignored",
+        "--exclude-standard",
+        "--directory",
+        "--no-empty-directory",
+        check=False,
+    )
+    tracked = gitops.git(root, "ls-files", "-z", "--", "*.py", check=False)
+    if not listed.ok or not tracked.ok:
+        return ()
+    ignored = [n for n in listed.text().split("\0") if n]
+    packages = {str(PurePosixPath(n).parent) for n in tracked.text().split("\0") if n}
+    found = [
+        root / name
+        for name in ignored
+        if not name.endswith("/")
+        and name.endswith(_IMPORTED)
+        and str(PurePosixPath(name).parent) in packages
+    ]
+    folders = [name.rstrip("/") for name in ignored if name.endswith("/")]
+    for entry in _path_entries(root, python):
+        rel = entry.relative_to(root).as_posix()
+        if any(rel == f or rel.startswith(f + "/") for f in folders):
+            found.append(entry)
+        found += [
+            root / f
+            for f in folders
+            if f.endswith(".egg-info") and str(PurePosixPath(f).parent) == rel
+        ]
+    kept = [p for p in dict.fromkeys(found) if p.resolve() == p and (p.is_file() or p.is_dir())]
+    return tuple((p, p) for p in kept[:_MAX_PRODUCTS])
+
+
+def _path_entries(root: Path, python: Path | None) -> list[Path]:
+    """Folders inside the checkout that the `.pth` files of the environment `python` belongs
+    to name (a path entry of an editable install)."""
+    if python is None:
+        return []
+    prefix = python.parent.parent
+    found: list[Path] = []
+    for pth in sorted(prefix.glob("lib*/python3*/site-packages/*.pth"))[:200]:
+        try:
+            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()[:200]
+        except OSError:
+            continue
+        for line in lines:
+            entry = line.strip()
+            if entry.startswith(("#", "import ", "import\t")) or not os.path.isabs(entry):
+                continue
+            path = Path(os.path.normpath(entry))
+            if path != root and path.is_relative_to(root):
+                found.append(path)
+    return found
 
 
 def module_jail(paths: Paths, guard: GuardConfig) -> ModuleJail | None:

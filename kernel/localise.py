@@ -90,8 +90,8 @@ def localise(tree: Path, target: Target, work_dir: Path, measurement: Measuremen
         return measurement.model_copy(update={"localised": True})
     raw: Raw = {}
 
-    def cover(data_file: Path) -> None:
-        raw.update(read_contexts(data_file, tree))
+    def cover(data_file: Path, seen: Path) -> None:
+        raw.update(read_contexts(data_file, seen))
 
     timeout = min(TIMEOUT_S, target.quality.tool_timeout_s)
     rerun = run_pytest(tree, target, work_dir, timeout, files, cover=cover)

@@ -37,7 +37,7 @@ from typing import Any, cast
 from packaging.version import InvalidVersion, Version
 
 from domain import Diagnostic, Measurement, Measurements, Tool
-from kernel import gitops, pins, procs, pytestconfig
+from kernel import gitops, pins, procs, pytestconfig, sandbox
 from kernel.config import QualityConfig
 from kernel.gate import Gate, lint_view, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
@@ -47,9 +47,22 @@ from kernel.testmap import ANY_FILE, TestFiles
 MAX_DETAIL = 2000
 """Characters of a tool's own words kept in a diagnostic or an error."""
 
-Jail = Callable[[Sequence[str], Sequence[Path]], list[str]]
-"""Wraps the argv of a run that executes repository code so it runs sandboxed, with only the
-given folders writable (the tree under test and the kernel's output folder)."""
+
+@dataclass(frozen=True)
+class Jailed:
+    """A run of repository code, sandboxed."""
+
+    argv: list[str]
+    seen: Path
+    """Where the run sees the tree under test: the checkout's path when the sandbox puts the
+    export in its place (editable installs then import the tree), else the tree's own."""
+    made: tuple[Path, ...] = ()
+    """Mount points the run leaves in the tree, removed once it is over (`sandbox.settle`)."""
+
+
+Jail = Callable[[Sequence[str], Path, Sequence[Path]], Jailed]
+"""Wraps the argv of a run that executes repository code on a tree so it runs sandboxed, with
+only the tree and the given folders writable (the kernel's output folder)."""
 
 
 @dataclass(frozen=True)
@@ -452,7 +465,7 @@ def _pytest_diagnostics(
                     tool=Tool.PYTEST,
                     rule="outside-import",
                     file=str(rec.get("module", "")),
-                    message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test",
+                    message=f"tests imported {rec.get('module')} from {rec.get('file')}, not the tree under test",
                 )
             )
         elif kind == "tampered":
@@ -538,7 +551,7 @@ def run_pytest(
     timeout_s: float,
     node_ids: Sequence[str] = (),
     *,
-    cover: Callable[[Path], None] | None = None,
+    cover: Callable[[Path, Path], None] | None = None,
     executed: Callable[[TestFiles], None] | None = None,
 ) -> Measurement:
     """The target's tests with its own interpreter, through the kernel's plugin.
@@ -546,21 +559,19 @@ def run_pytest(
     The facts come down a pipe opened before any project code runs (the plugin keeps it as a
     private descriptor), never through a file or a variable the code under test could find.
     With `cover`, the run also records per-test line coverage (seed_pytest_cover) and
-    `cover` reads the data file before the run's folder is removed. With `executed`, the
+    `cover` reads the data file (its paths are where the run saw the tree, the second
+    argument) before the run's folder is removed. With `executed`, the
     plugin records which project files each test ran, and `executed` gets them (the test map).
     """
-    # only coverage writes a file of the kernel's: a folder for that run alone
-    run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}" if cover is not None else None
-    if run_dir is not None:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        run_dir.mkdir(parents=True)
+    # only coverage writes a file of the kernel's: a folder for that run alone (sandboxed, out
+    # of the checkout, whose place the tree takes there)
+    run_dir = _run_dir(work_dir, target) if cover is not None else None
     mapping = "monitor" if executed is not None and run_dir is None else ""
-    config = _pytest_config(tree, target, node_ids, run_dir, files=mapping)
-    result, records = _launch(tree, target, run_dir, config, timeout_s)
+    result, records, seen = _launch(tree, target, node_ids, run_dir, mapping, timeout_s)
     if run_dir is not None:
         data = run_dir / "coverage.db"
         if cover is not None and data.is_file() and not result.timed_out:
-            cover(data)
+            cover(data, seen)
         shutil.rmtree(run_dir, ignore_errors=True)
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if executed is not None and not result.timed_out and finish is not None:
@@ -578,8 +589,7 @@ def _map_run(
     tree: Path, target: Target, node_ids: Sequence[str], timeout_s: float
 ) -> list[dict[str, Any]]:
     """The test map's own traced run: its facts, or none when it did not finish."""
-    config = _pytest_config(tree, target, node_ids, None, files="trace")
-    result, records = _launch(tree, target, None, config, timeout_s)
+    result, records, _ = _launch(tree, target, node_ids, None, "trace", timeout_s)
     finished = any(rec.get("kind") == "finish" for rec in records)
     return records if finished and not result.timed_out else []
 
@@ -587,14 +597,19 @@ def _map_run(
 def _launch(
     tree: Path,
     target: Target,
+    node_ids: Sequence[str],
     run_dir: Path | None,
-    config: dict[str, Any],
+    files: str,
     timeout_s: float,
-) -> tuple[procs.Completed, list[dict[str, Any]]]:
-    """One pytest process through the kernel's bootstrap, and the facts it sent."""
+) -> tuple[procs.Completed, list[dict[str, Any]], Path]:
+    """One pytest process through the kernel's bootstrap: how it ended, the facts it sent,
+    and where it saw the tree."""
     argv = [target.python, *PYTHON_FLAGS, "-c", BOOT]
+    jailed = Jailed(argv, tree)
     if target.jail is not None:
-        argv = target.jail(argv, (tree,) if run_dir is None else (tree, run_dir))
+        jailed = target.jail(argv, tree, () if run_dir is None else (run_dir,))
+    config = _pytest_config(tree, jailed.seen, target, node_ids, run_dir, files=files)
+    argv = jailed.argv
     read, write = os.pipe()  # procs.run closes the write end once the child holds it
     config["fd"] = write
     try:
@@ -613,7 +628,18 @@ def _launch(
         )
     finally:
         os.close(read)
-    return result, _read_facts(result.channel)
+        sandbox.settle(jailed.made)
+    return result, _read_facts(result.channel), jailed.seen
+
+
+def _run_dir(work_dir: Path, target: Target) -> Path:
+    """A new, empty folder for one run's coverage data."""
+    if target.jail is not None:
+        return Path(tempfile.mkdtemp(prefix="seed-pytest-"))
+    run_dir = work_dir / f"pytest-{os.getpid()}-{next(_RUN_IDS)}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    return run_dir
 
 
 def passed_ids(
@@ -652,16 +678,20 @@ path, whatever the version), the configuration from stdin, the kernel's plugin l
 its file before anything else, and its `main`."""
 
 
-def _pytest_args(tree: Path, target: Target, node_ids: Sequence[str], *, cover: bool) -> list[str]:
-    """pytest's arguments: configured from the tree's own top only."""
+def _pytest_args(
+    tree: Path, seen: Path, target: Target, node_ids: Sequence[str], *, cover: bool
+) -> list[str]:
+    """pytest's arguments: configured from the tree's own top only (`seen`: where the run
+    sees the tree)."""
     read = _reader(tree)
     config = pytestconfig.config_file(read)
     keep, dropped = pytestconfig.kept(pytestconfig.addopts(read))
     # the project's addopts less what the kernel overrides (pytestconfig.differences)
     overrides = ["-o", f"addopts={shlex.join(keep)}"] if dropped else []
     # the real path: pytest applies `testpaths` only when the folder it starts in (the plugin
-    # goes to the tree's real path) is its rootdir, compared as written
-    root = tree.resolve()
+    # goes to the tree's real path) is its rootdir, compared as written; in the checkout's
+    # place the tree is seen at the checkout's own (resolved) path
+    root = tree.resolve() if seen == tree else seen
     return [
         *PYTEST_READ_ONLY,
         "--rootdir",
@@ -683,6 +713,7 @@ def _pytest_args(tree: Path, target: Target, node_ids: Sequence[str], *, cover: 
 
 def _pytest_config(
     tree: Path,
+    seen: Path,
     target: Target,
     node_ids: Sequence[str],
     run_dir: Path | None,
@@ -700,11 +731,12 @@ def _pytest_config(
         }
     return {
         "plugin": str(PLUGIN_DIR / "seed_pytest_plugin.py"),
-        "root": str(tree),
-        "forbid": str(target.root),
+        "root": str(seen),
+        # in the checkout's place, nothing of the person's checkout is there to import
+        "forbid": "" if seen != tree else str(target.root),
         "files": files,
         "cover": cover,
-        "args": _pytest_args(tree, target, node_ids, cover=run_dir is not None),
+        "args": _pytest_args(tree, seen, target, node_ids, cover=run_dir is not None),
     }
 
 

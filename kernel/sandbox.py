@@ -1,6 +1,8 @@
 """The OS sandbox every agent run and every run of repository code goes through (bubblewrap).
 
-The whole filesystem is seen read-only; named places are bound read-write; the kernel's
+The whole filesystem is seen read-only; named places are bound read-write (a tree under
+test may be bound over the person's checkout, `Profile.in_place`, which then shows only
+named places of the person's side, read-only); the kernel's
 state and the real HOME are hidden behind empty tmpfs mounts (with the places a run needs
 shown through again); `/tmp` is private and bounded; the run gets a new PID namespace, so
 when it ends every process it started is gone; all capabilities are dropped (as root,
@@ -90,6 +92,14 @@ class Profile:
     """Processes the run may have at once (its pids cgroup; else RLIMIT_NPROC in a user
     namespace of its own)."""
     chdir: Path | None = None
+    in_place: tuple[Path, Path] | None = None
+    """(export, checkout): the export bound read-write at the checkout's path, so the run sees
+    the export by the checkout's name and nothing of the checkout but `through`; every other
+    place inside the checkout is left out (hidden ones are unseen anyway)."""
+    through: tuple[tuple[Path, Path], ...] = ()
+    """(source, place): with `in_place`, what the run still sees of the person's side inside
+    the checkout, read-only (their environment, build products git ignores); shown places
+    inside the checkout are added here."""
 
 
 @dataclass(frozen=True)
@@ -144,9 +154,12 @@ def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[
     at the same path, hidden wins over read-only, read-only over writable.
     """
     mounts: list[tuple[int, int, list[str]]] = []
+    checkout = profile.in_place[1].resolve() if profile.in_place is not None else None
 
     def add(path: Path, rank: int, args: list[str]) -> None:
-        mounts.append((len(path.parts), rank, args))
+        # inside the checkout the run sees the export: nothing else is mounted there
+        if checkout is None or not _inside(path, checkout):
+            mounts.append((len(path.parts), rank, args))
 
     # what the run needs from under a covered folder is shown again, read-only; never inside
     # a writable place, which shows it already (a read-only bind deeper in would win there)
@@ -173,8 +186,71 @@ def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[
             add(path.resolve(), 3, ["--tmpfs", str(path.resolve())])
         elif path.exists():
             add(path.resolve(), 3, ["--ro-bind", os.devnull, str(path.resolve())])
+    if profile.in_place is not None and checkout is not None:
+        export = profile.in_place[0].resolve()
+        mounts.append((len(checkout.parts), 1, ["--bind", str(export), str(checkout)]))
+        for source, place in _through(profile, checkout):
+            mounts.append((len(place.parts), 2, ["--ro-bind", str(source), str(place)]))
     # sorted is stable: at equal depth and rank, the profile's own order stays
     return [arg for _, _, args in sorted(mounts, key=lambda m: (m[0], m[1])) for arg in args]
+
+
+def _through(profile: Profile, checkout: Path) -> list[tuple[Path, Path]]:
+    """The person's places shown inside the checkout over the export: `through`, and shown
+    places inside the checkout (an environment, seen at the name it is used by); each
+    strictly inside the checkout, existing, and never holding a hidden place (the state)."""
+    wanted = list(profile.through)
+    for path in profile.shown:
+        if path.exists():
+            real = path.resolve()
+            place = path.parent.resolve() / path.name if path.name else real
+            wanted += [(real, p) for p in dict.fromkeys((place, real))]
+    kept: dict[Path, Path] = {}
+    secret = [h.resolve() for h in profile.hidden]
+    for source, place in wanted:
+        if place == checkout or not _inside(place, checkout) or not source.exists():
+            continue
+        if any(_inside(h, source.resolve()) or _inside(h, place) for h in secret):
+            continue
+        kept.setdefault(place, source)
+    return [(source, place) for place, source in kept.items()]
+
+
+def _completed(profile: Profile) -> Profile:
+    """The profile with the daemon's own interpreter shown: the launcher runs it, wherever it
+    lives (a seed cloned under /tmp or HOME), whatever the profile names."""
+    return replace(profile, shown=(*profile.shown, *_interpreter()))
+
+
+def mount_points(profile: Profile) -> list[Path]:
+    """The places inside the export that bubblewrap will make as mount points of `through`
+    (missing in the export), deepest last: removed again once the run is over (`settle`)."""
+    if profile.in_place is None:
+        return []
+    export, checkout = (p.resolve() for p in profile.in_place)
+    made: list[Path] = []
+    for _, place in _through(_completed(profile), checkout):
+        here = export
+        for part in place.relative_to(checkout).parts:
+            here = here / part
+            if here.is_symlink():
+                break  # made beyond a link is none of the kernel's to remove
+            if not os.path.lexists(here):
+                made.append(here)
+    return list(dict.fromkeys(made))
+
+
+def settle(made: Sequence[Path]) -> None:
+    """Remove the mount points a run left in the export: empty files and folders only (a
+    mount point is one; anything else was put there by someone else and stays)."""
+    for path in sorted(made, key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or path.parent.resolve() != path.parent:
+                continue  # never through a link the run may have put on the way
+            if path.is_dir():
+                path.rmdir()
+            elif path.is_file() and path.stat().st_size == 0:
+                path.unlink()
 
 
 def _own_pids_cgroup() -> Path | None:
@@ -279,8 +355,7 @@ def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
             covered.append(real_home)
     # the launcher below is the daemon's own interpreter: shown wherever it lives (a seed
     # cloned under /tmp or HOME), whatever the profile names
-    shown = (*profile.shown, *_interpreter())
-    out += _mounts(replace(profile, shown=shown), covered, real_home)
+    out += _mounts(_completed(profile), covered, real_home)
     if profile.chdir is not None:
         out += ["--chdir", str(profile.chdir)]
     group = pids_cgroup(profile.max_processes) if profile.max_processes else None

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
 from kernel import budget, gitops, halt, jails, pytestconfig, reporting
+from kernel.analysis import read_setup
 from kernel.answers import Backend
 from kernel.context import Context
 from kernel.daemonlock import DaemonLock
@@ -156,6 +157,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         max_iterations_per_day=limits.max_iterations_per_day,
         metrics_url=str(live.get("metrics_url", "")) if running else "",
         type_checker=str(live.get("type_checker", ""))[:300] if running else "",
+        setup=read_setup(ctx),
     )
 
 
@@ -180,6 +182,7 @@ def _bare_status(status: DaemonStatus, problem: str) -> str:
         f"last: {status.last_iteration_id or '-'} {status.last_outcome or ''}".rstrip(),
         f"budget:      today ${status.cost_today_usd:.2f} spent, "
         f"${status.budget_left_today_usd:.2f} left",
+        *(f"setup:       {line.removeprefix('setup: ')}" for line in status.setup),
         f"(the status view could not be rendered: {problem})",
     ]
     return "\n".join(lines)

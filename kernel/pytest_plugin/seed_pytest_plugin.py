@@ -12,8 +12,10 @@ neutral name and call `main`, before any project file can be imported. `main` th
   - runs pytest in the tree with this module (and the coverage plugin, when asked) registered.
 It must import nothing but the standard library and pytest. Configuration (JSON on stdin):
   fd      the write end of the facts pipe
-  root    the tree under test
-  forbid  the user's checkout: project code imported from there is an error
+  root    where the run sees the tree (the checkout's path when the sandbox puts it there)
+  forbid  the user's checkout when the tree is not in its place ("" when it is): project
+          code imported from there is an error, as is a module of the tree imported from
+          anywhere else
   files   record, per test, the project files whose code it ran (the test map): "monitor"
           only where sys.monitoring does it unseen (3.12+; else a "no_map" fact says so, and
           the run stays untraced: its outcomes are gaps), "trace" also with sys.settrace
@@ -173,18 +175,30 @@ def _describe(excinfo: Any) -> dict[str, Any]:
     }
 
 
+def _in_tree(name: str) -> bool:
+    """Whether the tree holds a module of this name, at its top or under src/."""
+    rel = name.replace(".", os.sep)
+    return any(
+        os.path.isfile(os.path.join(_root, top, rel + end))
+        for top in ("", "src")
+        for end in (".py", os.sep + "__init__.py")
+    )
+
+
 def _check_imports() -> None:
-    if not _forbid:
-        return
+    """Project code imported from outside the tree under test: from the person's checkout
+    (`forbid`, where the tree is not in its place), or a module the tree holds imported from
+    another copy (an installed one, another folder on the path). In the checkout's place, the
+    tree is all there is of the checkout: only the second can happen."""
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if not file:
+        if not file or name in _outside:
             continue
         real = os.path.realpath(file)
-        if real == _SELF:
+        if real == _SELF or (_inside(real, _root) and not _third_party(real)) or _is_stdlib(real):
             continue
-        outside = _inside(real, _forbid) and not _inside(real, _root) and not _third_party(real)
-        if outside and name not in _outside:
+        checkout = bool(_forbid) and _inside(real, _forbid) and not _third_party(real)
+        if checkout or _in_tree(name):
             _outside.append(name)
             _emit({"kind": "outside_import", "module": name, "file": real})
 

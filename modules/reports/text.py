@@ -85,6 +85,7 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         out.append(("tools:       " if i == 0 else "             ") + line)
     if status.type_checker:
         out.append(f"pyright:     {status.type_checker}")
+    out += [f"setup:       {line.removeprefix('setup: ')}" for line in status.setup]
     last = f"{status.last_iteration_id} {status.last_outcome}" if status.last_iteration_id else "-"
     out.append(
         f"iterations:  {status.iterations:,} in all, {status.iterations_today} today; last: {last}"

@@ -163,8 +163,9 @@ def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Pat
 
 def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_path: Path) -> None:
     clone = _clone(tmp_path)
-    # the kernel verifies on exports under <git-common-dir>/seed/exports/
-    guard_line = 'if "/seed/exports/" not in __file__:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
+    # the kernel's test runs see the export at the checkout's path (under pytest), its
+    # self-check boots a candidate's modules from the export under <git-common-dir>/seed/exports/
+    guard_line = 'if "/seed/exports/" not in __file__ and "pytest" not in __import__("sys").modules:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
     breaking = _reporter_wrapper(clone, guard_line, "fragile")
     regression = 'import importlib\n\n\ndef test_fragile_loads() -> None:\n    assert importlib.import_module("modules.reports.fragile").REPORTER\n'
     repair = [
