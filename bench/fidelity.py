@@ -63,6 +63,9 @@ class Project:
     """the project configures pyright ([tool.pyright] or pyrightconfig.json)"""
     extras: str = ""
     """`-e .[extras]`"""
+    prebuild: tuple[str, ...] = ()
+    """installed first, then the project built without build isolation (a build backend
+    plugin that needs the network left out)"""
     note: str = ""
 
 
@@ -121,7 +124,9 @@ PROJECTS: tuple[Project, ...] = (
         "jaraco.functools", "jaraco/jaraco.functools", "9f4e0e2849659969577f40be40cabe026dd5fb0f",
         "namespace package (jaraco/); setuptools + setuptools-scm; ruff.toml, pytest.ini",
         (), ("-m", "pytest"), ruff="0.9.9", format=True, extras="test",
-        note="tox also installs extras check,cover,enabler,type (pytest-ruff, -mypy, -cov): left out",
+        prebuild=("setuptools>=77", "setuptools_scm[toml]>=3.4.1"),
+        note="tox also installs extras check,cover,enabler,type (pytest-ruff, -mypy, -cov): left"
+        " out; built without isolation, without coherent.licensed (fetches the licence text)",
     ),
     Project(
         "tenacity", "jd/tenacity", "c650fb45204635f07910948d5fc59a8c551ffdda",
@@ -377,8 +382,9 @@ def setup(project: Project, source: Path, work: Path, log: list[str]) -> Path:
             _groups(clone / "pyproject.toml", item[6:]) if item.startswith("group:") else [item]
         )
     editable = f".[{project.extras}]" if project.extras else "."
-    pip = [python, "-m", "pip", "install", "-q", "-U", "pip"]
-    for argv in (pip, [python, "-m", "pip", "install", "-q", "-e", editable, *items]):
+    pip = [python, "-m", "pip", "install", "-q", "-U", "pip", *project.prebuild]
+    isolation = ["--no-build-isolation"] if project.prebuild else []
+    for argv in (pip, [python, "-m", "pip", "install", "-q", *isolation, "-e", editable, *items]):
         code, out, _ = _run(argv, clone, _venv_env(clone), timeout=1800)
         log.append(out)
         if code:
@@ -495,10 +501,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="clones and venvs")
     parser.add_argument("--timeout", type=float, default=900, help="each test command, s")
     parser.add_argument("--json", action="store_true", help="print JSON, not the table")
-    parser.add_argument("--from", dest="saved", type=Path, help="print the table of a --json run")
+    parser.add_argument(
+        "--from", dest="saved", type=Path, nargs="+", help="print the table of --json runs"
+    )
     args = parser.parse_args(argv)
     if args.saved:
-        print(table(*_load(args.saved)))
+        loaded = [_load(path) for path in args.saved]
+        print(table([r for rs, _ in loaded for r in rs], loaded[-1][1]))
         return 0
     chosen = {n for n in args.only.split(",") if n}
     unknown = chosen - {p.name for p in PROJECTS}
