@@ -343,6 +343,14 @@ def _run(
     return code, out, time.monotonic() - started
 
 
+def _keep(work: Path, name: str, what: str, text: str) -> str:
+    """Keep a tool's whole output under WORK/logs for reading the causes; return it."""
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / f"{name}.{what}.txt").write_text(text, encoding="utf-8")
+    return text
+
+
 def _groups(pyproject: Path, name: str) -> list[str]:
     """A PEP 735 dependency group (or a pdm dev group), include-groups expanded."""
     data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
@@ -435,11 +443,11 @@ def project_side(
         code, out, seconds["tests"] = _run(
             ["timeout", str(timeout), python, *project.test], clone, env, timeout + 30
         )
-        keys["pytest"] = unittest_keys(out, code, clone)
+        keys["pytest"] = unittest_keys(_keep(work, project.name, "tests", out), code, clone)
     else:
         argv = ["timeout", str(timeout), python, *project.test, "-rfE", "--tb=no"]
         code, out, seconds["tests"] = _run(argv, clone, env, timeout + 30)
-        keys["pytest"] = pytest_keys(out, code)
+        keys["pytest"] = pytest_keys(_keep(work, project.name, "tests", out), code)
     return keys, seconds
 
 
@@ -450,6 +458,7 @@ def seed_side(clone: Path, work: Path, timeout: float) -> tuple[dict[str, Any], 
     argv = [sys.executable, str(SEED / "seed.py"), "--no-bootstrap", "--quiet",
             "--root", str(clone), "gaps", "--json"]  # fmt: skip
     code, out, seconds = _run(["timeout", str(timeout), *argv], clone, env, timeout + 30)
+    _keep(work, clone.name, "seed", out)
     start = out.find("{")
     try:
         return json.loads(out[start : out.rfind("}") + 1]), seconds
