@@ -445,7 +445,10 @@ def project_side(
         )
         keys["pytest"] = unittest_keys(_keep(work, project.name, "tests", out), code, clone)
     else:
-        argv = ["timeout", str(timeout), python, *project.test, "-rfE", "--tb=no"]
+        # a collection error stops the project's run before its tests (seed's run goes on):
+        # go on too, or every failure behind it would read as a false gap
+        more = ["-rfE", "--tb=no", "--continue-on-collection-errors"]
+        argv = ["timeout", str(timeout), python, *project.test, *more]
         code, out, seconds["tests"] = _run(argv, clone, env, timeout + 30)
         keys["pytest"] = pytest_keys(_keep(work, project.name, "tests", out), code)
     return keys, seconds
