@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from domain import Diagnostic, Measurement, Measurements, Tool
+from domain import Diagnostic, Measurement, Measurements, Tampering, Tool
 from kernel import procs
 from kernel.config import QualityConfig
 from kernel.gate import Gate, pyright_config, pyright_config_outside
@@ -379,15 +379,6 @@ def _pytest_diagnostics(
                     message=f"tests imported {rec.get('module')} from the user's checkout ({rec.get('file')}), not the tree under test",
                 )
             )
-        elif kind == "tampered":
-            diagnostics.append(
-                Diagnostic(
-                    tool=Tool.PYTEST,
-                    rule="tampered",
-                    file=str(rec.get("what", ""))[:300],
-                    message=f"code under test tampered with pytest: {rec.get('what')}"[:MAX_DETAIL],
-                )
-            )
         elif kind == "test" and rec.get("outcome") == "failed":
             node = str(rec.get("nodeid", ""))
             when = str(rec.get("when", "call"))
@@ -405,6 +396,16 @@ def _pytest_diagnostics(
                 )
             )
     return diagnostics, collected, finish
+
+
+def _tampering(records: list[dict[str, Any]]) -> list[Tampering]:
+    """What the plugin saw change the run: evidence of its own type, never a Diagnostic (a
+    diagnostic's file can become a gap's file list or an allowlist)."""
+    return [
+        Tampering(what=f"code under test tampered with pytest: {rec.get('what')}"[:MAX_DETAIL])
+        for rec in records
+        if rec.get("kind") == "tampered"
+    ]
 
 
 _MAX_MAP_FILES = 2000
@@ -520,7 +521,9 @@ def run_pytest(
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if executed is not None and not result.timed_out and finish is not None:
         executed(_test_files(records))
-    measured = _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
+    measured = _pytest_measurement(
+        result, diagnostics, collected, finish is not None, timeout_s, _tampering(records)
+    )
     return measured.model_copy(update={"passed": passed_ids(records, collected, diagnostics)})
 
 
@@ -648,8 +651,10 @@ def _pytest_measurement(
     collected: list[str],
     finished: bool,
     timeout_s: float,
+    tampering: Sequence[Tampering] = (),
 ) -> Measurement:
-    """What a pytest run measured: ran only when the plugin saw it finish cleanly."""
+    """What a pytest run measured: ran only when the plugin saw it finish cleanly (what
+    changed its results, the plugin's or the exit status', is its `tampering`)."""
     if result.timed_out:
         return Measurement(
             tool=Tool.PYTEST,
@@ -658,16 +663,14 @@ def _pytest_measurement(
             exit_code=None,
             diagnostics=tuple(diagnostics),
             collected=tuple(collected),
+            tampering=tuple(tampering),
             error=f"pytest did not finish in {timeout_s:.0f}s",
             duration_s=result.duration_s,
         )
     outside = any(d.rule == "outside-import" for d in diagnostics)
     contradiction = "" if outside else _disagreement(result.exit_code, diagnostics, collected)
     if contradiction:
-        diagnostics = [
-            *diagnostics,
-            Diagnostic(tool=Tool.PYTEST, rule="tampered", file="pytest", message=contradiction),
-        ]
+        tampering = [*tampering, Tampering(what=contradiction)]
     if not finished or (result.exit_code not in EXIT_CLEAN and not outside):
         tail = result.tail.decode("utf-8", errors="replace").strip()[-MAX_DETAIL:]
         return Measurement(
@@ -676,6 +679,7 @@ def _pytest_measurement(
             exit_code=result.exit_code,
             diagnostics=tuple(diagnostics),
             collected=tuple(collected),
+            tampering=tuple(tampering),
             error=tail or "pytest did not run",
             duration_s=result.duration_s,
         )
@@ -685,6 +689,7 @@ def _pytest_measurement(
         exit_code=result.exit_code,
         diagnostics=tuple(diagnostics),
         collected=tuple(collected),
+        tampering=tuple(tampering),
         duration_s=result.duration_s,
     )
 
