@@ -186,6 +186,7 @@ _PRIORITY = (
     FailureCategory.TYPE_ERROR,
     FailureCategory.LINT_ERROR,
     FailureCategory.HYGIENE_VIOLATION,
+    FailureCategory.AGENT_ERROR,
     FailureCategory.UNKNOWN,
 )
 

@@ -157,9 +157,9 @@ ORDER = {
     "calc.py": BROKEN["calc.py"] + "\n\ndef square(a):\n    return a * a\n",
     "tests/test_order.py": (
         "from calc import square\n\n_STATE = {}\n\n\n"
-        "def test_a_prepares():\n    _STATE['ready'] = True\n\n\n"
-        "def test_b_squares():\n    assert _STATE.get('ready')\n    assert square(3) == 9\n\n\n"
-        "def test_c_squares_again():\n    assert _STATE.get('ready')\n    assert square(4) == 16\n"
+        'def test_a_prepares():\n    _STATE["ready"] = True\n\n\n'
+        'def test_b_squares():\n    assert _STATE.get("ready")\n    assert square(3) == 9\n\n\n'
+        'def test_c_squares_again():\n    assert _STATE.get("ready")\n    assert square(4) == 16\n'
     ),
     "tests/test_misc.py": "\n\n".join(
         f"def test_misc_{i}():\n    assert {i} == {i}\n" for i in range(8)
