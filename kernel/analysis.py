@@ -88,6 +88,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
             "root": str(ctx.paths.root),
             "suppressed": 1,  # measurements carry what suppressions hide (suppressions.py)
             "outcomes": 1,  # measurements carry per-test "passed" outcomes since issue 23
+            "tampering": 1,  # tampering is evidence of its own since issue 24, not a Diagnostic
         },
         sort_keys=True,
     )

@@ -10,7 +10,8 @@ after anything a configuration can say.
 pytest runs through the kernel's plugin, which sends one JSON line per fact (collected ids,
 failures with their crash frame, collection errors, imports from the user's checkout) down a
 pipe the code under test cannot reach by name, so partial results survive a crash; a pytest
-exit status that contradicts the facts is itself a finding (tampering). A collection error
+exit status that contradicts the facts is evidence of tampering (Measurement.tampering, never
+a Diagnostic). A collection error
 is its own finding and does not stop the other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
 """
 

@@ -625,11 +625,8 @@ def verify(
             frozenset(judged.excused),
         )
         result.verdicts.append(verdict)
-        if not verdict.passed and criterion.check == CheckName.PYTEST:
-            # the gap's tests passed when the same suite ran again: the tree flips
-            category = (
-                FailureCategory.FLAKY_TEST if judged.flaky & set(criterion.args) else category
-            )
+        if not verdict.passed and judged.flaky & _tests_of(criterion, plan):
+            category = FailureCategory.FLAKY_TEST  # they passed when the same suite ran again
         if not verdict.passed:
             result.evidence.append(
                 f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}"
@@ -654,6 +651,15 @@ def verify(
     else:
         result.reason = "every criterion passed and nothing new broke"
     return result
+
+
+def _tests_of(criterion: AcceptanceCriterion, plan: IterationPlan) -> set[str]:
+    """The tests a criterion is about (a gap-closed criterion: the gap's failing tests)."""
+    if criterion.check == CheckName.PYTEST:
+        return set(criterion.args)
+    if criterion.check == CheckName.GAP_CLOSED:
+        return {d.node_id for d in plan.gap.evidence if d.node_id}
+    return set()
 
 
 def _per_node(after: Measurements, base: Measurement, nodes: Sequence[str]) -> Measurements:
