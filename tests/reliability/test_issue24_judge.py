@@ -208,4 +208,3 @@ def test_a_failing_test_in_a_touched_test_file_is_a_test_regression(tmp_path: Pa
         record["reason"]
     )
     assert project.head() == head
-
