@@ -8,6 +8,7 @@ the person's branch.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,78 @@ def test_a_failing_test_in_a_touched_test_file_is_a_test_regression(tmp_path: Pa
         record["reason"]
     )
     assert project.head() == head
+
+
+# -- the plugin on its own (no daemon): what a hook does to the run, not its presence -------
+
+LIBRARY_HOOKS = """\
+import sys
+
+
+def test_libraries_register_import_hooks():
+    import _distutils_hack
+    import pkg_resources  # noqa: F401
+
+    _distutils_hack.add_shim()
+    import lantern  # noqa: F401
+
+    assert len(sys.meta_path) > 2
+
+
+def test_later():
+    assert 1 + 1 == 2
+"""
+
+
+def _measured(tree: Path, tmp: Path, args: tuple[str, ...] = ()) -> Any:
+    from kernel.config import QualityConfig
+    from kernel.measure import Target, run_pytest
+
+    quality = QualityConfig(pytest_args=list(args))
+    target = Target(root=tmp / "elsewhere", python=sys.executable, quality=quality)
+    return run_pytest(tree, target, tmp / "work", 120)
+
+
+@pytest.mark.parametrize("args", [(), ("--assert=plain",), ("--import-mode=importlib",)])
+def test_import_hooks_of_libraries_change_nothing(tmp_path: Path, args: tuple[str, ...]) -> None:
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "lantern.py").write_text(BENIGN_HOOK)
+    (tree / "tests" / "test_hooks.py").write_text(LIBRARY_HOOKS)
+    (tree / "tests" / "conftest.py").write_text("import lantern  # noqa: F401\n")
+    m = _measured(tree, tmp_path, args)
+    assert m.ran and m.tampering == () and len(m.passed) == 2, (m.tampering, m.diagnostics)
+
+
+PLANTER = """\
+import importlib.util
+import marshal
+import os
+
+import _pytest.assertion.rewrite as _r
+
+_src = os.path.join(os.path.dirname(__file__), "test_b.py")
+with open(_src, "rb") as _f:
+    _data = _f.read()
+_code = compile(_data.decode().replace("assert ", "assert True or "), _src, "exec")
+os.makedirs(os.path.join(os.path.dirname(__file__), "__pycache__"), exist_ok=True)
+with open(os.path.join(os.path.dirname(__file__), "__pycache__", "test_b" + _r.PYC_TAIL), "wb") as _f:
+    _f.write(importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little"))
+    _f.write(importlib.util.source_hash(_data)[:8])
+    _f.write(marshal.dumps(_code))
+
+
+def test_a():
+    pass
+"""
+"""A test module that plants pytest's cached rewrite of a later test module (the real file's
+hash, other code): pytest's own loader would run it, had the plugin let it read pycs."""
+
+
+def test_a_rewritten_pyc_planted_for_a_later_test_module_is_never_read(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_a.py").write_text(PLANTER)
+    (tree / "tests" / "test_b.py").write_text("def test_b():\n    assert 1 == 2\n")
+    m = _measured(tree, tmp_path)
+    assert m.ran and [d.node_id for d in m.diagnostics] == ["tests/test_b.py::test_b"]
