@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from domain.agents import AgentReport, RunResult, RunSpec
-from domain.diagnostics import Diagnostic, Executed, Measurement, Measurements
+from domain.diagnostics import Diagnostic, Executed, Measurement, Measurements, Tampering
 from domain.enums import (
     ActionType,
     CheckName,
@@ -91,6 +91,7 @@ __all__ = [
     "RunResult",
     "RunSpec",
     "Severity",
+    "Tampering",
     "TaskKind",
     "Tool",
     "gap_ref",

@@ -50,6 +50,16 @@ class Diagnostic(Fact):
     """A failing test: the passing tests of its localisation run (the spectrum's size)."""
 
 
+class Tampering(Fact):
+    """Evidence that something between the tests and the kernel changed a test run's results
+    (pytest's machinery replaced, a test module not loaded by pytest's own loader, an exit
+    status that contradicts the facts). Evidence only: it names no file and never becomes a
+    gap, a gap's file list or an allowlist."""
+
+    what: str
+    """What was seen, in words for people."""
+
+
 class Measurement(Fact):
     """The result of running one catalogue tool on one tree."""
 
@@ -79,6 +89,8 @@ class Measurement(Fact):
     """ruff, pyright: findings a suppression comment hides (`# noqa`, `# type: ignore`), and
     pyright's own suppression comments as findings. Gaps never come from them; the ratchet
     counts them with the diagnostics, so a new suppression is the finding it hides."""
+    tampering: tuple[Tampering, ...] = ()
+    """pytest: what changed the run's results (its facts cannot be trusted as they stand)."""
 
 
 class Measurements(Fact):

@@ -27,7 +27,7 @@ from domain import (
     Measurements,
     Tool,
 )
-from kernel import gitops, inbox, jails, seal, testmap, trees
+from kernel import answers, gitops, inbox, jails, seal, testmap, trees
 from kernel.bounds import (
     INBOX_MAX_QUEUED,
     INBOX_MAX_QUEUED_BYTES,
@@ -40,7 +40,7 @@ from kernel.fsutil import atomic_write_text
 from kernel.gate import Gate, freeze_gate_at, ruff_material
 from kernel.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.localise import localise
-from kernel.measure import failed_ids, measure
+from kernel.measure import failed_ids, measure, run_pytest
 from kernel.suppressions import without_suppressed
 from kernel.testmap import Selection, TestFiles, TestMap
 
@@ -89,6 +89,7 @@ def config_key(ctx: Context, gate: Gate) -> str:
             "root": str(ctx.paths.root),
             "suppressed": 1,  # measurements carry what suppressions hide (suppressions.py)
             "outcomes": 1,  # measurements carry per-test "passed" outcomes since issue 23
+            "tampering": 1,  # tampering is evidence of its own since issue 24, not a Diagnostic
         },
         sort_keys=True,
     )
@@ -245,7 +246,26 @@ def _measure(
         pyright=pyright,
         fill=fill,
     )
-    return result, base.since_full + 1
+    return _whole_suite_decides(ctx, tree_dir, work_dir, base.measurements, result), (
+        base.since_full + 1
+    )
+
+
+def _whole_suite_decides(
+    ctx: Context, tree_dir: Path, work_dir: Path, before: Measurements, result: Measurements
+) -> Measurements:
+    """Like for like: a test that passed in the earlier run and fails in a selection of the
+    suite is judged by the whole suite (it may lean on a test the selection left out)."""
+    now, earlier = result.get(Tool.PYTEST), before.get(Tool.PYTEST)
+    if now is None or earlier is None or not now.incremental:
+        return result
+    if not failed_ids(now) & set(earlier.passed):
+        return result
+    timeout = ctx.config.quality.tool_timeout_s
+    whole = run_pytest(tree_dir, ctx.target, work_dir, timeout)
+    whole = whole.model_copy(update={"advisory": now.advisory})
+    items = tuple(whole if m.tool == Tool.PYTEST else m for m in result.items)
+    return Measurements(tree=result.tree, items=items)
 
 
 def _resident(ctx: Context, place: Export, gate: Gate) -> Callable[[], Measurement] | None:
@@ -523,6 +543,13 @@ def analyse(
             order=tuple(ctx.config.analysis.order),
         )
     )
+    # a gap's files are the tree's paths, never a tool's words (answers.real_files)
+    report = answers.real_files(report, [p for _, _, p in trees.entries(root, tree)])
+    pytest = measurements.get(Tool.PYTEST)
+    tampering = [f"the test run of HEAD: {t.what}" for t in pytest.tampering] if pytest else []
+    for note in tampering:
+        ctx.log(note)
+    left_out += tampering  # evidence for people, never a gap
     if left_out:
         report = report.model_copy(update={"errors": (*report.errors, *left_out)})
     return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap, written)

@@ -7,12 +7,13 @@ and this one what an answer must be before the kernel uses it; a wrong answer is
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from domain import GapReport, InboxItem, InboxText, IterationPlan
+from domain import Diagnostic, Gap, GapCategory, GapReport, InboxItem, InboxText, IterationPlan
 from kernel.errors import HostError
 
 M = TypeVar("M", bound=BaseModel)
@@ -97,6 +98,39 @@ def kernel_gap(plan: IterationPlan, report: GapReport) -> IterationPlan:
         if gap.key == plan.gap.key:
             return plan if plan.gap == gap else plan.model_copy(update={"gap": gap})
     raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report it was sent")
+
+
+def real_files(report: GapReport, paths: Collection[str]) -> GapReport:
+    """The analysers' report with every file a quality gap names limited to paths of the
+    measured tree: its files, its evidence's crash frames and executed files. A gap's files
+    become the planner's allowlist and suspects, so a tool's words (a message where a path
+    belongs) never stand in for them; inbox and roadmap gaps carry the person's own globs."""
+    known = frozenset(paths)
+    return report.model_copy(update={"gaps": tuple(_real_files(g, known) for g in report.gaps)})
+
+
+def _real_files(gap: Gap, known: frozenset[str]) -> Gap:
+    if gap.category != GapCategory.QUALITY:
+        return gap
+    evidence = tuple(_real_evidence(d, known) for d in gap.evidence)
+    files = tuple(f for f in gap.files if f in known)
+    if files == gap.files and evidence == gap.evidence:
+        return gap
+    return gap.model_copy(update={"files": files, "evidence": evidence})
+
+
+def _real_evidence(d: Diagnostic, known: frozenset[str]) -> Diagnostic:
+    frame = d.frame_file if d.frame_file in known else ""
+    executed = tuple(e for e in d.executed if e.file in known)
+    if frame == d.frame_file and executed == d.executed:
+        return d
+    return d.model_copy(
+        update={
+            "frame_file": frame,
+            "frame_line": d.frame_line if frame else 0,
+            "executed": executed,
+        }
+    )
 
 
 _READER = "the module that reads inbox tasks"

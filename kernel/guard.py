@@ -427,6 +427,15 @@ def _touches(patterns: Sequence[str], roots: Sequence[str]) -> bool:
     return False
 
 
+def is_clean_path(path: str) -> bool:
+    """A repository path or glob as git would name it: relative, one line, no `.`, `..` or
+    empty part (a trailing `/` aside). Anything else is words, never a path to allow."""
+    if not path or path.startswith("/") or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return False
+    parts = path.removesuffix("/").split("/")
+    return all(part not in ("", ".", "..") for part in parts)
+
+
 def clamp_plan(
     plan: IterationPlan,
     config: Config,
@@ -438,14 +447,16 @@ def clamp_plan(
     allowed = tuple(
         p
         for p in plan.allowed_paths
-        if not matches_any(p.rstrip("/").removesuffix("/**"), protected)
+        if is_clean_path(p) and not matches_any(p.rstrip("/").removesuffix("/**"), protected)
     )
     if plan.allowed_paths and not allowed:
         allowed = ("__nothing__",)  # every allowed path was protected: nothing may change
     actions = tuple(
         a.model_copy(
             update={
-                "target_files": tuple(f for f in a.target_files if not matches_any(f, protected))
+                "target_files": tuple(
+                    f for f in a.target_files if is_clean_path(f) and not matches_any(f, protected)
+                )
             }
         )
         for a in plan.actions

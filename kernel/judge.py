@@ -258,7 +258,6 @@ class Judge:
         nodes = sorted({a for c in it.plan.criteria if c.check == CheckName.PYTEST for a in c.args})
         selection = self._affected(it, baseline, place)
         argv = [*nodes, *(a for a in selection.argv() if a not in nodes)] if selection else nodes
-        passed_first = False
         if argv:
             # the gap's own tests and the tests that ran a changed file first: a candidate
             # that breaks one is refused in seconds, not after the whole suite
@@ -268,19 +267,13 @@ class Judge:
                 early = self._confirmed(first, baseline, place)
             if early is not None:
                 return early
-            passed_first = (
-                bool(nodes)
-                and first.ran
-                and all(n in first.collected for n in nodes)
-                and not failed_ids(first) & set(nodes)
-            )
         after, _ = measure_cached(
             ctx, place, place.tree, baseline.gate, work, related=(baseline.tree,)
         )
         judged, tests = self._judged_place(it, baseline, place, after.get(Tool.PYTEST))
         edited = frozenset(p for p in it.touched if p in tests)
         try:
-            return self._verified(it, baseline, place, after, (judged, edited), passed_first)
+            return self._verified(it, baseline, place, after, (judged, edited))
         finally:
             if judged is not place:
                 judged.close()
@@ -325,7 +318,6 @@ class Judge:
         place: Export,
         after: Measurements,
         base_tests: tuple[Export, frozenset[str]],
-        passed_first: bool,
     ) -> Verification:
         """The comparison: the ratchet on the candidate's own tree, the base's own tests on
         the candidate's code, the criteria, then the gap's tests three more times."""
@@ -341,9 +333,18 @@ class Judge:
         )
         gap = _gap_nodes(it)
 
-        def rerun(nodes: Sequence[str]) -> set[str]:
-            again = run_pytest(place(), ctx.target, work, timeout, nodes)
-            return {n for n in nodes if n not in again.passed}
+        def rerun(nodes: Sequence[str]) -> tuple[set[str], set[str]]:
+            # like for like: the whole suite again, as the suspects failed in it
+            again = run_pytest(place(), ctx.target, work, timeout)
+            failing = {n for n in nodes if n not in again.passed}
+            if not failing - set(gap):  # the gap's tests fail on the base by definition
+                return failing, set()
+            base = Export(ctx.paths.root, ctx.paths.exports, baseline.tree, "rerun-base")
+            try:
+                on_base = run_pytest(base(), ctx.target, work, timeout)
+            finally:
+                base.close()
+            return failing, {n for n in failing if n not in on_base.passed}
 
         def boot() -> tuple[bool, str]:
             jail = jails.module_jail(ctx.paths, ctx.config.guard)
@@ -364,10 +365,6 @@ class Judge:
             verification.evidence.append(
                 "the candidate's code was run against the base's own test files in a second export"
             )
-        if passed_first and judged is place:
-            # passed in its own first run, failed in the suite: the same tree flips (a first
-            # run on the candidate's own test files says nothing about the base's)
-            _flipped(verification)
         if verification.passed:
             verification = self._steady(it, judged, verification)
         return verification
@@ -424,6 +421,15 @@ class Judge:
                 ctx.config.quality.tool_timeout_s,
                 nodes,
             )
+            if m.tampering:
+                said = [t.what for t in m.tampering]
+                return Verification(
+                    passed=False,
+                    category=FailureCategory.SANDBOX_VIOLATION,
+                    reason=f"run {run} of {STEADY_RUNS} of the gap's tests: {said[0]}",
+                    verdicts=verification.verdicts,
+                    evidence=[*verification.evidence, *said],
+                )
             failing = failed_ids(m)
             missing = [n for n in nodes if n not in m.passed]
             if not m.ran or failing or missing:
@@ -447,17 +453,6 @@ def _gap_nodes(it: Iteration) -> tuple[str, ...]:
     return tuple(
         sorted({d.node_id for d in gap.evidence if d.node_id and d.rule in ("failed", "error")})
     )
-
-
-def _flipped(verification: Verification) -> None:
-    """The gap's tests passed on their own and failed in the suite: the same tree flips."""
-    flipped = [v for v in verification.verdicts if v.check == CheckName.PYTEST and not v.passed]
-    if flipped and not verification.passed:
-        verification.category = FailureCategory.FLAKY_TEST
-        verification.evidence.insert(
-            0, f"flaky: the gap's tests passed in their own run, then failed: {flipped[0].evidence}"
-        )
-        verification.reason = verification.evidence[0]
 
 
 def _took(it: Iteration, candidate: trees.Candidate) -> None:

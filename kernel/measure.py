@@ -10,9 +10,10 @@ after anything a configuration can say.
 pytest runs through the kernel's plugin, which sends one JSON line per fact (collected ids,
 failures with their crash frame, collection errors, imports from the user's checkout) down a
 pipe the code under test cannot reach by name, so partial results survive a crash; a pytest
-exit status that contradicts the facts is itself a finding (tampering). It runs as the
-project runs it: its configuration and selection less the kernel's few overrides
-(pytestconfig.py), its virtualenv active, a version for setuptools-scm. A collection error
+exit status that contradicts the facts is evidence of tampering (Measurement.tampering, never
+a Diagnostic). It runs as the project runs it: its configuration and selection less the
+kernel's few overrides (pytestconfig.py), its virtualenv active, a version for setuptools-scm.
+A collection error
 is its own finding and does not stop the other tests from running; pytest's exit 5 (nothing collected) is a clean run, not a failure.
 """
 
@@ -36,7 +37,7 @@ from typing import Any, cast
 
 from packaging.version import InvalidVersion, Version
 
-from domain import Diagnostic, Measurement, Measurements, Tool
+from domain import Diagnostic, Measurement, Measurements, Tampering, Tool
 from kernel import gitops, pins, procs, pytestconfig, sandbox
 from kernel.config import QualityConfig
 from kernel.gate import Gate, lint_view, pyright_config, pyright_config_outside
@@ -468,15 +469,6 @@ def _pytest_diagnostics(
                     message=f"tests imported {rec.get('module')} from {rec.get('file')}, not the tree under test",
                 )
             )
-        elif kind == "tampered":
-            diagnostics.append(
-                Diagnostic(
-                    tool=Tool.PYTEST,
-                    rule="tampered",
-                    file=str(rec.get("what", ""))[:300],
-                    message=f"code under test tampered with pytest: {rec.get('what')}"[:MAX_DETAIL],
-                )
-            )
         elif kind == "test" and rec.get("outcome") == "failed":
             node = str(rec.get("nodeid", ""))
             when = str(rec.get("when", "call"))
@@ -494,6 +486,16 @@ def _pytest_diagnostics(
                 )
             )
     return diagnostics, collected, finish
+
+
+def _tampering(records: list[dict[str, Any]]) -> list[Tampering]:
+    """What the plugin saw change the run: evidence of its own type, never a Diagnostic (a
+    diagnostic's file can become a gap's file list or an allowlist)."""
+    return [
+        Tampering(what=f"code under test tampered with pytest: {rec.get('what')}"[:MAX_DETAIL])
+        for rec in records
+        if rec.get("kind") == "tampered"
+    ]
 
 
 _MAX_MAP_FILES = 2000
@@ -581,7 +583,9 @@ def run_pytest(
             # comes from a run of its own, whose outcomes nobody reads
             traced = _map_run(tree, target, node_ids, timeout_s)
         executed(_test_files(traced))
-    measured = _pytest_measurement(result, diagnostics, collected, finish is not None, timeout_s)
+    measured = _pytest_measurement(
+        result, diagnostics, collected, finish is not None, timeout_s, _tampering(records)
+    )
     return measured.model_copy(update={"passed": passed_ids(records, collected, diagnostics)})
 
 
@@ -839,8 +843,10 @@ def _pytest_measurement(
     collected: list[str],
     finished: bool,
     timeout_s: float,
+    tampering: Sequence[Tampering] = (),
 ) -> Measurement:
-    """What a pytest run measured: ran only when the plugin saw it finish cleanly."""
+    """What a pytest run measured: ran only when the plugin saw it finish cleanly (what
+    changed its results, the plugin's or the exit status', is its `tampering`)."""
     if result.timed_out:
         return Measurement(
             tool=Tool.PYTEST,
@@ -849,16 +855,14 @@ def _pytest_measurement(
             exit_code=None,
             diagnostics=tuple(diagnostics),
             collected=tuple(collected),
+            tampering=tuple(tampering),
             error=f"pytest did not finish in {timeout_s:.0f}s",
             duration_s=result.duration_s,
         )
     outside = any(d.rule == "outside-import" for d in diagnostics)
     contradiction = "" if outside else _disagreement(result.exit_code, diagnostics, collected)
     if contradiction:
-        diagnostics = [
-            *diagnostics,
-            Diagnostic(tool=Tool.PYTEST, rule="tampered", file="pytest", message=contradiction),
-        ]
+        tampering = [*tampering, Tampering(what=contradiction)]
     if not finished or (result.exit_code not in EXIT_CLEAN and not outside):
         tail = result.tail.decode("utf-8", errors="replace").strip()[-MAX_DETAIL:]
         return Measurement(
@@ -867,6 +871,7 @@ def _pytest_measurement(
             exit_code=result.exit_code,
             diagnostics=tuple(diagnostics),
             collected=tuple(collected),
+            tampering=tuple(tampering),
             error=tail or "pytest did not run",
             duration_s=result.duration_s,
         )
@@ -876,6 +881,7 @@ def _pytest_measurement(
         exit_code=result.exit_code,
         diagnostics=tuple(diagnostics),
         collected=tuple(collected),
+        tampering=tuple(tampering),
         duration_s=result.duration_s,
     )
 

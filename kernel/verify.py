@@ -32,8 +32,10 @@ from kernel.guard import is_test_path
 from kernel.measure import failed_ids
 from kernel.suppressions import unsuppressed
 
-Rerun = Callable[[Sequence[str]], set[str]]
-"""Re-run node ids on the changed tree alone; returns the ids that did not pass again."""
+Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
+"""The suite the suspects failed in, run again the same way (the whole suite, the same order):
+on the changed tree, then on the base for those that failed again. Returns the suspects that
+did not pass again on the changed tree, and those of them that did not pass on the base."""
 
 
 def identity(d: Diagnostic) -> tuple[str, str, str]:
@@ -151,20 +153,27 @@ def lost_tests(before: Sequence[str], after: Sequence[str]) -> LostTests:
     return LostTests(count, tuple(names), tuple(unstable))
 
 
+def new_tampering(before: Measurement | None, after: Measurement | None) -> list[str]:
+    """What changed a run's results in `after` and not in `before` (evidence, not findings)."""
+    known = {t.what for t in before.tampering} if before is not None else set[str]()
+    return [t.what for t in after.tampering if t.what not in known] if after is not None else []
+
+
+def _tampered(judged: _Judged, before: Measurement | None, after: Measurement) -> None:
+    """A run whose results something changed: refused as a sandbox violation, whatever it says."""
+    found = [t for t in new_tampering(before, after) if t not in judged.result.evidence]
+    if found:
+        judged.categories.append(FailureCategory.SANDBOX_VIOLATION)
+        judged.result.evidence += found
+
+
 def _category(d: Diagnostic) -> FailureCategory:
-    if d.tool == Tool.PYTEST and d.rule == "tampered":
-        return FailureCategory.SANDBOX_VIOLATION
-    if d.tool == Tool.PYTEST:
-        return (
-            FailureCategory.IMPORT_ERROR
-            if d.rule in ("collection-error", "outside-import")
-            else FailureCategory.TEST_REGRESSION
-        )
-    if d.tool == Tool.PYRIGHT:
-        return FailureCategory.TYPE_ERROR
-    if d.tool == Tool.RUFF and d.rule == "invalid-syntax":
+    """What a new finding means."""
+    if d.tool == Tool.PYTEST and d.rule in ("collection-error", "outside-import"):
+        return FailureCategory.IMPORT_ERROR
+    if d.tool in (Tool.RUFF, Tool.RUFF_FORMAT) and d.rule == "invalid-syntax":
         return FailureCategory.COMPILATION_ERROR
-    return FailureCategory.LINT_ERROR
+    return _TOOL_CATEGORY.get(d.tool, FailureCategory.UNKNOWN)
 
 
 _PRIORITY = (
@@ -177,6 +186,7 @@ _PRIORITY = (
     FailureCategory.TYPE_ERROR,
     FailureCategory.LINT_ERROR,
     FailureCategory.HYGIENE_VIOLATION,
+    FailureCategory.AGENT_ERROR,
     FailureCategory.UNKNOWN,
 )
 
@@ -186,7 +196,7 @@ def _not_running_category(m: Measurement) -> FailureCategory:
     if m.timed_out:
         return FailureCategory.TEST_TIMEOUT
     if m.tool != Tool.PYTEST:
-        return FailureCategory.UNKNOWN
+        return _TOOL_CATEGORY.get(m.tool, FailureCategory.UNKNOWN)
     if any(word in m.error for word in ("ImportError", "ModuleNotFoundError")):
         return FailureCategory.IMPORT_ERROR
     if "SyntaxError" in m.error:
@@ -194,14 +204,15 @@ def _not_running_category(m: Measurement) -> FailureCategory:
     return FailureCategory.TEST_REGRESSION
 
 
-def _unclosed_category(gap: Gap) -> FailureCategory:
-    """What it means that the agent left its own gap open."""
-    return {
-        "pytest": FailureCategory.TEST_REGRESSION,
-        "pyright": FailureCategory.TYPE_ERROR,
-        "ruff": FailureCategory.LINT_ERROR,
-        "ruff-format": FailureCategory.LINT_ERROR,
-    }.get(gap.source, FailureCategory.UNKNOWN)
+_TOOL_CATEGORY = {
+    Tool.RUFF: FailureCategory.LINT_ERROR,
+    Tool.RUFF_FORMAT: FailureCategory.LINT_ERROR,
+    Tool.PYRIGHT: FailureCategory.TYPE_ERROR,
+    Tool.PYTEST: FailureCategory.TEST_REGRESSION,
+    Tool.PY_COMPILE: FailureCategory.COMPILATION_ERROR,
+    Tool.SELFCHECK: FailureCategory.IMPORT_ERROR,
+}
+"""What it means that a tool finds something new, or stops running, after the change."""
 
 
 def describe(d: Diagnostic) -> str:
@@ -235,42 +246,60 @@ def gap_closed(
     task_kind: TaskKind,
 ) -> tuple[bool, str]:
     """Whether the plan's gap is gone from the changed tree."""
+    passed, evidence, _ = _closed(gap, after, touched, task_kind)
+    return passed, evidence
+
+
+def _closed(
+    gap: Gap, after: Measurements, touched: Sequence[str], task_kind: TaskKind
+) -> tuple[bool, str, FailureCategory]:
+    """gap_closed's verdict, and the category of a gap left open: what happened, by cause."""
     if gap.category == GapCategory.QUALITY:
         if gap.key == "pytest:run":
             pytest = after.get(Tool.PYTEST)
-            return (
-                bool(pytest and pytest.ran),
-                "the test suite runs"
-                if pytest and pytest.ran
-                else "the test suite still does not run",
-            )
+            if pytest and pytest.ran:
+                return True, "the test suite runs", FailureCategory.TEST_REGRESSION
+            category = _not_running_category(pytest) if pytest else FailureCategory.TEST_REGRESSION
+            return False, "the test suite still does not run", category
         remaining = Counter(identity(d) for m in after.items for d in m.diagnostics)
         still = [d for d in gap.evidence if remaining[identity(d)] > 0]
         if still:
-            return False, f"still present: {describe(still[0])}" + (
-                f" (+{len(still) - 1} more)" if len(still) > 1 else ""
-            )
+            more = f" (+{len(still) - 1} more)" if len(still) > 1 else ""
+            return False, f"still present: {describe(still[0])}{more}", _category(still[0])
         for d in gap.evidence:
             if d.node_id and d.rule in ("failed", "error"):
                 pytest = after.get(Tool.PYTEST)
                 if pytest is None or not pytest.ran or d.node_id not in pytest.collected:
-                    return False, f"{d.node_id} did not run in the changed tree"
-        return True, "every finding of the gap is gone"
+                    return (
+                        False,
+                        f"{d.node_id} did not run in the changed tree",
+                        FailureCategory.TEST_REGRESSION,
+                    )
+        return True, "every finding of the gap is gone", FailureCategory.TEST_REGRESSION
     if not touched:
-        return False, "nothing was changed"
+        return False, "nothing was changed", FailureCategory.AGENT_ERROR
     if task_kind == TaskKind.FEATURE:
         pytest = after.get(Tool.PYTEST)
         test_files = {t for t in touched if is_test_path(t)}
         ran = [n for n in (pytest.collected if pytest else ()) if n.split("::")[0] in test_files]
         failing = failed_ids(pytest)
         if not ran:
-            return False, "a feature needs at least one new or changed test, and none ran"
+            return (
+                False,
+                "a feature needs at least one new or changed test, and none ran",
+                FailureCategory.HYGIENE_VIOLATION,
+            )
         if any(n in failing for n in ran):
-            return False, "a new or changed test fails"
+            # a test in a touched file that fails is broken by the change, touched or not
+            return False, "a new or changed test fails", FailureCategory.TEST_REGRESSION
         if pytest is not None and not set(ran) & set(pytest.passed):
-            return False, "no new or changed test passed (skipped or xfailed tests do not count)"
-        return True, f"{len(ran)} new or changed test(s) pass"
-    return True, "the change is inside the allowlist"
+            return (
+                False,
+                "no new or changed test passed (skipped or xfailed tests do not count)",
+                FailureCategory.HYGIENE_VIOLATION,
+            )
+        return True, f"{len(ran)} new or changed test(s) pass", FailureCategory.TEST_REGRESSION
+    return True, "the change is inside the allowlist", FailureCategory.TEST_REGRESSION
 
 
 def _python_files(args: Sequence[str], touched: Sequence[str]) -> list[str]:
@@ -359,7 +388,23 @@ def check_criterion(
     excused: frozenset[str] = frozenset(),
 ) -> CriterionVerdict:
     """The verdict on one criterion, from measurements the kernel made itself."""
+    verdict, _ = _criterion(criterion, plan, baseline, after, touched, tree, selfcheck, excused)
+    return verdict
+
+
+def _criterion(
+    criterion: AcceptanceCriterion,
+    plan: IterationPlan,
+    baseline: Measurements,
+    after: Measurements,
+    touched: Sequence[str],
+    tree: Path,
+    selfcheck: Callable[[], tuple[bool, str]] | None,
+    excused: frozenset[str],
+) -> tuple[CriterionVerdict, FailureCategory]:
+    """check_criterion's verdict, and the category of its failure."""
     check = criterion.check
+    category = _CATEGORY_OF_CHECK.get(check, FailureCategory.UNKNOWN)
     if check in _TOOL_OF_CHECK:
         files = set(_python_files(criterion.args, touched))
         passed, evidence = _tool_check(_TOOL_OF_CHECK[check], files, baseline, after)
@@ -376,10 +421,11 @@ def check_criterion(
             else selfcheck()
         )
     else:
-        passed, evidence = gap_closed(plan.gap, baseline, after, touched, plan.task_kind)
-    return CriterionVerdict(
+        passed, evidence, category = _closed(plan.gap, after, touched, plan.task_kind)
+    verdict = CriterionVerdict(
         check=check, args=criterion.args, text=criterion.text, passed=passed, evidence=evidence
     )
+    return verdict, category
 
 
 @dataclass
@@ -391,29 +437,43 @@ class _Judged:
     notes: list[str] = field(default_factory=list[str])
     """Said after everything else, so a note never becomes the reason."""
     excused: set[str] = field(default_factory=set[str])
-    """Flaky tests: judged by the re-run (FLAKY_TEST), not a second time as regressions."""
+    """Flaky or pre-existing tests: judged by the re-run, not a second time as regressions."""
+    flaky: set[str] = field(default_factory=set[str])
+    """Tests that failed in the suite and passed in the same suite run again (FLAKY_TEST)."""
     changed: list[str] = field(default_factory=list[str])
     """Base tests the change edits that no longer pass against the base's test files."""
 
 
-def _rerun_suspects(judged: _Judged, fresh: list[Diagnostic], rerun: Rerun) -> list[Diagnostic]:
-    """New test failures re-run alone on the same tree: one that passes then is FLAKY_TEST.
+def _rerun_suspects(
+    judged: _Judged, fresh: list[Diagnostic], rerun: Rerun, gap: frozenset[str]
+) -> list[Diagnostic]:
+    """New test failures, and the gap's tests that failed, judged like for like: the same
+    run order again on the same tree decides flakiness (it passes now: FLAKY_TEST), and on
+    the base whether a new failure is the change's (it fails there too: pre-existing).
 
-    A re-run decides flakiness only and never clears a failure: a test that fails alone on the
-    baseline too may lean on another test's leftovers, and in the suite it passed there.
+    A test run alone decides nothing here: one that leans on an earlier test's leftovers
+    fails alone on the base too, and passed there in the suite.
     """
-    suspects = sorted({d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id})
+    failed = {d.node_id for d in fresh if d.rule in ("failed", "error") and d.node_id}
+    suspects = sorted(failed | gap)
     if not suspects:
         return fresh
-    again = rerun(suspects)
+    again, on_base = rerun(suspects)
     flaky = {n for n in suspects if n not in again}
-    judged.excused |= flaky  # judged here, as FLAKY_TEST: not a second time as a regression
+    earlier = {n for n in failed if n in again and n in on_base}
+    judged.excused |= flaky | earlier  # judged here: not a second time as regressions
+    judged.flaky |= flaky
     if flaky:
         judged.categories.append(FailureCategory.FLAKY_TEST)
         judged.result.evidence += [
-            f"flaky: {n} (failed, then passed on a re-run of the same tree)" for n in sorted(flaky)
+            f"flaky: {n} (failed in the whole suite, then passed in it on the same tree)"
+            for n in sorted(flaky)
         ]
-    return [d for d in fresh if d.node_id not in flaky]
+    judged.notes += [
+        f"pre-existing: {n} fails in the base's whole suite too, run the same way"
+        for n in sorted(earlier)
+    ]
+    return [d for d in fresh if d.node_id not in flaky | earlier]
 
 
 def _lost(judged: _Judged, before: Measurement, after: Measurement) -> None:
@@ -433,7 +493,11 @@ def _lost(judged: _Judged, before: Measurement, after: Measurement) -> None:
 
 
 def _ratchet(
-    judged: _Judged, baseline: Measurements, after: Measurements, rerun: Rerun | None
+    judged: _Judged,
+    baseline: Measurements,
+    after: Measurements,
+    rerun: Rerun | None,
+    gap: Sequence[str] = (),
 ) -> None:
     """Nothing that ran stops running, nothing new is found, no test is lost."""
     result = judged.result
@@ -445,8 +509,11 @@ def _ratchet(
                 f"{m.tool.value} ran on the baseline but not after the change: {m.error[:300]}"
             )
         fresh = new_findings(before, m)
-        if m.tool == Tool.PYTEST and rerun is not None:
-            fresh = _rerun_suspects(judged, fresh, rerun)
+        if m.tool == Tool.PYTEST:
+            _tampered(judged, before, m)
+        if m.tool == Tool.PYTEST and rerun is not None and m.ran:
+            failing = frozenset(n for n in gap if n in failed_ids(m))
+            fresh = _rerun_suspects(judged, fresh, rerun, failing)
         for d in fresh:
             judged.categories.append(_category(d))
             result.failures.append(d)
@@ -498,6 +565,7 @@ def _base_tests(judged: _Judged, before: Measurement | None, run: BaseRun) -> No
     """The gap's tests pass, and every test that passed at the base still passes, against
     the base's own test files; only a "passed" outcome counts."""
     m, result = run.measurement, judged.result
+    _tampered(judged, before, m)
     if not m.ran:
         if before is not None and before.ran:
             judged.categories.append(_not_running_category(m))
@@ -539,14 +607,14 @@ def verify(
     baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
-    _ratchet(judged, baseline, after, rerun)
+    _ratchet(judged, baseline, after, rerun, base_run.gap if base_run is not None else ())
     if base_run is not None:
         _base_tests(judged, baseline.get(Tool.PYTEST), base_run)
     for criterion in plan.criteria:
         judged_on = after
         if base_run is not None and criterion.check == CheckName.PYTEST:
             judged_on = _per_node(after, base_run.measurement, criterion.args)
-        verdict = check_criterion(
+        verdict, category = _criterion(
             criterion,
             plan,
             baseline,
@@ -557,13 +625,13 @@ def verify(
             frozenset(judged.excused),
         )
         result.verdicts.append(verdict)
+        if not verdict.passed and judged.flaky & _tests_of(criterion, plan):
+            category = FailureCategory.FLAKY_TEST  # they passed when the same suite ran again
         if not verdict.passed:
             result.evidence.append(
                 f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}"
             )
-            judged.categories.append(
-                _CATEGORY_OF_CHECK.get(criterion.check) or _unclosed_category(plan.gap)
-            )
+            judged.categories.append(category)
     if judged.changed:
         judged.notes.append(
             "base tests the change edits no longer pass against the base's own test files: "
@@ -583,6 +651,15 @@ def verify(
     else:
         result.reason = "every criterion passed and nothing new broke"
     return result
+
+
+def _tests_of(criterion: AcceptanceCriterion, plan: IterationPlan) -> set[str]:
+    """The tests a criterion is about (a gap-closed criterion: the gap's failing tests)."""
+    if criterion.check == CheckName.PYTEST:
+        return set(criterion.args)
+    if criterion.check == CheckName.GAP_CLOSED:
+        return {d.node_id for d in plan.gap.evidence if d.node_id}
+    return set()
 
 
 def _per_node(after: Measurements, base: Measurement, nodes: Sequence[str]) -> Measurements:

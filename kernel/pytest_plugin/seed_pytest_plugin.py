@@ -26,6 +26,7 @@ It must import nothing but the standard library and pytest. Configuration (JSON 
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import inspect
 import json
@@ -63,6 +64,15 @@ def _static(owner: object, attr: str) -> object:
     return inspect.getattr_static(owner, attr, None)
 
 
+def _no_pyc(*_args: object, **_kwargs: object) -> None:
+    """pytest's rewritten-code cache is never read: a pyc in the tree is what code under test
+    could have written while earlier tests ran, for a test module not imported yet."""
+    return None
+
+
+if hasattr(_pytest.assertion.rewrite, "_read_pyc"):
+    setattr(_pytest.assertion.rewrite, "_read_pyc", _no_pyc)  # noqa: B010
+
 _WATCHED: dict[str, tuple[object, str]] = {
     "Function.runtest": (_pytest.python.Function, "runtest"),
     "Function.setup": (_pytest.python.Function, "setup"),
@@ -72,17 +82,75 @@ _WATCHED: dict[str, tuple[object, str]] = {
     "CallInfo.from_call": (_pytest.runner.CallInfo, "from_call"),
     "TestReport.from_item_and_call": (_pytest.reports.TestReport, "from_item_and_call"),
     "json.dumps": (json, "dumps"),
+    "AssertionRewritingHook.find_spec": (
+        _pytest.assertion.rewrite.AssertionRewritingHook,
+        "find_spec",
+    ),
+    "AssertionRewritingHook.exec_module": (
+        _pytest.assertion.rewrite.AssertionRewritingHook,
+        "exec_module",
+    ),
+    "rewrite.rewrite_asserts": (_pytest.assertion.rewrite, "rewrite_asserts"),
+    "rewrite._rewrite_test": (_pytest.assertion.rewrite, "_rewrite_test"),
+    "rewrite._read_pyc": (_pytest.assertion.rewrite, "_read_pyc"),
 }
 _ORIGINAL = {name: _static(owner, attr) for name, (owner, attr) in _WATCHED.items()}
 _DUMPS = json.dumps
-_META_PATH = list(sys.meta_path)
 _rewrite_hook: object = None
 """pytest's own assertion rewriting hook, installed after this module's import (main)."""
 _tampered: list[str] = []
 _plugins: set[int] = set()
+_loaded: set[int] = set()
+"""Test modules and conftests whose loader was checked (by id)."""
 
 
-def _check_tampering(session: pytest.Session | None = None) -> None:
+# An import hook is evidence only: ordinary libraries register them (setuptools' vendor
+# importers, six's meta-importer, typeguard). What counts is what a hook does to the run: a
+# test module or conftest whose code is not its own file's as pytest's loader reads it.
+def _own_loader(module: ModuleType, path: str) -> bool:
+    """Whether a test module or conftest was loaded from its file by pytest's own loader (the
+    assertion rewriter; the standard library's source loader when rewriting is off)."""
+    spec = getattr(module, "__spec__", None)
+    loader = getattr(spec, "loader", None) or getattr(module, "__loader__", None)
+    origin = getattr(spec, "origin", None) or getattr(module, "__file__", None)
+    if not origin or os.path.realpath(str(origin)) != os.path.realpath(path):
+        return False
+    if _rewrite_hook is not None:
+        hook = cast(Any, _rewrite_hook)
+        patched = any(name in vars(hook) for name in ("find_spec", "exec_module"))
+        return loader is _rewrite_hook and not patched
+    return type(loader) is importlib.machinery.SourceFileLoader
+
+
+def _foreign_modules(session: pytest.Session) -> list[str]:
+    """The collected test modules and the conftests not loaded by pytest's own loader."""
+    found: list[tuple[ModuleType, str]] = []
+    for item in session.items:
+        collector = item.getparent(pytest.Module) if isinstance(item, pytest.Function) else None
+        if collector is None:
+            continue  # a doctest, or a plugin's own kind of test: no module of its own
+        module = getattr(collector, "obj", None)
+        path = getattr(collector, "path", None) or getattr(collector, "fspath", "")
+        if isinstance(module, ModuleType):
+            found.append((module, str(path)))
+    for plugin in session.config.pluginmanager.get_plugins():
+        file = getattr(plugin, "__file__", None)
+        if isinstance(plugin, ModuleType) and file and os.path.basename(file) == "conftest.py":
+            found.append((plugin, str(file)))
+    foreign: list[str] = []
+    for module, path in found:
+        if id(module) in _loaded:
+            continue
+        _loaded.add(id(module))
+        if not _own_loader(module, path):
+            rel = _project_rel(path) or os.path.basename(path)
+            foreign.append(f"{rel} was not loaded from its file by pytest's own loader")
+    return foreign
+
+
+def _check_tampering(session: pytest.Session | None = None, *, loaders: bool = False) -> None:
+    """Report what changed the run (once each); `loaders`: the test modules' loaders too
+    (after collection, when every test module and conftest is loaded)."""
     found = [
         f"{name} was replaced"
         for name, (owner, attr) in _WATCHED.items()
@@ -90,11 +158,8 @@ def _check_tampering(session: pytest.Session | None = None) -> None:
     ]
     if globals().get("_emit") is not _EMIT:
         found.append("the plugin's _emit function was replaced")
-    found += [
-        f"an import hook was added: {type(finder).__module__}.{type(finder).__qualname__}"
-        for finder in sys.meta_path
-        if not any(finder is known for known in _META_PATH) and finder is not _rewrite_hook
-    ]
+    if session is not None and loaders:
+        found += _foreign_modules(session)
     if session is not None and _plugins:
         found += [
             f"a pytest plugin was registered while tests ran: {getattr(plugin, '__name__', type(plugin).__name__)}"
@@ -355,7 +420,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     _emit({"kind": "collected", "nodeids": [item.nodeid for item in session.items]})
     _check_imports()
-    _check_tampering()
+    _check_tampering(session, loaders=True)
     # conftests and their plugins are registered by now; one registered later came from code
     # under test
     _plugins.update(id(plugin) for plugin in session.config.pluginmanager.get_plugins())
@@ -363,7 +428,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _check_imports()
-    _check_tampering(session)
+    _check_tampering(session, loaders=True)
     if _outside:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
     _emit({"kind": "finish", "exitstatus": int(exitstatus), "outside_imports": _outside})

@@ -72,3 +72,41 @@ def test_the_backend_choice_must_be_listed_and_the_configured_one() -> None:
         backend_choice({**answer, "name": "nobody"}, "auto", listed)
     with pytest.raises(HostError):
         backend_choice({**answer, "sources": "*"}, "auto", listed)
+
+
+def test_a_quality_gaps_files_are_paths_of_the_measured_tree() -> None:
+    # issue 24, item 3: a tool's words (a tamper message) once stood in for a gap's files and
+    # became the plan's allowlist
+    from domain import Diagnostic, Executed, Gap, GapCategory, GapReport, Severity, Tool
+    from kernel.answers import real_files
+
+    words = "an import hook was added: pkg_resources.extern.VendorImporter"
+    failed = Diagnostic(
+        tool=Tool.PYTEST,
+        file="tests/test_a.py",
+        node_id="tests/test_a.py::test_a",
+        rule="failed",
+        frame_file=words,
+        frame_line=3,
+        executed=(Executed(file="src/a.py", lines=(1,)), Executed(file=words, lines=(1,))),
+    )
+    quality = Gap(
+        key="pytest:tests/test_a.py::test_a",
+        category=GapCategory.QUALITY,
+        source="pytest",
+        severity=Severity.CRITICAL,
+        title="t",
+        files=("tests/test_a.py", words, "/etc/passwd"),
+        evidence=(failed,),
+    )
+    person = quality.model_copy(
+        update={"key": "inbox:t.md", "category": GapCategory.INBOX, "files": ("docs/**",)}
+    )
+    [kept, theirs] = real_files(
+        GapReport(gaps=(quality, person)), ["tests/test_a.py", "src/a.py"]
+    ).gaps
+    assert kept.files == ("tests/test_a.py",)
+    [evidence] = kept.evidence
+    assert (evidence.frame_file, evidence.frame_line) == ("", 0)
+    assert [e.file for e in evidence.executed] == ["src/a.py"]
+    assert theirs == person  # the person's own globs

@@ -114,3 +114,19 @@ def test_budget_is_clamped_to_the_config() -> None:
         False,
     )
     assert plan.budget.timeout_s == 60 and plan.budget.max_cost_usd == 0.5
+
+
+def test_words_and_paths_outside_the_repository_leave_the_allowlist() -> None:
+    from kernel.guard import is_clean_path
+
+    assert is_clean_path("src/a.py") and is_clean_path("src/**") and is_clean_path("docs/")
+    for bad in ("", "/etc/passwd", "../x.py", "a/./b.py", "a//b.py", "a\nb.py", "a\x00b"):
+        assert not is_clean_path(bad), bad
+    plan = clamp_plan(
+        _plan(("src/a.py", "../outside.py", "x\nsrc/**"), ("src/a.py", "/abs.py")),
+        Config(),
+        protected_patterns(()),
+        selfhost=False,
+    )
+    assert plan.allowed_paths == ("src/a.py",)
+    assert [f for a in plan.actions for f in a.target_files] == ["src/a.py"]

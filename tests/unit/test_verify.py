@@ -75,9 +75,9 @@ def test_the_gap_tests_first_refuse_a_candidate_that_leaves_them_failing() -> No
     assert gap_tests_first(plan, gone) is None  # a test gone is the full verification's
 
 
-def test_a_rerun_decides_flaky_only_and_never_clears_a_failure() -> None:
-    # issue 23: a test that fails alone on the baseline too may lean on another test's
-    # leftovers; in the suite it passed there, so failing now is the change's
+def test_a_rerun_judges_like_for_like() -> None:
+    # issue 24, item 4: the same run order decides; a test that fails alone on the baseline
+    # too may lean on another test's leftovers, and a run alone clears nothing
     from pathlib import Path
 
     from domain import Measurements
@@ -105,11 +105,196 @@ def test_a_rerun_decides_flaky_only_and_never_clears_a_failure() -> None:
         )
     )
 
-    def judged(again: set[str]):  # type: ignore[no-untyped-def]
-        return verify(plan, before, after, ["calc.py"], Path("."), rerun=lambda _n: again)
+    def judged(again: set[str], on_base: set[str] = set()):  # type: ignore[no-untyped-def]  # noqa: B006
+        return verify(
+            plan, before, after, ["calc.py"], Path("."), rerun=lambda _n: (again, on_base)
+        )
 
-    broken = judged({node})  # fails again (on the baseline alone too, maybe): never cleared
+    broken = judged({node})  # fails again in the suite, passes in the base's: the change's
     assert not broken.passed and broken.category == FailureCategory.TEST_REGRESSION
     assert not any(e.startswith("pre-existing") for e in broken.evidence)
-    flaky = judged(set())
+    flaky = judged(set())  # passes when the same suite runs again on the same tree
     assert not flaky.passed and flaky.category == FailureCategory.FLAKY_TEST
+    earlier = judged({node}, {node})  # the base's whole suite fails it too, run the same way
+    assert earlier.passed, earlier.reason
+    assert any(e.startswith("pre-existing") for e in earlier.evidence)
+
+
+# -- issue 24, item 7: every refusal the verifier gives says what happened -------------------
+
+_NODE = "tests/test_calc.py::test_add"
+_SEEN = "tests/test_calc.py::test_seen"
+
+
+def _pytest(*diagnostics: Diagnostic, ran: bool = True, **more: object) -> Measurement:
+    collected = tuple(dict.fromkeys((_NODE, _SEEN, *(d.node_id for d in diagnostics if d.node_id))))
+    values: dict[str, object] = {"tool": Tool.PYTEST, "ran": ran, "collected": collected}
+    values["passed"] = tuple(n for n in collected if n not in {d.node_id for d in diagnostics})
+    values["diagnostics"] = diagnostics
+    values.update(more)
+    return Measurement.model_validate(values)
+
+
+def _failed(node: str = _NODE) -> Diagnostic:
+    return Diagnostic(tool=Tool.PYTEST, file=node.split("::")[0], node_id=node, rule="failed")
+
+
+def _refusals() -> dict[str, tuple[FailureCategory, object]]:
+    """Every refusal the verifier can give, as (the category it must have, the case)."""
+    from domain import Measurements, Tampering
+    from tests.unit.factories import gap, inbox_gap, plan
+
+    ok = Measurements(items=(_pytest(),))
+    lint = gap()
+    feature = plan(inbox_gap("t.md", "a feature"), task_kind=TaskKind.FEATURE)
+    quality_test = _plan_for_test(_NODE).model_copy(
+        update={
+            "gap": _plan_for_test(_NODE).gap.model_copy(update={"evidence": (_failed(),)}),
+            "criteria": (AcceptanceCriterion(check=CheckName.GAP_CLOSED),),
+        }
+    )
+
+    def finding(tool: Tool, rule: str) -> Measurements:
+        found = Diagnostic(tool=tool, file="calc.py", rule=rule, line=1)
+        if tool == Tool.PYTEST:
+            return Measurements(items=(_pytest(found.model_copy(update={"node_id": _NODE})),))
+        return Measurements(
+            items=(_pytest(), Measurement(tool=tool, ran=True, diagnostics=(found,)))
+        )
+
+    def stopped(
+        tool: Tool, error: str = "", timed_out: bool = False
+    ) -> tuple[Measurements, Measurements]:
+        before = Measurements(items=(_pytest(), Measurement(tool=tool, ran=True)))
+        gone = Measurement(tool=tool, ran=False, error=error, timed_out=timed_out)
+        if tool == Tool.PYTEST:
+            return Measurements(items=(_pytest(),)), Measurements(items=(gone,))
+        return before, Measurements(items=(_pytest(), gone))
+
+    cases: dict[str, tuple[FailureCategory, object]] = {}
+    for tool, rule, category in (
+        (Tool.RUFF, "F401", FailureCategory.LINT_ERROR),
+        (Tool.RUFF, "invalid-syntax", FailureCategory.COMPILATION_ERROR),
+        (Tool.RUFF_FORMAT, "unformatted", FailureCategory.LINT_ERROR),
+        (Tool.RUFF_FORMAT, "invalid-syntax", FailureCategory.COMPILATION_ERROR),
+        (Tool.PYRIGHT, "reportGeneralTypeIssues", FailureCategory.TYPE_ERROR),
+        (Tool.PYTEST, "failed", FailureCategory.TEST_REGRESSION),
+        (Tool.PYTEST, "error", FailureCategory.TEST_REGRESSION),
+        (Tool.PYTEST, "collection-error", FailureCategory.IMPORT_ERROR),
+    ):
+        cases[f"new {tool.value} {rule}"] = (
+            category,
+            (plan(lint), ok, finding(tool, rule), ["calc.py"]),
+        )
+    for tool, error, timed_out, category in (
+        (Tool.RUFF, "crash", False, FailureCategory.LINT_ERROR),
+        (Tool.RUFF_FORMAT, "crash", False, FailureCategory.LINT_ERROR),
+        (Tool.PYRIGHT, "crash", False, FailureCategory.TYPE_ERROR),
+        (Tool.PYTEST, "ModuleNotFoundError: x", False, FailureCategory.IMPORT_ERROR),
+        (Tool.PYTEST, "SyntaxError: x", False, FailureCategory.COMPILATION_ERROR),
+        (Tool.PYTEST, "exit 3", False, FailureCategory.TEST_REGRESSION),
+        (Tool.PYTEST, "", True, FailureCategory.TEST_TIMEOUT),
+    ):
+        before, after = stopped(tool, error, timed_out)
+        cases[f"{tool.value} stops running ({error or 'timeout'})"] = (
+            category,
+            (plan(lint), before, after, ["calc.py"]),
+        )
+    tampered = Measurements(items=(_pytest(tampering=(Tampering(what="x was replaced"),)),))
+    cases["tampering"] = (
+        FailureCategory.SANDBOX_VIOLATION,
+        (plan(lint), ok, tampered, ["calc.py"]),
+    )
+    lost = Measurements(
+        items=(_pytest().model_copy(update={"collected": (_NODE,), "passed": (_NODE,)}),)
+    )
+    cases["a test is lost"] = (
+        FailureCategory.HYGIENE_VIOLATION,
+        (plan(lint), ok, lost, ["calc.py"]),
+    )
+    # the gap-closed criterion, reason by reason
+    still = Measurements(
+        items=(_pytest(), Measurement(tool=Tool.RUFF, ran=True, diagnostics=lint.evidence))
+    )
+    cases["lint gap still open"] = (
+        FailureCategory.LINT_ERROR,
+        (plan(lint), still, still, ["calc.py"]),
+    )
+    failing = Measurements(items=(_pytest(_failed()),))
+    cases["failing test gap still open"] = (
+        FailureCategory.TEST_REGRESSION,
+        (quality_test, failing, failing, ["calc.py"]),
+    )
+    gone = Measurements(
+        items=(_pytest().model_copy(update={"collected": (_SEEN,), "passed": (_SEEN,)}),)
+    )
+    cases["the gap's test did not run"] = (
+        FailureCategory.TEST_REGRESSION,  # and HYGIENE_VIOLATION: the test is gone
+        (
+            quality_test,
+            failing.model_copy(update={"items": (_pytest(_failed()),)}),
+            gone,
+            ["calc.py"],
+        ),
+    )
+    run_gap = quality_test.model_copy(
+        update={"gap": quality_test.gap.model_copy(update={"key": "pytest:run", "evidence": ()})}
+    )
+    broken = Measurements(items=(_pytest(ran=False, error="exit 4"),))
+    cases["the suite still does not run"] = (
+        FailureCategory.TEST_REGRESSION,
+        (run_gap, broken, broken, ["calc.py"]),
+    )
+    cases["nothing was changed"] = (FailureCategory.AGENT_ERROR, (feature, ok, ok, []))
+    cases["a feature without a test"] = (
+        FailureCategory.HYGIENE_VIOLATION,
+        (feature, ok, ok, ["calc.py"]),
+    )
+    cases["a feature whose touched test fails (failing at the base too)"] = (
+        FailureCategory.TEST_REGRESSION,
+        (feature, failing, failing, ["calc.py", "tests/test_calc.py"]),
+    )
+    skipped = Measurements(items=(_pytest().model_copy(update={"passed": ()}),))
+    cases["a feature whose tests are all skipped"] = (
+        FailureCategory.HYGIENE_VIOLATION,
+        (feature, skipped, skipped, ["calc.py", "tests/test_calc.py"]),
+    )
+    for check, category in (
+        (CheckName.PYTEST, FailureCategory.TEST_REGRESSION),
+        (CheckName.PYTEST_ALL, FailureCategory.TEST_REGRESSION),
+        (CheckName.PY_COMPILE, FailureCategory.COMPILATION_ERROR),
+        (CheckName.SELFCHECK, FailureCategory.IMPORT_ERROR),
+        (CheckName.RUFF, FailureCategory.LINT_ERROR),
+        (CheckName.RUFF_FORMAT, FailureCategory.LINT_ERROR),
+        (CheckName.PYRIGHT, FailureCategory.TYPE_ERROR),
+    ):
+        asked = plan(
+            lint,
+            criteria=(
+                AcceptanceCriterion(
+                    check=check, args=(_NODE,) if check == CheckName.PYTEST else ()
+                ),
+            ),
+        )
+        after = Measurements(items=())  # nothing measured: every criterion of a tool fails
+        touched = ["bad.py"]  # the test writes it: it does not compile
+        cases[f"criterion {check.value}"] = (category, (asked, after, after, touched))
+    return cases
+
+
+def test_every_refusal_of_the_verifier_has_the_category_of_its_cause(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from kernel.verify import verify
+
+    assert {c for c in CheckName} <= {
+        CheckName(name.split(" ", 1)[1]) for name in _refusals() if name.startswith("criterion ")
+    } | {CheckName.GAP_CLOSED}
+    where = Path(str(tmp_path))
+    (where / "bad.py").write_text("def broken(:\n")
+    for name, (category, case) in _refusals().items():
+        asked, before, after, touched = case  # type: ignore[misc]
+        result = verify(asked, before, after, touched, where)  # type: ignore[arg-type]
+        assert not result.passed, name
+        assert result.category == category, (name, result.category, result.reason)
+        assert result.category != FailureCategory.UNKNOWN, name
