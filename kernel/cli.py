@@ -384,8 +384,8 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-_PARALLEL = ["-n", "2", "--dist", "loadgroup"]
-"""pytest-xdist: two worker processes (the machines have 2 cores); an xdist_group runs on one."""
+_PARALLEL = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+"""Two pytest-xdist workers (2 cores); a file's tests run on one, in order, files as collected."""
 _OWN_SCHEDULE = ("-n", "--numprocesses", "--dist", "--pdb", "--trace", "no:xdist", "-pno:xdist")
 """Arguments by which the person chooses how tests are spread (or that need one process)."""
 

@@ -48,3 +48,41 @@ def test_the_persons_arguments_choose_the_schedule(
         assert found and found <= {"gw0", "gw1"}, found
     else:
         assert found == expected
+
+
+_SHARED = """
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def shared():
+    return os.environ.get("PYTEST_XDIST_WORKER", "none")
+
+
+def test_one(shared):
+    print("WORKER=" + shared)
+
+
+def test_two(shared):
+    print("WORKER=" + shared)
+
+
+def test_three(shared):
+    print("WORKER=" + shared)
+
+
+def test_four(shared):
+    print("WORKER=" + shared)
+"""
+
+
+def test_the_tests_of_one_file_run_on_one_worker(tmp_path: Path) -> None:
+    # a file's shared fixture (one daemon run, one browser) is made once, not once per worker
+    probe = tmp_path / "test_shared.py"
+    probe.write_text(_SHARED)
+    result = seed(tmp_path, "test", str(probe), "-rA")
+    assert "4 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+    found = [line.split("=", 1)[1] for line in result.stdout.split() if line.startswith("WORKER=")]
+    assert len(found) == 4 and len(set(found)) == 1 and found[0].startswith("gw"), found
