@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import sys
 import tempfile
@@ -383,9 +384,23 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+_PARALLEL = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+"""Two pytest-xdist workers (2 cores); a file's tests run on one, in order, files as collected."""
+_OWN_SCHEDULE = ("-n", "--numprocesses", "--dist", "--pdb", "--trace", "no:xdist", "-pno:xdist")
+"""Arguments by which the person chooses how tests are spread (or that need one process)."""
+
+
+def _test_args(given: list[str]) -> list[str]:
+    """pytest's arguments: the person's, spread over two processes unless they chose otherwise."""
+    chosen = any(arg.startswith(_OWN_SCHEDULE) for arg in given)
+    if chosen or importlib.util.find_spec("xdist") is None:
+        return given
+    return [*_PARALLEL, *given]
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     os.chdir(SEED_HOME)
-    argv = [sys.executable, "-m", "pytest", *args.pytest_args]
+    argv = [sys.executable, "-m", "pytest", *_test_args(args.pytest_args)]
     os.execv(sys.executable, argv)
 
 
