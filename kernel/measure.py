@@ -937,12 +937,13 @@ def measure(
     """Every configured tool on one tree; with a base and a scope, ruff and pyright only
     re-check, and pytest re-runs the scope's tests. `executed` gets the test map of a full
     test run; `pyright`, when given, checks the whole tree instead (the resident checker).
-    ruff judges a lint view made before any test runs (`fill` writes the tree's files there
-    from git objects; else they are copied from `tree`)."""
+    ruff and pyright judge a view made before any test runs (`fill` writes the tree's files
+    there from git objects; else they are copied from `tree`)."""
     wanted = [Tool(t) for t in gate.adoption.tools]
     with contextlib.ExitStack() as stack:
-        linting = Tool.RUFF in wanted or Tool.RUFF_FORMAT in wanted
-        view = stack.enter_context(lint_view(tree, gate, fill)) if linting else tree
+        # ruff and pyright read a view made before any test runs: a test may write the tree
+        checking = {Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT} & set(wanted)
+        view = stack.enter_context(lint_view(tree, gate, fill)) if checking else tree
         return _measure_all(
             tree, view, target, gate, work_dir, tree_id, base, scope, executed, pyright
         )
@@ -978,14 +979,14 @@ def _measure_all(
             )
         if Tool.PYRIGHT in wanted and pyright is not None:
             resident = pyright
-            futures[Tool.PYRIGHT] = pool.submit(lambda: with_hidden(resident(), tree, gate, ()))
+            futures[Tool.PYRIGHT] = pool.submit(lambda: with_hidden(resident(), view, gate, ()))
         elif Tool.PYRIGHT in wanted:
             futures[Tool.PYRIGHT] = pool.submit(
                 _partly,
                 previous(Tool.PYRIGHT),
                 pyright_files,
                 deleted,
-                lambda files: run_pyright(tree, gate, target, timeout, files),
+                lambda files: run_pyright(view, gate, target, timeout, files),
             )
         if Tool.RUFF in wanted:
             results[Tool.RUFF] = _partly(

@@ -240,3 +240,25 @@ def test_the_run_carries_no_marker_of_the_kernel(tmp_path: Path) -> None:
     target = Target(root=tmp_path / "elsewhere", python=sys.executable, quality=QualityConfig())
     m = run_pytest(root, target, tmp_path / "work", 120)
     assert m.ran and m.exit_code == 0 and m.diagnostics == (), (m.error, m.diagnostics)
+
+
+def test_a_test_run_that_rewrites_the_tree_hides_nothing_from_pyright(tmp_path: Path) -> None:
+    # pytest and pyright run side by side on one tree: a conftest that rewrites a module
+    # as the run starts must not change what pyright judges (it reads a view made before)
+    files = {
+        "pkg.py": 'x: int = "not an int"\n',
+        "conftest.py": (
+            "import pathlib, time\n"
+            "pathlib.Path(__file__).with_name('pkg.py').write_text('x: int = 1\\n')\n"
+        ),
+        "tests/test_pkg.py": "import time\n\n\ndef test_slow() -> None:\n    time.sleep(3)\n",
+    }
+    root = make_repo(tmp_path / "repo", files)
+    target = Target(
+        root=root, python=sys.executable, quality=QualityConfig(tools=["pyright", "pytest"])
+    )
+    m, _ = measure_repo(root, tmp_path / "work", target)
+    pyright_m = m.get(Tool.PYRIGHT)
+    assert pyright_m is not None and pyright_m.ran
+    assert [(d.file, d.rule) for d in pyright_m.diagnostics] == [("pkg.py", "reportAssignmentType")]
+    assert (root / "pkg.py").read_text() == "x: int = 1\n"  # the run did rewrite it
