@@ -424,6 +424,14 @@ def setup_problems(
         name = found.group(1).split(".")[0] if found else ""
         if name and (where := _held(root, tree, name)):
             missing[name] = where
+        elif name in ("pytest", "_pytest"):
+            # the suite runs with unittest or tox elsewhere: seed's runs need pytest there
+            problems.append(
+                f"setup: the test environment ({python}) has no pytest, which seed runs the "
+                f"tests with (it runs unittest suites too): install it (`{python} -m pip "
+                "install pytest`), or set `python` under [quality] in seed.toml to an "
+                "interpreter that has it; until then the tests are not measured"
+            )
     for name, where in sorted(missing.items()):
         problems.append(
             f"setup: the test environment ({python}) cannot import {name}, which this "

@@ -152,3 +152,24 @@ def test_a_project_its_environment_cannot_import_is_a_setup_problem(tmp_path: Pa
     assert "pip install -e" in text
     log = (root / "history" / "daemon.log").read_text()
     assert "pip install -e" in log
+
+
+def test_an_environment_without_pytest_is_a_setup_problem(tmp_path: Path) -> None:
+    # a unittest project whose .venv has no pytest: seed says what to install, no gap
+    files = {
+        "pkg.py": "def one() -> int:\n    return 1\n",
+        "tests/test_pkg.py": (
+            "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n"
+            "    def test_one(self) -> None:\n        self.assertEqual(pkg.one(), 1)\n"
+        ),
+        ".gitignore": ".venv/\nhistory/\n",
+        "seed.toml": _QUALITY,
+    }
+    root = make_repo(tmp_path / "repo", files)
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root / ".venv")
+    report = _gaps(root)
+    assert _keys(report) == []
+    errors = "\n".join(str(e) for e in report["errors"])  # type: ignore[union-attr]
+    assert "has no pytest" in errors and "pip install pytest" in errors
+    status = json.loads(seed(root, "status", "--json").stdout)
+    assert any("has no pytest" in line for line in status["setup"])
