@@ -533,7 +533,7 @@ def _coverage_shim(run_dir: Path) -> Path:
     return shim
 
 
-def _reader(tree: Path) -> pytestconfig.Reader:
+def reader(tree: Path) -> pytestconfig.Reader:
     """The tree's top-level files by name (None: no such regular file)."""
 
     def read(name: str) -> str | None:
@@ -687,7 +687,7 @@ def _pytest_args(
 ) -> list[str]:
     """pytest's arguments: configured from the tree's own top only (`seen`: where the run
     sees the tree)."""
-    read = _reader(tree)
+    read = reader(tree)
     config = pytestconfig.config_file(read)
     keep, dropped = pytestconfig.kept(pytestconfig.addopts(read))
     # the project's addopts less what the kernel overrides (pytestconfig.differences)

@@ -37,7 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernel.measure import config_file
+from kernel import pytestconfig
+from kernel.measure import reader
 
 HERE = Path(__file__).resolve().parent
 SEED_ROOT = HERE.parent.parent
@@ -116,7 +117,7 @@ def commit_all(tree: Path, message: str) -> None:
 
 def pytest_config(tree: Path) -> str:
     """The file pytest (and so seed) takes its configuration from; "" when there is none."""
-    return config_file(tree)
+    return pytestconfig.config_file(reader(tree))
 
 
 def configured_pythonpath(tree: Path, name: str) -> list[str]:
