@@ -9,12 +9,10 @@ import pytest
 from tests.support import seed
 
 _PROBE = """
-import os
-
-
-def test_where():
-    print("WORKER=" + os.environ.get("PYTEST_XDIST_WORKER", "none"))
+def test_where(request):
+    print("WORKER=" + getattr(request.config, "workerinput", {}).get("workerid", "none"))
 """
+"""Prints the xdist worker it ran on (not from the environment: a worker's children inherit it)."""
 
 
 def _workers(tmp: Path, *args: str) -> tuple[set[str], str]:
@@ -51,14 +49,12 @@ def test_the_persons_arguments_choose_the_schedule(
 
 
 _SHARED = """
-import os
-
 import pytest
 
 
 @pytest.fixture(scope="module")
-def shared():
-    return os.environ.get("PYTEST_XDIST_WORKER", "none")
+def shared(request):
+    return getattr(request.config, "workerinput", {}).get("workerid", "none")
 
 
 def test_one(shared):
