@@ -241,7 +241,7 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
     patch = folder / f"{variant}.patch"
     make_patch(tree, case, variant, patch)
     if case.env_pythonpath:
-        target_python = wrapper_python(folder, target_python, case.pythonpath)
+        target_python = wrapper_python(folder, target_python, tree / case.pythonpath)
     (tree / "seed.toml").write_text(seed_toml(patch, target_python), encoding="utf-8")
     init = subprocess.run(
         [*seed_command(), "--root", str(tree), "init"], capture_output=True, text=True, check=False
@@ -252,12 +252,13 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
     return tree
 
 
-def wrapper_python(folder: Path, python: str, entry: str) -> str:
-    """An interpreter that runs python with <cwd>/entry first on PYTHONPATH after what seed
-    puts there (seed runs the target's tests with the tree as the working directory)."""
+def wrapper_python(folder: Path, python: str, entry: Path) -> str:
+    """An interpreter that runs python with entry (the checkout's src) first on PYTHONPATH,
+    as an editable install's path entry would put it: in the sandbox the tree under test
+    sits at the checkout's path, so the entry names the tree's code."""
     path = folder / "python"
     path.write_text(
-        f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}$PWD/{entry}" exec {python} "$@"\n',
+        f'#!/bin/sh\nPYTHONPATH="{entry}${{PYTHONPATH:+:$PYTHONPATH}}" exec {python} "$@"\n',
         encoding="utf-8",
     )
     path.chmod(0o755)
