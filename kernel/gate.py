@@ -19,7 +19,6 @@ import posixpath
 import re
 import shutil
 import tempfile
-import tomllib
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,6 +30,7 @@ import tomli_w
 from kernel import gitops, pins
 from kernel.config import QualityConfig
 from kernel.contracts import matches_any
+from kernel.pytestconfig import toml_doc as _toml
 
 GATE_FILES: tuple[str, ...] = (
     "pyproject.toml",
@@ -216,15 +216,6 @@ def _flake8_ignored(read: Callable[[str], str | None]) -> list[str]:
             codes += [c for c in re.split(r"[\s,]+", raw) if _CODE.match(c)]
         return [c for c in codes if any(c.startswith(s) or s.startswith(c) for s in SMALL_RUFF)]
     return []
-
-
-def _toml(text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return None  # unreadable: as if absent (ruff's own defaults are never the rule)
 
 
 @dataclass(frozen=True)

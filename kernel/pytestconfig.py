@@ -120,14 +120,14 @@ def differences(read: Reader) -> tuple[str, ...]:
 def _found(read: Reader) -> tuple[str, dict[str, Any]]:
     """The configuration file and its pytest settings, as pytest looks for them."""
     for name in ("pytest.toml", ".pytest.toml"):
-        data = _toml(read(name))
+        data = toml_doc(read(name))
         if data is not None:
             return name, cast(dict[str, Any], data.get("pytest") or {})
     for name in ("pytest.ini", ".pytest.ini"):
         text = read(name)
         if text is not None:
             return name, _ini(text, "pytest")
-    tool = cast(dict[str, Any], (_toml(read("pyproject.toml")) or {}).get("tool") or {})
+    tool = cast(dict[str, Any], (toml_doc(read("pyproject.toml")) or {}).get("tool") or {})
     table = tool.get("pytest")
     if isinstance(table, dict):
         settings = cast(dict[str, Any], table)
@@ -143,7 +143,8 @@ def _found(read: Reader) -> tuple[str, dict[str, Any]]:
     return "", {}
 
 
-def _toml(text: str | None) -> dict[str, Any] | None:
+def toml_doc(text: str | None) -> dict[str, Any] | None:
+    """A TOML file's document, or None when it is absent or unreadable (as if absent)."""
     if text is None:
         return None
     try:
