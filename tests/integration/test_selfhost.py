@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.selfhost, pytest.mark.slow]
 QUALITY = '[quality]\ntools = ["ruff", "ruff-format", "pytest"]\npytest_args = ["tests/unit/test_domain.py", "modules/reports/tests"]\n'
 
 
-def _clone(tmp_path: Path) -> Path:
+def clone_of_seed(tmp_path: Path) -> Path:
     clone = tmp_path / "seed"
     subprocess.run(["git", "clone", "-q", str(SEED_HOME), str(clone)], check=True, timeout=120)
     git(clone, "checkout", "-q", "-B", "main")
@@ -125,7 +125,7 @@ def _reporter_wrapper(clone: Path, body_line: str, module: str) -> list[dict[str
 
 
 def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Path) -> None:
-    clone = _clone(tmp_path)
+    clone = clone_of_seed(tmp_path)
     later = [
         {
             "write": "modules/reports/tests/test_noop.py",
@@ -162,7 +162,7 @@ def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Pat
 
 
 def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_path: Path) -> None:
-    clone = _clone(tmp_path)
+    clone = clone_of_seed(tmp_path)
     # the kernel's test runs see the export at the checkout's path (under pytest), its
     # self-check boots a candidate's modules from the export under <git-common-dir>/seed/exports/
     guard_line = 'if "/seed/exports/" not in __file__ and "pytest" not in __import__("sys").modules:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
@@ -215,7 +215,7 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
 
 
 def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_path: Path) -> None:
-    clone = _clone(tmp_path)
+    clone = clone_of_seed(tmp_path)
     sneaky = (
         "\nimport kernel.verify as _kernel_verify\n\n\n"
         "def _always_pass(*args: object, **kwargs: object) -> object:\n"
@@ -253,7 +253,7 @@ def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_
 
 
 def test_an_agent_that_edits_the_kernel_is_refused_and_the_daemon_halts(tmp_path: Path) -> None:
-    clone = _clone(tmp_path)
+    clone = clone_of_seed(tmp_path)
     kernel_before = {p: p.read_bytes() for p in sorted((clone / "kernel").rglob("*.py"))}
     seed_before = (clone / "seed.py").read_bytes()
     edits = [
@@ -279,7 +279,7 @@ def test_an_agent_that_edits_the_kernel_is_refused_and_the_daemon_halts(tmp_path
 
 
 def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
-    clone = _clone(tmp_path)
+    clone = clone_of_seed(tmp_path)
     barrier = agent_io(tmp_path) / "agent-started"
     _configure(clone, tmp_path, [[{"touch": str(barrier)}, {"hang": True}]])
     _task(clone, "slow.md", "Take your time", ["modules/reports/**"])
@@ -308,14 +308,20 @@ def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
 def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
     tmp_path: Path,
 ) -> None:
-    clone = _clone(tmp_path)
+    clone = clone_of_seed(tmp_path)
     target = clone / "modules" / "registry.py"
     target.write_text(
         target.read_text().replace("import importlib\n", "import importlib\nimport os\n", 1)
     )
     git(clone, "commit", "-qam", "a lint finding for ruff-fix")
+    # seed's own selection is the whole unit tier: measured again at each analysis and
+    # verification it is most of this test's time, and none of what it checks
+    config = (clone / "seed.toml").read_text()
+    selection = re.search(r"^pytest_args = .*$", config, re.M)
+    assert selection, "seed.toml names its test selection"
+    small = 'pytest_args = ["tests/unit/test_domain.py", "modules/reports/tests"]'
     (clone / "seed.toml").write_text(
-        (clone / "seed.toml").read_text().replace("[daemon]", "")
+        config.replace(selection.group(0), small).replace("[daemon]", "")
         + "\n[daemon]\npoll_interval_s = 1\n"
     )
     env = seed_env()
@@ -377,31 +383,10 @@ def _cmdlines() -> list[str]:
     return found
 
 
-def test_a_fresh_clone_measures_itself_clean(tmp_path: Path) -> None:
-    # its own seed.toml and test selection: every test file collects (the test extras are
-    # seen), and nothing is a gap on a clean main
-    clone = _clone(tmp_path)
-    result = subprocess.run(
-        [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "gaps", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env=seed_env(),
-        stdin=subprocess.DEVNULL,
-        cwd=clone,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout)
-    quality = [g["key"] for g in report["gaps"] if g["category"] == "quality"]
-    assert quality == [], quality
-    assert (clone / "history" / ".gitkeep").is_file()
-    assert git(clone, "status", "--porcelain", "--untracked-files=all").strip() == ""
-
-
 def test_modules_that_misread_inbox_tasks_fail_the_self_check(tmp_path: Path) -> None:
     # the inbox reader is the modules' since issue 18: a landed change that breaks it must
     # fail the boot self-check (and so fall back), not every analysis after it
-    clone = _clone(tmp_path)
+    clone = clone_of_seed(tmp_path)
     reader = clone / "modules" / "analyzers" / "inbox.py"
     text = reader.read_text()
     parse = 'front, body = _front_matter(task.text.lstrip("\\ufeff"), task)'
