@@ -5,6 +5,7 @@ from __future__ import annotations
 from domain import HistoryDigest, HistoryRow
 from modules.reports.common import (
     OUTCOMES,
+    category_note,
     cell_code,
     code,
     count,
@@ -18,13 +19,24 @@ from modules.reports.common import (
 )
 
 
+def _daemon(digest: HistoryDigest) -> list[str]:
+    daemon = digest.daemon
+    if not daemon.known:
+        return []
+    if daemon.running:
+        pid = f" (pid {daemon.pid})" if daemon.pid else ""
+        return [f"The daemon is running{pid}" + (f": {daemon.phase}." if daemon.phase else "."), ""]
+    return ["No daemon is running: start one with `python seed.py run`.", ""]
+
+
 def _halt(digest: HistoryDigest) -> list[str]:
     halt = digest.halt
     if not halt.halted:
-        return ["Not halted: agents run when there is work they can take.", ""]
+        return [*_daemon(digest), "Not halted: agents run when there is work they can take.", ""]
     since = f" since {utc(halt.since)}" if halt.since else ""
     by = f" (after {halt.iteration_id})" if halt.iteration_id else ""
     return [
+        *_daemon(digest),
         f"**HALTED**{since}{by}: {md(halt.reason)}",
         "",
         "The daemon keeps watching and writing plans but runs no agent until you look at the "
@@ -44,7 +56,7 @@ def _totals(digest: HistoryDigest) -> list[str]:
         "| Iterations | Success rate | Cost today | Cost overall | Tokens overall |",
         "|---|---|---|---|---|",
         f"| {count(t.iterations)} | {percent(rate)} ({wins} of {attempts} that ran an agent) "
-        f"| {money(t.cost_today_usd)}{budget} ({t.iterations_today}{runs_budget} runs on {t.day or 'today'}) "
+        f"| {money(t.cost_today_usd)}{budget} ({t.iterations_today}{runs_budget} {'run' if t.iterations_today == 1 and not runs_budget else 'runs'} on {t.day or 'today'}) "
         f"| {money(t.cost_usd)} | {tokens(t.tokens_used)} |",
         "",
     ]
@@ -70,7 +82,10 @@ def _quarantined(digest: HistoryDigest) -> list[str]:
 
 
 def _row(row: HistoryRow) -> str:
-    outcome = row.outcome.value + (f" {row.failure_category.value}" if row.failure_category else "")
+    category = category_note(
+        row.outcome.value, row.failure_category.value if row.failure_category else ""
+    )
+    outcome = row.outcome.value + (f" {category}" if category else "")
     gap = f"{row.gap_source}: {md(shorten(row.gap_title or row.gap_key, 70))}"
     return (
         f"| [{row.iteration_id}]({row.iteration_id}/report.md) | {utc(row.started_at)} "

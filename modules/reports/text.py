@@ -136,7 +136,11 @@ def history_lines(rows: Sequence[Line], total: int, filtered: bool) -> list[str]
         )
     wins = sum(1 for r in rows if r.outcome == "SUCCESS")
     tried = sum(1 for r in rows if r.outcome in ATTEMPTED)
-    rate = f"{wins / tried * 100:.0f}% landed ({wins} of {tried} agent runs)" if tried else ""
+    rate = (
+        f"{wins / tried * 100:.0f}% landed ({wins} of {tried} agent {'run' if tried == 1 else 'runs'})"
+        if tried
+        else ""
+    )
     cost = sum(r.cost for r in rows)
     shown = f"{len(rows):,} shown" + (f" of {total:,}" if total > len(rows) else "")
     out.append(", ".join(p for p in (shown, rate, f"${cost:.2f} spent") if p))
