@@ -19,24 +19,13 @@ from modules.reports.common import (
 )
 
 
-def _daemon(digest: HistoryDigest) -> list[str]:
-    daemon = digest.daemon
-    if not daemon.known:
-        return []
-    if daemon.running:
-        pid = f" (pid {daemon.pid})" if daemon.pid else ""
-        return [f"The daemon is running{pid}" + (f": {daemon.phase}." if daemon.phase else "."), ""]
-    return ["No daemon is running: start one with `python seed.py run`.", ""]
-
-
 def _halt(digest: HistoryDigest) -> list[str]:
     halt = digest.halt
     if not halt.halted:
-        return [*_daemon(digest), "Not halted: agents run when there is work they can take.", ""]
+        return ["Not halted: agents run when there is work they can take.", ""]
     since = f" since {utc(halt.since)}" if halt.since else ""
     by = f" (after {halt.iteration_id})" if halt.iteration_id else ""
     return [
-        *_daemon(digest),
         f"**HALTED**{since}{by}: {md(halt.reason)}",
         "",
         "The daemon keeps watching and writing plans but runs no agent until you look at the "
