@@ -18,6 +18,7 @@ from domain.enums import (
 )
 from domain.gaps import Gap, GapRef, GapReport, InboxItem, InboxText, RoadmapItem, gap_ref
 from domain.history import (
+    DaemonNote,
     EventNote,
     HaltNote,
     HistoryDigest,
@@ -53,6 +54,7 @@ __all__ = [
     "AttemptNote",
     "CheckName",
     "CriterionVerdict",
+    "DaemonNote",
     "DaemonStatus",
     "Diagnostic",
     "DiffStat",

@@ -71,6 +71,17 @@ class HaltNote(Fact):
     since: datetime | None = None
 
 
+class DaemonNote(Fact):
+    """Whether a daemon runs on the repository, as its lock says (never a default)."""
+
+    known: bool = False
+    """False in a digest made without looking (then nothing is claimed about the daemon)."""
+    running: bool = False
+    pid: int | None = None
+    phase: str = ""
+    """Its live phase from status.json, while it runs."""
+
+
 class EventNote(Fact):
     """Something that happened besides iterations (a halt, a resume, a recovery, an error)."""
 
@@ -88,6 +99,7 @@ class HistoryDigest(Fact):
     """Newest first; the index gets the latest ones, the dashboard all of them."""
     totals: HistoryTotals = Field(default_factory=HistoryTotals)
     halt: HaltNote = Field(default_factory=HaltNote)
+    daemon: DaemonNote = Field(default_factory=DaemonNote)
     quarantined: tuple[str, ...] = ()
     """Gap keys skipped until something relevant changes (as of the latest analysis)."""
     top_gaps: tuple[RankedGap, ...] = ()

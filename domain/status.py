@@ -36,6 +36,11 @@ class DaemonStatus(Fact):
     last_outcome: str | None = None
     iterations: int = 0
     cost_today_usd: float = 0.0
+    held_usd: float = 0.0
+    """An agent run's reservation no ledger line counts yet (not in cost_today_usd): the run
+    under way, or one a killed daemon left, which the next start settles at this amount."""
+    held_by: str = ""
+    """The iteration holding it."""
     budget_left_today_usd: float = 0.0
     iterations_today: int = 0
     top_gaps: tuple[RankedGap, ...] = ()

@@ -195,7 +195,15 @@ class AgentRunner:
         if it.sandboxed:
             argv = self._jailed(spec, argv, files, writable, it)
         # journalled: if the daemon dies during the run, the next start counts this much spent
-        it.note(stage="agent", reserve_usd=reserve, sandboxed=it.sandboxed)
+        # (and which of its runs: an earlier round's ledger line does not account for this one)
+        ledger_runs = budget.runs_of(ctx.paths.history, it.plan.iteration_id)
+        it.note(
+            stage="agent",
+            reserve_usd=reserve,
+            sandboxed=it.sandboxed,
+            accounted=False,
+            ledger_runs=ledger_runs,
+        )
         try:
             completed = procs.run(
                 argv,

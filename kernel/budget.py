@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -20,6 +21,7 @@ from kernel import jsonl
 from kernel.bounds import LEDGER_LINE_MAX
 from kernel.config import BudgetConfig, ModelPrice
 from kernel.fsutil import append_line
+from kernel.journal import stage_at_least
 from kernel.store import RecordStore
 
 LEDGER_FILE = "ledger.jsonl"
@@ -96,7 +98,49 @@ def entries(history: Path) -> Iterator[LedgerEntry]:
 
 def accounted(history: Path, iteration_id: str) -> bool:
     """Whether the ledger has an entry for this iteration."""
-    return any(e.iteration_id == iteration_id for e in entries(history))
+    return runs_of(history, iteration_id) > 0
+
+
+def runs_of(history: Path, iteration_id: str) -> int:
+    """How many of this iteration's agent runs the ledger has."""
+    return sum(1 for e in entries(history) if e.iteration_id == iteration_id)
+
+
+def iteration_cost(history: Path, iteration_id: str) -> tuple[float, str]:
+    """What the ledger counts for one iteration, and where the cost comes from (the last run's
+    basis: "reserved" when a killed run was settled at its reservation)."""
+    mine = [e for e in entries(history) if e.iteration_id == iteration_id]
+    return round(sum(e.cost_usd for e in mine), 6), (mine[0].cost_basis if mine else "")
+
+
+FREE_BACKENDS = ("ruff-fix", "none")
+"""Backends that never spend money: a run of theirs cut short costs nothing."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """An agent run's reservation that no ledger line accounts for yet."""
+
+    usd: float = 0.0
+    iteration_id: str = ""
+    backend: str = ""
+
+
+def unsettled(history: Path, journal: Mapping[str, Any] | None) -> Held | None:
+    """The run running.json names, if it started and the ledger has not counted it: the run
+    under way, or one a killed daemon left (the next start settles it at its reservation)."""
+    if not journal:
+        return None
+    iteration_id = str(journal.get("iteration_id", ""))
+    if not iteration_id or not stage_at_least(dict(journal), "agent") or journal.get("accounted"):
+        return None
+    before = journal.get("ledger_runs", 0)
+    if runs_of(history, iteration_id) > (before if isinstance(before, int) else 0):
+        return None  # accounted after all (killed between the ledger line and the journal)
+    backend = str(journal.get("backend", ""))
+    amount = journal.get("reserve_usd") or 0.0
+    free = backend in FREE_BACKENDS or not isinstance(amount, int | float)
+    return Held(0.0 if free else round(float(amount), 6), iteration_id, backend)
 
 
 def repair(history: Path) -> str:

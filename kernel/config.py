@@ -281,10 +281,12 @@ class BudgetConfig(_Section):
 class GitConfig(_Section):
     """[git]: how the kernel commits and what it keeps."""
 
-    user_name: str = "seed"
-    """Author and committer name of the kernel's commits."""
-    user_email: str = "seed@localhost"
-    """Author and committer email of the kernel's commits."""
+    user_name: str = Field(default="", max_length=200)
+    """Author name of the kernel's commits ('': the repository's `git config user.name`, else
+    seed); the committer is always seed <seed@localhost>."""
+    user_email: str = Field(default="", max_length=200)
+    """Author email of the kernel's commits ('': the repository's `git config user.email`, else
+    seed@localhost)."""
     keep_branches: int = Field(default=10, ge=0, le=100_000)
     """How many seed/kept/* branches of MERGE_BLOCKED iterations are kept."""
 

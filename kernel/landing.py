@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import FailureCategory, GapReport, IterationOutcome, IterationRecord
-from kernel import faults, gitops, guard, trees
+from kernel import commitmsg, faults, gitops, guard, trees
 from kernel.analysis import Baseline, measure_cached
 from kernel.answers import Backend
 from kernel.context import Context
@@ -40,9 +40,8 @@ def land(
     tree, store, verification = passed.tree, passed.store, passed.verification
     if plan.gap.roadmap is not None:
         tree = _tick_roadmap(root, tree, store, plan.gap.roadmap.line, plan.gap.roadmap.text)
-    message = f"seed: {plan.goal}\n\nIteration: {plan.iteration_id}\nGap: {plan.gap.key}\n"
-    identity = (ctx.config.git.user_name, ctx.config.git.user_email)
-    commit = trees.commit_tree(root, tree, it.base, message, *identity, store)
+    summary = it.agent.summary if it.agent else ""
+    commit = _commit(ctx, tree, it.base, commitmsg.message(plan, summary), store)
     it.branch = f"seed/{plan.iteration_id}"
     gitops.git(root, "branch", "--force", it.branch, commit)
     it.note(stage="committed", commit=commit, branch=it.branch)
@@ -143,9 +142,8 @@ def _rebase(
             verification=verification,
         )
     plan = it.plan
-    message = f"seed: {plan.goal}\n\nIteration: {plan.iteration_id}\nGap: {plan.gap.key}\n"
-    identity = (ctx.config.git.user_name, ctx.config.git.user_email)
-    commit = trees.commit_tree(root, new_tree, head_now, message, *identity, store)
+    summary = it.agent.summary if it.agent else ""
+    commit = _commit(ctx, new_tree, head_now, commitmsg.message(plan, summary), store)
     gitops.git(root, "branch", "--force", it.branch, commit)
     return commit, verification
 
@@ -357,6 +355,13 @@ def _approved_on(ctx: Context, record: IterationRecord, commit: str, head: str) 
     if not verification.passed or not set(verification.changed_tests) <= set(record.changed_tests):
         raise SeedError(f"after rebasing onto {head[:12]}: {verification.reason}")
     plan = record.plan
-    message = f"seed: {plan.goal}\n\nIteration: {plan.iteration_id}\nGap: {plan.gap.key}\nApproved by a person.\n"
-    identity = (ctx.config.git.user_name, ctx.config.git.user_email)
-    return trees.commit_tree(root, new_tree, head, message, *identity, store)
+    message = commitmsg.message(plan, record.agent_summary, approved=True)
+    return _commit(ctx, new_tree, head, message, store)
+
+
+def _commit(ctx: Context, tree: str, parent: str, message: str, store: trees.ObjectStore) -> str:
+    """Commit a tree as its author (see commitmsg.author), with seed's own identity as committer."""
+    git = ctx.config.git
+    by = commitmsg.author(ctx.paths.root, git.user_name, git.user_email)
+    seed = (commitmsg.SEED_NAME, commitmsg.SEED_EMAIL)
+    return trees.commit_tree(ctx.paths.root, tree, parent, message, *by, store, committer=seed)

@@ -119,7 +119,8 @@ class Loop:
         """Plan gaps in turn; the first that an agent can take runs, is judged and recorded."""
         ctx = self.ctx
         began = watch.take(ctx.paths.root, ctx.target.python)
-        now = datetime.now(UTC).replace(microsecond=0)
+        began_at = datetime.now(UTC)
+        now = began_at.replace(microsecond=0)
         ranked = self._analyse(worktree, head, now)
         blocker = gitops.land_blocker(ctx.paths.root)
         hstate = halt.read_halt(ctx.paths.history)
@@ -139,7 +140,8 @@ class Loop:
                 if unrecorded and not self.records:
                     self._record(*unrecorded[0])
                 return
-            it = Iteration(plan, head, datetime.now(UTC), ranked.backend, worktree)
+            # started when the analysis it was planned from began: its durations count that
+            it = Iteration(plan, head, began_at, ranked.backend, worktree)
             it.durations = {"analyse": round(ranked.analyse_s, 3), "plan": round(mono() - t0, 3)}
             it.sandboxed, it.watch = jails.active(ctx.config.guard), began
             self.current = it

@@ -104,6 +104,9 @@ class Recorder:
             checkout_changes=tuple(cap_lines(found.changes)),
             task_kind=found.plan.task_kind.value if found.plan is not None else "",
             plan=found.plan,
+            backend=found.backend,
+            cost_usd=found.cost_usd,
+            cost_basis=found.cost_basis,
         )
         self._write(record, torn=False)
         return record
@@ -280,6 +283,10 @@ class Recovered:
     touched: Sequence[str] = ()
     diff: DiffStat = field(default_factory=DiffStat)
     changes: Sequence[str] = ()
+    cost_usd: float = 0.0
+    """What the ledger counts for the iteration (a killed run at its reservation)."""
+    cost_basis: str = ""
+    backend: str = ""
 
 
 def _verdicts(verification: Verification | None) -> tuple[CriterionVerdict, ...]:

@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import signal
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -220,10 +221,15 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     with contextlib.suppress(ValueError):
         plan = IterationPlan.model_validate_json(found.data) if found.ok else None
     recorder = Recorder(ctx)
+    # settled first: the record carries what the ledger counts (one spend in every view)
+    notes += _settle(ctx, journal)
     if record is None:
-        record = recorder.recovered(
-            _unrecorded(ctx, journal, iteration_id, plan, violations, changes)
+        found = _unrecorded(ctx, journal, iteration_id, plan, violations, changes)
+        cost, basis = budget.iteration_cost(ctx.paths.history, iteration_id)
+        found = replace(
+            found, cost_usd=cost, cost_basis=basis, backend=str(journal.get("backend", ""))
         )
+        record = recorder.recovered(found)
         notes.append(f"recorded {iteration_id} as {record.outcome.value} ({record.reason})")
     elif violations:
         halt.halt(
@@ -234,7 +240,6 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
         )
     with contextlib.suppress(Exception):
         ctx.start_host()  # for report.md; without it the report is a plain one
-    notes += _settle(ctx, journal)
     claimed = str(journal.get("inbox", ""))
     recorder.after_record(record, claimed)
     if claimed and (ctx.paths.inbox / claimed).exists():
@@ -291,35 +296,26 @@ def _unrecorded(
     )
 
 
-FREE_BACKENDS = ("ruff-fix", "none")
-"""Backends that never spend money: a run of theirs cut short costs nothing."""
-
-
 def _settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
     """A run the dead daemon never accounted for: free backends cost 0; others count in the
     ledger at their reservation, the most they may have spent."""
-    iteration_id = str(journal.get("iteration_id", ""))
-    if not stage_at_least(journal, "agent") or journal.get("accounted") or not iteration_id:
+    held = budget.unsettled(ctx.paths.history, journal)
+    if held is None:
         return []
-    if budget.accounted(ctx.paths.history, iteration_id):
-        return []  # accounted after all
-    backend = str(journal.get("backend", ""))
-    free = backend in FREE_BACKENDS
-    amount = 0.0 if free else float(journal.get("reserve_usd") or 0.0)
     budget.append(
         ctx.paths.history,
         budget.LedgerEntry(
             at=datetime.now(UTC),
-            iteration_id=iteration_id,
-            backend=backend,
-            cost_usd=amount,
-            cost_basis="none" if free else "reserved",
+            iteration_id=held.iteration_id,
+            backend=held.backend,
+            cost_usd=held.usd,
+            cost_basis="reserved" if held.usd else "none",
         ),
     )
-    if free or not amount:
+    if not held.usd:
         return []
     return [
-        f"{iteration_id}: its spend was never reported; the ledger counts its reservation of ${amount:.2f}"
+        f"{held.iteration_id}: its spend was never reported; the ledger counts its reservation of ${held.usd:.2f}"
     ]
 
 

@@ -17,6 +17,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from domain import (
+    DaemonNote,
     EventNote,
     GapReport,
     HaltNote,
@@ -30,6 +31,7 @@ from domain import (
 from kernel import budget, halt
 from kernel.bounds import STATUS_FILE_MAX
 from kernel.context import Context
+from kernel.daemonlock import DaemonLock
 from kernel.errors import HostError, SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.quarantine import read_quarantine
@@ -160,6 +162,7 @@ def digest(ctx: Context, limit: int = 0) -> HistoryDigest:
             max_iterations_per_day=limits.max_iterations_per_day,
         ),
         halt=_halt_note(hstate),
+        daemon=daemon_note(ctx, live),
         quarantined=tuple(sorted(read_quarantine(ctx))),
         top_gaps=last_ranking(live),
         backend=str(live.get("backend", "")),
@@ -167,6 +170,19 @@ def digest(ctx: Context, limit: int = 0) -> HistoryDigest:
             EventNote(at=e.at, kind=e.kind, message=e.message)
             for e in reversed(store.events(EVENTS))
         ),
+    )
+
+
+def daemon_note(ctx: Context, live: dict[str, Any]) -> DaemonNote:
+    """Whether a daemon runs, from its lock (held by the daemon itself when it writes the index);
+    its pid and phase from status.json only while it does."""
+    running = DaemonLock(ctx.paths.lock).held_elsewhere()
+    pid = live.get("pid") if running else None
+    return DaemonNote(
+        known=True,
+        running=running,
+        pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+        phase=str(live.get("phase", ""))[:100] if running else "",
     )
 
 

@@ -19,6 +19,7 @@ from kernel.daemonlock import DaemonLock
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.gate import adoption, paths_at, read_at
+from kernel.journal import read_journal
 from kernel.quarantine import read_quarantine
 
 STATUS_FILE = reporting.STATUS_NAME
@@ -108,6 +109,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     hstate = halt.read_halt(ctx.paths.history)
     latest = ctx.store.summaries(limit=1)
     spent = budget.spent_on(ctx.store)
+    held = budget.unsettled(ctx.paths.history, read_journal(ctx.paths.running)) or budget.Held()
     phase = str(live.get("phase", "stopped")) if running else "stopped"
     tail: tuple[str, ...] = ()
     detail = str(live.get("detail", "")) if running else ""
@@ -141,7 +143,9 @@ def read_status(ctx: Context) -> DaemonStatus:
         last_outcome=latest[0].outcome if latest else None,
         iterations=ctx.store.count(),
         cost_today_usd=spent.cost_usd,
-        budget_left_today_usd=spent.cost_left(ctx.config.budget),
+        held_usd=held.usd,
+        held_by=held.iteration_id if held.usd else "",
+        budget_left_today_usd=max(spent.cost_left(ctx.config.budget) - held.usd, 0.0),
         iterations_today=spent.iterations,
         log_tail=tail,
         top_gaps=reporting.last_ranking(live),

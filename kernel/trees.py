@@ -472,9 +472,17 @@ def _parts(target: str, top: Path) -> list[str] | None:
 
 
 def commit_tree(
-    root: Path, tree: str, parent: str, message: str, name: str, email: str, store: ObjectStore
+    root: Path,
+    tree: str,
+    parent: str,
+    message: str,
+    name: str,
+    email: str,
+    store: ObjectStore,
+    committer: tuple[str, str] | None = None,
 ) -> str:
-    """Copy the candidate's objects into the repository, then commit exactly that tree."""
+    """Copy the candidate's objects into the repository, then commit exactly that tree
+    (authored by name/email; committed by `committer`, the author when not given)."""
     source = store.path / "objects"
     target = store.repo_objects
     if source.is_dir():
@@ -486,11 +494,12 @@ def commit_tree(
                 if not dst.exists():
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(src, dst)
+    by = committer or (name, email)
     identity = {
         "GIT_AUTHOR_NAME": name,
         "GIT_AUTHOR_EMAIL": email,
-        "GIT_COMMITTER_NAME": name,
-        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_NAME": by[0],
+        "GIT_COMMITTER_EMAIL": by[1],
     }
     return (
         gitops.git(root, "commit-tree", tree, "-p", parent, "-m", message, env=identity)

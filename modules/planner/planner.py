@@ -31,6 +31,7 @@ from modules.planner.criteria import base_criteria, criterion, merge, parse_acce
 from modules.planner.documents import module_docs, vision_summary
 from modules.planner.feedback import Track, chronological, latest_judged, notes, tracks
 from modules.planner.fsport import FileSystemPort, worktree_fs
+from modules.planner.goal import goal_of
 from modules.planner.phases import failing_test_phases, isolation_phases, rank_suspects
 from modules.planner.prompt import agent_prompt
 from modules.planner.revision import Revision, revise
@@ -171,7 +172,7 @@ def draft(
         created_at=state.now,
         gap=gap,
         task_kind=kind,
-        goal=gap.title,
+        goal=goal_of(gap),
         actions=actions,
         criteria=merge(criteria),
         estimated_risk=risk,

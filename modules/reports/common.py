@@ -101,6 +101,21 @@ def count(value: int) -> str:
     return f"{value:,}"
 
 
+def noun(value: int, one: str, many: str = "") -> str:
+    """The noun that agrees with a count: gap for 1, gaps otherwise (many: an irregular plural)."""
+    return one if value == 1 else (many or one + "s")
+
+
+def plural(value: int, one: str, many: str = "") -> str:
+    """A count and its noun: 1 open gap, 2 open gaps, 0 open gaps."""
+    return f"{value:,} {noun(value, one, many)}"
+
+
+def category_note(outcome: str, category: str) -> str:
+    """A row's failure category, unless it only repeats the outcome (MERGE_BLOCKED)."""
+    return "" if category == outcome else category
+
+
 def tokens(value: int) -> str:
     """Token counts, shortened above ten thousand (12.3k, 4.5M)."""
     if value >= 1_000_000:

@@ -15,10 +15,13 @@ from modules.reports import page, svg
 from modules.reports.common import (
     OUTCOME_COLORS,
     OUTCOMES,
+    category_note,
     count,
     money,
     money_tick,
+    noun,
     percent,
+    plural,
     seconds,
     shorten,
     success_rate,
@@ -41,6 +44,11 @@ def _took(row: HistoryRow) -> float:
     return total if total else max((row.ended_at - row.started_at).total_seconds(), 0.0)
 
 
+def _category(row: HistoryRow) -> str:
+    category = row.failure_category.value if row.failure_category else ""
+    return category_note(row.outcome.value, category)
+
+
 def _table_data(rows: tuple[HistoryRow, ...]) -> str:
     """Rows as compact JSON arrays, safe inside a <script> element."""
     outcomes = [o.value for o in OUTCOMES]
@@ -52,7 +60,7 @@ def _table_data(rows: tuple[HistoryRow, ...]) -> str:
                 r.iteration_id,
                 _when(r),
                 index.get(r.outcome.value, 0),
-                r.failure_category.value if r.failure_category else "",
+                _category(r),
                 r.gap_source,
                 shorten(r.gap_title or r.gap_key, TITLE_CHARS),
                 round(r.cost_usd, 4),
@@ -66,9 +74,7 @@ def _table_data(rows: tuple[HistoryRow, ...]) -> str:
 
 
 def _static_row(row: HistoryRow) -> str:
-    category = (
-        f" <small>{escape(row.failure_category.value)}</small>" if row.failure_category else ""
-    )
+    category = f" <small>{escape(_category(row))}</small>" if _category(row) else ""
     return (
         f'<tr><td><a href="{escape(row.iteration_id)}/report.md">{escape(row.iteration_id)}</a></td>'
         f"<td>{escape(_when(row))}</td>"
@@ -86,19 +92,14 @@ def _tiles(digest: HistoryDigest) -> str:
     empty: dict[str, int] = {}
     latest_open = next((r.open_gaps for r in digest.rows if r.open_gaps), empty)
     budget = f" of {money(t.max_cost_usd_per_day)}" if t.max_cost_usd_per_day else ""
-    halt = (
-        f'<div class="tile bad"><b>HALTED</b><span>{escape(shorten(digest.halt.reason, 160))}'
-        "<br>run <code>python seed.py resume</code></span></div>"
-        if digest.halt.halted
-        else '<div class="tile good"><b>running</b><span>not halted</span></div>'
-    )
+    open_gaps = sum(latest_open.values())
     tiles = [
-        (count(t.iterations), "iterations"),
-        (percent(rate), f"success rate ({wins:,} of {attempts:,} agent runs)"),
+        (count(t.iterations), noun(t.iterations, "iteration")),
+        (percent(rate), f"success rate ({wins:,} of {plural(attempts, 'agent run')})"),
         (money(t.cost_today_usd), f"spent today{budget}"),
         (money(t.cost_usd), f"spent overall, {tokens(t.tokens_used)} tokens"),
-        (count(sum(latest_open.values())), "open gaps at the latest baseline"),
-        (count(len(digest.quarantined)), "quarantined gaps"),
+        (count(open_gaps), f"open {noun(open_gaps, 'gap')} at the latest baseline"),
+        (count(len(digest.quarantined)), f"quarantined {noun(len(digest.quarantined), 'gap')}"),
     ]
     return (
         '<section class="tiles">'
@@ -106,8 +107,37 @@ def _tiles(digest: HistoryDigest) -> str:
             f'<div class="tile"><b>{escape(v)}</b><span>{escape(label)}</span></div>'
             for v, label in tiles
         )
-        + halt
+        + _daemon_tile(digest)
         + "</section>"
+    )
+
+
+def _daemon_tile(digest: HistoryDigest) -> str:
+    """The daemon's real state: halted, running or stopped (from its lock when the page was made)."""
+    daemon, halt = digest.daemon, digest.halt
+    if not daemon.known:
+        where = ""
+    elif daemon.running:
+        where = "the daemon is running" + (f" (pid {daemon.pid})" if daemon.pid else "")
+        where += f": {daemon.phase}" if daemon.phase and not halt.halted else ""
+    else:
+        where = "no daemon is running"
+    if halt.halted:
+        return (
+            f'<div class="tile bad" id="daemon"><b>HALTED</b><span>{escape(shorten(halt.reason, 160))}'
+            f"<br>{escape(where)}{'; ' if where else ''}run <code>python seed.py resume</code></span></div>"
+        )
+    if daemon.running:
+        return (
+            f'<div class="tile good" id="daemon"><b>running</b><span>{escape(where)}</span></div>'
+        )
+    if daemon.known:
+        return (
+            '<div class="tile" id="daemon"><b>stopped</b><span>no daemon is running; start one '
+            "with <code>python seed.py run</code></span></div>"
+        )
+    return (
+        '<div class="tile" id="daemon"><b>not halted</b><span>daemon state not known</span></div>'
     )
 
 
@@ -219,9 +249,9 @@ def _table(digest: HistoryDigest) -> str:
     source_options = "".join(f'<option value="{escape(s)}">{escape(s)}</option>' for s in sources)
     static = "".join(_static_row(r) for r in rows[:STATIC_ROWS])
     note = (
-        f"the latest {STATIC_ROWS:,} of {len(rows):,}"
+        f"the latest {STATIC_ROWS:,} of {plural(len(rows), 'iteration')}"
         if len(rows) > STATIC_ROWS
-        else f"{len(rows):,}"
+        else plural(len(rows), "iteration")
     )
     return (
         '<section class="card wide"><h2>Iterations</h2>'
@@ -231,7 +261,7 @@ def _table(digest: HistoryDigest) -> str:
         '<input id="f-text" type="search" placeholder="id, gap or category">'
         '<button id="prev" type="button">newer</button><span id="pageinfo"></span>'
         '<button id="next" type="button">older</button></div>'
-        f'<p id="shown">Showing {note} iterations, newest first.</p>'
+        f'<p id="shown">Showing {note}, newest first.</p>'
         '<table id="iterations"><thead><tr><th>iteration</th><th>started (UTC)</th>'
         "<th>outcome</th><th>source</th><th>gap</th><th>cost</th><th>time</th></tr></thead>"
         f"<tbody>{static}</tbody></table>"

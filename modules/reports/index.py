@@ -5,6 +5,7 @@ from __future__ import annotations
 from domain import HistoryDigest, HistoryRow
 from modules.reports.common import (
     OUTCOMES,
+    category_note,
     cell_code,
     code,
     count,
@@ -44,7 +45,7 @@ def _totals(digest: HistoryDigest) -> list[str]:
         "| Iterations | Success rate | Cost today | Cost overall | Tokens overall |",
         "|---|---|---|---|---|",
         f"| {count(t.iterations)} | {percent(rate)} ({wins} of {attempts} that ran an agent) "
-        f"| {money(t.cost_today_usd)}{budget} ({t.iterations_today}{runs_budget} runs on {t.day or 'today'}) "
+        f"| {money(t.cost_today_usd)}{budget} ({t.iterations_today}{runs_budget} {'run' if t.iterations_today == 1 and not runs_budget else 'runs'} on {t.day or 'today'}) "
         f"| {money(t.cost_usd)} | {tokens(t.tokens_used)} |",
         "",
     ]
@@ -70,7 +71,10 @@ def _quarantined(digest: HistoryDigest) -> list[str]:
 
 
 def _row(row: HistoryRow) -> str:
-    outcome = row.outcome.value + (f" {row.failure_category.value}" if row.failure_category else "")
+    category = category_note(
+        row.outcome.value, row.failure_category.value if row.failure_category else ""
+    )
+    outcome = row.outcome.value + (f" {category}" if category else "")
     gap = f"{row.gap_source}: {md(shorten(row.gap_title or row.gap_key, 70))}"
     return (
         f"| [{row.iteration_id}]({row.iteration_id}/report.md) | {utc(row.started_at)} "

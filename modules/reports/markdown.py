@@ -11,11 +11,13 @@ from domain import (
     Tool,
 )
 from modules.reports.common import (
+    category_note,
     cell_code,
     code,
     md,
     money,
     ordered_phases,
+    plural,
     seconds,
     shorten,
     utc,
@@ -103,16 +105,17 @@ def _usage(record: IterationRecord) -> str:
     if record.cost_basis:
         text += f" ({record.cost_basis})"
     if record.agent_turns:
-        text += f", {record.agent_turns} turns"
+        text += f", {plural(record.agent_turns, 'turn')}"
     if record.agent_model:
         text += f", model {md(record.agent_model)}"
     return text
 
 
 def _summary(record: IterationRecord) -> list[str]:
-    outcome = record.outcome.value + (
-        f" · {record.failure_category.value}" if record.failure_category else ""
+    category = category_note(
+        record.outcome.value, record.failure_category.value if record.failure_category else ""
     )
+    outcome = record.outcome.value + (f" · {category}" if category else "")
     total = sum(record.durations.values())
     elapsed = (record.ended_at - record.started_at).total_seconds()
     agent = record.backend or "-"
@@ -150,7 +153,9 @@ def _why(record: IterationRecord) -> list[str]:
     lines = ["", "## Why this gap", ""]
     open_total = sum(record.open_gaps.values())
     if chosen is not None:
-        place = f"Ranked #{chosen.rank}" + (f" of {open_total} open gaps" if open_total else "")
+        place = f"Ranked #{chosen.rank}" + (
+            f" of {plural(open_total, 'open gap')}" if open_total else ""
+        )
         reason = chosen.rank_reason or (plan.gap.rank_reason if plan else "")
         lines.append(
             f"{place}, severity {chosen.severity.value}" + (f": {md(reason)}." if reason else ".")

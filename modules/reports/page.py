@@ -67,7 +67,7 @@ function draw(){var pages=Math.max(1,Math.ceil(shown.length/per)),f=document.cre
 page=Math.min(page,pages-1);shown.slice(page*per,(page+1)*per).forEach(function(r){f.appendChild(row(r))});
 tb.textContent='';tb.appendChild(f);info.textContent=' page '+(page+1)+' of '+pages+' ';
 note.textContent=shown.length.toLocaleString('en-US')+' of '+R.length.toLocaleString('en-US')+
-' iterations, newest first.'}
+' iteration'+(R.length===1?'':'s')+', newest first.'}
 function apply(){var o=fo.value,s=fs.value,q=ft.value.toLowerCase();shown=R.filter(function(r){
 return(!o||O[r[2]]===o)&&(!s||r[4]===s)&&(!q||(r[0]+' '+r[5]+' '+r[3]).toLowerCase().indexOf(q)>=0)});
 page=0;draw()}

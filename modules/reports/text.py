@@ -92,8 +92,13 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     )
     cost_limit = f" of ${status.max_cost_usd_per_day:.2f}" if status.max_cost_usd_per_day else ""
     runs_limit = f" of {status.max_iterations_per_day}" if status.max_iterations_per_day else ""
+    held = ""
+    if status.held_usd:
+        who = "the run under way" if status.running else "a killed run"
+        later = "" if status.running else ", settled when the daemon next starts"
+        held = f" (and ${status.held_usd:.2f} held by {who}, {status.held_by}{later})"
     out.append(
-        f"budget:      today ${status.cost_today_usd:.2f} spent{cost_limit}, "
+        f"budget:      today ${status.cost_today_usd:.2f} spent{held}{cost_limit}, "
         f"${status.budget_left_today_usd:.2f} left; {status.iterations_today}{runs_limit} runs, "
         f"{status.budget_left_today_iterations} left"
     )
@@ -136,7 +141,11 @@ def history_lines(rows: Sequence[Line], total: int, filtered: bool) -> list[str]
         )
     wins = sum(1 for r in rows if r.outcome == "SUCCESS")
     tried = sum(1 for r in rows if r.outcome in ATTEMPTED)
-    rate = f"{wins / tried * 100:.0f}% landed ({wins} of {tried} agent runs)" if tried else ""
+    rate = (
+        f"{wins / tried * 100:.0f}% landed ({wins} of {tried} agent {'run' if tried == 1 else 'runs'})"
+        if tried
+        else ""
+    )
     cost = sum(r.cost for r in rows)
     shown = f"{len(rows):,} shown" + (f" of {total:,}" if total > len(rows) else "")
     out.append(", ".join(p for p in (shown, rate, f"${cost:.2f} spent") if p))

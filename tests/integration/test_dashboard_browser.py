@@ -17,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from domain import FailureCategory, IterationOutcome
+from kernel import halt
+from kernel.store import RecordStore
 from tests.cdp import Browser
-from tests.histories import synthetic, write_records
-from tests.support import SAMPLE, make_repo, seed
+from tests.histories import START, record, synthetic, write_records
+from tests.support import SAMPLE, make_repo, seed, start_daemon, wait_for
 
 CHARTS = ("chart-outcomes", "chart-success", "chart-cost", "chart-gaps", "chart-phases")
 ITERATIONS = 600
@@ -209,3 +212,54 @@ def test_screenshot_shows_a_rendered_page(dashboard: Path, tmp_path: Path) -> No
     # a blank or single-colour page compresses to almost nothing and has few byte values
     assert len(set(pixels)) > 64
     assert shot.stat().st_size > 20_000
+
+
+def _tiles_and_rows(browser: Browser, repo: Path) -> tuple[str, str, list[str]]:
+    """The daemon tile, the open-gaps tile and the rows' outcome cells of a fresh `seed report`."""
+    result = seed(repo, "report")
+    assert result.returncode == 0, result.stderr
+    browser.open((repo / "history" / "index.html").as_uri())
+    assert browser.evaluate("document.body.dataset.ready") == "1"
+    daemon, gaps, rows = browser.evaluate(
+        "[document.querySelector('.tiles .tile:last-child').textContent,"
+        " [...document.querySelectorAll('.tile')].map(t => t.textContent)"
+        "   .find(t => t.includes('at the latest baseline')),"
+        " [...document.querySelectorAll('#iterations tbody tr')].map(r => r.cells[2].textContent)]"
+    )
+    return daemon, gaps, rows
+
+
+def test_the_daemon_tile_is_the_daemons_real_state(tmp_path: Path) -> None:
+    """Stopped, running, halted while running, halted and stopped: what the lock says, not a
+    default; one category per row; one open gap is "1 open gap"."""
+    _browser()
+    config = '[agent]\nbackend = "none"\n[daemon]\npoll_interval_s = 600\n'
+    repo = make_repo(tmp_path / "repo", SAMPLE, config)
+    blocked = record(1, START, IterationOutcome.MERGE_BLOCKED, FailureCategory.MERGE_BLOCKED)
+    write_records(repo / "history", [blocked.model_copy(update={"open_gaps": {"pytest": 1}})])
+    with Browser(_browser(), tmp_path / "profile") as browser:
+        daemon, gaps, rows = _tiles_and_rows(browser, repo)
+        assert daemon.startswith("stopped") and "no daemon is running" in daemon
+        assert gaps == "1open gap at the latest baseline"
+        assert rows == ["MERGE_BLOCKED"]
+
+        process = start_daemon(repo)
+        try:
+            status = repo / "history" / "status.json"
+            wait_for(
+                lambda: '"idle"' in status.read_text() if status.exists() else False,
+                120,
+                "the daemon to idle",
+                process,
+            )
+            daemon, _, _ = _tiles_and_rows(browser, repo)
+            assert daemon == f"runningthe daemon is running (pid {process.pid}): idle"
+            halt.halt(RecordStore(repo / "history"), "three failures in a row")
+            daemon, _, _ = _tiles_and_rows(browser, repo)
+            assert daemon.startswith("HALTEDthree failures in a row")
+            assert f"the daemon is running (pid {process.pid}); run python seed.py resume" in daemon
+        finally:
+            process.terminate()
+            process.communicate(timeout=60)
+        daemon, _, _ = _tiles_and_rows(browser, repo)
+        assert daemon.startswith("HALTED") and "no daemon is running; run" in daemon

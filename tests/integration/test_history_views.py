@@ -217,7 +217,7 @@ def test_status_while_a_scripted_agent_is_running(tmp_path: Path) -> None:
     assert aborted["outcome"] == "ABORTED"
     report = (repo / "history" / aborted["iteration_id"] / "report.md").read_text()
     assert report.startswith(f"# {aborted['iteration_id']}: ABORTED")
-    assert "Ranked #1 of 1 open gaps" in report and "rendering failed" not in report
+    assert "Ranked #1 of 1 open gap" in report and "rendering failed" not in report
     index = (repo / "history" / "README.md").read_text()
     assert f"| [{aborted['iteration_id']}]" in index and "| ABORTED |" in index
     stopped = seed(repo, "status").stdout

@@ -154,7 +154,7 @@ def test_history_text_lists_newest_first_with_a_summary(tmp_path: Path) -> None:
     assert lines[0].startswith("iteration")
     assert lines[1].startswith("iter-0003-") and "WAITING" in lines[1]
     assert lines[2].startswith("iter-0002-") and "ROLLBACK" in lines[2]
-    assert lines[-1] == "2 shown of 3, 0% landed (0 of 1 agent runs), $0.01 spent"
+    assert lines[-1] == "2 shown of 3, 0% landed (0 of 1 agent run), $0.01 spent"
     assert views.history_lines([], 0, filtered=True) == ["no iterations match"]
 
 

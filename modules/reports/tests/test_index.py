@@ -96,3 +96,17 @@ def test_index_says_how_to_see_older_iterations_and_handles_none() -> None:
     assert "The latest 3 of 10,000" in render_index(digest)
     empty = render_index(HistoryDigest(generated_at=NOW))
     assert "No iterations yet." in empty and "0 of 0" in empty
+
+
+def test_a_category_that_repeats_the_outcome_is_shown_once() -> None:
+    from domain import FailureCategory, IterationOutcome
+    from tests.histories import START, record
+
+    blocked = record(1, START, IterationOutcome.MERGE_BLOCKED, FailureCategory.MERGE_BLOCKED)
+    rolled = record(2, START, IterationOutcome.ROLLBACK, FailureCategory.LINT_ERROR)
+    digest = HistoryDigest(generated_at=NOW, rows=history_rows([rolled, blocked]))
+
+    text = render_index(digest)
+
+    assert "MERGE_BLOCKED MERGE_BLOCKED" not in text and "| MERGE_BLOCKED |" in text
+    assert "| ROLLBACK LINT_ERROR |" in text
