@@ -20,7 +20,7 @@ from types import FrameType
 from typing import cast
 
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
-from kernel import gitops, halt, inbox, procs
+from kernel import gitops, halt, inbox, jails, procs
 from kernel.analysis import Baseline, analyse, read_inbox
 from kernel.context import Context
 from kernel.daemonlock import DaemonLock
@@ -193,6 +193,8 @@ class Daemon:
         self.ctx.log(
             f"watching {self.ctx.paths.root} with backend {backend.name} ({backend.reason})"
         )
+        guard, python = self.ctx.config.guard, Path(self.ctx.target.python)
+        self.ctx.log(f"sandbox: {jails.describe(guard, self.ctx.paths, python)}")
 
     def _refresh_metrics(self) -> None:
         """Render the metrics page in this (the main) thread; the server only serves it."""

@@ -226,7 +226,11 @@ class Loop:
     ) -> tuple[str, str]:
         """The backend for this plan, and why it cannot run now ('' when it can)."""
         name, spec_reason = self.choose(it.plan, it.backend)
-        unjailed = "" if name in UNSANDBOXED else jails.why_not(self.ctx.config.guard)
+        unjailed = (
+            ""
+            if name in UNSANDBOXED
+            else jails.why_not(self.ctx.config.guard, self.ctx.paths, Path(self.ctx.target.python))
+        )
         why_not = (
             spec_reason
             or unjailed
