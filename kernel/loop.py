@@ -60,6 +60,8 @@ class _Ranked:
     """Gap keys not offered to the planner, and why (quarantined, waiting for an agent)."""
     backend: Backend
     analyse_s: float
+    waited_on: str = ""
+    """What a plan that cannot run now waits on (`waited_on`)."""
 
 
 class Loop:
@@ -149,7 +151,8 @@ class Loop:
                 spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree))
                 why = "" if spec is not None else f"{name} cannot take this gap"
             if spec is None:
-                self._wait(it, why or f"backend {name} only writes plans", unrecorded, single)
+                why = why or f"backend {name} only writes plans"
+                self._wait(it, why, ranked.waited_on, unrecorded, single)
                 sequence += 0 if single else 1
                 ranked.report = _without(ranked.report, plan.gap.key)
                 continue
@@ -187,7 +190,8 @@ class Loop:
         analyse_s = mono() - t0
         faults.fault("analysis")
         backend = ctx.backend()
-        waits = waiting(baseline.report, history, backend.name)
+        on = waited_on(ctx, backend)
+        waits = waiting(baseline.report, history, on)
         passed_over = {k: WAITING for k in waits} | {k: QUARANTINED for k in quarantined}
         self.recorder.note_baseline(baseline.report, passed_over)
         if self.analysed is not None:
@@ -199,7 +203,7 @@ class Loop:
             }
         )
         return _Ranked(
-            baseline, report, for_planner(history, report), passed_over, backend, analyse_s
+            baseline, report, for_planner(history, report), passed_over, backend, analyse_s, on
         )
 
     def _plan(self, ranked: _Ranked, state: ProjectState, expected: str) -> IterationPlan | None:
@@ -241,10 +245,16 @@ class Loop:
         return name, why_not
 
     def _wait(
-        self, it: Iteration, why: str, unrecorded: list[tuple[Iteration, Ending]], single: bool
+        self,
+        it: Iteration,
+        why: str,
+        on: str,
+        unrecorded: list[tuple[Iteration, Ending]],
+        single: bool,
     ) -> None:
         """A plan nobody can carry out now: recorded as WAITING (in `once`, only if none runs)."""
-        ending = Ending(IterationOutcome.WAITING, None, f"waiting for an agent: {why}")
+        reason = f"waiting for an agent: {why}"
+        ending = Ending(IterationOutcome.WAITING, None, reason, waited_on=on)
         if single:
             unrecorded.append((it, ending))
             self.ctx.log(f"passed over {it.plan.gap.key}: {why}")
@@ -430,6 +440,16 @@ RECENT_RECORDS = 50
 """Latest records read for every plan (halts and reports look at these)."""
 PER_GAP_RECORDS = 5
 """Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""
+
+
+def waited_on(ctx: Context, backend: Backend) -> str:
+    """What a plan that cannot run waits on: the backend, the sandbox (its setting, and whether
+    it starts here) and the api_base. A change to any (seed.toml edited, bubblewrap installed)
+    judges waiting gaps again at once."""
+    guard = ctx.config.guard
+    works = not jails.check(ctx.paths, guard, Path(ctx.target.python))
+    sandbox = f"{guard.sandbox}" + ("" if works else " (unavailable)")
+    return f"backend {backend.name}; sandbox {sandbox}; api_base {ctx.config.agent.api_base or '-'}"
 
 
 def planning_history(store: RecordStore, report: GapReport) -> list[IterationRecord]:
