@@ -79,3 +79,7 @@ class AgentReport(Fact):
     """The tool's version when its output carries it (for tools with no --version)."""
     session: str = ""
     """The tool's own session id, when it reports one (a repair round continues it)."""
+    refusals: tuple[str, ...] = ()
+    """What the tool itself refused or could not do (a permission denial, its sandbox helper
+    failing, an auth error, a turn limit), each quoted verbatim from its output: the kernel
+    keeps only quotes found in the log it captured (`answers.refusals`)."""

@@ -20,6 +20,7 @@ from modules.agents.common import (
     option_str,
     prompt_argument,
     prompt_for,
+    quoted,
     report,
     tail_lines,
 )
@@ -143,6 +144,14 @@ class ClaudeAgent(CliAgent):
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the final result object."""
         return read_output(text, result.exit_code)
+
+    def refusals(self, text: str) -> list[str]:
+        """The result object's permission_denials (a tool asked for and refused: print mode
+        answers no one), a turn or budget limit's subtype, an API error's status, verbatim."""
+        found = quoted(text, "permission_denials")
+        found += [q for q in quoted(text, "subtype") if '"error_' in q]
+        found += quoted(text, "api_error_status")
+        return found or super().refusals(text)
 
     def session_of(self, text: str) -> str:
         """session_id of the result object."""

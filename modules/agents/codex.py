@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
@@ -13,6 +14,7 @@ from modules.agents.common import (
     failure,
     first_string,
     json_objects,
+    matching_lines,
     option_list,
     option_str,
     prompt_argument,
@@ -22,6 +24,10 @@ from modules.agents.common import (
 )
 
 _ACTIONS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
+_HELPER = re.compile(r"codex-linux-sandbox|\bbwrap: |landlock", re.IGNORECASE)
+"""codex's own sandbox failing to start (its helper, the bubblewrap it runs, Landlock)."""
+_ERRORS = re.compile(r'^\{"type":\s*"(error|turn\.failed)"')
+"""codex exec --json's error events."""
 
 PROVIDER = "seed"
 """The model provider entry seed defines for [agent] api_base."""
@@ -116,6 +122,13 @@ class CodexAgent(CliAgent):
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSONL events."""
         return read_output(text, result.exit_code)
+
+    def refusals(self, text: str) -> list[str]:
+        """Its own sandbox failing (codex-linux-sandbox, bubblewrap), then the error and
+        turn.failed events, verbatim."""
+        return matching_lines(text, _HELPER) + matching_lines(text, _ERRORS) or super().refusals(
+            text
+        )
 
     def session_of(self, text: str) -> str:
         """thread_id of the thread.started event (a resumed run reports the same id)."""
