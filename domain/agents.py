@@ -32,6 +32,9 @@ class RunSpec(Fact):
     only ones the sandbox shows the agent, read-write so a rotating token stays valid."""
     resumes: bool = False
     """This run continues the tool's own earlier session (a repair round that kept context)."""
+    cannot: str = ""
+    """Why the tool cannot work here as things are set up ('' when it can): the kernel waits,
+    naming it, instead of paying for a run that cannot succeed."""
 
 
 class RunResult(Fact):

@@ -150,6 +150,8 @@ class Loop:
             if not why and name != "none":
                 spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree))
                 why = "" if spec is not None else f"{name} cannot take this gap"
+                if spec is not None and spec.cannot:
+                    spec, why = None, f"{name} cannot run here: {spec.cannot[:500]}"
             if spec is None:
                 why = why or f"backend {name} only writes plans"
                 self._wait(it, why, ranked.waited_on, unrecorded, single)
@@ -407,6 +409,7 @@ class Loop:
         agent = self.ctx.config.agent
         return AgentContext(
             worktree=str(worktree),
+            home=str(Path.home().resolve()),
             seed_home=str(self.ctx.paths.seed_home),
             python=sys.executable,
             ruff=ruff_binary(),
@@ -444,12 +447,14 @@ PER_GAP_RECORDS = 5
 
 def waited_on(ctx: Context, backend: Backend) -> str:
     """What a plan that cannot run waits on: the backend, the sandbox (its setting, and whether
-    it starts here) and the api_base. A change to any (seed.toml edited, bubblewrap installed)
-    judges waiting gaps again at once."""
+    it starts here), the api_base and, with the sandbox off, the HOME the agent gets. A change
+    to any (seed.toml edited, bubblewrap installed) judges waiting gaps again at once."""
     guard = ctx.config.guard
     works = not jails.check(ctx.paths, guard, Path(ctx.target.python))
     sandbox = f"{guard.sandbox}" + ("" if works else " (unavailable)")
-    return f"backend {backend.name}; sandbox {sandbox}; api_base {ctx.config.agent.api_base or '-'}"
+    home = f"; home {Path.home()}" if not jails.enabled(guard) else ""
+    api_base = ctx.config.agent.api_base or "-"
+    return f"backend {backend.name}; sandbox {sandbox}; api_base {api_base}{home}"
 
 
 def planning_history(store: RecordStore, report: GapReport) -> list[IterationRecord]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
@@ -66,6 +67,18 @@ def usage_of(final: dict[str, Any]) -> Usage:
         cost_usd=cost,
         turns=as_int(final.get("num_turns")),
         model=str(model),
+    )
+
+
+def _cannot(context: AgentContext, sandboxed: bool) -> str:
+    """Outside seed's sandbox claude asks before editing a file it deems sensitive, which is
+    every file below a `.git` folder, and in print mode nobody answers: it edits nothing."""
+    if sandboxed or ".git" not in PurePosixPath(context.worktree).parts:
+        return ""
+    return (
+        f"with seed's sandbox off, Claude Code refuses every edit below a .git folder (its "
+        f"sensitive-file rule), and the checkout is {context.worktree}; set XDG_CACHE_HOME "
+        "to a folder outside any .git, or turn seed's sandbox on"
     )
 
 
@@ -139,7 +152,8 @@ class ClaudeAgent(CliAgent):
                 "CLAUDE_CODE_MAX_RETRIES": "0",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             }
-        return self.spec(prompt, argv, env, resumes=resumes)
+        spec = self.spec(prompt, argv, env, resumes=resumes)
+        return spec.model_copy(update={"cannot": _cannot(context, sandboxed)})
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the final result object."""

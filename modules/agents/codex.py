@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import PurePosixPath
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
@@ -49,6 +50,22 @@ def provider_overrides(api_base: str) -> list[str]:
     for key, value in settings.items():
         argv += ["-c", f"{key}={json.dumps(value)}"]
     return argv
+
+
+def _cannot(context: AgentContext) -> str:
+    """codex's own sandbox (seed's is off) runs its helper from under CODEX_HOME, which is under
+    HOME: with HOME under /tmp, the bubblewrap codex starts has a /tmp of its own, and every
+    command ends `bwrap: execvp codex-linux-sandbox: No such file or directory`."""
+    if context.options.get("sandboxed") is True or not context.home:
+        return ""
+    home = PurePosixPath(context.home)
+    if home == PurePosixPath("/tmp") or PurePosixPath("/tmp") in home.parents:
+        return (
+            f"with seed's sandbox off, codex runs its own, which cannot find its helper "
+            f"(codex-linux-sandbox) while HOME ({context.home}) is under /tmp; run seed with "
+            'HOME elsewhere, or turn seed\'s sandbox on ([guard] sandbox = "on")'
+        )
+    return ""
 
 
 def read_output(text: str, exit_code: int | None) -> AgentReport:
@@ -117,7 +134,8 @@ class CodexAgent(CliAgent):
         if resumes:
             argv += ["resume", context.resume]
         argv.append(prompt_argument(prompt))
-        return self.spec(prompt, argv, resumes=resumes)
+        spec = self.spec(prompt, argv, resumes=resumes)
+        return spec.model_copy(update={"cannot": _cannot(context)})
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSONL events."""

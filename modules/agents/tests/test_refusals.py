@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from modules.agents import aider, claude, codex
-from modules.agents.tests.helpers import make_plan, ran
+from modules.agents.tests.helpers import make_context, make_plan, ran
 
 # Claude Code 2.1's --output-format json result after an Edit it denied (print mode: nobody
 # answers its permission prompt), as captured from the real CLI with the sandbox off
@@ -67,3 +67,24 @@ def test_an_auth_error_line_of_any_tool_is_quoted() -> None:
     text = "litellm.AuthenticationError: invalid api key provided\nTokens: 10 sent\n"
     report = aider.AGENT.parse(make_plan(), ran(text, 0))
     assert report.refusals == ("litellm.AuthenticationError: invalid api key provided",)
+
+
+def test_codex_with_seeds_sandbox_off_and_home_under_tmp_says_so_before_it_runs() -> None:
+    context = make_context(sandboxed=False).model_copy(update={"home": "/tmp/t/home"})
+    spec = codex.AGENT.run_spec(make_plan(), context)
+    assert "codex-linux-sandbox" in spec.cannot and "/tmp/t/home" in spec.cannot
+    inside = make_context(sandboxed=True).model_copy(update={"home": "/tmp/t/home"})
+    assert codex.AGENT.run_spec(make_plan(), inside).cannot == ""
+    elsewhere = make_context(sandboxed=False).model_copy(update={"home": "/home/u"})
+    assert codex.AGENT.run_spec(make_plan(), elsewhere).cannot == ""
+
+
+def test_claude_with_seeds_sandbox_off_and_its_checkout_below_git_says_so() -> None:
+    context = make_context(sandboxed=False).model_copy(
+        update={"worktree": "/home/u/p/.git/seed/wt/iter-0001"}
+    )
+    assert "sensitive-file rule" in claude.AGENT.run_spec(make_plan(), context).cannot
+    outside = make_context(sandboxed=False).model_copy(
+        update={"worktree": "/home/u/.cache/seed/checkouts/ab12/iter-0001"}
+    )
+    assert claude.AGENT.run_spec(make_plan(), outside).cannot == ""
