@@ -25,8 +25,12 @@ from modules.agents.common import (
 )
 
 _ACTIONS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
-_HELPER = re.compile(r"codex-linux-sandbox|\bbwrap: |landlock", re.IGNORECASE)
-"""codex's own sandbox failing to start (its helper, the bubblewrap it runs, Landlock)."""
+_HELPER = re.compile(
+    r"codex-linux-sandbox|\bbwrap: |landlock|could not create PATH aliases", re.IGNORECASE
+)
+"""codex's own sandbox failing to start (its helper, the bubblewrap it runs, Landlock; 0.169
+warns `could not create PATH aliases: Refusing to create helper binaries under temporary dir
+"/tmp"` and then runs no command at all)."""
 _ERRORS = re.compile(r'^\{"type":\s*"(error|turn\.failed)"')
 """codex exec --json's error events."""
 
@@ -53,15 +57,16 @@ def provider_overrides(api_base: str) -> list[str]:
 
 
 def _cannot(context: AgentContext) -> str:
-    """codex's own sandbox (seed's is off) runs its helper from under CODEX_HOME, which is under
-    HOME: with HOME under /tmp, the bubblewrap codex starts has a /tmp of its own, and every
-    command ends `bwrap: execvp codex-linux-sandbox: No such file or directory`."""
+    """codex's own sandbox (seed's is off) runs its helper (codex-linux-sandbox) through links
+    it makes under CODEX_HOME, in HOME: under /tmp it refuses to make them (0.169: `Refusing
+    to create helper binaries under temporary dir`) and runs no command (older releases ended
+    each one `bwrap: execvp codex-linux-sandbox: No such file or directory`)."""
     if context.options.get("sandboxed") is True or not context.home:
         return ""
     home = PurePosixPath(context.home)
     if home == PurePosixPath("/tmp") or PurePosixPath("/tmp") in home.parents:
         return (
-            f"with seed's sandbox off, codex runs its own, which cannot find its helper "
+            f"with seed's sandbox off, codex runs its own, which cannot set up its helper "
             f"(codex-linux-sandbox) while HOME ({context.home}) is under /tmp; run seed with "
             'HOME elsewhere, or turn seed\'s sandbox on ([guard] sandbox = "on")'
         )

@@ -88,3 +88,21 @@ def test_claude_with_seeds_sandbox_off_and_its_checkout_below_git_says_so() -> N
         update={"worktree": "/home/u/.cache/seed/checkouts/ab12/iter-0001"}
     )
     assert claude.AGENT.run_spec(make_plan(), outside).cannot == ""
+
+
+# codex-cli 0.169.0 with seed's sandbox off and HOME under /tmp, as the real CLI printed it
+CODEX_NO_ALIASES = (
+    "WARNING: proceeding, even though we could not create PATH aliases: Refusing to create "
+    'helper binaries under temporary dir "/tmp" (codex_home: '
+    'AbsolutePathBuf("/tmp/t/home/.codex"))\n'
+    '{"type":"thread.started","thread_id":"01a2"}\n'
+    '{"type":"turn.started"}\n'
+    '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Fixed add()."}}\n'
+    '{"type":"turn.completed","usage":{"input_tokens":2000,"output_tokens":100}}\n'
+)
+
+
+def test_codex_without_its_helper_aliases_is_quoted() -> None:
+    report = codex.AGENT.parse(make_plan(), ran(CODEX_NO_ALIASES))
+    [quote] = report.refusals
+    assert "could not create PATH aliases" in quote and quote in CODEX_NO_ALIASES
