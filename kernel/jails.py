@@ -263,6 +263,7 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
             shown=_shown(paths, python),
             in_place=in_place,
             through=through,
+            named=_linked_entries(root, python[0] if python else None),
         )
         made = tuple(sandbox.mount_points(profile))
         return Jailed(sandbox.wrap(argv, profile), root if in_place else tree, made)
@@ -326,6 +327,11 @@ def build_products(root: Path, python: Path | None) -> tuple[tuple[Path, Path], 
 def _path_entries(root: Path, python: Path | None) -> list[Path]:
     """Folders inside the checkout that the `.pth` files of the environment `python` belongs
     to name (a path entry of an editable install)."""
+    return [p for p in _pth_entries(python) if p != root and p.is_relative_to(root)]
+
+
+def _pth_entries(python: Path | None) -> list[Path]:
+    """The absolute path entries the `.pth` files of the environment `python` belongs to name."""
     if python is None:
         return []
     prefix = python.parent.parent
@@ -339,10 +345,15 @@ def _path_entries(root: Path, python: Path | None) -> list[Path]:
             entry = line.strip()
             if entry.startswith(("#", "import ", "import\t")) or not os.path.isabs(entry):
                 continue
-            path = Path(os.path.normpath(entry))
-            if path != root and path.is_relative_to(root):
-                found.append(path)
+            found.append(Path(os.path.normpath(entry)))
     return found
+
+
+def _linked_entries(root: Path, python: Path | None) -> tuple[Path, ...]:
+    """Path entries naming the checkout through a link (`pip install -e .` run in a linked
+    folder): runs reach the tree by that name, so the links on the way are made again."""
+    found = [p for p in _pth_entries(python) if not p.is_relative_to(root)]
+    return tuple(p for p in found if Path(os.path.realpath(p)).is_relative_to(root))[:50]
 
 
 def module_jail(paths: Paths, guard: GuardConfig) -> ModuleJail | None:

@@ -91,6 +91,9 @@ class Profile:
     """(export, checkout): the export bound read-write at the checkout's path, so the run sees
     the export by the checkout's name and nothing of the checkout but `through`; every other
     place inside the checkout is left out (hidden ones are unseen anyway)."""
+    named: tuple[Path, ...] = ()
+    """Places runs reach by a name through a link (a `.pth` entry written in a linked folder):
+    nothing is mounted for them, the links on the way are made again (`_links`)."""
     through: tuple[tuple[Path, Path], ...] = ()
     """(source, place): with `in_place`, what the run still sees of the person's side inside
     the checkout, read-only (their environment, build products git ignores); shown places
@@ -348,7 +351,7 @@ def _links(profile: Profile, covered: Sequence[Path]) -> list[tuple[Path, str]]:
     through (`/tmp/work -> /tmp/real`), each with its target: made again in the sandbox, so a
     place is found by the name runs use (a virtualenv's python finds its pyvenv.cfg by it).
     A link grants nothing: every mount is made by its resolved path."""
-    named = [*profile.writable, *profile.readonly, *profile.shown]
+    named = [*profile.writable, *profile.readonly, *profile.shown, *profile.named]
     named += [profile.chdir] if profile.chdir is not None else []
     # a link inside a place bound whole is there already
     bound = [p.resolve() for p in (*profile.writable, *profile.readonly, *profile.shown)]

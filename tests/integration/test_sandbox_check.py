@@ -129,3 +129,22 @@ def test_a_target_interpreter_the_sandbox_cannot_start_is_named(tmp_path: Path) 
     assert "install bubblewrap" not in problem
     assert sandbox.available().ok
     assert sys.executable
+
+
+def test_an_editable_install_made_through_a_link_imports_the_export(linked: Path) -> None:
+    # `pip install -e .` run in /tmp/work/target writes that name into a .pth file; the
+    # sandbox must know it, and show the export there as it does the checkout
+    target = make_repo(linked / "target", {"src/pkg/__init__.py": "WHO = 'checkout'\n"})
+    _venv(target / ".venv")
+    python = target.resolve() / ".venv" / "bin" / "python"  # as seed names it: the root resolved
+    purelib = next((target / ".venv" / "lib").glob("python3*/site-packages"))
+    (purelib / "__editable__.pkg.pth").write_text(f"{target / 'src'}\n", encoding="utf-8")
+    export = linked.resolve() / "export"  # seed exports under the resolved root
+    shutil.copytree(target / "src", export / "src")
+    (export / "src" / "pkg" / "__init__.py").write_text("WHO = 'export'\n")
+    paths = Paths(root=target.resolve(), common=target.resolve() / ".git")
+    jail = jails.measurement_jail(paths, GuardConfig())
+    assert jail is not None
+    jailed = jail([str(python), "-c", "import pkg; print(pkg.WHO)"], export, ())
+    done = subprocess.run(jailed.argv, cwd="/", capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "export", done.stdout + done.stderr
