@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from modules.agents import aider, claude, codex
+from modules.agents import aider, claude, codex, gemini, opencode
 from modules.agents.tests.helpers import make_context, make_plan, ran
+from modules.agents.tests.test_parsers import AIDER_401, GEMINI_400, OPENCODE_401
 
 # Claude Code 2.1's --output-format json result after an Edit it denied (print mode: nobody
 # answers its permission prompt), as captured from the real CLI with the sandbox off
@@ -106,3 +107,12 @@ def test_codex_without_its_helper_aliases_is_quoted() -> None:
     report = codex.AGENT.parse(make_plan(), ran(CODEX_NO_ALIASES))
     [quote] = report.refusals
     assert "could not create PATH aliases" in quote and quote in CODEX_NO_ALIASES
+
+
+def test_gemini_opencode_and_aider_errors_are_quoted_in_their_real_shapes() -> None:
+    [said] = gemini.AGENT.parse(make_plan(), ran(GEMINI_400, 144)).refusals
+    assert said.startswith('"error":{"type":"Error"') and said in GEMINI_400
+    [said] = opencode.AGENT.parse(make_plan(), ran(OPENCODE_401, 1)).refusals
+    assert '"name":"APIError"' in said and said in OPENCODE_401
+    [said] = aider.AGENT.parse(make_plan(), ran(AIDER_401, 0)).refusals
+    assert said.startswith("litellm.AuthenticationError") and said in AIDER_401
