@@ -32,6 +32,9 @@ class RunSpec(Fact):
     only ones the sandbox shows the agent, read-write so a rotating token stays valid."""
     resumes: bool = False
     """This run continues the tool's own earlier session (a repair round that kept context)."""
+    cannot: str = ""
+    """Why the tool cannot work here as things are set up ('' when it can): the kernel waits,
+    naming it, instead of paying for a run that cannot succeed."""
 
 
 class RunResult(Fact):
@@ -79,3 +82,7 @@ class AgentReport(Fact):
     """The tool's version when its output carries it (for tools with no --version)."""
     session: str = ""
     """The tool's own session id, when it reports one (a repair round continues it)."""
+    refusals: tuple[str, ...] = ()
+    """What the tool itself refused or could not do (a permission denial, its sandbox helper
+    failing, an auth error, a turn limit), each quoted verbatim from its output: the kernel
+    keeps only quotes found in the log it captured (`answers.refusals`)."""

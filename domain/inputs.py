@@ -47,3 +47,5 @@ class AgentContext(Fact):
     """A repair round: the session id the tool reported in the previous round ("" if none)."""
     feedback: str = ""
     """A repair round: why the kernel refused the last change (its evidence), for the prompt."""
+    home: str = ""
+    """The HOME the tool runs with when seed's sandbox is off (the person's, resolved)."""

@@ -77,6 +77,9 @@ class IterationRecord(Fact):
     """KEPT: the base's tests the change edits that no longer pass against the base's own test
     files (what a person approves)."""
     backend: str = ""
+    waited_on: str = ""
+    """WAITING: what the gap waited on (the backend, the sandbox, the api_base, as seed.toml and
+    the machine gave them); when that changes, the gap is judged again."""
     sandboxed: bool | None = None
     """Whether the agent and the test runs ran in the sandbox (None: no agent ran)."""
     agent_version: str = ""

@@ -17,7 +17,7 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import agentgit, budget, faults, inbox, jails, procs, readback
+from kernel import agentgit, answers, budget, faults, inbox, jails, procs, readback
 from kernel.context import Context
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
@@ -293,6 +293,7 @@ class AgentRunner:
                 success=completed.exit_code == 0,
                 summary=f"the adapter could not read the run: {exc}",
             )
+        report = answers.refusals(report, f"{run_result.output}\n{run_result.output_tail}")
         if not (found.ok or found.missing):
             report = report.model_copy(
                 update={
@@ -340,6 +341,7 @@ class AgentRunner:
                 IterationOutcome.FAILURE,
                 category,
                 f"the agent reported failure (exit {completed.exit_code}): {agent.summary[:300]}",
+                evidence=agent.refusals,
             )
         return None
 

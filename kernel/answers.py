@@ -13,7 +13,16 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from domain import Diagnostic, Gap, GapCategory, GapReport, InboxItem, InboxText, IterationPlan
+from domain import (
+    AgentReport,
+    Diagnostic,
+    Gap,
+    GapCategory,
+    GapReport,
+    InboxItem,
+    InboxText,
+    IterationPlan,
+)
 from kernel.errors import HostError
 
 M = TypeVar("M", bound=BaseModel)
@@ -47,6 +56,17 @@ def valid(model: type[M], value: Any, what: str) -> M:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise HostError(f"module host returned an invalid {what}: {where}: {first['msg']}") from exc
+
+
+_REFUSALS = 5
+_REFUSAL_CHARS = 500
+
+
+def refusals(report: AgentReport, log: str) -> AgentReport:
+    """The adapter's report with only the refusals it quoted from the log the kernel captured
+    (an adapter cannot make up evidence), the first few, each bounded."""
+    kept = [r[:_REFUSAL_CHARS] for r in report.refusals if r.strip() and r in log]
+    return report.model_copy(update={"refusals": tuple(kept[:_REFUSALS])})
 
 
 def agent_list(value: Any) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:

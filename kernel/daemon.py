@@ -12,7 +12,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,7 +20,7 @@ from types import FrameType
 from typing import cast
 
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
-from kernel import gitops, halt, inbox, procs
+from kernel import gitops, halt, inbox, jails, procs
 from kernel.analysis import Baseline, analyse, read_inbox
 from kernel.context import Context
 from kernel.daemonlock import DaemonLock
@@ -28,10 +28,13 @@ from kernel.errors import HostError, Interrupted, SeedError
 from kernel.loop import Loop, for_planner, planning_history
 from kernel.metrics import MetricsServer, exposition, snapshot
 from kernel.quarantine import quarantined, tree_digest
+from kernel.recording import WAITING
 from kernel.recovery import mark_daemon, recover
 from kernel.status import StatusWriter
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
+_LISTED = 5
+"""Waiting gaps `once` names when it has nothing to do (the rest are counted)."""
 
 
 @dataclass
@@ -167,6 +170,8 @@ class Daemon:
         self.metrics_port = metrics_port
         self.metrics: MetricsServer | None = None
         ctx.inbox_ready = self.wake.snapshot
+        self.passed_over: Mapping[str, str] = {}
+        """The gaps the latest analysis passed over, and why (waiting, quarantined)."""
 
     def _start(self) -> None:
         self.lock.acquire()
@@ -193,6 +198,8 @@ class Daemon:
         self.ctx.log(
             f"watching {self.ctx.paths.root} with backend {backend.name} ({backend.reason})"
         )
+        guard, python = self.ctx.config.guard, Path(self.ctx.target.python)
+        self.ctx.log(f"sandbox: {jails.describe(guard, self.ctx.paths, python)}")
 
     def _refresh_metrics(self) -> None:
         """Render the metrics page in this (the main) thread; the server only serves it."""
@@ -209,6 +216,7 @@ class Daemon:
         self._refresh_metrics()
 
     def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+        self.passed_over = passed_over
         self.status.analysed(report, passed_over)
         self._refresh_metrics()
 
@@ -261,10 +269,23 @@ class Daemon:
             if after.halted:
                 return EXIT_HALTED
             if not ran:
+                self.ctx.log(self._nothing_to_do(records))
                 return EXIT_NOTHING
             return EXIT_OK if ran[-1].outcome == IterationOutcome.SUCCESS else EXIT_FAILED
         finally:
             self._stop()
+
+    def _nothing_to_do(self, records: Sequence[IterationRecord]) -> str:
+        """Why `once` ran nothing: the gaps that wait, and what each waits for."""
+        reasons = {r.gap.key: r.reason for r in records}
+        held = [k for k, why in self.passed_over.items() if why == WAITING and k not in reasons]
+        for record in self.ctx.store.for_gaps(held, per_gap=1, brief=True):
+            reasons[record.gap.key] = record.reason
+        if not reasons:
+            return "nothing to do: no open gap an agent can take"
+        shown = [f"{key} ({why})" for key, why in list(reasons.items())[:_LISTED]]
+        more = f"; and {len(reasons) - _LISTED} more" if len(reasons) > _LISTED else ""
+        return f"nothing to do: {len(reasons)} gap(s) waiting: {'; '.join(shown)}{more}"
 
     def run(self, max_iterations: int = 0) -> int:
         """Iterate while there is work an agent can take; otherwise sleep until an event or the timer."""

@@ -47,6 +47,8 @@ class Ending:
     verification: Verification | None = None
     commit: str | None = None
     kept: str | None = None
+    waited_on: str = ""
+    """WAITING: what the plan waits on (`loop.waited_on`)."""
 
 
 @dataclass

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kernel import gitops, sandbox
+from kernel import gitops, procs, sandbox
 from kernel.config import GuardConfig
 from kernel.host import ModuleJail
 from kernel.measure import PLUGIN_DIR, Jail, Jailed
@@ -52,22 +52,71 @@ def active(guard: GuardConfig) -> bool:
     return enabled(guard) and sandbox.available().ok
 
 
-def why_not(guard: GuardConfig) -> str:
+def why_not(guard: GuardConfig, paths: Paths | None = None, python: Path | None = None) -> str:
     """Why no agent that executes code may run now ('' when one may)."""
+    problem = check(paths, guard, python)
+    return f"no sandbox: {problem}" if problem else ""
+
+
+def describe(guard: GuardConfig, paths: Paths | None = None, python: Path | None = None) -> str:
+    """One line for `status`, the log and reports: how runs are isolated here."""
+    if not enabled(guard):
+        return 'off: agents and test runs are NOT sandboxed ([guard] sandbox = "off")'
+    problem = check(paths, guard, python)
+    if problem:
+        return f"unavailable, so no agent runs (plans only): {problem}"
+    return "on: bubblewrap (read-only filesystem, hidden HOME, PID namespace, limits)"
+
+
+_CHECKED: dict[tuple[object, ...], str] = {}
+
+
+def check(paths: Paths | None, guard: GuardConfig, python: Path | None) -> str:
+    """Why runs cannot start in the sandbox here ('' when they can, or when it is off).
+
+    Runs what real runs run, from wherever it lives: bubblewrap itself (`sandbox.available`),
+    then the target's interpreter in the test-run profile and seed's in the module server's;
+    each once per process."""
     if not enabled(guard):
         return ""
     found = sandbox.available()
-    return "" if found.ok else f"no sandbox: {found.reason}"
+    if not found.ok or paths is None:
+        return found.reason
+    key = (paths, python, guard.sandbox_memory_mb, guard.sandbox_max_processes)
+    if key not in _CHECKED:
+        _CHECKED[key] = _starts(paths, guard, python)
+    return _CHECKED[key]
 
 
-def describe(guard: GuardConfig) -> str:
-    """One line for `status` and reports: how runs are isolated here."""
-    if not enabled(guard):
-        return 'off: agents and test runs are NOT sandboxed ([guard] sandbox = "off")'
-    found = sandbox.available()
-    if not found.ok:
-        return f"unavailable, so no agent runs (plans only): {found.reason}"
-    return "on: bubblewrap (read-only filesystem, hidden HOME, PID namespace, limits)"
+def _starts(paths: Paths, guard: GuardConfig, python: Path | None) -> str:
+    """Whether the target's interpreter and seed's start in their real profiles, nothing writable."""
+    runs: list[tuple[str, list[str], sandbox.Profile]] = []
+    if python is not None and python.is_absolute():
+        target = _measurement(guard, paths, shown=_shown(paths, (python,)))
+        runs.append(("the target's interpreter", [str(python), "-I", "-c", "pass"], target))
+    code = paths.seed_home
+    module = _measurement(guard, paths, readonly=(code,), shown=_shown(paths), chdir=code)
+    runs.append(("seed's interpreter (the module server)", [sys.executable, "-c", "pass"], module))
+    for what, argv, profile in runs:
+        try:
+            done = procs.run(
+                sandbox.wrap(argv, profile),
+                cwd="/",
+                timeout_s=60,
+                env=procs.run_env(PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1"),
+                merge_stderr=True,
+                interruptible=False,
+            )
+        except OSError as exc:
+            return f"{what} {argv[0]} did not start in the sandbox: {exc}"
+        if not done.ok:
+            said = done.text().strip()[-300:]
+            return (
+                f"bubblewrap works, but {what} {argv[0]} did not start in the sandbox "
+                f"(it said: {said}); a fault of seed's, please report it, or set "
+                '[guard] sandbox = "off"'
+            )
+    return ""
 
 
 def _limited(guard: GuardConfig, **mounts: Any) -> sandbox.Profile:
@@ -214,6 +263,7 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
             shown=_shown(paths, python),
             in_place=in_place,
             through=through,
+            named=_linked_entries(root, python[0] if python else None),
         )
         made = tuple(sandbox.mount_points(profile))
         return Jailed(sandbox.wrap(argv, profile), root if in_place else tree, made)
@@ -277,6 +327,11 @@ def build_products(root: Path, python: Path | None) -> tuple[tuple[Path, Path], 
 def _path_entries(root: Path, python: Path | None) -> list[Path]:
     """Folders inside the checkout that the `.pth` files of the environment `python` belongs
     to name (a path entry of an editable install)."""
+    return [p for p in _pth_entries(python) if p != root and p.is_relative_to(root)]
+
+
+def _pth_entries(python: Path | None) -> list[Path]:
+    """The absolute path entries the `.pth` files of the environment `python` belongs to name."""
     if python is None:
         return []
     prefix = python.parent.parent
@@ -290,10 +345,15 @@ def _path_entries(root: Path, python: Path | None) -> list[Path]:
             entry = line.strip()
             if entry.startswith(("#", "import ", "import\t")) or not os.path.isabs(entry):
                 continue
-            path = Path(os.path.normpath(entry))
-            if path != root and path.is_relative_to(root):
-                found.append(path)
+            found.append(Path(os.path.normpath(entry)))
     return found
+
+
+def _linked_entries(root: Path, python: Path | None) -> tuple[Path, ...]:
+    """Path entries naming the checkout through a link (`pip install -e .` run in a linked
+    folder): runs reach the tree by that name, so the links on the way are made again."""
+    found = [p for p in _pth_entries(python) if not p.is_relative_to(root)]
+    return tuple(p for p in found if Path(os.path.realpath(p)).is_relative_to(root))[:50]
 
 
 def module_jail(paths: Paths, guard: GuardConfig) -> ModuleJail | None:

@@ -142,9 +142,7 @@ class Judge:
             return self._oversized(it, candidate, retry)
         if not candidate.changes:
             it.timed("inspect", t0)
-            return Ending(
-                IterationOutcome.NO_CHANGE, None, "the agent said it was done but changed nothing"
-            )
+            return _unchanged(it)
         place = Export(ctx.paths.root, ctx.paths.exports, candidate.tree, "candidate", store)
         try:
             judged = self._repaired_and_guarded(it, baseline, candidate, place, store, retry, t0)
@@ -452,6 +450,23 @@ def _gap_nodes(it: Iteration) -> tuple[str, ...]:
     gap = it.plan.gap
     return tuple(
         sorted({d.node_id for d in gap.evidence if d.node_id and d.rule in ("failed", "error")})
+    )
+
+
+def _unchanged(it: Iteration) -> Ending:
+    """A run that changed nothing: NO_CHANGE, unless the tool itself refused something (a
+    permission denial, its sandbox helper, an auth error, a turn limit): then AGENT_ERROR,
+    quoting the refusal from the log the kernel captured."""
+    refused = it.agent.refusals if it.agent is not None else ()
+    if not refused:
+        return Ending(
+            IterationOutcome.NO_CHANGE, None, "the agent said it was done but changed nothing"
+        )
+    return Ending(
+        IterationOutcome.FAILURE,
+        FailureCategory.AGENT_ERROR,
+        f"the agent changed nothing: its tool refused: {refused[0][:300]}",
+        evidence=refused,
     )
 
 

@@ -60,6 +60,8 @@ class _Ranked:
     """Gap keys not offered to the planner, and why (quarantined, waiting for an agent)."""
     backend: Backend
     analyse_s: float
+    waited_on: str = ""
+    """What a plan that cannot run now waits on (`waited_on`)."""
 
 
 class Loop:
@@ -150,8 +152,11 @@ class Loop:
             if not why and name != "none":
                 spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree))
                 why = "" if spec is not None else f"{name} cannot take this gap"
+                if spec is not None and spec.cannot:
+                    spec, why = None, f"{name} cannot run here: {spec.cannot[:500]}"
             if spec is None:
-                self._wait(it, why or f"backend {name} only writes plans", unrecorded, single)
+                why = why or f"backend {name} only writes plans"
+                self._wait(it, why, ranked.waited_on, unrecorded, single)
                 sequence += 0 if single else 1
                 ranked.report = _without(ranked.report, plan.gap.key)
                 continue
@@ -189,7 +194,8 @@ class Loop:
         analyse_s = mono() - t0
         faults.fault("analysis")
         backend = ctx.backend()
-        waits = waiting(baseline.report, history, backend.name)
+        on = waited_on(ctx, backend)
+        waits = waiting(baseline.report, history, on)
         passed_over = {k: WAITING for k in waits} | {k: QUARANTINED for k in quarantined}
         self.recorder.note_baseline(baseline.report, passed_over)
         if self.analysed is not None:
@@ -201,7 +207,7 @@ class Loop:
             }
         )
         return _Ranked(
-            baseline, report, for_planner(history, report), passed_over, backend, analyse_s
+            baseline, report, for_planner(history, report), passed_over, backend, analyse_s, on
         )
 
     def _plan(self, ranked: _Ranked, state: ProjectState, expected: str) -> IterationPlan | None:
@@ -228,7 +234,11 @@ class Loop:
     ) -> tuple[str, str]:
         """The backend for this plan, and why it cannot run now ('' when it can)."""
         name, spec_reason = self.choose(it.plan, it.backend)
-        unjailed = "" if name in UNSANDBOXED else jails.why_not(self.ctx.config.guard)
+        unjailed = (
+            ""
+            if name in UNSANDBOXED
+            else jails.why_not(self.ctx.config.guard, self.ctx.paths, Path(self.ctx.target.python))
+        )
         why_not = (
             spec_reason
             or unjailed
@@ -239,10 +249,16 @@ class Loop:
         return name, why_not
 
     def _wait(
-        self, it: Iteration, why: str, unrecorded: list[tuple[Iteration, Ending]], single: bool
+        self,
+        it: Iteration,
+        why: str,
+        on: str,
+        unrecorded: list[tuple[Iteration, Ending]],
+        single: bool,
     ) -> None:
         """A plan nobody can carry out now: recorded as WAITING (in `once`, only if none runs)."""
-        ending = Ending(IterationOutcome.WAITING, None, f"waiting for an agent: {why}")
+        reason = f"waiting for an agent: {why}"
+        ending = Ending(IterationOutcome.WAITING, None, reason, waited_on=on)
         if single:
             unrecorded.append((it, ending))
             self.ctx.log(f"passed over {it.plan.gap.key}: {why}")
@@ -395,6 +411,7 @@ class Loop:
         agent = self.ctx.config.agent
         return AgentContext(
             worktree=str(worktree),
+            home=str(Path.home().resolve()),
             seed_home=str(self.ctx.paths.seed_home),
             python=sys.executable,
             ruff=ruff_binary(),
@@ -428,6 +445,18 @@ RECENT_RECORDS = 50
 """Latest records read for every plan (halts and reports look at these)."""
 PER_GAP_RECORDS = 5
 """Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""
+
+
+def waited_on(ctx: Context, backend: Backend) -> str:
+    """What a plan that cannot run waits on: the backend, the sandbox (its setting, and whether
+    it starts here), the api_base and, with the sandbox off, the HOME the agent gets. A change
+    to any (seed.toml edited, bubblewrap installed) judges waiting gaps again at once."""
+    guard = ctx.config.guard
+    works = not jails.check(ctx.paths, guard, Path(ctx.target.python))
+    sandbox = f"{guard.sandbox}" + ("" if works else " (unavailable)")
+    home = f"; home {Path.home()}" if not jails.enabled(guard) else ""
+    api_base = ctx.config.agent.api_base or "-"
+    return f"backend {backend.name}; sandbox {sandbox}; api_base {api_base}{home}"
 
 
 def planning_history(store: RecordStore, report: GapReport) -> list[IterationRecord]:

@@ -188,9 +188,9 @@ def _fail_queued(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list
     return moved
 
 
-def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str) -> set[str]:
-    """Gaps already planned and waiting for an agent (the same backend) or for a person (KEPT),
-    unchanged since."""
+def waiting(report: GapReport, records: Sequence[IterationRecord], waited_on: str) -> set[str]:
+    """Gaps already planned and waiting for an agent (on what still holds: the same backend,
+    sandbox and api_base, `loop.waited_on`) or for a person (KEPT), unchanged since."""
     latest: dict[str, IterationRecord] = {}
     for record in records:
         latest[record.gap.key] = record
@@ -201,7 +201,7 @@ def waiting(report: GapReport, records: Sequence[IterationRecord], backend: str)
             record is not None
             and record_signature(record) == gap_signature(gap)
             and (
-                (record.outcome == IterationOutcome.WAITING and record.backend == backend)
+                (record.outcome == IterationOutcome.WAITING and record.waited_on == waited_on)
                 # kept for a person to approve: another agent run would only keep it again
                 or record.outcome == IterationOutcome.KEPT
             )

@@ -145,6 +145,7 @@ class Recorder:
             kept_branch=ending.kept,
             changed_tests=tuple(cap_lines(verification.changed_tests)) if verification else (),
             backend=it.backend.name,
+            waited_on=ending.waited_on,
             sandboxed=it.sandboxed if it.exit_code is not None else None,
             agent_version=it.agent_version,
             agent_exit_code=it.exit_code,

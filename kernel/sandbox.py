@@ -26,20 +26,15 @@ import contextlib
 import functools
 import itertools
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-INSTALL = (
-    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
-    "bubblewrap); it needs unprivileged user namespaces or root, so it does not run on "
-    'macOS or in some containers; or set [guard] sandbox = "off" in seed.toml to run '
-    "agents unsandboxed"
-)
 
 _LIMITS = (
     "import os, resource, sys\n"
@@ -96,6 +91,9 @@ class Profile:
     """(export, checkout): the export bound read-write at the checkout's path, so the run sees
     the export by the checkout's name and nothing of the checkout but `through`; every other
     place inside the checkout is left out (hidden ones are unseen anyway)."""
+    named: tuple[Path, ...] = ()
+    """Places runs reach by a name through a link (a `.pth` entry written in a linked folder):
+    nothing is mounted for them, the links on the way are made again (`_links`)."""
     through: tuple[tuple[Path, Path], ...] = ()
     """(source, place): with `in_place`, what the run still sees of the person's side inside
     the checkout, read-only (their environment, build products git ignores); shown places
@@ -110,29 +108,176 @@ class Availability:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class Facts:
+    """What the machine says about user namespaces and bubblewrap, read from /proc/sys and
+    the file system (`facts`), for `cause` to name why bubblewrap cannot start."""
+
+    installed: bool = True
+    said: str = ""
+    """bubblewrap's own words when it failed (stderr)."""
+    setuid: bool = False
+    root: bool = False
+    unprivileged_userns_clone: int | None = None
+    """kernel.unprivileged_userns_clone (Debian's and older Ubuntu kernels' switch)."""
+    max_user_namespaces: int | None = None
+    """user.max_user_namespaces (0 turns user namespaces off: RHEL/CentOS 7's default)."""
+    apparmor_restrict: int | None = None
+    """kernel.apparmor_restrict_unprivileged_userns (1 by default on Ubuntu 24.04)."""
+    container: str = ""
+    """The container this process runs in ("docker", "podman", ...), if any."""
+
+
+_OFF = 'or set [guard] sandbox = "off" in seed.toml to run agents and tests unsandboxed'
+_PERSIST = "(to keep it after a reboot, put the same line in /etc/sysctl.d/90-seed.conf)"
+_APPARMOR_PROFILE = (
+    "/etc/apparmor.d/bwrap holding `abi <abi/4.0>, include <tunables/global> profile bwrap "
+    "/usr/bin/bwrap flags=(unconfined) { userns, }`, then `sudo apparmor_parser -r "
+    "/etc/apparmor.d/bwrap`"
+)
+
+
+_NAMESPACE_WORDS = re.compile(
+    r"namespace|uid map|operation not permitted|permission denied|no permissions", re.IGNORECASE
+)
+"""What bubblewrap says when the container forbids it a namespace (not a missing file)."""
+
+
+def cause(found: Facts) -> str:
+    """Why bubblewrap cannot start a sandbox here, and what fixes it (a pure function)."""
+    said = f" (bwrap said: {found.said})" if found.said else ""
+    if not found.installed:
+        return (
+            "bubblewrap (bwrap) is not installed: install it (Debian/Ubuntu: sudo apt-get "
+            "install bubblewrap; Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S "
+            f"bubblewrap), {_OFF}"
+        )
+    unprivileged = not found.root and not found.setuid
+    if found.max_user_namespaces == 0:
+        return (
+            f"user namespaces are turned off (user.max_user_namespaces = 0){said}: run `sudo "
+            f"sysctl -w user.max_user_namespaces=15000` {_PERSIST}, {_OFF}"
+        )
+    if unprivileged and found.unprivileged_userns_clone == 0:
+        return (
+            "unprivileged user namespaces are turned off (kernel.unprivileged_userns_clone = "
+            f"0){said}: run `sudo sysctl -w kernel.unprivileged_userns_clone=1` {_PERSIST}, {_OFF}"
+        )
+    if unprivileged and found.apparmor_restrict == 1:
+        return (
+            "AppArmor restricts unprivileged user namespaces "
+            f"(kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu 23.10 and later){said}: "
+            "run `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` "
+            f"{_PERSIST}, or allow bubblewrap alone with an AppArmor profile: "
+            f"{_APPARMOR_PROFILE}; {_OFF}"
+        )
+    if found.container and _NAMESPACE_WORDS.search(found.said):
+        return (
+            f"this is a {found.container} container that allows no new namespaces{said}: start "
+            "it with user namespaces allowed (docker/podman run --security-opt "
+            "seccomp=unconfined --security-opt apparmor=unconfined, or a rootless podman), "
+            f"{_OFF} (the container is then the only sandbox)"
+        )
+    if found.setuid:
+        return (
+            f"bubblewrap is installed setuid root and refused{said}: a setuid bwrap cannot "
+            "make the user namespace seed asks for where the kernel forbids them to "
+            f"unprivileged users; enable user namespaces, {_OFF}"
+        )
+    return f"bubblewrap could not start a sandbox{said}: {_OFF}"
+
+
+def _sysctl(name: str) -> int | None:
+    try:
+        return int(Path("/proc/sys", *name.split(".")).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _container() -> str:
+    """The container this process runs in, from the marks container engines leave."""
+    if Path("/run/.containerenv").exists():
+        return "podman"
+    if Path("/.dockerenv").exists():
+        return "docker"
+    try:
+        groups = Path("/proc/1/cgroup").read_text()
+    except OSError:
+        return ""
+    for name in ("docker", "kubepods", "lxc", "containerd"):
+        if name in groups:
+            return name
+    return ""
+
+
+def facts(found: str | None, said: str) -> Facts:
+    """The machine's facts for `cause`: /proc/sys, bwrap's mode, the container's marks."""
+    setuid = False
+    if found is not None:
+        with contextlib.suppress(OSError):
+            setuid = bool(os.stat(found).st_mode & stat.S_ISUID)
+    return Facts(
+        installed=found is not None,
+        said=said,
+        setuid=setuid,
+        root=os.geteuid() == 0,
+        unprivileged_userns_clone=_sysctl("kernel.unprivileged_userns_clone"),
+        max_user_namespaces=_sysctl("user.max_user_namespaces"),
+        apparmor_restrict=_sysctl("kernel.apparmor_restrict_unprivileged_userns"),
+        container=_container(),
+    )
+
+
 def _bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
+def _said(done: subprocess.CompletedProcess[bytes]) -> str:
+    return done.stderr.decode("utf-8", errors="replace").strip()[:300]
+
+
 @functools.cache
 def available() -> Availability:
-    """Whether bubblewrap exists and starts a sandbox with the flags the kernel uses."""
+    """Whether bubblewrap starts a sandbox with the flags the kernel uses, and the daemon's
+    interpreter (the launcher of every run) inside it.
+
+    First a program that needs nothing of seed's location (where seed lives never matters):
+    when that fails, the cause is the machine's, named from its facts (`cause`). Then the
+    launcher: when only that fails, the fault is seed's, and it says so."""
     found = _bwrap()
     if found is None:
-        return Availability(False, f"bubblewrap (bwrap) is not installed: {INSTALL}")
+        return Availability(False, cause(facts(None, "")))
+    bare = Profile(tmp_bytes=1 << 20)
     try:
         probe = subprocess.run(
+            wrap([shutil.which("true") or "/bin/true"], bare, launcher=False),
+            capture_output=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Availability(False, cause(facts(found, str(exc))))
+    if probe.returncode != 0:
+        return Availability(False, cause(facts(found, _said(probe))))
+    try:
+        launcher = subprocess.run(
             wrap([sys.executable, "-I", "-S", "-c", "pass"], Profile(tmp_bytes=1 << 20)),
             capture_output=True,
             timeout=30,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Availability(False, f"bubblewrap could not start a sandbox ({exc}): {INSTALL}")
-    if probe.returncode != 0:
-        said = probe.stderr.decode("utf-8", errors="replace").strip()[:300]
-        return Availability(False, f"bubblewrap could not start a sandbox ({said}): {INSTALL}")
+        return Availability(False, _unstarted(str(exc)))
+    if launcher.returncode != 0:
+        return Availability(False, _unstarted(_said(launcher)))
     return Availability(True)
+
+
+def _unstarted(said: str) -> str:
+    return (
+        f"bubblewrap works, but seed's interpreter {sys.executable} did not start inside it "
+        f"(bwrap said: {said}): a fault of seed's, please report it; {_OFF}"
+    )
 
 
 def _interpreter() -> tuple[Path, ...]:
@@ -186,6 +331,8 @@ def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[
             add(path.resolve(), 3, ["--tmpfs", str(path.resolve())])
         elif path.exists():
             add(path.resolve(), 3, ["--ro-bind", os.devnull, str(path.resolve())])
+    for link, target in _links(profile, covered):
+        add(link, -1, ["--symlink", target, str(link)])
     if profile.in_place is not None and checkout is not None:
         export = profile.in_place[0].resolve()
         mounts.append((len(checkout.parts), 1, ["--bind", str(export), str(checkout)]))
@@ -193,6 +340,39 @@ def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[
             mounts.append((len(place.parts), 2, ["--ro-bind", str(source), str(place)]))
     # sorted is stable: at equal depth and rank, the profile's own order stays
     return [arg for _, _, args in sorted(mounts, key=lambda m: (m[0], m[1])) for arg in args]
+
+
+_MAX_LINKS = 40
+"""Links followed at most while looking for those a profile's places are reached through."""
+
+
+def _links(profile: Profile, covered: Sequence[Path]) -> list[tuple[Path, str]]:
+    """The links inside covered folders (/tmp, HOME) that the profile's places are named
+    through (`/tmp/work -> /tmp/real`), each with its target: made again in the sandbox, so a
+    place is found by the name runs use (a virtualenv's python finds its pyvenv.cfg by it).
+    A link grants nothing: every mount is made by its resolved path."""
+    named = [*profile.writable, *profile.readonly, *profile.shown, *profile.named]
+    named += [profile.chdir] if profile.chdir is not None else []
+    # a link inside a place bound whole is there already
+    bound = [p.resolve() for p in (*profile.writable, *profile.readonly, *profile.shown)]
+    found: dict[Path, str] = {}
+    todo = [Path(os.path.normpath(p)) for p in named if p.is_absolute()]
+    while todo and len(found) < _MAX_LINKS:
+        path = todo.pop()
+        for depth in range(2, len(path.parts) + 1):
+            prefix = Path(*path.parts[:depth])
+            if not prefix.is_symlink() or not any(_inside(prefix, c) for c in covered):
+                continue
+            if any(_inside(prefix.parent.resolve(), b) for b in bound):
+                continue
+            if prefix not in found:
+                with contextlib.suppress(OSError):
+                    target = os.readlink(prefix)
+                    found[prefix] = target
+                    rest = Path(*path.parts[depth:]) if depth < len(path.parts) else Path()
+                    todo.append(Path(os.path.normpath(prefix.parent / target / rest)))
+            break
+    return list(found.items())
 
 
 def _through(profile: Profile, checkout: Path) -> list[tuple[Path, Path]]:
@@ -332,8 +512,11 @@ def _runtime_dirs() -> list[Path]:
     return [p for p in kept if not any(o != p and _inside(p, o) for o in kept)]
 
 
-def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
-    """The argv that runs argv inside the sandbox the profile describes."""
+def wrap(argv: Sequence[str], profile: Profile, *, launcher: bool = True) -> list[str]:
+    """The argv that runs argv inside the sandbox the profile describes (without `launcher`,
+    no limits and nothing of the daemon's interpreter: a probe that needs nothing of seed)."""
+    if not launcher:
+        profile = replace(profile, memory_bytes=0, max_processes=0)
     bwrap = _bwrap() or "bwrap"
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     out += ["--size", str(profile.tmp_bytes), "--tmpfs", "/tmp"]
@@ -355,7 +538,7 @@ def wrap(argv: Sequence[str], profile: Profile) -> list[str]:
             covered.append(real_home)
     # the launcher below is the daemon's own interpreter: shown wherever it lives (a seed
     # cloned under /tmp or HOME), whatever the profile names
-    out += _mounts(_completed(profile), covered, real_home)
+    out += _mounts(_completed(profile) if launcher else profile, covered, real_home)
     if profile.chdir is not None:
         out += ["--chdir", str(profile.chdir)]
     group = pids_cgroup(profile.max_processes) if profile.max_processes else None

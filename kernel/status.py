@@ -136,7 +136,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         halt_reason=hstate.reason,
         backend=backend.name,
         backend_reason=backend.reason,
-        sandbox=jails.describe(ctx.config.guard),
+        sandbox=jails.describe(ctx.config.guard, ctx.paths, Path(ctx.target.python)),
         tools=_tools(ctx),
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,

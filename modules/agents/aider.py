@@ -9,6 +9,7 @@ from modules.agents.common import (
     CliAgent,
     Usage,
     failure,
+    matching_lines,
     option_list,
     option_str,
     plan_files,
@@ -52,6 +53,10 @@ def count(text: str | None) -> int:
     if text.endswith("k"):
         return round(float(text[:-1]) * 1000)
     return round(float(text))
+
+
+_ERROR_LINE = re.compile(r"^litellm\.\w+(Error|Timeout)\b")
+"""The first line of a failed model call, as aider prints it."""
 
 
 def read_output(text: str, exit_code: int | None) -> AgentReport:
@@ -140,6 +145,10 @@ class AiderAgent(CliAgent):
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the human text for usage and API errors."""
         return read_output(text, result.exit_code)
+
+    def refusals(self, text: str) -> list[str]:
+        """The first line of each model error aider printed (`litellm.AuthenticationError: ...`)."""
+        return matching_lines(text, _ERROR_LINE) or super().refusals(text)
 
 
 AGENT = AiderAgent()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
@@ -20,6 +21,7 @@ from modules.agents.common import (
     option_str,
     prompt_argument,
     prompt_for,
+    quoted,
     report,
     tail_lines,
 )
@@ -65,6 +67,18 @@ def usage_of(final: dict[str, Any]) -> Usage:
         cost_usd=cost,
         turns=as_int(final.get("num_turns")),
         model=str(model),
+    )
+
+
+def _cannot(context: AgentContext, sandboxed: bool) -> str:
+    """Outside seed's sandbox claude asks before editing a file it deems sensitive, which is
+    every file below a `.git` folder, and in print mode nobody answers: it edits nothing."""
+    if sandboxed or ".git" not in PurePosixPath(context.worktree).parts:
+        return ""
+    return (
+        f"with seed's sandbox off, Claude Code refuses every edit below a .git folder (its "
+        f"sensitive-file rule), and the checkout is {context.worktree}; set XDG_CACHE_HOME "
+        "to a folder outside any .git, or turn seed's sandbox on"
     )
 
 
@@ -138,11 +152,20 @@ class ClaudeAgent(CliAgent):
                 "CLAUDE_CODE_MAX_RETRIES": "0",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             }
-        return self.spec(prompt, argv, env, resumes=resumes)
+        spec = self.spec(prompt, argv, env, resumes=resumes)
+        return spec.model_copy(update={"cannot": _cannot(context, sandboxed)})
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the final result object."""
         return read_output(text, result.exit_code)
+
+    def refusals(self, text: str) -> list[str]:
+        """The result object's permission_denials (a tool asked for and refused: print mode
+        answers no one), a turn or budget limit's subtype, an API error's status, verbatim."""
+        found = quoted(text, "permission_denials")
+        found += [q for q in quoted(text, "subtype") if '"error_' in q]
+        found += quoted(text, "api_error_status")
+        return found or super().refusals(text)
 
     def session_of(self, text: str) -> str:
         """session_id of the result object."""

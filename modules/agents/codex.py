@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import PurePosixPath
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
@@ -13,6 +15,7 @@ from modules.agents.common import (
     failure,
     first_string,
     json_objects,
+    matching_lines,
     option_list,
     option_str,
     prompt_argument,
@@ -22,6 +25,14 @@ from modules.agents.common import (
 )
 
 _ACTIONS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
+_HELPER = re.compile(
+    r"codex-linux-sandbox|\bbwrap: |landlock|could not create PATH aliases", re.IGNORECASE
+)
+"""codex's own sandbox failing to start (its helper, the bubblewrap it runs, Landlock; 0.169
+warns `could not create PATH aliases: Refusing to create helper binaries under temporary dir
+"/tmp"` and then runs no command at all)."""
+_ERRORS = re.compile(r'^\{"type":\s*"(error|turn\.failed)"')
+"""codex exec --json's error events."""
 
 PROVIDER = "seed"
 """The model provider entry seed defines for [agent] api_base."""
@@ -43,6 +54,23 @@ def provider_overrides(api_base: str) -> list[str]:
     for key, value in settings.items():
         argv += ["-c", f"{key}={json.dumps(value)}"]
     return argv
+
+
+def _cannot(context: AgentContext) -> str:
+    """codex's own sandbox (seed's is off) runs its helper (codex-linux-sandbox) through links
+    it makes under CODEX_HOME, in HOME: under /tmp it refuses to make them (0.169: `Refusing
+    to create helper binaries under temporary dir`) and runs no command (older releases ended
+    each one `bwrap: execvp codex-linux-sandbox: No such file or directory`)."""
+    if context.options.get("sandboxed") is True or not context.home:
+        return ""
+    home = PurePosixPath(context.home)
+    if home == PurePosixPath("/tmp") or PurePosixPath("/tmp") in home.parents:
+        return (
+            f"with seed's sandbox off, codex runs its own, which cannot set up its helper "
+            f"(codex-linux-sandbox) while HOME ({context.home}) is under /tmp; run seed with "
+            'HOME elsewhere, or turn seed\'s sandbox on ([guard] sandbox = "on")'
+        )
+    return ""
 
 
 def read_output(text: str, exit_code: int | None) -> AgentReport:
@@ -111,11 +139,19 @@ class CodexAgent(CliAgent):
         if resumes:
             argv += ["resume", context.resume]
         argv.append(prompt_argument(prompt))
-        return self.spec(prompt, argv, resumes=resumes)
+        spec = self.spec(prompt, argv, resumes=resumes)
+        return spec.model_copy(update={"cannot": _cannot(context)})
 
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSONL events."""
         return read_output(text, result.exit_code)
+
+    def refusals(self, text: str) -> list[str]:
+        """Its own sandbox failing (codex-linux-sandbox, bubblewrap), then the error and
+        turn.failed events, verbatim."""
+        return matching_lines(text, _HELPER) + matching_lines(text, _ERRORS) or super().refusals(
+            text
+        )
 
     def session_of(self, text: str) -> str:
         """thread_id of the thread.started event (a resumed run reports the same id)."""

@@ -4,6 +4,7 @@ reading JSON out of logs."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -112,6 +113,46 @@ def json_objects(text: str) -> Iterator[dict[str, Any]]:
         if isinstance(value, dict):
             yield cast(dict[str, Any], value)
         position = end
+
+
+def quoted(text: str, key: str) -> list[str]:
+    """Each `"key":value` of the output's JSON, verbatim as the tool printed it, whose value
+    is set (not null, false, 0, or empty): evidence the kernel finds in its own log."""
+    decoder = json.JSONDecoder()
+    found: list[str] = []
+    needle = f'"{key}":'
+    start = text.find(needle)
+    while start >= 0 and len(found) < _QUOTES:
+        value_at = start + len(needle)
+        while value_at < len(text) and text[value_at] == " ":
+            value_at += 1
+        try:
+            value, end = decoder.raw_decode(text, value_at)
+        except ValueError:
+            end = value_at
+        else:
+            if value not in (None, False, 0, "", [], {}):
+                found.append(text[start:end][:QUOTE_CHARS])
+        start = text.find(needle, max(end, start + 1))
+    return found
+
+
+def matching_lines(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """The output's lines that match, verbatim (stripped), the first few."""
+    lines = [line.strip() for line in text.splitlines() if pattern.search(line)]
+    return [line[:QUOTE_CHARS] for line in dict.fromkeys(lines) if line][:_QUOTES]
+
+
+QUOTE_CHARS = 500
+"""Characters of one quoted refusal."""
+_QUOTES = 5
+"""Refusals quoted at most."""
+REFUSED = re.compile(
+    r"\b(401|403)\b.*\b(unauthori[sz]ed|forbidden)\b|invalid (x-)?api[ _-]?key|"
+    r"authentication (failed|error)|permission denied by|maximum (number of )?turns",
+    re.IGNORECASE,
+)
+"""Lines in any tool's output that say it could not work: an auth error, a turn limit."""
 
 
 def as_int(value: object) -> int:
@@ -242,12 +283,21 @@ class CliAgent:
         """The tool's session id in its output ("" when it reports none)."""
         return ""
 
+    def refusals(self, text: str) -> list[str]:
+        """What the tool refused or could not do, quoted from its output (auth errors, turn
+        limits by default; a tool with a structured shape says more)."""
+        return matching_lines(text, REFUSED)
+
     def parse(self, plan: IterationPlan, result: RunResult) -> AgentReport:
-        """The timeout rule, then the tool's output, with the session id it reported."""
+        """The timeout rule, then the tool's output, with the session id and the refusals it
+        reported."""
         text = output_text(result)
         found = timed_out(result, self.name) or self.read(text, result)
+        update: dict[str, object] = {"refusals": tuple(self.refusals(text))}
         session = self.session_of(text)
-        return found.model_copy(update={"session": session[:200]}) if session else found
+        if session:
+            update["session"] = session[:200]
+        return found.model_copy(update=update)
 
 
 def first_string(text: str, key: str, kind: str = "") -> str:

@@ -18,6 +18,7 @@ from modules.agents.common import (
     option_str,
     prompt_argument,
     prompt_for,
+    quoted,
     report,
     tail_lines,
 )
@@ -123,6 +124,10 @@ class GeminiAgent(CliAgent):
     def read(self, text: str, result: RunResult) -> AgentReport:
         """Read the JSON document and map the exit code."""
         return read_output(text, result.exit_code)
+
+    def refusals(self, text: str) -> list[str]:
+        """The error document's `"error":{...}` as gemini printed it (auth, sandbox, turn limit)."""
+        return quoted(text, "error") or super().refusals(text)
 
     def session_of(self, text: str) -> str:
         """session_id of the JSON document."""

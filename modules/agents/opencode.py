@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
 from modules.agents.common import (
@@ -14,6 +15,7 @@ from modules.agents.common import (
     failure,
     first_string,
     json_objects,
+    matching_lines,
     option_list,
     option_str,
     prompt_argument,
@@ -21,6 +23,9 @@ from modules.agents.common import (
     report,
     tail_lines,
 )
+
+_ERROR_EVENT = re.compile(r'^\{"type":\s*"error"')
+"""opencode run --format json's error events."""
 
 
 def read_output(text: str, exit_code: int | None) -> AgentReport:
@@ -117,6 +122,10 @@ class OpencodeAgent(CliAgent):
         argv += option_list(context, "extra_args")
         argv.append(prompt_argument(prompt))
         return self.spec(prompt, argv, env, resumes=resumes)
+
+    def refusals(self, text: str) -> list[str]:
+        """Its error events, verbatim (an API or auth error)."""
+        return matching_lines(text, _ERROR_EVENT) or super().refusals(text)
 
     def session_of(self, text: str) -> str:
         """sessionID, which every JSON event carries."""

@@ -14,10 +14,12 @@ from tests.agents_real.harness import (
     ScriptedModel,
     is_ended_at_the_timeout,
     lands_a_fix,
+    program,
     reports_an_api_error,
     resumes_its_session,
 )
-from tests.agents_real.model import Turn, call, say
+from tests.agents_real.model import Turn, call, say, serving
+from tests.support import records
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
@@ -79,3 +81,23 @@ def test_claude_past_its_timeout_is_ended(tmp_path: Path) -> None:
 
 def test_claude_repair_round_resumes_its_session(tmp_path: Path) -> None:
     resumes_its_session(CLI, tmp_path)
+
+
+def test_claude_denied_a_tool_is_an_agent_error_quoting_the_denial(tmp_path: Path) -> None:
+    # with seed's sandbox off, claude asks before a tool it was not allowed, and in print mode
+    # nobody answers: it says it is done all the same, having changed nothing
+    program("claude")
+    turns = [
+        call("Bash", command="curl -s http://127.0.0.1:9/fix"),
+        say("Fixed add(): restored a + b."),
+    ]
+    with serving(turns) as model:
+        config = CLI.config(model) + '\n[guard]\nsandbox = "off"\n'
+        repo, result = CLI.run(tmp_path, config)
+    assert result.returncode == 1, result.stderr[-3000:]
+    [record] = records(repo)
+    log = (repo / "history" / record["iteration_id"] / "agent.log").read_text()
+    assert '"permission_denials":[{' in log  # claude's own output shape
+    assert (record["outcome"], record["failure_category"]) == ("FAILURE", "AGENT_ERROR")
+    assert "refused" in record["reason"] and "Bash" in record["reason"], record["reason"]
+    assert any('"tool_name":"Bash"' in line and line in log for line in record["evidence"])

@@ -14,10 +14,12 @@ from tests.agents_real.harness import (
     ScriptedModel,
     is_ended_at_the_timeout,
     lands_a_fix,
+    program,
     reports_an_api_error,
     resumes_its_session,
 )
-from tests.agents_real.model import Turn, call, say
+from tests.agents_real.model import Turn, call, say, serving
+from tests.support import records
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
@@ -68,3 +70,19 @@ def test_codex_past_its_timeout_is_ended(tmp_path: Path) -> None:
 
 def test_codex_repair_round_resumes_its_thread(tmp_path: Path) -> None:
     resumes_its_session(CLI, tmp_path)
+
+
+def test_codex_unsandboxed_with_home_under_tmp_waits_before_it_spends(tmp_path: Path) -> None:
+    # with seed's sandbox off codex runs its own, whose helper is not found while HOME is
+    # under /tmp (the harness's HOME is): seed says so instead of paying for the run
+    program("codex")
+    assert str(tmp_path).startswith("/tmp/")
+    with serving(CLI.fix) as model:
+        repo, result = CLI.run(tmp_path, CLI.config(model) + '\n[guard]\nsandbox = "off"\n')
+        asked = len(model.requests)
+    said = result.stdout + result.stderr
+    assert result.returncode == 5, said[-3000:]
+    assert asked == 0  # nothing spent
+    [record] = records(repo)
+    assert record["outcome"] == "WAITING" and "codex-linux-sandbox" in record["reason"]
+    assert "codex-linux-sandbox" in said

@@ -3,8 +3,10 @@
 An unknown option in print mode is commander's `error: unknown option '--x'`, exit 1
 (reported for 2.1.132 in getpaseo/paseo#807).
 
-Outcomes: success; max_turns (subtype error_max_turns, is_error true, exit 1). An API error
-is the real program's own: tests/agents_real/test_claude.py.
+Outcomes: success; max_turns (subtype error_max_turns, is_error true, exit 1); denied (the
+script's tool asked for and refused, as print mode does: nothing edited, subtype success,
+`permission_denials` in 2.1.332's shape). An API error is the real program's own:
+tests/agents_real/test_claude.py.
 """
 
 from __future__ import annotations
@@ -133,6 +135,11 @@ def main(args: list[str]) -> int:
             terminal_reason="max_turns",
         )
         code = 1
+    if outcome == "denied":
+        tool = str(plan.get("tool", "Bash"))
+        result["permission_denials"] = [
+            {"tool_name": tool, "tool_use_id": "toolu_1", "tool_input": plan.get("input", {})}
+        ]
     if fmt == "json":
         fakecli.out(fakecli.compact(result) + "\n")
     elif fmt == "stream-json":

@@ -134,6 +134,14 @@ def test_error_shapes_are_failures_whatever_the_exit_code(
     assert words in report.summary
 
 
+def test_claude_denied_a_tool_quotes_the_denial_as_printed(tmp_path: Path) -> None:
+    script = {"outcome": "denied", "tool": "Edit", "input": {"file_path": "calc.py"}}
+    report, result, repo = run_adapter(tmp_path, "claude", {**script, "edits": FIX_ADD})
+    assert report.success and "return a - b" in (repo / "calc.py").read_text()
+    [quote] = report.refusals
+    assert quote.startswith('"permission_denials":[{"tool_name":"Edit"') and quote in result.output
+
+
 def test_gemini_errors_go_to_stderr_and_stdout_stays_empty(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "wt", BROKEN_ADD)
     spec = gemini.AGENT.run_spec(make_plan(), make_context())
