@@ -162,6 +162,7 @@ class Progress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.tick()  # the last phase (stopped) between two ticks is shown too
         if self._drawn:
             with contextlib.suppress(OSError, ValueError):
                 self.out.write("\n")
