@@ -149,6 +149,15 @@ class Progress:
     def _loop(self) -> None:
         while not self._stop.wait(TICK_S):
             self.tick()
+        self._last()
+
+    def _last(self) -> None:
+        """The last phase (stopped) too, and the terminal's cursor left on a fresh line."""
+        self.tick()
+        if self._drawn:
+            with contextlib.suppress(OSError, ValueError):
+                self.out.write("\n")
+                self.out.flush()
 
     def start(self) -> Progress:
         """Begin showing progress."""
@@ -158,12 +167,10 @@ class Progress:
         return self
 
     def stop(self) -> None:
-        """Stop, leaving the terminal's cursor at the start of a fresh line."""
+        """Stop showing progress; a write blocked on a reader that does not read (a full
+        pipe) holds up the daemon's exit for a few seconds at most."""
         self._stop.set()
-        if self._thread is not None:
+        if self._thread is None:
+            self._last()
+        else:
             self._thread.join(timeout=5)
-        self.tick()  # the last phase (stopped) between two ticks is shown too
-        if self._drawn:
-            with contextlib.suppress(OSError, ValueError):
-                self.out.write("\n")
-                self.out.flush()
