@@ -586,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
             args.pytest_args = passthrough
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    code = EXIT_OK
     try:
         code = _dispatch(args)
         sys.stdout.flush()  # a reader gone early shows here, not in Python's exit
@@ -593,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         if not _stdout_gone():
             raise
-        return EXIT_OK
+        return code  # `once | head -1` still says how the iteration went
     except UsageError as exc:
         print(f"seed: {exc}", file=sys.stderr)
         return EXIT_USAGE
