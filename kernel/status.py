@@ -20,6 +20,7 @@ from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.gate import adoption, paths_at, read_at
 from kernel.measure import python_reason
+from kernel.progress import printable
 from kernel.quarantine import read_quarantine
 
 STATUS_FILE = reporting.STATUS_NAME
@@ -117,9 +118,9 @@ def read_status(ctx: Context) -> DaemonStatus:
     if running and phase == "agent running" and "log: " in detail:
         log = Path(detail.split("log: ", 1)[1])
         with contextlib.suppress(OSError):
-            tail = tuple(
-                log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:]
-            )
+            # the agent wrote these bytes: no escape of theirs reaches the person's terminal
+            text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")
+            tail = tuple(printable(line) for line in text.splitlines()[-5:])
     since = live.get("since") if running else None
     backend = _status_backend(ctx, live if running else {})
     as_of = live.get("gaps_as_of")

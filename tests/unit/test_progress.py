@@ -56,3 +56,26 @@ def test_off_a_terminal_one_line_per_phase(tmp_path: Path) -> None:
         f"{tmp_path / 'agent.log'}\nverifying: command on ruff:calc.py:F401; log: "
         f"{tmp_path / 'agent.log'}\n"
     )
+
+
+def test_status_shows_the_agents_log_tail_made_harmless(tmp_path: Path) -> None:
+    from kernel.context import open_context
+    from kernel.daemonlock import DaemonLock
+    from kernel.status import read_status
+    from tests.support import SAMPLE, make_repo
+
+    repo = make_repo(tmp_path / "repo", SAMPLE, '[agent]\nbackend = "none"\n')
+    ctx = open_context(repo, quiet=True)
+    log = tmp_path / "agent.log"
+    log.write_text("plain\n\x1b]52;c;ZWNobyBvd25lZA==\x07copied to your clipboard\n")
+    _live(ctx.paths.history, log, os.getpid())
+    daemon = DaemonLock(ctx.paths.lock)
+    daemon.acquire()  # a daemon holds the lock: the live phase counts
+    try:
+        status = read_status(ctx)
+    finally:
+        daemon.release()
+        ctx.host.stop()  # status asked the module host which backend runs
+    assert status.running and status.log_tail[0] == "plain"
+    assert status.log_tail[1].endswith("copied to your clipboard")
+    assert not any("\x1b" in line or "\x07" in line for line in status.log_tail)
