@@ -235,7 +235,10 @@ def _setup_commands(add: _AddParser) -> None:
 
 def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
     # where the person stands: the git repository of the current directory (discover finds its top)
-    root = (args.root or Path.cwd()).resolve()
+    try:
+        root = (args.root or Path.cwd()).resolve()
+    except OSError as exc:  # the current directory was removed under the shell
+        raise UsageError(f"cannot tell where you are ({exc.strerror}); give --root DIR") from exc
     return open_context(
         root, args.config.resolve() if args.config else None, quiet=quiet or args.quiet
     )

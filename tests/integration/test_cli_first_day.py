@@ -70,6 +70,22 @@ def test_outside_any_repository_is_a_clear_usage_error(tmp_path: Path) -> None:
     assert "not inside a git repository" in result.stderr and str(tmp_path) in result.stderr
 
 
+def test_a_removed_current_directory_is_a_usage_error(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    in_gone = ["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone)]
+    result = subprocess.run(
+        [*in_gone, sys.executable, str(SEED), "--no-bootstrap", "status"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=seed_env(),
+        check=False,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "give --root DIR" in result.stderr
+
+
 def test_root_and_config_are_accepted_after_the_command(target: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.toml"
     other.write_text('[agent]\nbackend = "ruff-fix"\n')
