@@ -7,6 +7,7 @@ virtualenv on first use), then hands over to the kernel's command line.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -28,7 +29,8 @@ def _command(argv: list[str]) -> str:
 
 
 def _on_itself(argv: list[str]) -> bool:
-    """Whether the daemon works on this repository (no --root, or --root naming it)."""
+    """Whether the daemon works on this repository: --root naming it, or, without --root, the
+    current directory inside it (where the person stands is the repository seed works on)."""
     root = None
     for i, arg in enumerate(argv):
         if arg == "--root" and i + 1 < len(argv):
@@ -36,7 +38,8 @@ def _on_itself(argv: list[str]) -> bool:
         elif arg.startswith("--root="):
             root = arg.split("=", 1)[1]
     home = Path(__file__).resolve().parent
-    return root is None or Path(root).resolve() == home
+    where = Path(root or os.getcwd()).resolve()
+    return where == home or home in where.parents
 
 
 def main() -> int:

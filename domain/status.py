@@ -59,6 +59,12 @@ class DaemonStatus(Fact):
     """Where the daemon serves Prometheus metrics ("" when it does not)."""
     type_checker: str = ""
     """The resident pyright: its process and memory against its limit ("" when none runs)."""
+    dirty: tuple[str, ...] = ()
+    """The checkout's uncommitted and untracked paths (history/ and inbox/ aside)."""
+    python: str = ""
+    """The interpreter that runs the project's tests."""
+    python_reason: str = ""
+    """Why that interpreter (quality.python, the repository's .venv, or seed's own)."""
     setup: tuple[str, ...] = ()
     """Setup problems the latest analysis found (the test environment cannot import the
     project, tests import it from outside the tree), each with what to run: never gaps."""

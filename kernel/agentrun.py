@@ -73,7 +73,8 @@ class AgentRunner:
             )
         files = self._inputs(it, spec)
         argv, env = self._command(it, spec, files)
-        self.phase("agent running", f"{it.backend.name} on {plan.gap.key}; log: {files.log}")
+        used = f" (round {files.turn}; {it.used()})" if it.used() else ""
+        self.phase("agent running", f"{it.backend.name} on {plan.gap.key}{used}; log: {files.log}")
         ctx.log(f"{plan.iteration_id}: {it.backend.name} working on {plan.gap.key}")
         if not (os.path.isabs(argv[0]) or shutil.which(argv[0], path=env.get("PATH"))):
             files.log.write_text(f"agent executable not found: {argv[0]}\n", encoding="utf-8")

@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import json
 import os
+import select
 import sys
 import tempfile
+import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from domain import GapReport, IterationOutcome, IterationPlan
-from kernel import halt, landing, reporting
-from kernel.config import Config, write_config
+from kernel import gitops, halt, landing, reporting
+from kernel.config import Config
 from kernel.context import Context, open_context
 from kernel.daemon import (
     EXIT_FAILED,
@@ -28,6 +33,7 @@ from kernel.errors import SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.inbox import write_task
 from kernel.paths import SEED_HOME
+from kernel.progress import TICK_S, Progress
 from kernel.selfcheck import run_selfcheck
 from kernel.status import read_status, status_text
 
@@ -59,33 +65,82 @@ record.json, report.md, agent.log), `records.jsonl` (one line per iteration),
 """
 
 
+def _global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """--root, --config, --no-bootstrap, --quiet: before the command (top) or after it; after
+    it they default to nothing, so a value given before the command stands."""
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=default(None),
+        help="the git repository to work on (default: the one the current directory is in)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=default(None),
+        help="seed.toml to read (default: ROOT/seed.toml)",
+    )
+    parser.add_argument(
+        "--no-bootstrap",
+        action="store_true",
+        default=default(False),
+        help="do not create a virtualenv; fail if dependencies are missing",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", default=default(False), help="log nothing to stderr"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="seed.py",
         description="A self-improving project daemon: finds the most critical gap, has an agent fix it "
         "in a git worktree, verifies the result itself, and lands it or throws it away.",
     )
-    parser.add_argument(
-        "--root",
-        type=Path,
-        default=None,
-        help="the git repository to work on (default: the one seed.py lives in)",
-    )
-    parser.add_argument(
-        "--config", type=Path, default=None, help="seed.toml to read (default: ROOT/seed.toml)"
-    )
-    parser.add_argument(
-        "--no-bootstrap",
-        action="store_true",
-        help="do not create a virtualenv; fail if dependencies are missing",
-    )
-    parser.add_argument("--quiet", action="store_true", help="log nothing to stderr")
+    _global_options(parser, top=True)
+    parser.add_argument("--version", action=_Version, help="print seed's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _daemon_commands(sub.add_parser)
-    _analysis_commands(sub.add_parser)
-    _history_commands(sub.add_parser)
-    _setup_commands(sub.add_parser)
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, **kwargs)
+        if name != "test":  # everything after `test` is pytest's
+            _global_options(command, top=False)
+        return command
+
+    _daemon_commands(add)
+    _analysis_commands(add)
+    _history_commands(add)
+    _setup_commands(add)
     return parser
+
+
+class _Version(argparse.Action):
+    """--version: worked out only when asked (it runs git)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"seed {version()}")
+        parser.exit()
+
+
+def version() -> str:
+    """seed's version: `git describe` of seed's own checkout, else pyproject.toml's version."""
+    top = gitops.git(SEED_HOME, "rev-parse", "--show-toplevel", check=False)
+    if top.ok and Path(top.text().strip()).resolve() == SEED_HOME.resolve():
+        described = gitops.git(SEED_HOME, "describe", "--always", "--dirty", "--tags", check=False)
+        if described.ok and described.text().strip():
+            return f"{described.text().strip()} (git describe of {SEED_HOME})"
+    try:
+        project = tomllib.loads((SEED_HOME / "pyproject.toml").read_text(encoding="utf-8"))
+        return f"{project['project']['version']} (pyproject.toml; {SEED_HOME} is no git checkout)"
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
 
 
 _AddParser = Callable[..., argparse.ArgumentParser]
@@ -115,6 +170,11 @@ def _daemon_commands(add: _AddParser) -> None:
     )
     p = add("status", help="what the daemon is doing, halt state, budget and backend")
     p.add_argument("--json", action="store_true", help="print DaemonStatus as JSON")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="then show the daemon's progress (phase, time, the agent's latest line) until Ctrl-C",
+    )
     add("resume", help="clear a halt so agents run again")
     p = add(
         "approve",
@@ -137,7 +197,11 @@ def _analysis_commands(add: _AddParser) -> None:
 def _history_commands(add: _AddParser) -> None:
     """history, report: what happened."""
     p = add("history", help="list iterations, or print one report")
-    p.add_argument("id", nargs="?", help="an iteration id: print its report")
+    p.add_argument(
+        "id",
+        nargs="?",
+        help="an iteration: its id, its number (2) or the start of its id (iter-0002); print its report",
+    )
     p.add_argument(
         "--outcome",
         default="",
@@ -170,7 +234,11 @@ def _setup_commands(add: _AddParser) -> None:
 
 
 def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
-    root = (args.root or SEED_HOME).resolve()
+    # where the person stands: the git repository of the current directory (discover finds its top)
+    try:
+        root = (args.root or Path.cwd()).resolve()
+    except OSError as exc:  # the current directory was removed under the shell
+        raise UsageError(f"cannot tell where you are ({exc.strerror}); give --root DIR") from exc
     return open_context(
         root, args.config.resolve() if args.config else None, quiet=quiet or args.quiet
     )
@@ -249,17 +317,32 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(status.model_dump_json(indent=2) if args.json else status_text(ctx, status))
     finally:
         ctx.host.stop()
+    if args.follow:
+        _follow(ctx.paths.history)
     return EXIT_OK
+
+
+def _follow(history: Path) -> None:
+    """Show a running daemon's progress until Ctrl-C (which ends it quietly)."""
+    shown = Progress(history, sys.stdout)
+    try:
+        while True:
+            shown.tick()
+            time.sleep(TICK_S)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        shown.stop()
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     if args.id:
-        record = ctx.store.get(args.id)
+        found = _iteration_id(ctx, args.id)
+        record = ctx.store.get(found) if found else None
         if record is None:
-            print(f"no iteration {args.id} (`python seed.py history` lists them)", file=sys.stderr)
             return EXIT_USAGE
-        report = ctx.paths.history / args.id / "report.md"
+        report = ctx.paths.history / record.iteration_id / "report.md"
         if args.json:
             print(record.model_dump_json(indent=2))
         elif report.exists():
@@ -289,6 +372,25 @@ def cmd_history(args: argparse.Namespace) -> int:
     finally:
         ctx.host.stop()
     return EXIT_OK
+
+
+def _iteration_id(ctx: Context, given: str) -> str:
+    """The iteration `history ID` names: the whole id, its number (2), or a unique prefix
+    (iter-0002); says on stderr when none or several match."""
+    if ctx.store.get(given) is not None:
+        return given
+    prefix = f"iter-{int(given):04d}-" if given.isdigit() else given
+    found = sorted(
+        s.iteration_id for s in ctx.store.summaries() if s.iteration_id.startswith(prefix)
+    )
+    if len(found) == 1:
+        return found[0]
+    if found:
+        shown = ", ".join(found[:10]) + (", ..." if len(found) > 10 else "")
+        print(f"seed: {given} matches {len(found)} iterations: {shown}", file=sys.stderr)
+    else:
+        print(f"seed: no iteration {given} (`python seed.py history` lists them)", file=sys.stderr)
+    return ""
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -343,8 +445,10 @@ def cmd_init(args: argparse.Namespace) -> int:
     if config_path.exists():
         done.append(f"kept the existing {config_path.name}")
     else:
-        write_config(config_path, Config.model_validate({"agent": {"backend": args.backend}}))
-        done.append(f"wrote {config_path.name}")
+        text = starter_config(args.backend)
+        Config.model_validate(tomllib.loads(text))  # the daemon reads what init writes
+        atomic_write_text(config_path, text)
+        done.append(f"wrote {config_path.name} (the settings a person usually changes, commented)")
     gitignore = root / ".gitignore"
     existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     present = {line.strip() for line in existing.splitlines()}
@@ -367,7 +471,56 @@ def cmd_init(args: argparse.Namespace) -> int:
             done.append(f"wrote {readme.relative_to(root)}")
     for line in done:
         print(line)
+    here = _seed_command(root)
+    print(
+        "next:\n"
+        f"  {here} status   # what seed sees here: backend, sandbox, tools and why\n"
+        f"  {here} once     # one iteration: fix the most critical gap, verify, land or discard\n"
+        f"  {here} run      # keep going (Ctrl-C or SIGTERM stops it; it logs 'stopped')"
+    )
     return EXIT_OK
+
+
+def _seed_command(root: Path) -> str:
+    """How the person runs seed on root from where they stand (--root only when needed)."""
+    command = f"python {SEED_HOME / 'seed.py'}"
+    try:
+        here = gitops.toplevel(Path.cwd()).resolve()
+    except (gitops.GitError, OSError):
+        here = None
+    return command if here == root.resolve() else f"{command} --root {root}"
+
+
+def starter_config(backend: str) -> str:
+    """A short, commented seed.toml: the keys a person is likely to set, at their defaults."""
+    defaults = Config()
+    spend = defaults.budget
+    return f"""\
+# seed.toml: what seed may do in this repository. Every key is optional; the others and
+# their defaults are described in kernel/config.py of seed's checkout.
+
+[agent]
+# the coding agent that fixes gaps: auto (the first one installed), claude, codex, aider,
+# mini, gemini, opencode, command (your own argv), ruff-fix (lint fixes only, no model)
+# or none (analyse and plan only)
+backend = {json.dumps(backend)}
+# the model handed to agents that take one ("" leaves the agent's own default)
+# model = ""
+
+[budget]
+# what agents may spend, in USD priced from the tokens they report, and how many runs a day
+max_cost_usd_per_day = {spend.max_cost_usd_per_day}
+max_cost_usd_per_iteration = {spend.max_cost_usd_per_iteration}
+max_iterations_per_day = {spend.max_iterations_per_day}
+
+[guard]
+# "on": agents and test runs work in a bubblewrap sandbox; "off" only where it cannot start
+sandbox = "{defaults.guard.sandbox}"
+
+[quality]
+# the interpreter that runs your tests (default: .venv/bin/python here, else seed's own)
+# python = ".venv/bin/python"
+"""
 
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
@@ -436,30 +589,15 @@ def main(argv: list[str] | None = None) -> int:
             args.pytest_args = passthrough
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
-    command = args.command or "run"
+    code = EXIT_OK
     try:
-        if command in ("run", "once"):
-            ctx = _context(args)
-            daemon = Daemon(ctx, metrics_port=getattr(args, "metrics_port", None))
-            if command == "once":
-                return daemon.once()
-            return daemon.run(
-                getattr(args, "max_iterations", 0) or ctx.config.daemon.max_iterations
-            )
-        handler = {
-            "gaps": cmd_gaps,
-            "plan": cmd_plan,
-            "status": cmd_status,
-            "history": cmd_history,
-            "report": cmd_report,
-            "add": cmd_add,
-            "resume": cmd_resume,
-            "approve": cmd_approve,
-            "init": cmd_init,
-            "selfcheck": cmd_selfcheck,
-            "test": cmd_test,
-        }[command]
-        return handler(args)
+        code = _dispatch(args)
+        sys.stdout.flush()  # a reader gone early shows here, not in Python's exit
+        return code
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise
+        return code  # `once | head -1` still says how the iteration went
     except UsageError as exc:
         print(f"seed: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -468,3 +606,50 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_OK
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command the arguments name."""
+    command = args.command or "run"
+    if command in ("run", "once"):
+        ctx = _context(args)
+        daemon = Daemon(ctx, metrics_port=getattr(args, "metrics_port", None))
+        shown = None if args.quiet else Progress(ctx.paths.history, sys.stdout, pid=os.getpid())
+        try:
+            if shown is not None:
+                shown.start()
+            if command == "once":
+                return daemon.once()
+            return daemon.run(
+                getattr(args, "max_iterations", 0) or ctx.config.daemon.max_iterations
+            )
+        finally:
+            if shown is not None:
+                shown.stop()
+    handler = {
+        "gaps": cmd_gaps,
+        "plan": cmd_plan,
+        "status": cmd_status,
+        "history": cmd_history,
+        "report": cmd_report,
+        "add": cmd_add,
+        "resume": cmd_resume,
+        "approve": cmd_approve,
+        "init": cmd_init,
+        "selfcheck": cmd_selfcheck,
+        "test": cmd_test,
+    }[command]
+    return handler(args)
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout's reader has left (`status | head -3`); if so, whatever is still
+    buffered goes nowhere, so that Python's exit has nothing to complain about."""
+    poller = select.poll()
+    poller.register(sys.stdout.fileno(), select.POLLOUT)
+    gone = any(events & select.POLLERR for _, events in poller.poll(0))
+    if gone:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return gone

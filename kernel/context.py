@@ -27,7 +27,8 @@ DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
 def log_line(paths: Paths, message: str) -> None:
     """One line to stderr and history/daemon.log."""
     line = f"seed {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z {message}"
-    print(line, file=sys.stderr, flush=True)
+    # on a terminal, over the progress line (kernel/progress.py) rather than after it
+    print(("\r\x1b[K" if sys.stderr.isatty() else "") + line, file=sys.stderr, flush=True)
     with contextlib.suppress(OSError):  # a read-only history must not stop the daemon
         append_line(paths.history / "daemon.log", line)
 

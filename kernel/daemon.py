@@ -64,8 +64,13 @@ class Wake:
             return frozenset(self.ready)
 
 
+_STOPPED_BY: list[str] = []
+"""The signal that stopped the daemon (for its "stopped" line)."""
+
+
 def _install_signals() -> None:
     def handler(signum: int, frame: FrameType | None) -> None:
+        _STOPPED_BY[:] = [signal.Signals(signum).name]
         procs.STOP.set()
 
     signal.signal(signal.SIGINT, handler)
@@ -183,6 +188,7 @@ class Daemon:
                 raise
         procs.become_subreaper()
         procs.STOP.clear()
+        _STOPPED_BY.clear()
         _install_signals()
         recover(self.ctx)
         mark_daemon(self.ctx)
@@ -229,6 +235,7 @@ class Daemon:
         self.ctx.drop_pyright()
         self.ctx.host.stop()
         self.ctx.store.close()
+        self.ctx.log(f"stopped ({_STOPPED_BY[0]})" if _STOPPED_BY else "stopped")
         self.lock.release()
 
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:

@@ -168,6 +168,25 @@ def land_blocker(root: Path) -> str:
     return ""
 
 
+def uncommitted(root: Path) -> list[str]:
+    """Paths of the checkout with changes not committed (staged, unstaged or untracked), but
+    the kernel's own history/ and inbox/ (what `status` shows the person)."""
+    result = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=normal", check=False)
+    if not result.ok:
+        return []
+    parts = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    paths: list[str] = []
+    skip = False
+    for entry in parts:
+        if skip or len(entry) < 4:
+            skip = False
+            continue
+        skip = entry[0] in "RC"  # a rename's or copy's old path follows
+        if not entry[3:].startswith(("history/", "inbox/")):
+            paths.append(entry[3:])
+    return sorted(paths)
+
+
 @dataclass(frozen=True)
 class Change:
     """One path changed between two trees."""

@@ -106,6 +106,12 @@ class Iteration:
             IterationOutcome.ABORTED, self.violation(), reason, evidence=self.integrity_evidence
         )
 
+    def used(self) -> str:
+        """What the agent's runs have used so far, for the progress line ('' before any)."""
+        if self.agent is None or not (self.agent.tokens_used or self.agent.cost_usd):
+            return ""
+        return f"agent used {self.agent.tokens_used:,} tokens, ${self.agent.cost_usd:.4f}"
+
     def note(self, **values: object) -> None:
         """Journal facts about the iteration (stage, pgid, commit...)."""
         if self.journal is not None:

@@ -121,7 +121,7 @@ class Judge:
         returned as a Retry: the agent gets a repair round.
         """
         ctx = self.ctx
-        self.phase("inspecting", "")
+        self.phase("inspecting", it.used())
         t0 = mono()
         # the agent's processes are gone: from here on the kernel works with a tree id only
         store = trees.ObjectStore(

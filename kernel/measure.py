@@ -92,6 +92,15 @@ def resolve_python(root: Path, configured: str) -> str:
     return sys.executable
 
 
+def python_reason(root: Path, configured: str) -> str:
+    """Why resolve_python chose the interpreter it chose (for `status`)."""
+    if configured:
+        return "quality.python in seed.toml"
+    if (root / ".venv" / "bin" / "python").exists():
+        return "the repository's .venv"
+    return "seed's own: no .venv in the repository and no quality.python in seed.toml"
+
+
 def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a measurement: built from the allow-list (procs.RUN_ENV), nothing
     that would redirect imports, no bytecode written or reused from the tree, no user site."""

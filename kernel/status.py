@@ -20,6 +20,8 @@ from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.gate import adoption, paths_at, read_at
 from kernel.journal import read_journal
+from kernel.measure import python_reason
+from kernel.progress import printable
 from kernel.quarantine import read_quarantine
 
 STATUS_FILE = reporting.STATUS_NAME
@@ -118,9 +120,9 @@ def read_status(ctx: Context) -> DaemonStatus:
     if running and phase == "agent running" and "log: " in detail:
         log = Path(detail.split("log: ", 1)[1])
         with contextlib.suppress(OSError):
-            tail = tuple(
-                log.read_bytes()[-4000:].decode("utf-8", errors="replace").splitlines()[-5:]
-            )
+            # the agent wrote these bytes: no escape of theirs reaches the person's terminal
+            text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")
+            tail = tuple(printable(line) for line in text.splitlines()[-5:])
     since = live.get("since") if running else None
     backend = _status_backend(ctx, live if running else {})
     as_of = live.get("gaps_as_of")
@@ -162,6 +164,9 @@ def read_status(ctx: Context) -> DaemonStatus:
         metrics_url=str(live.get("metrics_url", "")) if running else "",
         type_checker=str(live.get("type_checker", ""))[:300] if running else "",
         setup=read_setup(ctx),
+        dirty=tuple(gitops.uncommitted(ctx.paths.root)),
+        python=ctx.target.python,
+        python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
     )
 
 
@@ -174,11 +179,20 @@ def status_text(ctx: Context, status: DaemonStatus) -> str:
         return _bare_status(status, str(exc))
 
 
+def _checkout_lines(status: DaemonStatus) -> list[str]:
+    lines = [f"python:      {status.python} ({status.python_reason})"] if status.python else []
+    if status.dirty:
+        more = f" and {len(status.dirty) - 10} more" if len(status.dirty) > 10 else ""
+        lines.append(f"uncommitted: {', '.join(status.dirty[:10])}{more}")
+    return lines
+
+
 def _bare_status(status: DaemonStatus, problem: str) -> str:
     daemon = f"running (pid {status.pid}): {status.phase}" if status.running else "not running"
     halted = f"YES: {status.halt_reason}; run `python seed.py resume`" if status.halted else "no"
     lines = [
         f"repository:  {status.root}",
+        *_checkout_lines(status),
         f"daemon:      {daemon}",
         f"halted:      {halted}",
         f"backend:     {status.backend or '-'} {status.backend_reason}".rstrip(),

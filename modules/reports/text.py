@@ -57,6 +57,9 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     """`status` as text."""
     now = now or datetime.now(UTC)
     out = [f"repository:  {status.root}"]
+    if status.dirty:
+        more = f" and {len(status.dirty) - 10} more" if len(status.dirty) > 10 else ""
+        out.append(f"uncommitted: {', '.join(status.dirty[:10])}{more}")
     if status.running:
         state = f"running (pid {status.pid}): {status.phase}"
         if status.phase_since:
@@ -81,6 +84,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     )
     if status.sandbox:
         out.append(f"sandbox:     {status.sandbox}")
+    if status.python:
+        out.append(f"python:      {status.python} ({status.python_reason})")
     for i, line in enumerate(status.tools):
         out.append(("tools:       " if i == 0 else "             ") + line)
     if status.type_checker:

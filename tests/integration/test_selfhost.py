@@ -75,6 +75,7 @@ def _once(clone: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=900,
         env=env,
+        cwd=clone,  # as the person runs it: seed works on the repository it is started in
         stdin=subprocess.DEVNULL,
         check=False,
     )
@@ -286,6 +287,7 @@ def test_a_second_daemon_on_the_same_repository_refuses(tmp_path: Path) -> None:
     env = seed_env()
     first = subprocess.Popen(
         [sys.executable, str(clone / "seed.py"), "--no-bootstrap"],
+        cwd=clone,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -328,6 +330,7 @@ def test_a_fresh_clone_with_no_agent_fixes_lint_plans_the_rest_once_and_idles(
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if "fakes" not in p)
     daemon = subprocess.Popen(
         [sys.executable, str(clone / "seed.py"), "--no-bootstrap"],
+        cwd=clone,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -362,6 +362,7 @@ def test_import_time_code_of_a_landed_module_change_writes_nothing(tmp_path: Pat
         text=True,
         timeout=600,
         env=seed_env({"HOME": str(home)}),
+        cwd=clone,
         stdin=subprocess.DEVNULL,
         check=False,
     )

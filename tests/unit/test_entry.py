@@ -46,3 +46,12 @@ def test_the_test_extras_are_bootstrapped_when_the_daemon_measures_itself(
     assert entry.main() == 0
     assert asked == [tests]
     assert Path(str(entry.__file__)).parent == SEED_HOME
+
+
+@pytest.mark.parametrize(("where", "tests"), [("elsewhere", False), ("kernel", True)])
+def test_without_root_the_current_directory_says_whether_it_measures_itself(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str, tests: bool
+) -> None:
+    entry = _entry()
+    monkeypatch.chdir(tmp_path if where == "elsewhere" else SEED_HOME / where)
+    assert entry._on_itself(["once"]) is tests

@@ -1,0 +1,81 @@
+"""The progress line: what status.json and the agent's log say, never the agent's escapes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from kernel.progress import NOT_RUNNING, Progress, line, read
+
+
+def _live(history: Path, log: Path, pid: int, phase: str = "agent running") -> None:
+    history.mkdir(parents=True, exist_ok=True)
+    since = (datetime.now(UTC) - timedelta(seconds=75)).isoformat()
+    detail = f"command on ruff:calc.py:F401; log: {log}"
+    (history / "status.json").write_text(
+        json.dumps({"pid": pid, "phase": phase, "detail": detail, "since": since})
+    )
+
+
+def test_the_line_shows_phase_time_and_the_agents_latest_line_made_harmless(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "agent.log"
+    log.write_text("first\n\x1b]0;owned\x07editing \x1b[2Jcalc.py\n\n")
+    _live(tmp_path / "history", log, os.getpid())
+    reading = read(tmp_path / "history", os.getpid())
+    assert reading is not None
+    shown = line(reading)
+    assert shown.startswith("agent running 1m1") and "command on ruff:calc.py:F401" in shown
+    assert shown.endswith("agent: ?]0;owned?editing ?[2Jcalc.py") and "\x1b" not in shown
+    assert "log:" not in shown
+
+
+def test_a_daemon_sees_only_its_own_status_and_follow_sees_a_dead_one_as_stopped(
+    tmp_path: Path,
+) -> None:
+    _live(tmp_path / "history", tmp_path / "agent.log", os.getpid() + 10_000_000)
+    assert read(tmp_path / "history", os.getpid()) is None  # an earlier daemon's file
+    assert read(tmp_path / "history") == NOT_RUNNING  # no such process
+
+
+def test_off_a_terminal_one_line_per_phase(tmp_path: Path) -> None:
+    out = io.StringIO()
+    shown = Progress(tmp_path / "history", out, pid=os.getpid(), tty=False)
+    _live(tmp_path / "history", tmp_path / "agent.log", os.getpid(), "analysing")
+    shown.tick()
+    shown.tick()
+    _live(tmp_path / "history", tmp_path / "agent.log", os.getpid(), "verifying")
+    shown.tick()
+    shown.stop()
+    assert out.getvalue() == (
+        "analysing: command on ruff:calc.py:F401; log: "
+        f"{tmp_path / 'agent.log'}\nverifying: command on ruff:calc.py:F401; log: "
+        f"{tmp_path / 'agent.log'}\n"
+    )
+
+
+def test_status_shows_the_agents_log_tail_made_harmless(tmp_path: Path) -> None:
+    from kernel.context import open_context
+    from kernel.daemonlock import DaemonLock
+    from kernel.status import read_status
+    from tests.support import SAMPLE, make_repo
+
+    repo = make_repo(tmp_path / "repo", SAMPLE, '[agent]\nbackend = "none"\n')
+    ctx = open_context(repo, quiet=True)
+    log = tmp_path / "agent.log"
+    log.write_text("plain\n\x1b]52;c;ZWNobyBvd25lZA==\x07copied to your clipboard\n")
+    _live(ctx.paths.history, log, os.getpid())
+    daemon = DaemonLock(ctx.paths.lock)
+    daemon.acquire()  # a daemon holds the lock: the live phase counts
+    try:
+        status = read_status(ctx)
+    finally:
+        daemon.release()
+        ctx.host.stop()  # status asked the module host which backend runs
+    assert status.running and status.log_tail[0] == "plain"
+    assert status.log_tail[1].endswith("copied to your clipboard")
+    assert not any("\x1b" in line or "\x07" in line for line in status.log_tail)
