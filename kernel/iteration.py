@@ -47,6 +47,8 @@ class Ending:
     verification: Verification | None = None
     commit: str | None = None
     kept: str | None = None
+    blocked: tuple[str, ...] = ()
+    """What in the person's checkout kept the work from landing (`blockers.py`)."""
 
 
 @dataclass

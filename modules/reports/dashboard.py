@@ -88,7 +88,7 @@ def _tiles(digest: HistoryDigest) -> str:
     budget = f" of {money(t.max_cost_usd_per_day)}" if t.max_cost_usd_per_day else ""
     halt = (
         f'<div class="tile bad"><b>HALTED</b><span>{escape(shorten(digest.halt.reason, 160))}'
-        "<br>run <code>python seed.py resume</code></span></div>"
+        f"<br>run <code>{escape(digest.command)} resume</code></span></div>"
         if digest.halt.halted
         else '<div class="tile good"><b>running</b><span>not halted</span></div>'
     )
