@@ -128,8 +128,8 @@ class Loop:
         hstate = halt.read_halt(ctx.paths.history)
         sequence = ctx.store.next_sequence()
         unrecorded: list[tuple[Iteration, Ending]] = []
-        if execute and not hstate.halted and not blocker and ranked.landable:
-            self._land_kept(ranked.landable[0], head, worktree, sequence, now)
+        landable = execute and not hstate.halted and not blocker and ranked.landable
+        if landable and self._land_kept(ranked.landable[0], head, worktree, sequence, now):
             return
         if execute and blocker and _told(blocker, ranked.history):
             # one record per blocker, not one per poll or per gap: `status` names it
@@ -311,12 +311,14 @@ class Loop:
 
     def _land_kept(
         self, kept: IterationRecord, head: str, worktree: Path, sequence: int, now: datetime
-    ) -> None:
+    ) -> bool:
         """Land work kept because the person's checkout blocked it, now that it no longer
-        does: the approval path (rebased and verified again if the branch moved), no agent."""
+        does: the approval path (rebased and verified again if the branch moved), no agent.
+        False when the kept record is gone (a person can still approve the branch)."""
         ctx = self.ctx
         full = ctx.store.get(kept.iteration_id)
-        assert full is not None and full.plan is not None
+        if full is None or full.plan is None:
+            return False
         plan = full.plan.model_copy(
             update={"iteration_id": f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}", "created_at": now}
         )
@@ -334,6 +336,8 @@ class Loop:
             commit, differ = landing.land_kept(
                 ctx, full, f"Kept by {kept.iteration_id} while {was}; landed once that changed."
             )
+        except Interrupted:
+            raise
         except SeedError as exc:
             ending = Ending(
                 IterationOutcome.MERGE_BLOCKED,
@@ -355,6 +359,7 @@ class Loop:
         if record.outcome == IterationOutcome.SUCCESS:
             self.phase("reloading modules", "")
             ctx.reload_host(record.touched_files)
+        return True
 
     def _record(self, it: Iteration, ending: Ending) -> IterationRecord:
         """The one place an iteration's record is written."""
