@@ -159,6 +159,10 @@ class Loop:
             if facts:
                 wide = blockers.checkout_wide(facts)
                 self._wait(it, _blocked(facts), unrecorded, single and not wide)
+                # `status` names the blocker even when `once` leaves the gap unrecorded
+                ranked.passed_over[plan.gap.key] = f"blocked by {blockers.describe(facts)}"
+                if self.analysed is not None:
+                    self.analysed(ranked.baseline.report, ranked.passed_over)
                 if wide:
                     return  # it blocks every gap: one record says so
                 sequence += 0 if single else 1
