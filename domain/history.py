@@ -95,6 +95,8 @@ class HistoryDigest(Fact):
 
     generated_at: datetime
     root_name: str = ""
+    command: str = "python seed.py"
+    """How a person runs seed on this repository, whole (`--root` when it is not seed's own)."""
     rows: tuple[HistoryRow, ...] = ()
     """Newest first; the index gets the latest ones, the dashboard all of them."""
     totals: HistoryTotals = Field(default_factory=HistoryTotals)

@@ -73,6 +73,10 @@ class IterationRecord(Fact):
     """The commit the iteration started from."""
     commit: str | None = None
     kept_branch: str | None = None
+    blocked_by: tuple[str, ...] = ()
+    """What in the person's checkout kept the work from landing, as the kernel read it from
+    git: the checkout's state (HEAD detached, a merge in progress) or the paths with uncommitted
+    or untracked changes. The gap waits, with no agent run, while the same facts hold."""
     changed_tests: tuple[str, ...] = ()
     """KEPT: the base's tests the change edits that no longer pass against the base's own test
     files (what a person approves)."""

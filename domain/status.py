@@ -14,6 +14,8 @@ class DaemonStatus(Fact):
     """The daemon's state as people and machines read it."""
 
     root: str
+    command: str = "python seed.py"
+    """How a person runs seed on this repository, whole (`--root` when it is not seed's own)."""
     running: bool = False
     """A daemon holds the repository's lock."""
     pid: int | None = None

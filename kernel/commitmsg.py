@@ -52,7 +52,7 @@ def _summary_block(summary: str) -> list[str]:
     return ["The agent's summary:", *(f"    {line}" for line in lines), ""]
 
 
-def message(plan: IterationPlan, summary: str, *, approved: bool = False) -> str:
+def message(plan: IterationPlan, summary: str, *, note: str = "") -> str:
     """The commit message of an iteration's verified tree."""
     body = [
         subject(plan.goal),
@@ -61,8 +61,8 @@ def message(plan: IterationPlan, summary: str, *, approved: bool = False) -> str
         f"Gap: {' '.join(clean(plan.gap.key).split())[:300]}",
         f"Iteration: {plan.iteration_id}",
     ]
-    if approved:
-        body.append("Approved by a person.")
+    if note:  # the kernel's own words: approved by a person, landed once a blocker cleared
+        body.append(" ".join(clean(note).split())[:300])
     body += ["", f"{TRAILER}: {plan.iteration_id}", ""]
     return "\n".join(body)
 

@@ -265,7 +265,8 @@ class Daemon:
         try:
             before = halt.read_halt(self.ctx.paths.history)
             if before.halted:
-                self.ctx.log(f"halted: {before.reason}; run `python seed.py resume` to continue")
+                resume = self.ctx.paths.command("resume")
+                self.ctx.log(f"halted: {before.reason}; run `{resume}` to continue")
                 return EXIT_HALTED
             try:
                 records = self.iterate(single=True)
@@ -359,7 +360,7 @@ class Daemon:
         now = datetime.now(UTC)
         items = read_inbox(self.ctx, now)
         self.status.update(inbox_queued=len(items))
-        self._phase("halted", f"{hstate.reason} (python seed.py resume)")
+        self._phase("halted", f"{hstate.reason} ({self.ctx.paths.command('resume')})")
         folder = self.ctx.paths.inbox
         entries = (
             [e for e in folder.iterdir() if not inbox.ignored(e.name)] if folder.is_dir() else []

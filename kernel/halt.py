@@ -32,7 +32,7 @@ REPEATING = (
 """Categories that halt when one of them ends REPEATS iterations of one UTC day."""
 REPEATS = 3
 STREAK = 3
-"""Consecutive failures (across more than one gap), or flaky iterations, that halt."""
+"""Distinct gaps failing in a row since the last resume, or flaky iterations in a row, that halt."""
 HALT_WINDOW = 200
 """Records read to judge a halt: enough for a day's repeats and the streak."""
 
@@ -141,17 +141,35 @@ def halt_reason(
                 f"{category.value} {len(same)} times on {day.isoformat()} (UTC), the latest in "
                 f"{record.iteration_id}: {record.reason}"
             )
-    last = ran[-STREAK:]
-    if len(last) < STREAK or last[-1].iteration_id != record.iteration_id:
+    if not ran or ran[-1].iteration_id != record.iteration_id:
         return ""
-    if all(r.outcome in FAILED_OUTCOMES for r in last) and len({r.gap.key for r in last}) > 1:
+    streak = _failing(ran)
+    latest: dict[str, IterationRecord] = {}
+    for r in reversed(streak):
+        latest.setdefault(r.gap.key, r)
+    if len(latest) >= STREAK:
+        # distinct gaps: one gap failing again is quarantine's business, not a halt's
+        shown = sorted(latest.values(), key=lambda r: (r.ended_at, r.iteration_id))
         return (
-            f"{STREAK} consecutive failures across different gaps "
-            f"({', '.join(f'{r.iteration_id} {r.gap.key}' for r in last)})"
+            f"{len(streak)} consecutive failures across {len(latest)} different gaps "
+            f"({', '.join(f'{r.iteration_id} {r.gap.key}' for r in shown)})"
         )
+    last = ran[-STREAK:]
+    if len(last) < STREAK:
+        return ""
     if all(r.failure_category == FailureCategory.FLAKY_TEST for r in last):
         return f"a flaky streak of {STREAK} iterations ({', '.join(r.iteration_id for r in last)})"
     return ""
+
+
+def _failing(ran: Sequence[IterationRecord]) -> list[IterationRecord]:
+    """The failed iterations in a row that end the list (oldest first)."""
+    streak: list[IterationRecord] = []
+    for r in reversed(ran):
+        if r.outcome not in FAILED_OUTCOMES:
+            break
+        streak.append(r)
+    return streak[::-1]
 
 
 def _parse_time(value: str) -> datetime | None:

@@ -49,6 +49,8 @@ class Ending:
     kept: str | None = None
     waited_on: str = ""
     """WAITING: what the plan waits on (`loop.waited_on`)."""
+    blocked: tuple[str, ...] = ()
+    """What in the person's checkout kept the work from landing (`blockers.py`)."""
 
 
 @dataclass

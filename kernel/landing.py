@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import FailureCategory, GapReport, IterationOutcome, IterationRecord
-from kernel import commitmsg, faults, gitops, guard, trees
+from kernel import blockers, commitmsg, faults, gitops, guard, trees
 from kernel.analysis import Baseline, measure_cached
 from kernel.answers import Backend
 from kernel.context import Context
@@ -48,7 +48,7 @@ def land(
     faults.fault("commit")
     blocker = gitops.land_blocker(root)
     if blocker:
-        return _keep(ctx, it, commit, f"cannot land: {blocker}", verification)
+        return _keep(ctx, it, commit, f"cannot land: {blocker}", verification, blocked=(blocker,))
     head_now = gitops.head(root)
     if head_now != it.base:
         assert head_now is not None
@@ -64,7 +64,7 @@ def land(
             it,
             commit,
             f"the change edits base tests that no longer pass against the base's own test "
-            f"files ({shown}); approve it with `python seed.py approve {plan.iteration_id}`",
+            f"files ({shown}); approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
             verification,
             IterationOutcome.KEPT,
         )
@@ -80,6 +80,7 @@ def land(
             commit,
             f"the change adds files that already exist, untracked, in your checkout: {', '.join(collisions[:5])}",
             verification,
+            blocked=tuple(sorted(collisions)),
         )
     return _fast_forward(ctx, it, commit, verification, t0)
 
@@ -186,7 +187,19 @@ def _fast_forward(
     it.timed("land", t0)
     if not merged.ok:
         reason = " ".join((merged.err_text() or merged.text()).split())[:400]
-        return _keep(ctx, it, commit, f"git refused the fast-forward: {reason}", verification)
+        # what git refused for, read again from the checkout: the person's changes to the
+        # files the change writes (nothing the agent wrote decides it)
+        changed = gitops.git(root, "diff", "--name-only", "-z", it.base, commit).stdout
+        paths = [p for p in changed.decode("utf-8", errors="surrogateescape").split("\0") if p]
+        blocked = tuple(blockers.dirty(root, paths))
+        return _keep(
+            ctx,
+            it,
+            commit,
+            f"git refused the fast-forward: {reason}",
+            verification,
+            blocked=blocked,
+        )
     # the verified commit is on the branch (SUCCESS: what history and recovery say); bytes
     # that git wrote otherwise are named, never overwritten (they may be the person's)
     differ = trees.unlike_blobs(root, it.base, commit)
@@ -219,22 +232,34 @@ def _keep(
     reason: str,
     verification: Verification,
     outcome: IterationOutcome = IterationOutcome.MERGE_BLOCKED,
+    blocked: tuple[str, ...] = (),
 ) -> Ending:
     """MERGE_BLOCKED or KEPT: keep the work as seed/kept/<id>; nothing in the checkout
-    changes (`python seed.py approve ID` lands it)."""
+    changes (`seed.py approve ID` lands it). Blocked by the person's checkout, the gap waits
+    with no agent run, and the kernel lands the kept tree once the blocker clears."""
     root = ctx.paths.root
     kept = f"seed/kept/{it.plan.iteration_id}"
     gitops.git(root, "branch", "--force", kept, commit)
     branches = gitops.list_branches(root, "seed/kept/")
     for name in branches[: max(len(branches) - ctx.config.git.keep_branches, 0)]:
         gitops.delete_branch(root, name)
+    said = f"{reason}; the work is kept on branch {kept}"
+    if blocked:
+        said += (
+            f" (blocked by {blockers.describe(blocked)}): "
+            "no agent runs for this gap again; it lands by itself, verified again, once that "
+            f"changes, or now with `{ctx.paths.command('approve', it.plan.iteration_id)}`"
+        )
+    elif outcome == IterationOutcome.MERGE_BLOCKED:
+        said += f" (`{ctx.paths.command('approve', it.plan.iteration_id)}` lands it)"
     return Ending(
         outcome,
         FailureCategory.MERGE_BLOCKED if outcome == IterationOutcome.MERGE_BLOCKED else None,
-        f"{reason}; the work is kept on branch {kept}",
+        said,
         verification=verification,
         commit=commit,
         kept=kept,
+        blocked=blocked,
     )
 
 
@@ -277,29 +302,17 @@ def approve(ctx: Context, iteration_id: str) -> str:
     store and verified again first (only the base tests the record lists may still differ)."""
     record = ctx.store.get(iteration_id)
     if record is None:
-        raise UsageError(f"no iteration {iteration_id} (`python seed.py history` lists them)")
+        raise UsageError(
+            f"no iteration {iteration_id} (`{ctx.paths.command('history')}` lists them)"
+        )
     keepers = (IterationOutcome.KEPT, IterationOutcome.MERGE_BLOCKED)
     if record.outcome not in keepers or not record.commit:
         raise UsageError(
             f"{iteration_id} ended {record.outcome.value}: only KEPT or MERGE_BLOCKED work is approved"
         )
-    root = ctx.paths.root
-    blocker = gitops.land_blocker(root)
-    if blocker:
-        raise SeedError(f"cannot land: {blocker}")
-    commit = record.commit
-    head = gitops.head(root)
-    if head == commit:
-        return f"{iteration_id} is already on the branch ({commit[:12]})"
-    if head != gitops.out(root, "rev-parse", f"{commit}^"):
-        assert head is not None
-        commit = _approved_on(ctx, record, commit, head)
-    # as the daemon lands: no attributes or filters, and the checkout's bytes checked after
-    merged = gitops.fast_forward(root, commit)
-    if not merged.ok:
-        reason = " ".join((merged.err_text() or merged.text()).split())[:400]
-        raise SeedError(f"git refused the fast-forward: {reason}")
-    differ = trees.unlike_blobs(root, head or commit, commit)
+    if gitops.head(ctx.paths.root) == record.commit:
+        return f"{iteration_id} is already on the branch ({record.commit[:12]})"
+    commit, differ = land_kept(ctx, record, "Approved by a person.")
     ctx.store.event(
         "approved",
         f"{iteration_id} approved by a person: {commit[:12]} landed",
@@ -314,7 +327,29 @@ def approve(ctx: Context, iteration_id: str) -> str:
     return said
 
 
-def _approved_on(ctx: Context, record: IterationRecord, commit: str, head: str) -> str:
+def land_kept(ctx: Context, record: IterationRecord, note: str) -> tuple[str, list[str]]:
+    """Fast-forward the branch to a kept iteration's tree (rebased and verified again first
+    if the branch moved); the commit landed and the paths whose checkout bytes differ.
+    Raises SeedError when it cannot land."""
+    root = ctx.paths.root
+    blocker = gitops.land_blocker(root)
+    if blocker:
+        raise SeedError(f"cannot land: {blocker}")
+    assert record.commit is not None
+    commit = record.commit
+    head = gitops.head(root)
+    if head != gitops.out(root, "rev-parse", f"{commit}^"):
+        assert head is not None
+        commit = _approved_on(ctx, record, commit, head, note)
+    # as the daemon lands: no attributes or filters, and the checkout's bytes checked after
+    merged = gitops.fast_forward(root, commit)
+    if not merged.ok:
+        reason = " ".join((merged.err_text() or merged.text()).split())[:400]
+        raise SeedError(f"git refused the fast-forward: {reason}")
+    return commit, trees.unlike_blobs(root, head or commit, commit)
+
+
+def _approved_on(ctx: Context, record: IterationRecord, commit: str, head: str, note: str) -> str:
     """The kept change rebased onto the branch's new head and verified again there."""
     root, name = ctx.paths.root, f"approve-{record.iteration_id}"
     store = trees.ObjectStore(ctx.paths.objects / name, ctx.paths.common / "objects")
@@ -355,7 +390,7 @@ def _approved_on(ctx: Context, record: IterationRecord, commit: str, head: str) 
     if not verification.passed or not set(verification.changed_tests) <= set(record.changed_tests):
         raise SeedError(f"after rebasing onto {head[:12]}: {verification.reason}")
     plan = record.plan
-    message = commitmsg.message(plan, record.agent_summary, approved=True)
+    message = commitmsg.message(plan, record.agent_summary, note=note)
     return _commit(ctx, new_tree, head, message, store)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from domain import (
     AgentContext,
+    FailureCategory,
     GapReport,
     IterationOutcome,
     IterationPlan,
@@ -25,20 +26,20 @@ from domain import (
     ProjectState,
     RunSpec,
 )
-from kernel import agentgit, faults, gitops, halt, jails, landing, watch
+from kernel import agentgit, blockers, faults, gitops, halt, inbox, jails, landing, watch
 from kernel.agentrun import AgentRunner
 from kernel.analysis import Baseline, analyse
 from kernel.answers import Backend
 from kernel.context import Context
 from kernel.contracts import protected_patterns
-from kernel.errors import HostError, Interrupted
+from kernel.errors import HostError, Interrupted, SeedError
 from kernel.fsutil import plain_file
 from kernel.guard import clamp_plan
 from kernel.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.journal import Journal
 from kernel.judge import Judge, Passed
 from kernel.measure import ruff_binary
-from kernel.quarantine import apply_quarantine, waiting
+from kernel.quarantine import apply_quarantine, latest_records, waiting
 from kernel.recording import QUARANTINED, WAITING, Recorder, round_of
 from kernel.store import RecordStore
 
@@ -60,6 +61,8 @@ class _Ranked:
     """Gap keys not offered to the planner, and why (quarantined, waiting for an agent)."""
     backend: Backend
     analyse_s: float
+    landable: list[IterationRecord]
+    """Kept work whose blocker in the person's checkout cleared: the kernel lands it."""
     waited_on: str = ""
     """What a plan that cannot run now waits on (`waited_on`)."""
 
@@ -128,6 +131,14 @@ class Loop:
         hstate = halt.read_halt(ctx.paths.history)
         sequence = ctx.store.next_sequence()
         unrecorded: list[tuple[Iteration, Ending]] = []
+        landable = execute and not hstate.halted and not blocker and ranked.landable
+        if landable and self._land_kept(ranked.landable[0], head, worktree, sequence, now):
+            return
+        if execute and blocker and _told(blocker, ranked.history):
+            # one record per blocker, not one per poll or per gap: `status` names it
+            if single:
+                ctx.log(f"nothing runs while {blockers.describe((blocker,))}")
+            return
         while True:
             self.phase("planning", "")
             t0 = mono()
@@ -147,7 +158,20 @@ class Loop:
             it.durations = {"analyse": round(ranked.analyse_s, 3), "plan": round(mono() - t0, 3)}
             it.sandboxed, it.watch = jails.active(ctx.config.guard), began
             self.current = it
-            name, why = self._route(it, blocker, hstate, execute)
+            name, why = self._route(it, hstate, execute)
+            facts = self._blocker(plan, blocker) if not why and name != "none" else ()
+            if facts:
+                wide = blockers.checkout_wide(facts)
+                self._wait(it, _blocked(facts), unrecorded, single and not wide)
+                # `status` names the blocker even when `once` leaves the gap unrecorded
+                ranked.passed_over[plan.gap.key] = f"blocked by {blockers.describe(facts)}"
+                if self.analysed is not None:
+                    self.analysed(ranked.baseline.report, ranked.passed_over)
+                if wide:
+                    return  # it blocks every gap: one record says so
+                sequence += 0 if single else 1
+                ranked.report = _without(ranked.report, plan.gap.key)
+                continue
             spec = None
             if not why and name != "none":
                 spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree))
@@ -156,7 +180,10 @@ class Loop:
                     spec, why = None, f"{name} cannot run here: {spec.cannot[:500]}"
             if spec is None:
                 why = why or f"backend {name} only writes plans"
-                self._wait(it, why, ranked.waited_on, unrecorded, single)
+                reason = f"waiting for an agent: {why}"
+                on = ranked.waited_on
+                ending = Ending(IterationOutcome.WAITING, None, reason, waited_on=on)
+                self._wait(it, ending, unrecorded, single)
                 sequence += 0 if single else 1
                 ranked.report = _without(ranked.report, plan.gap.key)
                 continue
@@ -178,7 +205,7 @@ class Loop:
         free = _free_mb(ctx.paths.state)
         if free >= ctx.config.guard.min_free_mb or halt.read_halt(ctx.paths.history).halted:
             return False
-        reason = f"the disk is full: {free} MB free where the kernel works ({ctx.paths.state}); free some space, then `python seed.py resume`"
+        reason = f"the disk is full: {free} MB free where the kernel works ({ctx.paths.state}); free some space, then `{ctx.paths.command('resume')}`"
         ctx.log(reason)
         halt.halt(ctx.store, reason, "DISK_FULL")
         return True
@@ -195,8 +222,28 @@ class Loop:
         faults.fault("analysis")
         backend = ctx.backend()
         on = waited_on(ctx, backend)
-        waits = waiting(baseline.report, history, on)
-        passed_over = {k: WAITING for k in waits} | {k: QUARANTINED for k in quarantined}
+        still = blockers.held(ctx.paths.root)
+
+        def blocked(record: IterationRecord) -> bool:
+            if record.outcome == IterationOutcome.MERGE_BLOCKED:
+                # kept work waits for its blocker, then the kernel lands it (never an agent);
+                # a person who deleted the kept branch said no to it
+                kept = record.kept_branch
+                return bool(kept and record.commit and gitops.branch_exists(ctx.paths.root, kept))
+            return still(record)
+
+        waits = waiting(baseline.report, history, on, blocked)
+        landable = [
+            r
+            for _, r in latest_records(baseline.report, history)
+            if r.gap.key in waits and r.outcome == IterationOutcome.MERGE_BLOCKED and not still(r)
+        ]
+        held = {
+            r.gap.key: f"blocked by {blockers.describe(r.blocked_by)}"
+            for _, r in latest_records(baseline.report, history)
+            if r.gap.key in waits and r.blocked_by and r not in landable
+        }
+        passed_over = {k: WAITING for k in waits} | held | {k: QUARANTINED for k in quarantined}
         self.recorder.note_baseline(baseline.report, passed_over)
         if self.analysed is not None:
             self.analysed(baseline.report, passed_over)
@@ -207,7 +254,14 @@ class Loop:
             }
         )
         return _Ranked(
-            baseline, report, for_planner(history, report), passed_over, backend, analyse_s, on
+            baseline,
+            report,
+            for_planner(history, report),
+            passed_over,
+            backend,
+            analyse_s,
+            landable,
+            on,
         )
 
     def _plan(self, ranked: _Ranked, state: ProjectState, expected: str) -> IterationPlan | None:
@@ -229,10 +283,9 @@ class Loop:
             ranked.baseline.gate.adoption.tools,
         )
 
-    def _route(
-        self, it: Iteration, blocker: str, hstate: halt.HaltState, execute: bool
-    ) -> tuple[str, str]:
-        """The backend for this plan, and why it cannot run now ('' when it can)."""
+    def _route(self, it: Iteration, hstate: halt.HaltState, execute: bool) -> tuple[str, str]:
+        """The backend for this plan, and why it cannot run now ('' when it can; a blocker
+        in the person's checkout is `_blocker`'s)."""
         name, spec_reason = self.choose(it.plan, it.backend)
         unjailed = (
             ""
@@ -242,29 +295,85 @@ class Loop:
         why_not = (
             spec_reason
             or unjailed
-            or (f"cannot land: {blocker}" if blocker else "")
             or (f"halted: {hstate.reason}" if hstate.halted else "")
             or ("" if execute else "plan only")
         )
         return name, why_not
 
+    def _blocker(self, plan: IterationPlan, checkout: str) -> blockers.Blocker:
+        """What in the person's checkout would keep this plan's work from landing, read from
+        git before any agent is paid: the checkout's state, else the person's changes to the
+        files the plan names (its actions and suspects; broad globs are checked at landing)."""
+        if checkout:
+            return (checkout,)
+        return tuple(blockers.dirty(self.ctx.paths.root, blockers.plan_paths(plan)))
+
     def _wait(
         self,
         it: Iteration,
-        why: str,
-        on: str,
+        ending: Ending,
         unrecorded: list[tuple[Iteration, Ending]],
         single: bool,
     ) -> None:
         """A plan nobody can carry out now: recorded as WAITING (in `once`, only if none runs)."""
-        reason = f"waiting for an agent: {why}"
-        ending = Ending(IterationOutcome.WAITING, None, reason, waited_on=on)
         if single:
             unrecorded.append((it, ending))
-            self.ctx.log(f"passed over {it.plan.gap.key}: {why}")
+            self.ctx.log(f"passed over {it.plan.gap.key}: {ending.reason}")
         else:
             self._record(it, ending)
         self.current = None
+
+    def _land_kept(
+        self, kept: IterationRecord, head: str, worktree: Path, sequence: int, now: datetime
+    ) -> bool:
+        """Land work kept because the person's checkout blocked it, now that it no longer
+        does: the approval path (rebased and verified again if the branch moved), no agent.
+        False when the kept record is gone (a person can still approve the branch)."""
+        ctx = self.ctx
+        full = ctx.store.get(kept.iteration_id)
+        if full is None or full.plan is None:
+            return False
+        plan = full.plan.model_copy(
+            update={"iteration_id": f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}", "created_at": now}
+        )
+        it = Iteration(plan, head, datetime.now(UTC), Backend(kept.backend, "kept work"), worktree)
+        it.touched = list(kept.touched_files)
+        self.current = it
+        task = plan.gap.inbox
+        if task is not None:  # released with the record, as after an agent's run
+            with contextlib.suppress(OSError):
+                inbox.claim(ctx.paths.inbox, task.name)
+                it.claimed_inbox = task.name
+        self.phase("landing", f"the work kept by {kept.iteration_id}")
+        was = blockers.describe(kept.blocked_by)
+        try:
+            commit, differ = landing.land_kept(
+                ctx, full, f"Kept by {kept.iteration_id} while {was}; landed once that changed."
+            )
+        except Interrupted:
+            raise
+        except SeedError as exc:
+            ending = Ending(
+                IterationOutcome.MERGE_BLOCKED,
+                FailureCategory.MERGE_BLOCKED,
+                f"the work kept by {kept.iteration_id} ({kept.kept_branch}) did not land once "
+                f"{was} changed: {exc}; the gap is open to a new attempt",
+            )
+        else:
+            note = f"git wrote other bytes than the landed blobs for: {', '.join(differ[:10])}"
+            ending = Ending(
+                IterationOutcome.SUCCESS,
+                None,
+                f"landed the work kept by {kept.iteration_id} ({kept.kept_branch}) once {was} "
+                "changed; no agent ran",
+                evidence=[note] if differ else [],
+                commit=commit,
+            )
+        record = self._record(it, ending)
+        if record.outcome == IterationOutcome.SUCCESS:
+            self.phase("reloading modules", "")
+            ctx.reload_host(record.touched_files)
+        return True
 
     def _record(self, it: Iteration, ending: Ending) -> IterationRecord:
         """The one place an iteration's record is written."""
@@ -425,6 +534,25 @@ class Loop:
                 "sandboxed": jails.active(self.ctx.config.guard),
             },
         )
+
+
+def _blocked(facts: blockers.Blocker) -> Ending:
+    """The WAITING ending of a plan blocked before its agent ran."""
+    return Ending(
+        IterationOutcome.WAITING,
+        FailureCategory.MERGE_BLOCKED,
+        f"blocked before the agent ran by {blockers.describe(facts)}: the work could not land; "
+        "it waits (no agent runs, nothing is spent) until that changes",
+        blocked=facts,
+    )
+
+
+def _told(blocker: str, history: Sequence[IterationRecord]) -> bool:
+    """Whether the latest record that ran or was blocked already says this checkout state."""
+    for record in reversed(history):
+        if record.blocked_by or record.outcome != IterationOutcome.WAITING:
+            return record.blocked_by == (blocker,)
+    return False
 
 
 def _without(report: GapReport, key: str) -> GapReport:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,15 @@ class Paths:
     def selfhost(self) -> bool:
         """The target is seed's own repository."""
         return self.root.resolve() == self.seed_home.resolve()
+
+    def command(self, *args: str) -> str:
+        """A seed command for a person, whole: `python seed.py ARGS` on seed's own checkout,
+        else with seed.py's path and `--root` (the person may stand anywhere when they read it)."""
+        words = [shlex.quote(a) for a in args]
+        if self.selfhost:
+            return " ".join(["python", "seed.py", *words])
+        seed_py = shlex.quote(str(self.seed_home / "seed.py"))
+        return " ".join(["python", seed_py, "--root", shlex.quote(str(self.root)), *words])
 
 
 def discover(root: Path) -> Paths:

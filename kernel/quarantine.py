@@ -1,7 +1,7 @@
 """Quarantine: a gap that keeps failing is skipped until it, its files, or a person's ask changes.
 
 Quarantined: the latest attempts at a gap, as it is now, failed 3 times in a row, or twice
-with the same category and evidence. What is quarantined is kept in history/quarantine.json
+with the same category (a real one: never "none") and evidence. What is quarantined is kept in history/quarantine.json
 for `status`; an inbox task that is quarantined moves to inbox/failed/.
 """
 
@@ -91,12 +91,15 @@ def quarantine_reason(
         reason = f"failed {len(streak)} times in a row ({', '.join(r.iteration_id for r in reversed(streak[:3]))})"
     elif (
         len(streak) >= 2
+        # a failure with no category (an agent or tool that failed without saying why) says
+        # nothing about the gap: twice alike needs the failures' own category
+        and streak[0].failure_category is not None
         and streak[0].failure_category == streak[1].failure_category
         and streak[0].evidence == streak[1].evidence
     ):
         category = streak[0].failure_category
         reason = (
-            f"failed twice with the same category ({category.value if category else 'none'}) "
+            f"failed twice with the same category ({category.value}) "
             f"and evidence ({streak[1].iteration_id}, {streak[0].iteration_id})"
         )
     if reason and report is not None and _asks_again(gap, report, streak[0].ended_at):
@@ -188,23 +191,39 @@ def _fail_queued(ctx: Context, report: GapReport, held: tuple[str, ...]) -> list
     return moved
 
 
-def waiting(report: GapReport, records: Sequence[IterationRecord], waited_on: str) -> set[str]:
+def waiting(
+    report: GapReport,
+    records: Sequence[IterationRecord],
+    waited_on: str,
+    blocked: Callable[[IterationRecord], bool] = lambda record: True,
+) -> set[str]:
     """Gaps already planned and waiting for an agent (on what still holds: the same backend,
-    sandbox and api_base, `loop.waited_on`) or for a person (KEPT), unchanged since."""
-    latest: dict[str, IterationRecord] = {}
-    for record in records:
-        latest[record.gap.key] = record
+    sandbox and api_base, `loop.waited_on`), for a person (KEPT), or for the person's checkout
+    (`blocked` says whether a blocked record still waits), unchanged since."""
     out: set[str] = set()
-    for gap in report.gaps:
-        record = latest.get(gap.key)
-        if (
-            record is not None
-            and record_signature(record) == gap_signature(gap)
-            and (
-                (record.outcome == IterationOutcome.WAITING and record.waited_on == waited_on)
-                # kept for a person to approve: another agent run would only keep it again
-                or record.outcome == IterationOutcome.KEPT
-            )
+    for gap, record in latest_records(report, records):
+        if record.blocked_by:
+            # one blocker, one payment: no agent runs for it again while it holds
+            if blocked(record):
+                out.add(gap.key)
+        elif (
+            (record.outcome == IterationOutcome.WAITING and record.waited_on == waited_on)
+            # kept for a person to approve: another agent run would only keep it again
+            or record.outcome == IterationOutcome.KEPT
         ):
             out.add(gap.key)
     return out
+
+
+def latest_records(
+    report: GapReport, records: Sequence[IterationRecord]
+) -> list[tuple[Gap, IterationRecord]]:
+    """Each reported gap with its latest record, when that record is of the gap as it is now."""
+    latest: dict[str, IterationRecord] = {}
+    for record in records:
+        latest[record.gap.key] = record
+    return [
+        (gap, latest[gap.key])
+        for gap in report.gaps
+        if gap.key in latest and record_signature(latest[gap.key]) == gap_signature(gap)
+    ]

@@ -143,6 +143,7 @@ class Recorder:
             base=it.base,
             commit=ending.commit,
             kept_branch=ending.kept,
+            blocked_by=ending.blocked,
             changed_tests=tuple(cap_lines(verification.changed_tests)) if verification else (),
             backend=it.backend.name,
             waited_on=ending.waited_on,
@@ -253,7 +254,7 @@ class Recorder:
         if reason:
             category = record.failure_category
             halt.halt(ctx.store, reason, category.value if category else "", record.iteration_id)
-            ctx.log(f"HALTED: {reason}. Nothing runs until `python seed.py resume`.")
+            ctx.log(f"HALTED: {reason}. Nothing runs until `{ctx.paths.command('resume')}`.")
 
 
 @contextlib.contextmanager

@@ -149,6 +149,7 @@ def digest(ctx: Context, limit: int = 0) -> HistoryDigest:
     return HistoryDigest(
         generated_at=now,
         root_name=ctx.paths.root.name,
+        command=ctx.paths.command(),
         rows=tuple(rows),
         totals=HistoryTotals(
             iterations=totals.iterations,
@@ -215,7 +216,7 @@ def write_index(ctx: Context) -> Path:
 def _bare_index(facts: HistoryDigest, problem: str) -> str:
     lines = ["# history", "", f"(the index could not be rendered: {problem})", ""]
     if facts.halt.halted:
-        lines += [f"HALTED: {facts.halt.reason} (run `python seed.py resume`)", ""]
+        lines += [f"HALTED: {facts.halt.reason} (run `{facts.command} resume`)", ""]
     lines += [
         f"- [{r.iteration_id}]({r.iteration_id}/report.md) {r.outcome.value} {r.gap_key}"
         for r in facts.rows

@@ -129,6 +129,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     limits = ctx.config.budget
     return DaemonStatus(
         root=str(ctx.paths.root),
+        command=ctx.paths.command(),
         running=running,
         pid=int(live["pid"]) if running and live.get("pid") else None,
         phase=phase,
@@ -189,7 +190,7 @@ def _checkout_lines(status: DaemonStatus) -> list[str]:
 
 def _bare_status(status: DaemonStatus, problem: str) -> str:
     daemon = f"running (pid {status.pid}): {status.phase}" if status.running else "not running"
-    halted = f"YES: {status.halt_reason}; run `python seed.py resume`" if status.halted else "no"
+    halted = f"YES: {status.halt_reason}; run `{status.command} resume`" if status.halted else "no"
     lines = [
         f"repository:  {status.root}",
         *_checkout_lines(status),

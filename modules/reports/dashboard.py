@@ -125,7 +125,7 @@ def _daemon_tile(digest: HistoryDigest) -> str:
     if halt.halted:
         return (
             f'<div class="tile bad" id="daemon"><b>HALTED</b><span>{escape(shorten(halt.reason, 160))}'
-            f"<br>{escape(where)}{'; ' if where else ''}run <code>python seed.py resume</code></span></div>"
+            f"<br>{escape(where)}{'; ' if where else ''}run <code>{escape(digest.command)} resume</code></span></div>"
         )
     if daemon.running:
         return (
@@ -134,7 +134,7 @@ def _daemon_tile(digest: HistoryDigest) -> str:
     if daemon.known:
         return (
             '<div class="tile" id="daemon"><b>stopped</b><span>no daemon is running; start one '
-            "with <code>python seed.py run</code></span></div>"
+            f"with <code>{escape(digest.command)} run</code></span></div>"
         )
     return (
         '<div class="tile" id="daemon"><b>not halted</b><span>daemon state not known</span></div>'

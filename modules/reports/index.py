@@ -29,7 +29,7 @@ def _halt(digest: HistoryDigest) -> list[str]:
         f"**HALTED**{since}{by}: {md(halt.reason)}",
         "",
         "The daemon keeps watching and writing plans but runs no agent until you look at the "
-        "reason above and run `python seed.py resume`.",
+        f"reason above and run `{digest.command} resume`.",
         "",
     ]
 
@@ -89,7 +89,7 @@ def render_index(digest: HistoryDigest) -> str:
         "",
         f"What the seed daemon planned, did and proved in {md(digest.root_name) or 'this repository'}. "
         f"Rewritten after every iteration (last {utc(digest.generated_at, True)}). "
-        "`python seed.py history` lists and filters every iteration; `python seed.py report` "
+        f"`{digest.command} history` lists and filters every iteration; `{digest.command} report` "
         "writes [index.html](index.html) with charts.",
         "",
     ]
@@ -117,7 +117,7 @@ def render_index(digest: HistoryDigest) -> str:
             lines += [
                 "",
                 f"The latest {shown:,} of {digest.totals.iterations:,}; "
-                "`python seed.py history --limit 0` lists them all.",
+                f"`{digest.command} history --limit 0` lists them all.",
             ]
     else:
         lines.append("No iterations yet.")
@@ -127,7 +127,7 @@ def render_index(digest: HistoryDigest) -> str:
         "",
         "- one folder per iteration: `report.md`, `plan.json`, `record.json`, `agent.log`",
         "- `records.jsonl`: one line per iteration; `events.jsonl`: halts, resumes, recoveries",
-        "- `status.json`: what the daemon is doing now (`python seed.py status`)",
+        f"- `status.json`: what the daemon is doing now (`{digest.command} status`)",
         "- nothing here is committed",
         "",
     ]

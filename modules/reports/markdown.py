@@ -92,6 +92,8 @@ def _result(record: IterationRecord) -> str:
             shown += "; it changes what these base tests expect: " + ", ".join(
                 code(t) for t in record.changed_tests
             )
+        if f"approve {record.iteration_id}`" in record.reason:
+            return shown  # the reason gives the whole command (with --root when needed)
         return f"{shown}; land it with `python seed.py approve {record.iteration_id}`"
     if record.outcome == IterationOutcome.WAITING:
         return "nothing ran; the plan is in plan.json"

@@ -74,7 +74,7 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         out += [f"           | {line}" for line in status.log_tail]
     out.append(
         "halted:      "
-        + (f"YES: {status.halt_reason}; run `python seed.py resume`" if status.halted else "no")
+        + (f"YES: {status.halt_reason}; run `{status.command} resume`" if status.halted else "no")
     )
     if status.land_blocker:
         out.append(f"landing:     blocked ({status.land_blocker}); the daemon only plans")

@@ -43,7 +43,8 @@ def test_a_halt_survives_restarts_blocks_agents_and_only_resume_clears_it(tmp_pa
     status = project.status()
     assert status["halted"] and "SANDBOX_VIOLATION" in status["halt_reason"]
     shown = seed(project.root, "status")
-    assert "YES: SANDBOX_VIOLATION" in shown.stdout and "seed.py resume" in shown.stdout
+    assert "YES: SANDBOX_VIOLATION" in shown.stdout
+    assert f"--root {project.root} resume" in shown.stdout
 
     honest = project.config([ran], extra=FAST)
     again = project.seed(honest, "once")
@@ -144,21 +145,25 @@ def test_three_failures_across_gaps_halt_and_a_quarantined_task_moves_to_failed(
     project = make_project(tmp_path)
     project.task(name="a.md")
     project.task("Add a div function.", name="b.md", front='priority = "low"\n')
+    project.task("Add a pow function.", name="c.md", front='priority = "low"\n')
     before = project.snapshot()
     failing = project.config(FAIL, extra=FAST)
 
-    codes = [project.seed(failing, "once").returncode for _ in range(3)]
+    # a.md and b.md twice each (each then quarantined), c.md: the third distinct gap halts
+    codes = [project.seed(failing, "once").returncode for _ in range(5)]
 
-    assert codes == [1, 1, 3]
+    assert codes == [1, 1, 1, 1, 3]
     records = project.records()
-    assert [r["gap"]["key"] for r in records] == ["inbox:a.md", "inbox:a.md", "inbox:b.md"]
+    keys = ["inbox:a.md", "inbox:a.md", "inbox:b.md", "inbox:b.md", "inbox:c.md"]
+    assert [r["gap"]["key"] for r in records] == keys
     assert all(r["failure_category"] == "AGENT_ERROR" for r in records)
     failed = project.root / "inbox" / "failed" / "a.md"
     assert failed.exists()
     assert "Quarantined" in failed.with_name("a.md.result.md").read_text()
     reason = project.halt()["reason"]
-    assert reason.startswith("3 consecutive failures across different gaps")
-    assert (project.root / "inbox" / "b.md").exists()
+    assert reason.startswith("5 consecutive failures across 3 different gaps")
+    assert (project.root / "inbox" / "failed" / "b.md").exists()
+    assert (project.root / "inbox" / "c.md").exists()
     assert_checkout_kept(project, before)
     assert_no_leftovers(project)
 

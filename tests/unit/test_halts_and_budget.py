@@ -77,13 +77,13 @@ def test_a_single_ordinary_failure_does_not_halt(category: FailureCategory) -> N
 def test_three_consecutive_failures_across_gaps_halt() -> None:
     history = [record(A, 1), record(B, 2), record(C, 3)]
     reason = halt.halt_reason(history[-1], history)
-    assert reason.startswith("3 consecutive failures across different gaps")
+    assert reason.startswith("3 consecutive failures across 3 different gaps")
     assert all(r.iteration_id in reason for r in history)
 
 
-def test_two_gaps_in_three_failures_still_halt_but_one_gap_is_quarantine_not_halt() -> None:
+def test_two_gaps_in_three_failures_are_no_halt_and_one_gap_is_quarantine_not_halt() -> None:
     two = [record(A, 1), record(A, 2), record(B, 3)]
-    assert "consecutive failures" in halt.halt_reason(two[-1], two)
+    assert halt.halt_reason(two[-1], two) == ""
     one = [record(A, 1), record(A, 2), record(A, 3)]
     assert halt.halt_reason(one[-1], one) == ""
 
