@@ -7,6 +7,7 @@ worktree discarded, an ABORTED record written, and `run` exits 0.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -33,6 +34,13 @@ from kernel.status import StatusWriter
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
 
+CHANGES = ("created", "modified", "moved", "deleted")
+"""Event kinds that say a file changed. Opened and closed-without-writing are anyone's reads,
+the daemon's own among them: they never wake it."""
+INBOX_CHANGES = (*CHANGES, "closed")
+"""In inbox/, a file closed after writing is also news: it is complete."""
+CONFIG, HEAD, HALT = "config", "HEAD", "halt"
+
 
 @dataclass
 class Wake:
@@ -41,6 +49,8 @@ class Wake:
     event: threading.Event = field(default_factory=threading.Event)
     ready: set[str] = field(default_factory=set[str])
     """Inbox files known to be complete (closed after writing, or moved in)."""
+    news: set[str] = field(default_factory=set[str])
+    """What changed outside inbox/ since the loop last looked (CONFIG, HEAD, HALT)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def poke(self, name: str = "") -> None:
@@ -59,6 +69,18 @@ class Wake:
         """The inbox files known to be complete, now."""
         with self.lock:
             return frozenset(self.ready)
+
+    def notice(self, what: str) -> None:
+        """Wake the daemon for a change outside inbox/ (a resume, the config, a commit)."""
+        with self.lock:
+            self.news.add(what)
+        self.event.set()
+
+    def take_news(self) -> frozenset[str]:
+        """The changes noticed since the last call."""
+        with self.lock:
+            news, self.news = frozenset(self.news), set[str]()
+            return news
 
 
 def _install_signals() -> None:
@@ -79,7 +101,7 @@ def inbox_event(
     written, intake sees the writer and waits for the close). A write makes it incomplete.
     Moves into inbox's own folders (done/, .active/, ...) are the daemon's own doing.
     """
-    if kind in ("opened", "closed_no_write", "attrib"):
+    if kind not in INBOX_CHANGES:
         return
     if kind in ("moved", "deleted") and Path(src).parent == folder:
         wake.unready(Path(src).name)  # gone from the queue (claimed, set aside, removed)
@@ -101,18 +123,80 @@ def inbox_event(
         wake.poke()
 
 
+def watched_files(ctx: Context) -> dict[Path, str]:
+    """The files outside inbox/ whose change wakes the daemon, and what each change is.
+
+    halt.json (a resume), seed.toml, and what a commit or checkout moves: HEAD, the branch's
+    ref and packed-refs. The daemon's own writes elsewhere in their folders (status.json, the
+    log, records, its kept branches) are not among them.
+    """
+    files = {
+        ctx.paths.history / halt.HALT_FILE: HALT,
+        Path(os.path.abspath(ctx.config_path)): CONFIG,
+        ctx.paths.common / "packed-refs": HEAD,
+    }
+    with contextlib.suppress(gitops.GitError, OSError):
+        files[gitops.git_dir(ctx.paths.root) / "HEAD"] = HEAD
+        ref = gitops.git(ctx.paths.root, "symbolic-ref", "--quiet", "HEAD", check=False)
+        if ref.ok and ref.text().strip().startswith("refs/heads/"):
+            files[ctx.paths.common / ref.text().strip()] = HEAD
+    return files
+
+
+def file_event(wake: Wake, files: Mapping[Path, str], kind: str, src: str, dest: str = "") -> None:
+    """What one event in a watched folder other than inbox/ means: a named file changed."""
+    if kind not in CHANGES:
+        return
+    for raw in (src, dest):
+        what = files.get(Path(raw)) if raw else None
+        if what is not None:
+            wake.notice(what)
+            return
+
+
+class _StopRace(logging.Filter):
+    """watchdog 7 logs "InotifyEmitter.queue_events() called when the thread is inactive" at
+    ERROR when an event was still pending as its emitter stopped; the daemon is stopping and
+    nothing it needs is lost, so the line is not shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
 @contextlib.contextmanager
 def _watch(ctx: Context, wake: Wake) -> Generator[None]:
-    """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events.
+    """Watch inbox/ and the folders of `watched_files` with watchdog; wake the loop on changes.
 
-    Only these two folders are watched, not recursively: one inotify watch each.
+    No folder is watched recursively, and each watch asks inotify only for the event kinds
+    that mean a change: the daemon's own reads of halt.json or HEAD never wake it.
     """
-    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.events import (
+        DirCreatedEvent,
+        DirDeletedEvent,
+        DirMovedEvent,
+        FileClosedEvent,
+        FileCreatedEvent,
+        FileDeletedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+        FileSystemEvent,
+        FileSystemEventHandler,
+    )
     from watchdog.observers import Observer
     from watchdog.observers.api import BaseObserver
     from watchdog.observers.polling import PollingObserver
 
     folder = ctx.paths.inbox
+    files = watched_files(ctx)
+    changes: list[type[FileSystemEvent]] = [
+        FileCreatedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+        FileDeletedEvent,
+        DirCreatedEvent,
+        DirMovedEvent,
+        DirDeletedEvent,
+    ]
 
     class InboxHandler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
@@ -125,35 +209,36 @@ def _watch(ctx: Context, wake: Wake) -> Generator[None]:
                 event.is_directory,
             )
 
-    class HaltHandler(FileSystemEventHandler):
+    class FileHandler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
-            # the daemon writes status.json and daemon.log here all the time: only the
-            # halt state (a resume) is news
-            for raw in (event.src_path, event.dest_path):
-                if raw and os.path.basename(os.fsdecode(raw)) == halt.HALT_FILE:
-                    wake.poke()
-                    return
+            src, dest = os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")
+            file_event(wake, files, event.event_type, src, dest)
+
+    def schedule(observer: BaseObserver) -> None:
+        observer.schedule(InboxHandler(), str(folder), event_filter=[*changes, FileClosedEvent])
+        for parent in sorted({path.parent for path in files}):
+            if parent.is_dir():
+                observer.schedule(FileHandler(), str(parent), event_filter=changes)
+        observer.daemon = True
+        observer.start()
 
     folder.mkdir(parents=True, exist_ok=True)
     ctx.paths.history.mkdir(parents=True, exist_ok=True)
     observer: BaseObserver = Observer()
     try:
-        observer.schedule(InboxHandler(), str(folder), recursive=False)
-        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
-        observer.daemon = True
-        observer.start()
+        schedule(observer)
     except OSError as exc:  # no inotify (or out of watches): poll, without close events
         ctx.log(f"file events unavailable ({exc}); polling inbox/ every second")
         observer = PollingObserver(timeout=1.0)
-        observer.schedule(InboxHandler(), str(folder), recursive=False)
-        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
-        observer.daemon = True
-        observer.start()
+        schedule(observer)
+    race = _StopRace()
+    logging.getLogger("watchdog.observers.inotify").addFilter(race)
     try:
         yield
     finally:
         observer.stop()
         observer.join(timeout=5)
+        logging.getLogger("watchdog.observers.inotify").removeFilter(race)
 
 
 class Daemon:
@@ -209,6 +294,11 @@ class Daemon:
         self._refresh_metrics()
 
     def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+        # one line per analysis: how often an idle daemon wakes can be counted from its log
+        self.ctx.log(
+            f"analysed tree {report.tree[:12]}: {len(report.gaps)} open gap(s), "
+            f"{len(passed_over)} passed over"
+        )
         self.status.analysed(report, passed_over)
         self._refresh_metrics()
 
@@ -277,6 +367,8 @@ class Daemon:
                     self.wake.event.clear()
                     ran: list[IterationRecord] = []
                     try:
+                        if CONFIG in self.wake.take_news():
+                            self._reload_config()
                         hstate = halt.read_halt(self.ctx.paths.history)
                         if hstate.halted:
                             fresh = self._while_halted(hstate)
@@ -322,6 +414,20 @@ class Daemon:
         finally:
             self._stop()
         return EXIT_OK
+
+    def _reload_config(self) -> None:
+        """seed.toml changed: use it from now on (a broken one is named, the old one kept)."""
+        try:
+            changed = self.ctx.reload_config()
+        except SeedError as exc:
+            self.ctx.log(f"{self.ctx.config_path} changed but cannot be used, so it is not: {exc}")
+            return
+        if changed:
+            backend = self.ctx.backend()
+            self.status.update(backend=backend.name, backend_reason=backend.reason)
+            self.ctx.log(
+                f"{self.ctx.config_path.name} changed: now in force (backend {backend.name})"
+            )
 
     def _while_halted(self, hstate: halt.HaltState) -> bool:
         """Halted: run no agent, but keep taking in (and setting aside) inbox files and reporting.
