@@ -1,11 +1,14 @@
-"""Roadmap ticking in the landed commit, and what inbox events wake the daemon."""
+"""Roadmap ticking in the landed commit, what file events wake the daemon, and status.json
+written only when it changes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kernel.daemon import Wake, inbox_event
+from kernel.daemon import CONFIG, HALT, HEAD, Wake, file_event, inbox_event
 from kernel.landing import tick
+from kernel.status import StatusWriter
+from tests.support import SAMPLE, make_repo
 
 ROADMAP = "# Next\n- [ ] add sub tests\n- [ ] add sub\n* [ ]   add mul  \r\n- [x] add div\n"
 
@@ -54,3 +57,53 @@ def test_only_complete_files_dropped_into_the_inbox_itself_wake_the_daemon(tmp_p
     assert not wake.event.is_set() and wake.snapshot() == frozenset()
     inbox_event(wake, box, "created", str(box / "folder"), is_directory=True)
     assert wake.event.is_set()
+
+
+def test_only_changes_of_the_named_files_wake_the_daemon_never_its_own_reads(
+    tmp_path: Path,
+) -> None:
+    history, git = tmp_path / "history", tmp_path / ".git"
+    files = {
+        history / "halt.json": HALT,
+        tmp_path / "seed.toml": CONFIG,
+        git / "HEAD": HEAD,
+        git / "refs" / "heads" / "main": HEAD,
+    }
+    wake = Wake()
+    # the daemon reading halt.json or HEAD, and writing its own files beside them
+    for kind in ("opened", "closed_no_write", "closed", "attrib"):
+        file_event(wake, files, kind, str(history / "halt.json"))
+        file_event(wake, files, kind, str(git / "HEAD"))
+    file_event(wake, files, "created", str(history / ".status.json.x.tmp"))
+    file_event(
+        wake, files, "moved", str(history / ".status.json.x.tmp"), str(history / "status.json")
+    )
+    file_event(wake, files, "modified", str(history / "daemon.log"))
+    file_event(wake, files, "created", str(git / "refs" / "heads" / "seed"))
+    assert not wake.event.is_set() and wake.take_news() == frozenset()
+    # a resume (written atomically), an edited seed.toml, a commit
+    file_event(wake, files, "moved", str(history / ".halt.json.x.tmp"), str(history / "halt.json"))
+    assert wake.event.is_set() and wake.take_news() == {HALT}
+    file_event(wake, files, "modified", str(tmp_path / "seed.toml"))
+    file_event(
+        wake, files, "moved", str(git / "refs/heads/main.lock"), str(git / "refs/heads/main")
+    )
+    assert wake.take_news() == {CONFIG, HEAD}
+    file_event(wake, files, "deleted", str(history / "halt.json"))
+    assert wake.take_news() == {HALT} and wake.take_news() == frozenset()
+
+
+def test_status_json_is_written_only_when_its_content_changes(tmp_path: Path) -> None:
+    from kernel.context import open_context
+
+    repo = make_repo(tmp_path / "repo", SAMPLE)
+    writer = StatusWriter(open_context(repo, quiet=True))
+    writer.update(type_checker="")
+    writer.phase("halted", "a reason")
+    first = writer.path.stat()
+    writer.phase("halted", "a reason")  # each halted pass says so again: nothing new
+    writer.update(type_checker="")
+    again = writer.path.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    writer.phase("idle", "until an event")
+    assert writer.path.stat().st_ino != first.st_ino
