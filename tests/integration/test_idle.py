@@ -147,7 +147,7 @@ def test_an_idle_daemon_does_nothing_before_a_halt_while_halted_and_after_resume
 
             # a quiet daemon still re-analyses on its timer (the new config is in force)
             (repo / "seed.toml").write_text(CONFIG.replace("3600", "1"))
-            wait_for(lambda: count.analyses() >= 8, 30, "re-analyses every second")
+            wait_for(lambda: count.analyses() >= 7, 30, "re-analyses every second")
         daemon.send_signal(signal.SIGINT)
         _, stderr = daemon.communicate(timeout=60)
     finally:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from kernel.context import open_context
 from kernel.daemon import CONFIG, HALT, HEAD, Wake, file_event, inbox_event
+from kernel.errors import ConfigError
 from kernel.landing import tick
 from kernel.status import StatusWriter
 from tests.support import SAMPLE, make_repo
@@ -94,8 +98,6 @@ def test_only_changes_of_the_named_files_wake_the_daemon_never_its_own_reads(
 
 
 def test_status_json_is_written_only_when_its_content_changes(tmp_path: Path) -> None:
-    from kernel.context import open_context
-
     repo = make_repo(tmp_path / "repo", SAMPLE)
     writer = StatusWriter(open_context(repo, quiet=True))
     writer.update(type_checker="")
@@ -107,3 +109,20 @@ def test_status_json_is_written_only_when_its_content_changes(tmp_path: Path) ->
     assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
     writer.phase("idle", "until an event")
     assert writer.path.stat().st_ino != first.st_ino
+
+
+def test_a_changed_seed_toml_is_read_again_and_a_broken_one_leaves_the_old_in_force(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo", SAMPLE, '[agent]\nbackend = "none"\n')
+    ctx = open_context(repo, quiet=True)
+    assert ctx.reload_config() is False  # unchanged: nothing to do
+    (repo / "seed.toml").write_text(
+        '[agent]\nbackend = "ruff-fix"\n[daemon]\npoll_interval_s = 7\n'
+    )
+    assert ctx.reload_config() is True
+    assert (ctx.config.agent.backend, ctx.config.daemon.poll_interval_s) == ("ruff-fix", 7)
+    (repo / "seed.toml").write_text("[daemon]\npoll_interval_s = -1\n")
+    with pytest.raises(ConfigError, match="poll_interval_s"):
+        ctx.reload_config()
+    assert ctx.config.daemon.poll_interval_s == 7
