@@ -13,7 +13,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -164,11 +164,12 @@ class _StopRace(logging.Filter):
 
 
 @contextlib.contextmanager
-def _watch(ctx: Context, wake: Wake) -> Generator[None]:
+def _watch(ctx: Context, wake: Wake) -> Generator[Callable[[], None]]:
     """Watch inbox/ and the folders of `watched_files` with watchdog; wake the loop on changes.
 
     No folder is watched recursively, and each watch asks inotify only for the event kinds
-    that mean a change: the daemon's own reads of halt.json or HEAD never wake it.
+    that mean a change: the daemon's own reads of halt.json or HEAD never wake it. Yields
+    what to call when HEAD moved: another branch's ref is watched from then on.
     """
     from watchdog.events import (
         DirCreatedEvent,
@@ -187,7 +188,8 @@ def _watch(ctx: Context, wake: Wake) -> Generator[None]:
     from watchdog.observers.polling import PollingObserver
 
     folder = ctx.paths.inbox
-    files = watched_files(ctx)
+    watched = [watched_files(ctx)]  # replaced whole, never changed in place: read unlocked
+    parents: set[Path] = set()
     changes: list[type[FileSystemEvent]] = [
         FileCreatedEvent,
         FileModifiedEvent,
@@ -212,15 +214,27 @@ def _watch(ctx: Context, wake: Wake) -> Generator[None]:
     class FileHandler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
             src, dest = os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")
-            file_event(wake, files, event.event_type, src, dest)
+            file_event(wake, watched[0], event.event_type, src, dest)
 
-    def schedule(observer: BaseObserver) -> None:
-        observer.schedule(InboxHandler(), str(folder), event_filter=[*changes, FileClosedEvent])
-        for parent in sorted({path.parent for path in files}):
+    def watch_parents(observer: BaseObserver) -> None:
+        for parent in sorted({path.parent for path in watched[0]} - parents):
             if parent.is_dir():
                 observer.schedule(FileHandler(), str(parent), event_filter=changes)
+                parents.add(parent)
+
+    def schedule(observer: BaseObserver) -> None:
+        parents.clear()
+        observer.schedule(InboxHandler(), str(folder), event_filter=[*changes, FileClosedEvent])
+        watch_parents(observer)
         observer.daemon = True
         observer.start()
+
+    def refresh() -> None:
+        fresh = watched_files(ctx)
+        if fresh != watched[0]:
+            watched[0] = fresh
+            with contextlib.suppress(OSError):  # out of watches: the timer still re-analyses
+                watch_parents(observer)
 
     folder.mkdir(parents=True, exist_ok=True)
     ctx.paths.history.mkdir(parents=True, exist_ok=True)
@@ -234,7 +248,7 @@ def _watch(ctx: Context, wake: Wake) -> Generator[None]:
     race = _StopRace()
     logging.getLogger("watchdog.observers.inotify").addFilter(race)
     try:
-        yield
+        yield refresh
     finally:
         observer.stop()
         observer.join(timeout=5)
@@ -362,12 +376,15 @@ class Daemon:
         done = 0
         backoff = 1.0
         try:
-            with _watch(self.ctx, self.wake):
+            with _watch(self.ctx, self.wake) as moved:
                 while not procs.STOP.is_set():
                     self.wake.event.clear()
                     ran: list[IterationRecord] = []
                     try:
-                        if CONFIG in self.wake.take_news():
+                        news = self.wake.take_news()
+                        if HEAD in news:
+                            moved()
+                        if CONFIG in news:
                             self._reload_config()
                         hstate = halt.read_halt(self.ctx.paths.history)
                         if hstate.halted:

@@ -2,7 +2,8 @@
 
 The real daemon (`seed.py run`) on a small repository, backend none: during quiet intervals
 before a halt, while halted and after `resume`, it makes no analysis, no checkout and no write
-of status.json. It wakes at once on what changed (a resume, seed.toml, a commit), and a quiet
+of status.json. It wakes at once on what changed (a resume, seed.toml, a commit, a checkout of
+another branch and a commit there), and a quiet
 daemon still re-analyses every `[daemon] poll_interval_s`.
 """
 
@@ -143,11 +144,17 @@ def test_an_idle_daemon_does_nothing_before_a_halt_while_halted_and_after_resume
             git(repo, "commit", "-q", "-m", "a note")
             wait_for(lambda: count.analyses() == 4, 30, "a re-analysis after a commit")
             wait_for(lambda: _phase(repo) == "idle", 60, "idle after the commit")
+            git(repo, "checkout", "-q", "-b", "topic/next")  # HEAD names another branch
+            wait_for(lambda: count.analyses() == 5, 30, "a re-analysis after a checkout")
+            wait_for(lambda: _phase(repo) == "idle", 60, "idle after the checkout")
+            git(repo, "commit", "-q", "--allow-empty", "-m", "on the topic branch")
+            wait_for(lambda: count.analyses() == 6, 30, "a re-analysis after its commit")
+            wait_for(lambda: _phase(repo) == "idle", 60, "idle after that commit")
             assert count.over(QUIET_S) == ZERO, "idle after a config change and a commit"
 
             # a quiet daemon still re-analyses on its timer (the new config is in force)
             (repo / "seed.toml").write_text(CONFIG.replace("3600", "1"))
-            wait_for(lambda: count.analyses() >= 7, 30, "re-analyses every second")
+            wait_for(lambda: count.analyses() >= 9, 30, "re-analyses every second")
         daemon.send_signal(signal.SIGINT)
         _, stderr = daemon.communicate(timeout=60)
     finally:
