@@ -16,9 +16,10 @@ import traceback
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel import gitops, halt, inbox, procs
@@ -31,6 +32,10 @@ from kernel.metrics import MetricsServer, exposition, snapshot
 from kernel.quarantine import quarantined, tree_digest
 from kernel.recovery import mark_daemon, recover
 from kernel.status import StatusWriter
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers.api import BaseObserver
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
 
@@ -163,34 +168,31 @@ class _StopRace(logging.Filter):
         return "called when the thread is inactive" not in record.getMessage()
 
 
-@contextlib.contextmanager
-def _watch(ctx: Context, wake: Wake) -> Generator[Callable[[], None]]:
-    """Watch inbox/ and the folders of `watched_files` with watchdog; wake the loop on changes.
+def _handler(on_event: Callable[[str, str, str, bool], None]) -> FileSystemEventHandler:
+    """A watchdog handler passing on each event's kind, paths and whether it is a folder."""
+    from watchdog.events import FileSystemEventHandler
 
-    No folder is watched recursively, and each watch asks inotify only for the event kinds
-    that mean a change: the daemon's own reads of halt.json or HEAD never wake it. Yields
-    what to call when HEAD moved: another branch's ref is watched from then on.
-    """
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            src, dest = os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")
+            on_event(event.event_type, src, dest, event.is_directory)
+
+    return Handler()
+
+
+def _change_kinds() -> list[type[FileSystemEvent]]:
+    """watchdog's events for CHANGES: inotify is asked for no other kind."""
     from watchdog.events import (
         DirCreatedEvent,
         DirDeletedEvent,
         DirMovedEvent,
-        FileClosedEvent,
         FileCreatedEvent,
         FileDeletedEvent,
         FileModifiedEvent,
         FileMovedEvent,
-        FileSystemEvent,
-        FileSystemEventHandler,
     )
-    from watchdog.observers import Observer
-    from watchdog.observers.api import BaseObserver
-    from watchdog.observers.polling import PollingObserver
 
-    folder = ctx.paths.inbox
-    watched = [watched_files(ctx)]  # replaced whole, never changed in place: read unlocked
-    parents: set[Path] = set()
-    changes: list[type[FileSystemEvent]] = [
+    return [
         FileCreatedEvent,
         FileModifiedEvent,
         FileMovedEvent,
@@ -200,58 +202,83 @@ def _watch(ctx: Context, wake: Wake) -> Generator[Callable[[], None]]:
         DirDeletedEvent,
     ]
 
-    class InboxHandler(FileSystemEventHandler):
-        def on_any_event(self, event: FileSystemEvent) -> None:
-            inbox_event(
-                wake,
-                folder,
-                event.event_type,
-                os.fsdecode(event.src_path),
-                os.fsdecode(event.dest_path or ""),
-                event.is_directory,
-            )
 
-    class FileHandler(FileSystemEventHandler):
-        def on_any_event(self, event: FileSystemEvent) -> None:
-            src, dest = os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")
-            file_event(wake, watched[0], event.event_type, src, dest)
+class _Watch:
+    """inbox/ and the folders of `watched_files`, watched with watchdog, none recursively."""
 
-    def watch_parents(observer: BaseObserver) -> None:
-        for parent in sorted({path.parent for path in watched[0]} - parents):
-            if parent.is_dir():
-                observer.schedule(FileHandler(), str(parent), event_filter=changes)
-                parents.add(parent)
+    def __init__(self, ctx: Context, wake: Wake) -> None:
+        self.ctx = ctx
+        self.files = watched_files(ctx)
+        """Replaced whole, never changed in place: the handler reads it unlocked."""
+        self.parents: set[Path] = set()
+        self.kinds = _change_kinds()
+        self.inbox = _handler(partial(inbox_event, wake, ctx.paths.inbox))
+        self.named = _handler(
+            lambda kind, src, dest, _: file_event(wake, self.files, kind, src, dest)
+        )
+        self.observer: BaseObserver | None = None
 
-    def schedule(observer: BaseObserver) -> None:
-        parents.clear()
-        observer.schedule(InboxHandler(), str(folder), event_filter=[*changes, FileClosedEvent])
-        watch_parents(observer)
+    def start(self) -> None:
+        """Watch, with inotify, or by polling where it is unavailable (no close events)."""
+        from watchdog.observers import Observer
+        from watchdog.observers.polling import PollingObserver
+
+        self.ctx.paths.inbox.mkdir(parents=True, exist_ok=True)
+        self.ctx.paths.history.mkdir(parents=True, exist_ok=True)
+        try:
+            self._schedule(Observer())
+        except OSError as exc:  # no inotify (or out of watches)
+            self.ctx.log(f"file events unavailable ({exc}); polling inbox/ every second")
+            self._schedule(PollingObserver(timeout=1.0))
+
+    def _schedule(self, observer: BaseObserver) -> None:
+        from watchdog.events import FileClosedEvent
+
+        self.observer = observer
+        self.parents.clear()
+        folder = str(self.ctx.paths.inbox)
+        observer.schedule(self.inbox, folder, event_filter=[*self.kinds, FileClosedEvent])
+        self._watch_parents()
         observer.daemon = True
         observer.start()
 
-    def refresh() -> None:
-        fresh = watched_files(ctx)
-        if fresh != watched[0]:
-            watched[0] = fresh
-            with contextlib.suppress(OSError):  # out of watches: the timer still re-analyses
-                watch_parents(observer)
+    def _watch_parents(self) -> None:
+        for parent in sorted({path.parent for path in self.files} - self.parents):
+            if self.observer is not None and parent.is_dir():
+                self.observer.schedule(self.named, str(parent), event_filter=self.kinds)
+                self.parents.add(parent)
 
-    folder.mkdir(parents=True, exist_ok=True)
-    ctx.paths.history.mkdir(parents=True, exist_ok=True)
-    observer: BaseObserver = Observer()
-    try:
-        schedule(observer)
-    except OSError as exc:  # no inotify (or out of watches): poll, without close events
-        ctx.log(f"file events unavailable ({exc}); polling inbox/ every second")
-        observer = PollingObserver(timeout=1.0)
-        schedule(observer)
+    def refresh(self) -> None:
+        """HEAD moved: watch the ref of the branch it names now."""
+        fresh = watched_files(self.ctx)
+        if fresh != self.files:
+            self.files = fresh
+            with contextlib.suppress(OSError):  # out of watches: the timer still re-analyses
+                self._watch_parents()
+
+    def stop(self) -> None:
+        """Stop watching, and wait for watchdog's threads to end."""
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _watch(ctx: Context, wake: Wake) -> Generator[Callable[[], None]]:
+    """Wake the loop on changes of inbox/ and of `watched_files`; yields what to call when
+    HEAD moved (another branch's ref is watched from then on).
+
+    Each watch asks inotify only for the event kinds that mean a change: the daemon's own
+    reads of halt.json or HEAD never wake it.
+    """
+    watch = _Watch(ctx, wake)
+    watch.start()
     race = _StopRace()
     logging.getLogger("watchdog.observers.inotify").addFilter(race)
     try:
-        yield refresh
+        yield watch.refresh
     finally:
-        observer.stop()
-        observer.join(timeout=5)
+        watch.stop()
         logging.getLogger("watchdog.observers.inotify").removeFilter(race)
 
 
@@ -381,11 +408,7 @@ class Daemon:
                     self.wake.event.clear()
                     ran: list[IterationRecord] = []
                     try:
-                        news = self.wake.take_news()
-                        if HEAD in news:
-                            moved()
-                        if CONFIG in news:
-                            self._reload_config()
+                        self._news(moved)
                         hstate = halt.read_halt(self.ctx.paths.history)
                         if hstate.halted:
                             fresh = self._while_halted(hstate)
@@ -431,6 +454,14 @@ class Daemon:
         finally:
             self._stop()
         return EXIT_OK
+
+    def _news(self, moved: Callable[[], None]) -> None:
+        """Changes seen while the loop slept: another branch to watch, seed.toml to read."""
+        news = self.wake.take_news()
+        if HEAD in news:
+            moved()
+        if CONFIG in news:
+            self._reload_config()
 
     def _reload_config(self) -> None:
         """seed.toml changed: use it from now on (a broken one is named, the old one kept)."""
