@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -115,6 +116,14 @@ def _phase(repo: Path) -> object:
         return None
 
 
+def _wakes(repo: Path, count: _Counter, what: str, change: Callable[[], object]) -> None:
+    """The change wakes the daemon at once: it re-analyses, then is idle again."""
+    before = count.analyses()
+    change()
+    wait_for(lambda: count.analyses() > before, 30, f"a re-analysis after {what}")
+    wait_for(lambda: _phase(repo) == "idle", 60, f"idle after {what}")
+
+
 def test_an_idle_daemon_does_nothing_before_a_halt_while_halted_and_after_resume(
     tmp_path: Path,
 ) -> None:
@@ -130,31 +139,29 @@ def test_an_idle_daemon_does_nothing_before_a_halt_while_halted_and_after_resume
             wait_for(lambda: _phase(repo) == "halted", 30, "the daemon to see the halt")
             assert count.over(QUIET_S) == ZERO, "halted"
 
-            assert seed(repo, "resume").returncode == 0
-            wait_for(lambda: count.analyses() == 2, 30, "a re-analysis after resume")
-            wait_for(lambda: _phase(repo) == "idle", 60, "the daemon to go idle again")
+            _wakes(repo, count, "resume", lambda: seed(repo, "resume").check_returncode())
             assert count.over(QUIET_S) == ZERO, "idle after resume"
 
-            # what changed wakes it at once: the configuration, a commit
-            (repo / "seed.toml").write_text(CONFIG + "# edited\n")
-            wait_for(lambda: count.analyses() == 3, 30, "a re-analysis after seed.toml changed")
-            wait_for(lambda: _phase(repo) == "idle", 60, "idle after the config change")
+            # what changed wakes it at once: the configuration, a commit, another branch
+            _wakes(
+                repo, count, "seed.toml", lambda: (repo / "seed.toml").write_text(CONFIG + "#\n")
+            )
             (repo / "notes.py").write_text("NOTE = 1\n")
             git(repo, "add", "notes.py")
-            git(repo, "commit", "-q", "-m", "a note")
-            wait_for(lambda: count.analyses() == 4, 30, "a re-analysis after a commit")
-            wait_for(lambda: _phase(repo) == "idle", 60, "idle after the commit")
-            git(repo, "checkout", "-q", "-b", "topic/next")  # HEAD names another branch
-            wait_for(lambda: count.analyses() == 5, 30, "a re-analysis after a checkout")
-            wait_for(lambda: _phase(repo) == "idle", 60, "idle after the checkout")
-            git(repo, "commit", "-q", "--allow-empty", "-m", "on the topic branch")
-            wait_for(lambda: count.analyses() == 6, 30, "a re-analysis after its commit")
-            wait_for(lambda: _phase(repo) == "idle", 60, "idle after that commit")
+            _wakes(repo, count, "a commit", lambda: git(repo, "commit", "-q", "-m", "a note"))
+            _wakes(repo, count, "a checkout", lambda: git(repo, "checkout", "-q", "-b", "topic/x"))
+            _wakes(
+                repo,
+                count,
+                "its commit",
+                lambda: git(repo, "commit", "-q", "--allow-empty", "-m", "x"),
+            )
             assert count.over(QUIET_S) == ZERO, "idle after a config change and a commit"
 
             # a quiet daemon still re-analyses on its timer (the new config is in force)
+            before = count.analyses()
             (repo / "seed.toml").write_text(CONFIG.replace("3600", "1"))
-            wait_for(lambda: count.analyses() >= 9, 30, "re-analyses every second")
+            wait_for(lambda: count.analyses() >= before + 3, 30, "re-analyses every second")
         daemon.send_signal(signal.SIGINT)
         _, stderr = daemon.communicate(timeout=60)
     finally:
