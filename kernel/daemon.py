@@ -44,7 +44,7 @@ CHANGES = ("created", "modified", "moved", "deleted")
 the daemon's own among them: they never wake it."""
 INBOX_CHANGES = (*CHANGES, "closed")
 """In inbox/, a file closed after writing is also news: it is complete."""
-CONFIG, HEAD, HALT = "config", "HEAD", "halt"
+CONFIG, HEAD, HALT, INBOX = "config", "HEAD", "halt", "inbox"
 
 
 @dataclass
@@ -55,13 +55,14 @@ class Wake:
     ready: set[str] = field(default_factory=set[str])
     """Inbox files known to be complete (closed after writing, or moved in)."""
     news: set[str] = field(default_factory=set[str])
-    """What changed outside inbox/ since the loop last looked (CONFIG, HEAD, HALT)."""
+    """What changed since the loop last looked (CONFIG, HEAD, HALT, INBOX)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def poke(self, name: str = "") -> None:
         """Wake the daemon (optionally marking an inbox file complete)."""
-        if name:
-            with self.lock:
+        with self.lock:
+            self.news.add(INBOX)
+            if name:
                 self.ready.add(name)
         self.event.set()
 
@@ -80,6 +81,16 @@ class Wake:
         with self.lock:
             self.news.add(what)
         self.event.set()
+
+    def take_only(self, what: str) -> bool:
+        """Take the news if `what` is all of it, and clear the event with it (atomically: a
+        poke after this still wakes)."""
+        with self.lock:
+            if self.news != {what}:
+                return False
+            self.news.clear()
+            self.event.clear()
+            return True
 
     def take_news(self) -> frozenset[str]:
         """The changes noticed since the last call."""
@@ -463,19 +474,22 @@ class Daemon:
         if CONFIG in news:
             self._reload_config()
 
-    def _reload_config(self) -> None:
-        """seed.toml changed: use it from now on (a broken one is named, the old one kept)."""
+    def _reload_config(self) -> bool:
+        """seed.toml changed: use it from now on (a broken one is named, the old one kept).
+
+        Returns whether the configuration in force changed."""
         try:
             changed = self.ctx.reload_config()
         except SeedError as exc:
             self.ctx.log(f"{self.ctx.config_path} changed but cannot be used, so it is not: {exc}")
-            return
+            return False
         if changed:
             backend = self.ctx.backend()
             self.status.update(backend=backend.name, backend_reason=backend.reason)
             self.ctx.log(
                 f"{self.ctx.config_path.name} changed: now in force (backend {backend.name})"
             )
+        return changed
 
     def _while_halted(self, hstate: halt.HaltState) -> bool:
         """Halted: run no agent, but keep taking in (and setting aside) inbox files and reporting.
@@ -504,6 +518,8 @@ class Daemon:
                 return
             if self.wake.event.wait(timeout=min(left, 0.5)):
                 time.sleep(0.05)  # let a burst of events (a save, then a rename) arrive
+                if self.wake.take_only(CONFIG) and not self._reload_config():
+                    continue  # seed.toml saved as it was, or broken: nothing new to look at
                 return
 
 

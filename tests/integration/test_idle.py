@@ -101,9 +101,10 @@ class _Counter(FileSystemEventHandler):
                 "status.json writes": self.writes,
             }
 
-    def over(self, seconds: float) -> dict[str, int]:
-        """What the daemon did during `seconds` of quiet."""
+    def over(self, seconds: float, change: Callable[[], object] = lambda: None) -> dict[str, int]:
+        """What the daemon did during `seconds` of quiet (after `change`, if given)."""
         before = self.now()
+        change()
         time.sleep(seconds)
         after = self.now()
         return {key: after[key] - before[key] for key in after}
@@ -141,10 +142,12 @@ def test_an_idle_daemon_does_nothing_before_a_halt_while_halted_and_after_resume
 
             _wakes(repo, count, "resume", lambda: seed(repo, "resume").check_returncode())
             assert count.over(QUIET_S) == ZERO, "idle after resume"
+            config = repo / "seed.toml"
+            assert count.over(QUIET_S, lambda: config.write_text(CONFIG)) == ZERO, "saved as it was"
 
             # what changed wakes it at once: the configuration, a commit, another branch
             _wakes(
-                repo, count, "seed.toml", lambda: (repo / "seed.toml").write_text(CONFIG + "#\n")
+                repo, count, "seed.toml", lambda: config.write_text(CONFIG.replace("3600", "3599"))
             )
             (repo / "notes.py").write_text("NOTE = 1\n")
             git(repo, "add", "notes.py")
@@ -160,7 +163,7 @@ def test_an_idle_daemon_does_nothing_before_a_halt_while_halted_and_after_resume
 
             # a quiet daemon still re-analyses on its timer (the new config is in force)
             before = count.analyses()
-            (repo / "seed.toml").write_text(CONFIG.replace("3600", "1"))
+            config.write_text(CONFIG.replace("3600", "1"))
             wait_for(lambda: count.analyses() >= before + 3, 30, "re-analyses every second")
         daemon.send_signal(signal.SIGINT)
         _, stderr = daemon.communicate(timeout=60)
