@@ -100,6 +100,19 @@ class Context:
         """Restart the module host after a landed change to seed's own modules or domain."""
         return reload_after_landing(self.host, self._boot_needs(), touched)
 
+    def reload_config(self) -> bool:
+        """Read seed.toml again; whether it changed what is in force (ConfigError: kept as is).
+
+        A change chooses the backend again and restarts the module host in its new jail.
+        """
+        config, target = _configured(self.paths, self.config_path)
+        if config == self.config:
+            return False
+        self.config, self.target, self._backend = config, target, None
+        self.host.stop()
+        self.host.jail = jails.module_jail(self.paths, config.guard)
+        return True
+
     def backend(self) -> Backend:
         """The configured backend, or the first installed one for "auto" (with the reason)."""
         if self._backend is not None:
@@ -122,10 +135,8 @@ class Context:
         return self._backend
 
 
-def open_context(root: Path, config_path: Path | None = None, quiet: bool = False) -> Context:
-    """Discover the repository, read seed.toml, and prepare (not start) the module host."""
-    paths = discover(root)
-    path = config_path if config_path is not None else paths.root / "seed.toml"
+def _configured(paths: Paths, path: Path) -> tuple[Config, Target]:
+    """seed.toml read, and the target's tools as it sets them."""
     config = load_config(path)
     strict = (
         tuple(config.quality.pyright_strict)
@@ -142,6 +153,14 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
         strict=strict,
         jail=jails.measurement_jail(paths, config.guard),
     )
+    return config, target
+
+
+def open_context(root: Path, config_path: Path | None = None, quiet: bool = False) -> Context:
+    """Discover the repository, read seed.toml, and prepare (not start) the module host."""
+    paths = discover(root)
+    path = config_path if config_path is not None else paths.root / "seed.toml"
+    config, target = _configured(paths, path)
     store = RecordStore(paths.history, fingerprint=fingerprint(paths.root), state=paths.state)
     host = ModuleHost(
         paths.seed_home, paths.state / "host.log", jail=jails.module_jail(paths, config.guard)

@@ -7,17 +7,19 @@ worktree discarded, an ABORTED record written, and `run` exits 0.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import threading
 import time
 import traceback
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel import gitops, halt, inbox, jails, procs
@@ -32,9 +34,20 @@ from kernel.recording import WAITING
 from kernel.recovery import mark_daemon, recover
 from kernel.status import StatusWriter
 
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers.api import BaseObserver
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
 _LISTED = 5
 """Waiting gaps `once` names when it has nothing to do (the rest are counted)."""
+
+CHANGES = ("created", "modified", "moved", "deleted")
+"""Event kinds that say a file changed. Opened and closed-without-writing are anyone's reads,
+the daemon's own among them: they never wake it."""
+INBOX_CHANGES = (*CHANGES, "closed")
+"""In inbox/, a file closed after writing is also news: it is complete."""
+CONFIG, HEAD, HALT, INBOX = "config", "HEAD", "halt", "inbox"
 
 
 @dataclass
@@ -44,12 +57,15 @@ class Wake:
     event: threading.Event = field(default_factory=threading.Event)
     ready: set[str] = field(default_factory=set[str])
     """Inbox files known to be complete (closed after writing, or moved in)."""
+    news: set[str] = field(default_factory=set[str])
+    """What changed since the loop last looked (CONFIG, HEAD, HALT, INBOX)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def poke(self, name: str = "") -> None:
         """Wake the daemon (optionally marking an inbox file complete)."""
-        if name:
-            with self.lock:
+        with self.lock:
+            self.news.add(INBOX)
+            if name:
                 self.ready.add(name)
         self.event.set()
 
@@ -62,6 +78,28 @@ class Wake:
         """The inbox files known to be complete, now."""
         with self.lock:
             return frozenset(self.ready)
+
+    def notice(self, what: str) -> None:
+        """Wake the daemon for a change outside inbox/ (a resume, the config, a commit)."""
+        with self.lock:
+            self.news.add(what)
+        self.event.set()
+
+    def take_only(self, what: str) -> bool:
+        """Take the news if `what` is all of it, and clear the event with it (atomically: a
+        poke after this still wakes)."""
+        with self.lock:
+            if self.news != {what}:
+                return False
+            self.news.clear()
+            self.event.clear()
+            return True
+
+    def take_news(self) -> frozenset[str]:
+        """The changes noticed since the last call."""
+        with self.lock:
+            news, self.news = frozenset(self.news), set[str]()
+            return news
 
 
 _STOPPED_BY: list[str] = []
@@ -87,7 +125,7 @@ def inbox_event(
     written, intake sees the writer and waits for the close). A write makes it incomplete.
     Moves into inbox's own folders (done/, .active/, ...) are the daemon's own doing.
     """
-    if kind in ("opened", "closed_no_write", "attrib"):
+    if kind not in INBOX_CHANGES:
         return
     if kind in ("moved", "deleted") and Path(src).parent == folder:
         wake.unready(Path(src).name)  # gone from the queue (claimed, set aside, removed)
@@ -109,59 +147,158 @@ def inbox_event(
         wake.poke()
 
 
-@contextlib.contextmanager
-def _watch(ctx: Context, wake: Wake) -> Generator[None]:
-    """Watch inbox/ (and history/ for a resume) with watchdog; wake the loop on events.
+def watched_files(ctx: Context) -> dict[Path, str]:
+    """The files outside inbox/ whose change wakes the daemon, and what each change is.
 
-    Only these two folders are watched, not recursively: one inotify watch each.
+    halt.json (a resume), seed.toml, and what a commit or checkout moves: HEAD, the branch's
+    ref and packed-refs. The daemon's own writes elsewhere in their folders (status.json, the
+    log, records, its kept branches) are not among them.
     """
-    from watchdog.events import FileSystemEvent, FileSystemEventHandler
-    from watchdog.observers import Observer
-    from watchdog.observers.api import BaseObserver
-    from watchdog.observers.polling import PollingObserver
+    files = {
+        ctx.paths.history / halt.HALT_FILE: HALT,
+        Path(os.path.abspath(ctx.config_path)): CONFIG,
+        ctx.paths.common / "packed-refs": HEAD,
+    }
+    with contextlib.suppress(gitops.GitError, OSError):
+        files[gitops.git_dir(ctx.paths.root) / "HEAD"] = HEAD
+        ref = gitops.git(ctx.paths.root, "symbolic-ref", "--quiet", "HEAD", check=False)
+        if ref.ok and ref.text().strip().startswith("refs/heads/"):
+            files[ctx.paths.common / ref.text().strip()] = HEAD
+    return files
 
-    folder = ctx.paths.inbox
 
-    class InboxHandler(FileSystemEventHandler):
+def file_event(wake: Wake, files: Mapping[Path, str], kind: str, src: str, dest: str = "") -> None:
+    """What one event in a watched folder other than inbox/ means: a named file changed."""
+    if kind not in CHANGES:
+        return
+    for raw in (src, dest):
+        what = files.get(Path(raw)) if raw else None
+        if what is not None:
+            wake.notice(what)
+            return
+
+
+class _StopRace(logging.Filter):
+    """watchdog 7 logs "InotifyEmitter.queue_events() called when the thread is inactive" at
+    ERROR when an event was still pending as its emitter stopped; the daemon is stopping and
+    nothing it needs is lost, so the line is not shown."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "called when the thread is inactive" not in record.getMessage()
+
+
+def _handler(on_event: Callable[[str, str, str, bool], None]) -> FileSystemEventHandler:
+    """A watchdog handler passing on each event's kind, paths and whether it is a folder."""
+    from watchdog.events import FileSystemEventHandler
+
+    class Handler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
-            inbox_event(
-                wake,
-                folder,
-                event.event_type,
-                os.fsdecode(event.src_path),
-                os.fsdecode(event.dest_path or ""),
-                event.is_directory,
-            )
+            src, dest = os.fsdecode(event.src_path), os.fsdecode(event.dest_path or "")
+            on_event(event.event_type, src, dest, event.is_directory)
 
-    class HaltHandler(FileSystemEventHandler):
-        def on_any_event(self, event: FileSystemEvent) -> None:
-            # the daemon writes status.json and daemon.log here all the time: only the
-            # halt state (a resume) is news
-            for raw in (event.src_path, event.dest_path):
-                if raw and os.path.basename(os.fsdecode(raw)) == halt.HALT_FILE:
-                    wake.poke()
-                    return
+    return Handler()
 
-    folder.mkdir(parents=True, exist_ok=True)
-    ctx.paths.history.mkdir(parents=True, exist_ok=True)
-    observer: BaseObserver = Observer()
-    try:
-        observer.schedule(InboxHandler(), str(folder), recursive=False)
-        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
+
+def _change_kinds() -> list[type[FileSystemEvent]]:
+    """watchdog's events for CHANGES: inotify is asked for no other kind."""
+    from watchdog.events import (
+        DirCreatedEvent,
+        DirDeletedEvent,
+        DirMovedEvent,
+        FileCreatedEvent,
+        FileDeletedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+    )
+
+    return [
+        FileCreatedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+        FileDeletedEvent,
+        DirCreatedEvent,
+        DirMovedEvent,
+        DirDeletedEvent,
+    ]
+
+
+class _Watch:
+    """inbox/ and the folders of `watched_files`, watched with watchdog, none recursively."""
+
+    def __init__(self, ctx: Context, wake: Wake) -> None:
+        self.ctx = ctx
+        self.files = watched_files(ctx)
+        """Replaced whole, never changed in place: the handler reads it unlocked."""
+        self.parents: set[Path] = set()
+        self.kinds = _change_kinds()
+        self.inbox = _handler(partial(inbox_event, wake, ctx.paths.inbox))
+        self.named = _handler(
+            lambda kind, src, dest, _: file_event(wake, self.files, kind, src, dest)
+        )
+        self.observer: BaseObserver | None = None
+
+    def start(self) -> None:
+        """Watch, with inotify, or by polling where it is unavailable (no close events)."""
+        from watchdog.observers import Observer
+        from watchdog.observers.polling import PollingObserver
+
+        self.ctx.paths.inbox.mkdir(parents=True, exist_ok=True)
+        self.ctx.paths.history.mkdir(parents=True, exist_ok=True)
+        try:
+            self._schedule(Observer())
+        except OSError as exc:  # no inotify (or out of watches)
+            self.ctx.log(f"file events unavailable ({exc}); polling inbox/ every second")
+            self._schedule(PollingObserver(timeout=1.0))
+
+    def _schedule(self, observer: BaseObserver) -> None:
+        from watchdog.events import FileClosedEvent
+
+        self.observer = observer
+        self.parents.clear()
+        folder = str(self.ctx.paths.inbox)
+        observer.schedule(self.inbox, folder, event_filter=[*self.kinds, FileClosedEvent])
+        self._watch_parents()
         observer.daemon = True
         observer.start()
-    except OSError as exc:  # no inotify (or out of watches): poll, without close events
-        ctx.log(f"file events unavailable ({exc}); polling inbox/ every second")
-        observer = PollingObserver(timeout=1.0)
-        observer.schedule(InboxHandler(), str(folder), recursive=False)
-        observer.schedule(HaltHandler(), str(ctx.paths.history), recursive=False)
-        observer.daemon = True
-        observer.start()
+
+    def _watch_parents(self) -> None:
+        for parent in sorted({path.parent for path in self.files} - self.parents):
+            if self.observer is not None and parent.is_dir():
+                self.observer.schedule(self.named, str(parent), event_filter=self.kinds)
+                self.parents.add(parent)
+
+    def refresh(self) -> None:
+        """HEAD moved: watch the ref of the branch it names now."""
+        fresh = watched_files(self.ctx)
+        if fresh != self.files:
+            self.files = fresh
+            with contextlib.suppress(OSError):  # out of watches: the timer still re-analyses
+                self._watch_parents()
+
+    def stop(self) -> None:
+        """Stop watching, and wait for watchdog's threads to end."""
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _watch(ctx: Context, wake: Wake) -> Generator[Callable[[], None]]:
+    """Wake the loop on changes of inbox/ and of `watched_files`; yields what to call when
+    HEAD moved (another branch's ref is watched from then on).
+
+    Each watch asks inotify only for the event kinds that mean a change: the daemon's own
+    reads of halt.json or HEAD never wake it.
+    """
+    watch = _Watch(ctx, wake)
+    watch.start()
+    race = _StopRace()
+    logging.getLogger("watchdog.observers.inotify").addFilter(race)
     try:
-        yield
+        yield watch.refresh
     finally:
-        observer.stop()
-        observer.join(timeout=5)
+        watch.stop()
+        logging.getLogger("watchdog.observers.inotify").removeFilter(race)
 
 
 class Daemon:
@@ -223,6 +360,11 @@ class Daemon:
 
     def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
         self.passed_over = passed_over
+        # one line per analysis: how often an idle daemon wakes can be counted from its log
+        self.ctx.log(
+            f"analysed tree {report.tree[:12]}: {len(report.gaps)} open gap(s), "
+            f"{len(passed_over)} passed over"
+        )
         self.status.analysed(report, passed_over)
         self._refresh_metrics()
 
@@ -301,11 +443,12 @@ class Daemon:
         done = 0
         backoff = 1.0
         try:
-            with _watch(self.ctx, self.wake):
+            with _watch(self.ctx, self.wake) as moved:
                 while not procs.STOP.is_set():
                     self.wake.event.clear()
                     ran: list[IterationRecord] = []
                     try:
+                        self._news(moved)
                         hstate = halt.read_halt(self.ctx.paths.history)
                         if hstate.halted:
                             fresh = self._while_halted(hstate)
@@ -345,12 +488,37 @@ class Daemon:
                     at = datetime.now(UTC) + timedelta(seconds=poll)
                     self._phase(
                         "idle",
-                        f"until an inbox or resume event, or the next re-analysis at {at:%H:%M:%S}Z",
+                        f"until a change (inbox, seed.toml, a commit, a resume) or the re-analysis at {at:%H:%M:%S}Z",
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
         finally:
             self._stop()
         return EXIT_OK
+
+    def _news(self, moved: Callable[[], None]) -> None:
+        """Changes seen while the loop slept: another branch to watch, seed.toml to read."""
+        news = self.wake.take_news()
+        if HEAD in news:
+            moved()
+        if CONFIG in news:
+            self._reload_config()
+
+    def _reload_config(self) -> bool:
+        """seed.toml changed: use it from now on (a broken one is named, the old one kept).
+
+        Returns whether the configuration in force changed."""
+        try:
+            changed = self.ctx.reload_config()
+        except SeedError as exc:
+            self.ctx.log(f"{self.ctx.config_path} changed but cannot be used, so it is not: {exc}")
+            return False
+        if changed:
+            backend = self.ctx.backend()
+            self.status.update(backend=backend.name, backend_reason=backend.reason)
+            self.ctx.log(
+                f"{self.ctx.config_path.name} changed: now in force (backend {backend.name})"
+            )
+        return changed
 
     def _while_halted(self, hstate: halt.HaltState) -> bool:
         """Halted: run no agent, but keep taking in (and setting aside) inbox files and reporting.
@@ -379,6 +547,8 @@ class Daemon:
                 return
             if self.wake.event.wait(timeout=min(left, 0.5)):
                 time.sleep(0.05)  # let a burst of events (a save, then a rename) arrive
+                if self.wake.take_only(CONFIG) and not self._reload_config():
+                    continue  # seed.toml saved as it was, or broken: nothing new to look at
                 return
 
 

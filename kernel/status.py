@@ -40,10 +40,13 @@ class StatusWriter:
             "detail": "",
             "since": _now(),
         }
+        self.written = ""
+        """The text last written."""
 
     def phase(self, phase: str, detail: str) -> None:
-        """Record a phase change."""
-        self.data.update(phase=phase, detail=detail, since=_now())
+        """Record a phase change (the same phase again keeps its `since`)."""
+        if (self.data.get("phase"), self.data.get("detail")) != (phase, detail):
+            self.data.update(phase=phase, detail=detail, since=_now())
         self.flush()
 
     def update(self, **values: Any) -> None:
@@ -61,9 +64,13 @@ class StatusWriter:
         )
 
     def flush(self) -> None:
-        """Write the file atomically; a failure here never stops the daemon."""
+        """Write the file atomically when its content changed; a failure never stops the daemon."""
+        text = json.dumps(self.data, indent=2, default=str) + "\n"
+        if text == self.written:
+            return  # an idle daemon writes nothing
         with contextlib.suppress(OSError):
-            atomic_write_text(self.path, json.dumps(self.data, indent=2, default=str) + "\n")
+            atomic_write_text(self.path, text)
+            self.written = text
 
     def stopped(self) -> None:
         """Mark the daemon stopped."""

@@ -1,11 +1,20 @@
-"""Roadmap ticking in the landed commit, and what inbox events wake the daemon."""
+"""Roadmap ticking in the landed commit, what file events wake the daemon, and status.json
+written only when it changes."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from pathlib import Path
 
-from kernel.daemon import Wake, inbox_event
+import pytest
+
+from kernel.context import open_context
+from kernel.daemon import CONFIG, HALT, HEAD, Wake, _watch, file_event, inbox_event  # pyright: ignore[reportPrivateUsage]
+from kernel.errors import ConfigError
 from kernel.landing import tick
+from kernel.status import StatusWriter
+from tests.support import SAMPLE, make_repo
 
 ROADMAP = "# Next\n- [ ] add sub tests\n- [ ] add sub\n* [ ]   add mul  \r\n- [x] add div\n"
 
@@ -54,3 +63,94 @@ def test_only_complete_files_dropped_into_the_inbox_itself_wake_the_daemon(tmp_p
     assert not wake.event.is_set() and wake.snapshot() == frozenset()
     inbox_event(wake, box, "created", str(box / "folder"), is_directory=True)
     assert wake.event.is_set()
+
+
+def test_only_changes_of_the_named_files_wake_the_daemon_never_its_own_reads(
+    tmp_path: Path,
+) -> None:
+    history, git = tmp_path / "history", tmp_path / ".git"
+    files = {
+        history / "halt.json": HALT,
+        tmp_path / "seed.toml": CONFIG,
+        git / "HEAD": HEAD,
+        git / "refs" / "heads" / "main": HEAD,
+    }
+    wake = Wake()
+    # the daemon reading halt.json or HEAD, and writing its own files beside them
+    for kind in ("opened", "closed_no_write", "closed", "attrib"):
+        file_event(wake, files, kind, str(history / "halt.json"))
+        file_event(wake, files, kind, str(git / "HEAD"))
+    file_event(wake, files, "created", str(history / ".status.json.x.tmp"))
+    file_event(
+        wake, files, "moved", str(history / ".status.json.x.tmp"), str(history / "status.json")
+    )
+    file_event(wake, files, "modified", str(history / "daemon.log"))
+    file_event(wake, files, "created", str(git / "refs" / "heads" / "seed"))
+    assert not wake.event.is_set() and wake.take_news() == frozenset()
+    # a resume (written atomically), an edited seed.toml, a commit
+    file_event(wake, files, "moved", str(history / ".halt.json.x.tmp"), str(history / "halt.json"))
+    assert wake.event.is_set() and wake.take_news() == {HALT}
+    file_event(wake, files, "modified", str(tmp_path / "seed.toml"))
+    file_event(
+        wake, files, "moved", str(git / "refs/heads/main.lock"), str(git / "refs/heads/main")
+    )
+    assert wake.take_news() == {CONFIG, HEAD}
+    file_event(wake, files, "deleted", str(history / "halt.json"))
+    assert wake.take_news() == {HALT} and wake.take_news() == frozenset()
+
+
+def test_status_json_is_written_only_when_its_content_changes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", SAMPLE)
+    writer = StatusWriter(open_context(repo, quiet=True))
+    writer.update(type_checker="")
+    writer.phase("halted", "a reason")
+    first = writer.path.stat()
+    writer.phase("halted", "a reason")  # each halted pass says so again: nothing new
+    writer.update(type_checker="")
+    again = writer.path.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    writer.phase("idle", "until an event")
+    assert writer.path.stat().st_ino != first.st_ino
+
+
+def test_a_changed_seed_toml_is_read_again_and_a_broken_one_leaves_the_old_in_force(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo", SAMPLE, '[agent]\nbackend = "none"\n')
+    ctx = open_context(repo, quiet=True)
+    assert ctx.reload_config() is False  # unchanged: nothing to do
+    (repo / "seed.toml").write_text(
+        '[agent]\nbackend = "ruff-fix"\n[daemon]\npoll_interval_s = 7\n'
+    )
+    assert ctx.reload_config() is True
+    assert (ctx.config.agent.backend, ctx.config.daemon.poll_interval_s) == ("ruff-fix", 7)
+    (repo / "seed.toml").write_text("[daemon]\npoll_interval_s = -1\n")
+    with pytest.raises(ConfigError, match="poll_interval_s"):
+        ctx.reload_config()
+    assert ctx.config.daemon.poll_interval_s == 7
+
+
+def test_the_watch_stops_without_watchdogs_inactive_thread_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # watchdog logs "InotifyEmitter.queue_events() called when the thread is inactive" when
+    # an event is pending as the watch stops: with history/ written hard, it often is
+    repo = make_repo(tmp_path / "repo", SAMPLE)
+    ctx = open_context(repo, quiet=True)
+    caplog.set_level(logging.DEBUG, logger="watchdog")
+
+    def storm(done: threading.Event) -> None:
+        k = 0
+        while not done.is_set():
+            (ctx.paths.history / f"storm-{k % 4}.txt").write_text(str(k))
+            k += 1
+
+    for _ in range(40):
+        done = threading.Event()
+        with _watch(ctx, Wake()):
+            writer = threading.Thread(target=storm, args=(done,))
+            writer.start()
+            done.wait(0.03)
+        done.set()
+        writer.join()
+    assert not [r for r in caplog.records if "inactive" in r.getMessage()]
