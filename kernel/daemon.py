@@ -488,7 +488,7 @@ class Daemon:
                     at = datetime.now(UTC) + timedelta(seconds=poll)
                     self._phase(
                         "idle",
-                        f"until a change (inbox, seed.toml, a commit, a resume) or the re-analysis at {at:%H:%M:%S}Z",
+                        f"until a change (inbox, seed.toml, a commit, a resume) or the next re-analysis at {at:%H:%M:%S}Z",
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
         finally:
