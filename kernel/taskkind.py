@@ -24,6 +24,13 @@ _DOC_WORDS = re.compile(
     r"\b(docstrings?|documentation|docs|comments|readme|typos?)\b", re.IGNORECASE
 )
 _GLOB_CHARS = frozenset("*?[")
+_UNTESTED = re.compile(
+    r"^\W*(refactor|rename|move|extract|split|simplify|clean\s*up|reorgani[sz]e|restructure|tidy"
+    r"|all code (passes|is))\b",
+    re.IGNORECASE,
+)
+"""A person's task that may land without a new test: a refactor (the tests that pass must
+still pass) or a roadmap line asking that all code passes a tool (the tool judges it)."""
 DOCS_CLOSED = (
     "the gap is closed: a documentation change (docstrings, comments, doc files) "
     "that changes no code; no new test is needed"
@@ -57,20 +64,29 @@ def docs_reason(gap: Gap) -> str:
     allowed = item.allowed if item is not None else ()
     if allowed and all(is_doc_file(p) for p in allowed):
         return f"every path it allows is documentation ({', '.join(allowed)})"
-    title = gap.roadmap.text if gap.roadmap is not None else gap.title
-    found = _DOC_WORDS.search(title)
+    found = _DOC_WORDS.search(_words(gap))
     if found and (not allowed or all(_doc_glob(p) for p in allowed)):
         return f"its title asks for {found.group(0).lower()}"
     return ""
 
 
+def _words(gap: Gap) -> str:
+    return gap.roadmap.text if gap.roadmap is not None else gap.title
+
+
 def fix_kind(plan: IterationPlan) -> IterationPlan:
-    """The plan with the kernel's kind: docs when the task says so, and never docs otherwise
-    (a planner's docs for any other task becomes a feature, which needs a test)."""
+    """The plan with the kernel's kind: docs when the task says so, and never docs otherwise;
+    a person's task is a feature (which needs a test) unless its words ask for a refactor or
+    that all code passes a tool, whatever kind the planner proposed."""
     reason = docs_reason(plan.gap)
+    proposed = plan.task_kind
     if reason:
         kind = TaskKind.DOCS
-    elif plan.task_kind == TaskKind.DOCS:
+    elif proposed == TaskKind.DOCS or (
+        plan.gap.category != GapCategory.QUALITY
+        and proposed != TaskKind.FEATURE
+        and not _UNTESTED.match(_words(plan.gap))
+    ):
         kind = TaskKind.FEATURE
     else:
         return plan
@@ -78,7 +94,8 @@ def fix_kind(plan: IterationPlan) -> IterationPlan:
         f"kind docs (fixed by the kernel: {reason}): no new test is needed, and every Python "
         "syntax tree must stay the same once docstrings and comments are stripped"
         if kind == TaskKind.DOCS
-        else "kind feature (fixed by the kernel: the planner said docs, the task does not)"
+        else f"kind feature (fixed by the kernel: the planner said {proposed.value}, "
+        "which the task's words do not ask for; a feature needs a new or changed test)"
     )
     criteria = tuple(
         c.model_copy(update={"text": DOCS_CLOSED})

@@ -46,6 +46,13 @@ def test_a_planner_cannot_make_a_feature_or_a_quality_gap_a_docs_task() -> None:
     assert _clamped(feature).task_kind == TaskKind.FEATURE
     lint = plan(gap(title="docstring"), task_kind=TaskKind.DOCS)
     assert _clamped(lint).task_kind == TaskKind.FEATURE
+    # nor skip a feature's test by calling it something else
+    untested = _task("Add a sub function").model_copy(update={"task_kind": TaskKind.REFACTOR})
+    clamped = _clamped(untested)
+    assert clamped.task_kind == TaskKind.FEATURE
+    assert "the planner said refactor" in clamped.notes[0]
+    rename = _task("Rename add to plus").model_copy(update={"task_kind": TaskKind.REFACTOR})
+    assert _clamped(rename).task_kind == TaskKind.REFACTOR
 
 
 def test_stripped_syntax_trees_ignore_docstrings_and_comments_only() -> None:
