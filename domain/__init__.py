@@ -39,7 +39,7 @@ from domain.plans import (
 )
 from domain.records import AgentRound, CriterionVerdict, DiffStat, Event, IterationRecord
 from domain.state import OutcomeTally, ProjectState
-from domain.status import DaemonStatus
+from domain.status import DaemonStatus, QueuedTask
 from domain.views import HistoryLine, HistoryListing, MetricsSnapshot, PhaseTotal
 
 __all__ = [
@@ -87,6 +87,7 @@ __all__ = [
     "PlannedAction",
     "Priority",
     "ProjectState",
+    "QueuedTask",
     "RankedGap",
     "Risk",
     "RoadmapItem",

@@ -70,6 +70,9 @@ class TaskKind(StrEnum):
     FIX_LINT = "fix_lint"
     FEATURE = "feature"
     REFACTOR = "refactor"
+    DOCS = "docs"
+    """Documentation, comments or docstrings only: no new test, and no code changed (the kernel
+    fixes this kind from the task's words and front matter, kernel/taskkind.py)."""
 
 
 class IterationOutcome(StrEnum):

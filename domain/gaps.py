@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import Field
 
@@ -25,6 +26,8 @@ class InboxItem(Fact):
     """Paths (globs) the work may change; empty means the planner decides."""
     forbidden: tuple[str, ...] = ()
     """Paths (globs) the work must not change."""
+    kind: Literal["", "docs", "feature"] = ""
+    """What the person says the task is (front matter `kind`); "" lets its words decide."""
     received_at: datetime
     sha256: str = ""
     attempts: int = 0

@@ -10,6 +10,20 @@ from domain.base import Fact
 from domain.history import RankedGap
 
 
+class QueuedTask(Fact):
+    """Where a waiting inbox task stands in the latest ranking."""
+
+    name: str
+    """Its file name in inbox/."""
+    place: int = 0
+    """1 for the next gap the daemon plans; 0 when it is passed over."""
+    passed_over: str = ""
+    """Why it is passed over (waiting, quarantined), "" when it is queued."""
+    ahead_source: str = ""
+    """The first gap ahead of it: its source (pytest, pyright, ruff, ...) and title."""
+    ahead_title: str = ""
+
+
 class DaemonStatus(Fact):
     """The daemon's state as people and machines read it."""
 
@@ -54,6 +68,8 @@ class DaemonStatus(Fact):
     """When the latest analysis behind top_gaps and open_gaps ran."""
     open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
     """Open gaps by source at the latest analysis."""
+    queue: tuple[QueuedTask, ...] = ()
+    """Each waiting inbox task's place in the latest ranking."""
     budget_left_today_iterations: int = 0
     max_cost_usd_per_day: float = 0.0
     max_iterations_per_day: int = 0

@@ -189,7 +189,7 @@ class AnalysisConfig(_Section):
 
     order: list[str] = Field(default_factory=list[str])
     """Gap groups, most urgent first (names from RANK_BUCKETS); groups left out follow in the
-    default order. Empty: build, inbox:critical, types, lint, format, inbox, roadmap."""
+    default order. Empty: build, inbox:critical, inbox, types, lint, format, roadmap."""
     incremental: bool = True
     """After a change to some files, ruff and pyright re-check only those (and pyright their
     importers), and pytest re-runs the tests that ran them (see test_map)."""

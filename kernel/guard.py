@@ -18,8 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from domain import AcceptanceCriterion, CheckName, FailureCategory, IterationPlan, PlanBudget
-from kernel import frozen, gitops, hygiene, trees
+from domain import (
+    AcceptanceCriterion,
+    CheckName,
+    FailureCategory,
+    IterationPlan,
+    PlanBudget,
+    TaskKind,
+)
+from kernel import frozen, gitops, hygiene, taskkind, trees
 from kernel.config import Config, GrowthConfig, GuardConfig
 from kernel.contracts import matches, matches_any, protected_patterns
 from kernel.gate import ALL_TOOLS
@@ -158,6 +165,8 @@ def inspect_changes(
     for change in changes:
         findings += _hygiene_findings(worktree, repo, base, change)
     findings += _specification(worktree, repo, base, changes, plan)
+    if plan.task_kind == TaskKind.DOCS:
+        findings += _docs_findings(worktree, repo, base, changes)
     findings += _growth_findings(plan, config.growth, changes, inserted + deleted)
     return findings
 
@@ -251,6 +260,21 @@ def _hygiene_findings(
             for message in hygiene.weakening(before, kept)
         ]
     return findings
+
+
+def _docs_findings(
+    worktree: Path, repo: Path, base: str, changes: Sequence[gitops.Change]
+) -> list[Finding]:
+    """A documentation task that changed code (the kind the kernel fixed lets it land untested)."""
+    return [
+        Finding(
+            FailureCategory.ALLOWLIST_VIOLATION,
+            path,
+            f"a documentation task changed code: {why}; a task that changes code says "
+            'kind = "feature" in its front matter and comes with a test',
+        )
+        for path, why in taskkind.code_changes(repo, base, worktree, changes)
+    ]
 
 
 def _growth_findings(
@@ -443,7 +467,8 @@ def clamp_plan(
     selfhost: bool,
     tools: Sequence[str] = ALL_TOOLS,
 ) -> IterationPlan:
-    """The plan as the kernel will run it, whatever the planner said."""
+    """The plan as the kernel will run it, whatever the planner said (its kind the kernel's)."""
+    plan = taskkind.fix_kind(plan)
     allowed = tuple(
         p
         for p in plan.allowed_paths

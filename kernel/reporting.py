@@ -26,6 +26,7 @@ from domain import (
     HistoryListing,
     HistoryRow,
     HistoryTotals,
+    QueuedTask,
     RankedGap,
 )
 from kernel import budget, halt
@@ -44,6 +45,8 @@ DASHBOARD_NAME = "index.html"
 INDEX_ROWS = 100
 """How many of the latest iterations history/README.md lists."""
 TOP_GAPS = 5
+QUEUE_MAX = 20
+"""Waiting inbox tasks `status` places in the queue at most."""
 EVENTS = 10
 """How many of the latest events (halts, resumes, recoveries, errors) the index shows."""
 
@@ -68,6 +71,40 @@ def ranked(
                 skipped=skipped.get(gap.key, ""),
             )
         )
+    return tuple(out)
+
+
+def queue(report: GapReport, passed_over: Mapping[str, str] = {}) -> tuple[QueuedTask, ...]:
+    """Each inbox task's place among the gaps the daemon will plan (passed-over gaps are not
+    in the queue), and the first gap ahead of it."""
+    out: list[QueuedTask] = []
+    queued = [g for g in report.gaps if g.key not in passed_over]
+    places = {g.key: i for i, g in enumerate(queued, start=1)}
+    for gap in report.gaps:
+        if gap.inbox is None:
+            continue
+        if gap.key in passed_over:
+            out.append(QueuedTask(name=gap.inbox.name, passed_over=passed_over[gap.key]))
+            continue
+        place = places[gap.key]
+        first = queued[0] if place > 1 else None
+        out.append(
+            QueuedTask(
+                name=gap.inbox.name,
+                place=place,
+                ahead_source=first.source if first else "",
+                ahead_title=(first.title or first.key) if first else "",
+            )
+        )
+    return tuple(out[:QUEUE_MAX])
+
+
+def last_queue(live: Mapping[str, Any]) -> tuple[QueuedTask, ...]:
+    """The queue the daemon wrote to status.json (bad entries are left out)."""
+    out: list[QueuedTask] = []
+    for raw in cast(list[Any], live.get("queue") or [])[:QUEUE_MAX]:
+        with contextlib.suppress(ValidationError, TypeError):
+            out.append(QueuedTask.model_validate(raw))
     return tuple(out)
 
 

@@ -60,6 +60,7 @@ class StatusWriter:
         self.update(
             top_gaps=[g.model_dump(mode="json") for g in reporting.ranked(report, passed_over)],
             open_gaps=reporting.open_gaps(report),
+            queue=[t.model_dump(mode="json") for t in reporting.queue(report, passed_over)],
             gaps_as_of=_now(),
         )
 
@@ -166,6 +167,7 @@ def read_status(ctx: Context) -> DaemonStatus:
             if isinstance(v, int)
         },
         gaps_as_of=_moment(as_of),
+        queue=reporting.last_queue(live),
         budget_left_today_iterations=max(limits.max_iterations_per_day - spent.iterations, 0),
         max_cost_usd_per_day=limits.max_cost_usd_per_day,
         max_iterations_per_day=limits.max_iterations_per_day,

@@ -10,7 +10,9 @@ from typing import Any, cast
 
 from domain import AnalysisInput, Gap, GapCategory, InboxItem, InboxText, Priority, Severity
 
-FRONT_KEYS = {"title", "priority", "acceptance", "allowed", "forbidden"}
+FRONT_KEYS = {"title", "priority", "kind", "acceptance", "allowed", "forbidden"}
+KINDS = ("docs", "feature")
+"""What front matter `kind` may say: docs (no new test, no code changed) or feature."""
 
 _SEVERITY = {
     Priority.CRITICAL: Severity.CRITICAL,
@@ -105,7 +107,7 @@ def _cap(text: str, width: int) -> str:
 
 
 class InboxReader:
-    """Reads one inbox task's text: front matter (title, priority, acceptance, allowed,
+    """Reads one inbox task's text: front matter (title, priority, kind, acceptance, allowed,
     forbidden) and body."""
 
     contract_version = 1
@@ -120,6 +122,11 @@ class InboxReader:
             raise InboxRejected(
                 f"priority must be one of critical, high, normal, low (got {_cap(repr(priority_raw), 80)})"
             ) from exc
+        kind = front.get("kind", "")
+        if kind not in ("", *KINDS):
+            raise InboxRejected(
+                f"kind must be one of {', '.join(KINDS)} (got {_cap(repr(kind), 80)})"
+            )
         title = front.get("title")
         if title is not None and not isinstance(title, str):
             raise InboxRejected("front matter key 'title' must be a string")
@@ -135,6 +142,7 @@ class InboxReader:
             title=str(title)[: task.title_max],
             body=body.strip(),
             priority=priority,
+            kind=kind,
             acceptance=_strings(front.get("acceptance", []), "acceptance", task),
             allowed=_strings(front.get("allowed", []), "allowed", task),
             forbidden=_strings(front.get("forbidden", []), "forbidden", task),

@@ -1,4 +1,5 @@
-"""Ranking: a broken build first, then types, lint, format, inbox by priority and age, roadmap.
+"""Ranking: a broken build first, then a person's inbox tasks by priority and age, then types,
+lint, format (quality debt), roadmap.
 
 Every gap falls in one group; the groups follow `[analysis] order` (AnalysisInput.order),
 and any group the order leaves out follows in the default order. Within a group:
@@ -18,13 +19,14 @@ from domain import AnalysisInput, Gap, GapReport, Priority, Tool
 DEFAULT_ORDER: tuple[str, ...] = (
     "build",
     "inbox:critical",
+    "inbox",
     "types",
     "lint",
     "format",
-    "inbox",
     "roadmap",
 )
-"""Groups, most urgent first: a critical inbox item outranks everything but a broken build."""
+"""Groups, most urgent first: a person's task (any priority) follows only a broken build, so
+a long backlog of type and lint findings never keeps it waiting."""
 
 _PRIORITY = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.NORMAL: 2, Priority.LOW: 3}
 _SOURCE_GROUP = {"pytest": "build", "pyright": "types", "ruff": "lint", "ruff-format": "format"}

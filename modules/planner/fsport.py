@@ -9,6 +9,9 @@ from typing import Protocol
 
 MAX_READ = 64_000
 """Bytes read from one file at most; the planner quotes heads of documents, never whole trees."""
+MAX_FILES = 20_000
+"""Paths listed at most (a task's words are looked up among them)."""
+_SKIPPED = frozenset({"__pycache__", "node_modules", "site-packages"})
 
 
 class FileSystemPort(Protocol):
@@ -24,6 +27,11 @@ class FileSystemPort(Protocol):
 
     def is_dir(self, path: str) -> bool:
         """Whether a directory exists at the path."""
+        ...
+
+    def files(self) -> tuple[str, ...]:
+        """Repository-relative paths of the regular files outside hidden and cache folders,
+        sorted, at most MAX_FILES."""
         ...
 
 
@@ -75,16 +83,33 @@ class WorktreeFS:
         target = self._resolve(path)
         return target is not None and target.is_dir()
 
+    def files(self) -> tuple[str, ...]:
+        """The worktree's regular files (links are not followed), sorted, at most MAX_FILES."""
+        if self.root is None:
+            return ()
+        found: list[str] = []
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED)
+            rel = Path(folder).relative_to(self.root).as_posix()
+            for name in sorted(names):
+                full = Path(folder, name)
+                if full.is_symlink() or not full.is_file():
+                    continue
+                found.append(name if rel == "." else f"{rel}/{name}")
+                if len(found) >= MAX_FILES:
+                    return tuple(sorted(found))
+        return tuple(sorted(found))
+
 
 class MemoryFS:
     """The port over a mapping of path -> text (tests, and planning with no worktree)."""
 
     def __init__(self, files: Mapping[str, str] | None = None) -> None:
-        self.files = {
+        self.files_by_path = {
             rel: text for path, text in (files or {}).items() if (rel := safe_relative(path))
         }
         dirs: set[str] = set()
-        for rel in self.files:
+        for rel in self.files_by_path:
             parts = rel.split("/")[:-1]
             for i in range(1, len(parts) + 1):
                 dirs.add("/".join(parts[:i]))
@@ -93,18 +118,22 @@ class MemoryFS:
     def read_text(self, path: str) -> str | None:
         """The mapped text, capped like a real file."""
         rel = safe_relative(path)
-        text = self.files.get(rel) if rel else None
+        text = self.files_by_path.get(rel) if rel else None
         return None if text is None else text.encode("utf-8")[:MAX_READ].decode("utf-8", "replace")
 
     def is_file(self, path: str) -> bool:
         """Whether the path is mapped."""
         rel = safe_relative(path)
-        return rel is not None and rel in self.files
+        return rel is not None and rel in self.files_by_path
 
     def is_dir(self, path: str) -> bool:
         """Whether some mapped path lies below it."""
         rel = safe_relative(path)
         return rel is not None and rel in self.dirs
+
+    def files(self) -> tuple[str, ...]:
+        """The mapped paths, sorted."""
+        return tuple(sorted(self.files_by_path))
 
 
 def worktree_fs(worktree: str) -> FileSystemPort:

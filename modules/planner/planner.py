@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from domain import (
     AgentPrompt,
     CheckName,
+    Gap,
+    GapCategory,
     GapReport,
     IterationPlan,
     IterationRecord,
@@ -32,6 +34,7 @@ from modules.planner.documents import module_docs, vision_summary
 from modules.planner.feedback import Track, chronological, latest_judged, notes, tracks
 from modules.planner.fsport import FileSystemPort, worktree_fs
 from modules.planner.goal import goal_of
+from modules.planner.localise import Located, locate
 from modules.planner.phases import failing_test_phases, isolation_phases, rank_suspects
 from modules.planner.prompt import agent_prompt
 from modules.planner.revision import Revision, revise
@@ -68,6 +71,7 @@ def _allowlist(
     revision: Revision,
     fs: FileSystemPort,
     protected: Sequence[str],
+    named: Sequence[str] = (),
 ) -> tuple[str, ...] | Refusal:
     gap = a.gap
     if gap.inbox is not None and gap.inbox.allowed:
@@ -78,7 +82,7 @@ def _allowlist(
                 "every path in its `allowed` list is protected or outside the repository"
             )
         return kept
-    core = tuple(ranked) if ranked else targets(actions)
+    core = tuple(ranked) if ranked else unique((*targets(actions), *named))
     if not core or (ranked and all(is_test_path(f) for f in ranked)):
         return ()  # nothing says where the fault is: any non-protected file
     widen = unique(
@@ -88,9 +92,27 @@ def _allowlist(
         return unique((*derive(core, fs, protected, wide=False), *widen))
     allowed = derive(core, fs, protected, wide=kind != TaskKind.FIX_LINT)
     folders = [t for t in core if t.endswith("/") and not t.startswith("modules/")]
-    if kind in (TaskKind.FEATURE, TaskKind.REFACTOR) and folders and fs.is_dir("tests"):
-        allowed = unique((*allowed, "tests/**"))
+    if kind in (TaskKind.FEATURE, TaskKind.REFACTOR) and (folders or named):
+        # the work may add its test where the project keeps its tests
+        kept = [f"{t}/**" for t in ("tests", "test", "testing") if fs.is_dir(t)]
+        allowed = unique((*allowed, *(kept[:1] if folders and not named else kept)))
     return unique((*allowed, *widen))
+
+
+def _located(
+    gap: Gap,
+    ranked: Sequence[str],
+    actions: Sequence[PlannedAction],
+    fs: FileSystemPort,
+    protected: Sequence[str],
+) -> Located | None:
+    """For a person's task in plain words (no `allowed` list, nothing else saying where the
+    work is): the tree's files its words name."""
+    if gap.category == GapCategory.QUALITY or ranked or (gap.inbox and gap.inbox.allowed):
+        return None
+    if any(a.target_files for a in actions) and gap.inbox is None:
+        return None  # a roadmap line the planner already placed (a module, "passes TOOL")
+    return locate(gap, fs, protected)
 
 
 def _failing(a: Assessment, isolate: bool) -> tuple[str, ...]:
@@ -141,7 +163,9 @@ def draft(
         return Refusal("every file it names is protected")
     acceptance = gap.inbox.acceptance if gap.inbox is not None else ()
     extra = [c for p in map(parse_acceptance, acceptance) if (c := p.criterion) is not None]
-    allowed = _allowlist(a, kind, drafted.actions, ranked, revision, fs, protected)
+    located = _located(gap, ranked, drafted.actions, fs, protected)
+    named = located.files if located is not None else ()
+    allowed = _allowlist(a, kind, drafted.actions, ranked, revision, fs, protected, named)
     if isinstance(allowed, Refusal):
         return allowed
     planned = targets(drafted.actions)
@@ -165,6 +189,8 @@ def draft(
         else ()
     )
     remarks = [gap.rank_reason, memory.describe(kind, rate), revision.note]
+    if located is not None:
+        remarks.append(located.note())
     if exhausted:
         remarks.append(f"exhausted: {a.reason}; planned because no other gap can be")
     return IterationPlan(
@@ -181,7 +207,7 @@ def draft(
         protected_paths=protected,
         history=notes(a.track),
         phases=(*phases, *revision.phases),
-        suspect_files=tuple(ranked),
+        suspect_files=tuple(ranked) or tuple(named),
         suspect_lines=suspected.lines,
         why=vision_summary(fs),
         documents=(*module_docs((*planned, *allowed), fs), *revision.documents),

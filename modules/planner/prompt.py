@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from string import Template
 
-from domain import AgentPrompt, AttemptNote, CheckName, IterationPlan, PlanDocument
+from domain import AgentPrompt, AttemptNote, CheckName, IterationPlan, PlanDocument, TaskKind
 from modules.planner.phases import safe_node
 from modules.quoting import quote
 
@@ -41,6 +41,12 @@ def _list(items: Sequence[str], empty: str) -> str:
 def _goal(plan: IterationPlan) -> str:
     gap = plan.gap
     what = f"Close the {gap.category.value} gap {code(gap.key)} ({plan.task_kind.value}, found by {gap.source})."
+    if plan.task_kind == TaskKind.DOCS:
+        what += (
+            " It is a documentation task: change only docstrings, comments and documentation"
+            " files (*.md, *.rst, *.txt); the kernel refuses any change to code, and no new"
+            " test is needed."
+        )
     body = gap.title if not gap.description else f"{gap.title}\n\n{gap.description}"
     return f"{what} The gap, as found:\n\n{quote(f'gap {gap.key}', body)}"
 

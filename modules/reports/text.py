@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
-from domain import DaemonStatus
+from domain import DaemonStatus, QueuedTask
 
 ATTEMPTED = ("SUCCESS", "ROLLBACK", "FAILURE", "NO_CHANGE", "MERGE_BLOCKED", "KEPT")
 """Outcomes in which an agent tried (the success rate counts only these)."""
@@ -51,6 +51,32 @@ def span(seconds: float) -> str:
 
 def _ago(moment: datetime | None, now: datetime) -> str:
     return span((now - moment).total_seconds()) + " ago" if moment else "-"
+
+
+_GROUP = {"pytest": "build", "pyright": "types", "ruff": "lint", "ruff-format": "format"}
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _queue_lines(queue: Sequence[QueuedTask]) -> list[str]:
+    """Where each waiting inbox task stands: "inbox/foo.md: 2nd, after build: TITLE"."""
+    out: list[str] = []
+    for task in queue:
+        if task.passed_over:
+            where = f"passed over ({task.passed_over})"
+        elif task.place <= 1:
+            where = "1st: next"
+        else:
+            group = _GROUP.get(task.ahead_source, task.ahead_source)
+            more = f" and {task.place - 2} more" if task.place > 2 else ""
+            where = f"{ordinal(task.place)}, after {group}: {task.ahead_title}{more}"
+        label = "queue:       " if not out else "             "
+        out.append(f"{label}inbox/{task.name}: {where}")
+    return out
 
 
 def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]:
@@ -120,6 +146,7 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
             )
     else:
         out.append("gaps:        not analysed yet (the daemon writes them after each analysis)")
+    out += _queue_lines(status.queue)
     if status.quarantined:
         out.append(f"quarantined: {len(status.quarantined)}")
         out += [f"  - {key}" for key in status.quarantined]

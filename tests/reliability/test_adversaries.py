@@ -98,7 +98,12 @@ ADVERSARIES: dict[str, Adversary] = {
         1,
     ),
     "creates 500 files": Adversary(
-        [{"mkfiles": "data", "count": 500}, *DO_THE_TASK], "ROLLBACK", "GROWTH_LIMIT", False, 1
+        # inside the allowlist TASK's words give it (calc.py, tests/**): growth alone refuses it
+        [{"mkfiles": "tests/data", "count": 500}, *DO_THE_TASK],
+        "ROLLBACK",
+        "GROWTH_LIMIT",
+        False,
+        1,
     ),
     "hangs": Adversary([{"hang": True}], "FAILURE", "AGENT_TIMEOUT", False, 1, timeout_s=2),
     "exits 0 having done nothing": Adversary([], "NO_CHANGE", None, False, 1),

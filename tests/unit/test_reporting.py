@@ -14,6 +14,7 @@ from domain import (
     GapCategory,
     GapReport,
     HistoryDigest,
+    InboxItem,
     IterationOutcome,
     RankedGap,
     Severity,
@@ -184,3 +185,33 @@ def test_a_reporter_without_the_index_or_dashboard_is_refused_by_name() -> None:
     with pytest.raises(ContractError, match="missing render_dashboard, render_index"):
         check_contract("reporter", "modules.reports.old:REPORTER", OnlyRecords())
     check_contract("reporter", registry.REPORTER, registry.resolve(registry.REPORTER))
+
+
+def test_status_says_where_each_waiting_task_stands_in_the_queue() -> None:
+    broken = Gap(
+        key="pytest:collect:tests/test_a.py",
+        category=GapCategory.QUALITY,
+        source="pytest",
+        severity=Severity.CRITICAL,
+        title="tests fail to collect",
+    )
+    tasks = [_inbox(n) for n in ("foo.md", "bar.md", "held.md")]
+    report = GapReport(gaps=(broken, tasks[0], _gap(1), _gap(2), tasks[1], tasks[2]))
+    queue = reporting.queue(report, {"ruff:f1.py:F401": "quarantined", "inbox:held.md": "waiting"})
+    status = DaemonStatus(root="/repo", queue=queue)
+    lines = views.status_lines(status, datetime(2026, 6, 1, tzinfo=UTC))
+    assert "queue:       inbox/foo.md: 2nd, after build: tests fail to collect" in lines
+    assert "             inbox/bar.md: 4th, after build: tests fail to collect and 2 more" in lines
+    assert "             inbox/held.md: passed over (waiting)" in lines
+
+
+def _inbox(name: str) -> Gap:
+    item = InboxItem(name=name, title=name, received_at=START)
+    return Gap(
+        key=f"inbox:{name}",
+        category=GapCategory.INBOX,
+        source="inbox",
+        severity=Severity.NORMAL,
+        title=name,
+        inbox=item,
+    )

@@ -89,19 +89,19 @@ def _rank(order: tuple[str, ...] = (), quarantined: tuple[str, ...] = ()) -> lis
     return [g.key for g in RANKER.rank(ALL, inputs).gaps]
 
 
-def test_default_order_build_then_critical_inbox_then_types_lint_format_inbox_roadmap() -> None:
+def test_default_order_build_then_a_persons_tasks_then_types_lint_format_roadmap() -> None:
     assert _rank() == [
         "pytest:collect:tests/test_b.py",  # a collection error hides tests: first
         "ruff:c.py:invalid-syntax",  # code that does not parse breaks the build
         "pytest:tests/test_a.py::test_x[1]",
         "inbox:critical.md",
+        "inbox:high.md",
+        "inbox:normal-old.md",  # same priority: the older first
+        "inbox:normal-new.md",  # a normal task comes before quality debt
+        "inbox:low.md",
         "pyright:a.py:reportReturnType",
         "ruff:a.py:F401",
         "ruff-format:b.py",
-        "inbox:high.md",
-        "inbox:normal-old.md",  # same priority: the older first
-        "inbox:normal-new.md",
-        "inbox:low.md",
         "roadmap:first",  # file order
         "roadmap:second",
     ]
@@ -130,11 +130,14 @@ def test_a_configured_order_moves_whole_groups_and_the_rest_follow_by_default() 
         "lint",
         "build",
         "inbox:critical",
+        "inbox",
         "types",
         "format",
-        "inbox",
         "roadmap",
     )
+    # the old default, written out, still ranks quality debt before normal tasks
+    old = _rank(order=("build", "inbox:critical", "types", "lint", "format", "inbox"))
+    assert old.index("ruff-format:b.py") < old.index("inbox:normal-old.md")
 
 
 def test_one_priority_can_get_a_group_of_its_own() -> None:

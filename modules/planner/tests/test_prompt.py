@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from domain import IterationPlan
+from domain import IterationPlan, TaskKind
 from modules.planner.prompt import quote, render_prompt
 from modules.planner.tests.factory import (
     TREE,
@@ -175,3 +175,10 @@ def test_an_earlier_attempts_words_are_quoted_too() -> None:
     prompt = render_prompt(must_plan([gap], [attempt]))
     for marker in MARKERS:
         assert marker not in outside_data(prompt), marker
+
+
+def test_a_docs_task_is_told_it_may_change_only_documentation() -> None:
+    plan = must_plan([inbox_gap(title="Add a docstring to add()")])
+    docs = render_prompt(plan.model_copy(update={"task_kind": TaskKind.DOCS}))
+    assert "It is a documentation task: change only docstrings, comments" in outside_data(docs)
+    assert "documentation task" not in render_prompt(plan)
