@@ -76,6 +76,8 @@ class IterationRecord(Fact):
     changed_tests: tuple[str, ...] = ()
     """KEPT: the base's tests the change edits that no longer pass against the base's own test
     files (what a person approves)."""
+    uncovered: tuple[str, ...] = ()
+    """Changed places of a verified change that no passing test ran (`path:line`)."""
     backend: str = ""
     sandboxed: bool | None = None
     """Whether the agent and the test runs ran in the sandbox (None: no agent ran)."""

@@ -141,6 +141,7 @@ class Recorder:
             commit=ending.commit,
             kept_branch=ending.kept,
             changed_tests=tuple(cap_lines(verification.changed_tests)) if verification else (),
+            uncovered=tuple(cap_lines(verification.uncovered)) if verification else (),
             backend=it.backend.name,
             sandboxed=it.sandboxed if it.exit_code is not None else None,
             agent_version=it.agent_version,

@@ -139,6 +139,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,
         last_outcome=latest[0].outcome if latest else None,
+        last_uncovered=_uncovered(ctx, latest[0].iteration_id) if latest else (),
         iterations=ctx.store.count(),
         cost_today_usd=spent.cost_usd,
         budget_left_today_usd=spent.cost_left(ctx.config.budget),
@@ -159,6 +160,12 @@ def read_status(ctx: Context) -> DaemonStatus:
         type_checker=str(live.get("type_checker", ""))[:300] if running else "",
         setup=read_setup(ctx),
     )
+
+
+def _uncovered(ctx: Context, iteration_id: str) -> tuple[str, ...]:
+    """The places of an iteration's change that no passing test ran."""
+    record = ctx.store.get(iteration_id)
+    return record.uncovered if record is not None else ()
 
 
 def status_text(ctx: Context, status: DaemonStatus) -> str:
