@@ -10,8 +10,8 @@ judged by its enclosing block: the function around the place the lines were remo
 the file.
 
 A public name is a module-level function or class, not underscored or listed in `__all__`; it
-is removed when no module-level definition or assignment of it is left anywhere in the tree
-(a move or a duplicate removed is not a removal).
+is removed when no module-level function or class of that name is left anywhere in the tree
+(a move or a duplicate removed is not a removal; an assignment of the name is no definition).
 """
 
 from __future__ import annotations
@@ -222,35 +222,24 @@ def public_definitions(source: bytes) -> set[str]:
     if tree is None:
         return set()
     listed = _all(tree)
-    defined = {
-        node.name
-        for node in _top(tree.body)
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    }
-    return {n for n in defined if not n.startswith("_") or n in listed}
+    return {n for n in defined(source) if not n.startswith("_") or n in listed}
 
 
-def bound(source: bytes) -> set[str]:
-    """Every name a module binds at module level by a definition or an assignment."""
+def defined(source: bytes) -> set[str]:
+    """Every module-level function and class a module defines (an assignment is no
+    definition: `add = None` in any file must not stand for a removed `add`)."""
     tree = _parse(source)
     if tree is None:
         return set()
-    names: set[str] = set()
-    for node in _top(tree.body):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return names
+    kinds = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    return {node.name for node in _top(tree.body) if isinstance(node, kinds)}
 
 
 def removed_names(
     before: Mapping[str, bytes], tree_files: Iterator[tuple[str, bytes]], named: str
 ) -> list[str]:
     """`path: name` for each public name the base's `before` files defined that no Python
-    file of the candidate tree (`tree_files`) binds any more and that `named` (the gap's own
+    file of the candidate tree (`tree_files`) defines any more and that `named` (the gap's own
     words) does not name."""
     gone: dict[str, str] = {}
     for path, source in sorted(before.items()):
@@ -261,7 +250,7 @@ def removed_names(
         return []
     for _, source in tree_files:
         if any(name.encode() in source for name in gone):
-            for name in bound(source) & set(gone):
+            for name in defined(source) & set(gone):
                 del gone[name]
             if not gone:
                 return []
