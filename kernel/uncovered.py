@@ -231,8 +231,11 @@ def defined(source: bytes) -> set[str]:
     tree = _parse(source)
     if tree is None:
         return set()
-    kinds = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-    return {node.name for node in _top(tree.body) if isinstance(node, kinds)}
+    return {
+        node.name
+        for node in _top(tree.body)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
 
 
 def removed_names(
