@@ -393,7 +393,8 @@ class Judge:
         if not changed:
             return []
         ran: dict[str, frozenset[int]] = {}
-        selection = self._affected(it, baseline, place)
+        # fewer tests than all that reach a line only leave it unvouched: no cap on the share
+        selection = self._affected(it, baseline, place, capped=False)
         reached = selection is None or bool(selection.nodes or selection.files)
         if own is not None and own.passed and reached:
             # a run of its own (sys.settrace, which tests can see, never judges a change):
@@ -413,7 +414,9 @@ class Judge:
                         ran[path] = ran.get(path, frozenset()) | numbers
         return uncovered.not_run(changed, sources, ran)
 
-    def _affected(self, it: Iteration, baseline: Baseline, place: Export) -> Selection | None:
+    def _affected(
+        self, it: Iteration, baseline: Baseline, place: Export, *, capped: bool = True
+    ) -> Selection | None:
         """The tests that ran a file the candidate changes, by the test map (None: no map)."""
         ctx = self.ctx
         if not ctx.config.analysis.test_map:
@@ -429,7 +432,7 @@ class Judge:
             changed |= {*older.changed, *older.deleted}
         tree = place()
         gone = sorted(p for p in changed if not (tree / p).exists())
-        return testmap.select(found, sorted(changed - set(gone)), gone, strict=False)
+        return testmap.select(found, sorted(changed - set(gone)), gone, strict=False, capped=capped)
 
     def _confirmed(
         self, first: Measurement, baseline: Baseline, place: Export
