@@ -80,6 +80,8 @@ class IterationRecord(Fact):
     changed_tests: tuple[str, ...] = ()
     """KEPT: the base's tests the change edits that no longer pass against the base's own test
     files (what a person approves)."""
+    uncovered: tuple[str, ...] = ()
+    """Changed places of a verified change that no passing test ran (`path:line`)."""
     backend: str = ""
     waited_on: str = ""
     """WAITING: what the gap waited on (the backend, the sandbox, the api_base, as seed.toml and

@@ -50,6 +50,8 @@ class DaemonStatus(Fact):
     """Why the daemon only plans (detached HEAD, no commits, a merge in progress)."""
     last_iteration_id: str | None = None
     last_outcome: str | None = None
+    last_uncovered: tuple[str, ...] = ()
+    """The last iteration's changed places that no passing test ran."""
     iterations: int = 0
     cost_today_usd: float = 0.0
     held_usd: float = 0.0

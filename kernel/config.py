@@ -291,6 +291,15 @@ class GitConfig(_Section):
     """How many seed/kept/* branches of MERGE_BLOCKED iterations are kept."""
 
 
+class LandingConfig(_Section):
+    """[landing]: what lands by itself and what waits for a person."""
+
+    uncovered: Literal["keep", "land"] = "keep"
+    """A verified change with lines no passing test ran: "keep" it on a branch for a person
+    (`seed.py approve ID` lands it), or "land" it, saying so. ruff-fix's own lint fixes
+    land either way."""
+
+
 class DaemonConfig(_Section):
     """[daemon]: how the loop waits."""
 
@@ -309,6 +318,7 @@ class Config(_Section):
     guard: GuardConfig = Field(default_factory=GuardConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     git: GitConfig = Field(default_factory=GitConfig)
+    landing: LandingConfig = Field(default_factory=LandingConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
 
 

@@ -6,7 +6,9 @@ from config.
 
 Protected paths and path safety are SANDBOX_VIOLATION, a path outside the plan's allowlist
 is ALLOWLIST_VIOLATION, weakened tests are HYGIENE_VIOLATION (read from syntax trees, not
-text), and growth over the risk class's limits is GROWTH_LIMIT.
+text), growth over the risk class's limits is GROWTH_LIMIT, and a public function or class of
+the base left defined nowhere in the tree, for a gap that does not name it, is
+PUBLIC_NAME_REMOVED.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -26,7 +28,7 @@ from domain import (
     PlanBudget,
     TaskKind,
 )
-from kernel import frozen, gitops, hygiene, taskkind, trees
+from kernel import frozen, gitops, hygiene, taskkind, trees, uncovered
 from kernel.config import Config, GrowthConfig, GuardConfig
 from kernel.contracts import matches, matches_any, protected_patterns
 from kernel.gate import ALL_TOOLS
@@ -132,7 +134,62 @@ def inspect_tree(
         Finding(FailureCategory.SANDBOX_VIOLATION, link, why)
         for link, why in trees.unsafe_links(repo, *tree)
     ]
+    findings += _removal_findings(repo, place, base, changes, plan, config.max_file_bytes)
     return findings
+
+
+def _removal_findings(
+    repo: Path,
+    place: Path,
+    base: str,
+    changes: Sequence[gitops.Change],
+    plan: IterationPlan,
+    max_bytes: int,
+) -> list[Finding]:
+    """Public functions and classes of the base that the change leaves defined nowhere in the
+    tree, for a gap that does not name them (a move or a duplicate removed is no removal)."""
+    before: dict[str, bytes] = {}
+    for change in changes:
+        old = change.old_path or change.path
+        if change.status == "A" or not old.endswith(".py") or is_test_path(old):
+            continue
+        shown = gitops.git(repo, "show", f"{base}:{old}", check=False)
+        if shown.ok:
+            before[old] = shown.stdout
+    if not before:
+        return []
+    gone = uncovered.removed_names(
+        before, _python_files(place, max_bytes), plan.gap.model_dump_json()
+    )
+    if not gone:
+        return []
+    names = ", ".join(g.split(": ", 1)[1] for g in gone[:10])
+    return [
+        Finding(
+            FailureCategory.PUBLIC_NAME_REMOVED,
+            gone[0].split(": ", 1)[0],
+            f"removes public names the gap does not name, defined nowhere in the tree now: {names}",
+        ),
+        *(Finding(FailureCategory.PUBLIC_NAME_REMOVED, *g.split(": ", 1)) for g in gone),
+    ]
+
+
+def _python_files(place: Path, max_bytes: int) -> Iterator[tuple[str, bytes]]:
+    """The tree's Python files (regular files, no links), from the export before any test ran."""
+    for folder, dirs, files in os.walk(place):
+        dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith((".py", ".pyi")) or os.path.islink(path):
+                continue
+            try:
+                if max_bytes and os.path.getsize(path) > max_bytes:
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            yield os.path.relpath(path, place), data
 
 
 def inspect_changes(
@@ -419,6 +476,7 @@ _ORDER = (
     FailureCategory.HYGIENE_VIOLATION,
     FailureCategory.ALLOWLIST_VIOLATION,
     FailureCategory.GROWTH_LIMIT,
+    FailureCategory.PUBLIC_NAME_REMOVED,
 )
 
 

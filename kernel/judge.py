@@ -16,13 +16,13 @@ from domain import (
     Measurements,
     Tool,
 )
-from kernel import basetests, faults, guard, jails, testmap, trees
+from kernel import basetests, faults, guard, jails, testmap, trees, uncovered
 from kernel.analysis import Baseline, config_key, measure_cached
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.incremental import tree_delta
 from kernel.iteration import Ending, Iteration, Phase, mono
-from kernel.measure import failed_ids, run_pytest
+from kernel.measure import failed_ids, run_lines, run_pytest
 from kernel.repair import repair
 from kernel.selfcheck import selfcheck
 from kernel.testmap import Selection
@@ -365,9 +365,56 @@ class Judge:
             )
         if verification.passed:
             verification = self._steady(it, judged, verification)
+        if verification.passed:
+            verification.uncovered = self._uncovered(it, baseline, place, own)
         return verification
 
-    def _affected(self, it: Iteration, baseline: Baseline, place: Export) -> Selection | None:
+    def _uncovered(
+        self, it: Iteration, baseline: Baseline, place: Export, own: Measurement | None
+    ) -> list[str]:
+        """The changed places of a passed candidate that no test that passed ran: judged on
+        the candidate's own tree, with a traced run of only the tests that can reach them."""
+        ctx = self.ctx
+        store = place.store or trees.ObjectStore(
+            ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects"
+        )
+        root = ctx.paths.root
+        sources = {
+            p: data
+            for p in it.touched
+            if p.endswith(".py") and not guard.is_test_path(p)
+            for data in [uncovered.read_blob(root, place.tree, p, store)]
+            if data is not None
+        }
+        changed = uncovered.changed_lines(root, it.base, place.tree, store, sorted(sources))
+        changed = [c for c in changed if c.lines or c.cuts]
+        if not changed:
+            return []
+        ran: dict[str, frozenset[int]] = {}
+        # fewer tests than all that reach a line only leave it unvouched: no cap on the share
+        selection = self._affected(it, baseline, place, capped=False)
+        reached = selection is None or bool(selection.nodes or selection.files)
+        if own is not None and own.passed and reached:
+            # a run of its own (sys.settrace, which tests can see, never judges a change):
+            # only the tests the map says ran a changed file, or the whole suite without one
+            argv = selection.argv() if selection is not None else []
+            passed, lines = run_lines(
+                place(),
+                ctx.target,
+                ctx.config.quality.tool_timeout_s,
+                argv,
+                [c.path for c in changed],
+            )
+            vouching = passed & set(own.passed)  # passed in the judged run and in this one
+            for node, per_file in lines.items():
+                if node in vouching:
+                    for path, numbers in per_file.items():
+                        ran[path] = ran.get(path, frozenset()) | numbers
+        return uncovered.not_run(changed, sources, ran)
+
+    def _affected(
+        self, it: Iteration, baseline: Baseline, place: Export, *, capped: bool = True
+    ) -> Selection | None:
         """The tests that ran a file the candidate changes, by the test map (None: no map)."""
         ctx = self.ctx
         if not ctx.config.analysis.test_map:
@@ -383,7 +430,7 @@ class Judge:
             changed |= {*older.changed, *older.deleted}
         tree = place()
         gone = sorted(p for p in changed if not (tree / p).exists())
-        return testmap.select(found, sorted(changed - set(gone)), gone, strict=False)
+        return testmap.select(found, sorted(changed - set(gone)), gone, strict=False, capped=capped)
 
     def _confirmed(
         self, first: Measurement, baseline: Baseline, place: Export

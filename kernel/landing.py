@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import FailureCategory, GapReport, IterationOutcome, IterationRecord
-from kernel import blockers, commitmsg, faults, gitops, guard, trees
+from kernel import blockers, commitmsg, faults, gitops, guard, trees, uncovered
 from kernel.analysis import Baseline, measure_cached
 from kernel.answers import Backend
 from kernel.context import Context
@@ -68,6 +68,18 @@ def land(
             verification,
             IterationOutcome.KEPT,
         )
+    if verification.uncovered:
+        said = uncovered.said(verification.uncovered)
+        if _keeps_uncovered(ctx, it):
+            return _keep(
+                ctx,
+                it,
+                commit,
+                f"{said}; approve it with `python seed.py approve {plan.iteration_id}`",
+                verification,
+                IterationOutcome.KEPT,
+            )
+        verification.reason = f"{verification.reason}; but {said}"
     collisions = [
         p
         for p in gitops.added_files(root, it.base, commit)
@@ -83,6 +95,14 @@ def land(
             blocked=tuple(sorted(collisions)),
         )
     return _fast_forward(ctx, it, commit, verification, t0)
+
+
+def _keeps_uncovered(ctx: Context, it: Iteration) -> bool:
+    """Whether a change with lines no passing test ran waits for a person: unless [landing]
+    says land, or it is ruff-fix's own fix of a lint finding."""
+    if it.backend.name == "ruff-fix" and it.plan.gap.source in ("ruff", "ruff-format"):
+        return False
+    return ctx.config.landing.uncovered == "keep"
 
 
 def _rebase(

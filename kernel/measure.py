@@ -614,6 +614,7 @@ def _launch(
     run_dir: Path | None,
     files: str,
     timeout_s: float,
+    lines: Sequence[str] = (),
 ) -> tuple[procs.Completed, list[dict[str, Any]], Path]:
     """One pytest process through the kernel's bootstrap: how it ended, the facts it sent,
     and where it saw the tree."""
@@ -622,6 +623,7 @@ def _launch(
     if target.jail is not None:
         jailed = target.jail(argv, tree, () if run_dir is None else (run_dir,))
     config = _pytest_config(tree, jailed.seen, target, node_ids, run_dir, files=files)
+    config["lines"] = list(lines)
     argv = jailed.argv
     read, write = os.pipe()  # procs.run closes the write end once the child holds it
     config["fd"] = write
@@ -643,6 +645,38 @@ def _launch(
         os.close(read)
         sandbox.settle(jailed.made)
     return result, _read_facts(result.channel), jailed.seen
+
+
+RanLines = dict[str, dict[str, frozenset[int]]]
+"""Per test node id: the watched files' lines (repository-relative) it executed."""
+_MAX_LINES = 100_000
+"""Lines kept per file and test (a file longer than this is not a change worth tracing)."""
+
+
+def run_lines(
+    tree: Path, target: Target, timeout_s: float, node_ids: Sequence[str], watch: Sequence[str]
+) -> tuple[frozenset[str], RanLines]:
+    """The tests that passed in a traced run of its own, and the lines of the `watch` files
+    each ran (nothing when the run did not finish). The facts come down the kernel's pipe;
+    sys.settrace, which a test can see, never runs in a run whose outcomes judge a change."""
+    result, records, _ = _launch(tree, target, node_ids, None, "trace", timeout_s, lines=watch)
+    diagnostics, collected, finish = _pytest_diagnostics(records)
+    if result.timed_out or finish is None or _tampering(records):
+        return frozenset(), {}  # no facts: every watched line counts as run by no test
+    passed = frozenset(passed_ids(records, collected, diagnostics))
+    wanted = set(watch)
+    ran: RanLines = {}
+    for rec in records:
+        lines = rec.get("lines")
+        if rec.get("kind") != "files" or not isinstance(lines, dict):
+            continue
+        per_file: dict[str, frozenset[int]] = {}
+        for rel, numbers in cast(dict[Any, Any], lines).items():
+            if rel in wanted and isinstance(numbers, list):
+                listed = cast(list[Any], numbers)[:_MAX_LINES]
+                per_file[str(rel)] = frozenset(n for n in listed if type(n) is int)
+        ran[str(rec.get("nodeid", ""))] = per_file
+    return passed, ran
 
 
 def _run_dir(work_dir: Path, target: Target) -> Path:

@@ -145,6 +145,7 @@ class Recorder:
             kept_branch=ending.kept,
             blocked_by=ending.blocked,
             changed_tests=tuple(cap_lines(verification.changed_tests)) if verification else (),
+            uncovered=tuple(cap_lines(verification.uncovered)) if verification else (),
             backend=it.backend.name,
             waited_on=ending.waited_on,
             sandboxed=it.sandboxed if it.exit_code is not None else None,

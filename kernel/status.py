@@ -152,6 +152,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,
         last_outcome=latest[0].outcome if latest else None,
+        last_uncovered=_uncovered(ctx, latest[0].iteration_id) if latest else (),
         iterations=ctx.store.count(),
         cost_today_usd=spent.cost_usd,
         held_usd=held.usd,
@@ -178,6 +179,12 @@ def read_status(ctx: Context) -> DaemonStatus:
         python=ctx.target.python,
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
     )
+
+
+def _uncovered(ctx: Context, iteration_id: str) -> tuple[str, ...]:
+    """The places of an iteration's change that no passing test ran."""
+    record = ctx.store.get(iteration_id)
+    return record.uncovered if record is not None else ()
 
 
 def status_text(ctx: Context, status: DaemonStatus) -> str:

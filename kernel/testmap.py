@@ -102,13 +102,19 @@ def _test_module(path: str) -> bool:
 
 
 def select(
-    test_map: TestMap, changed: Sequence[str], deleted: Sequence[str], *, strict: bool
+    test_map: TestMap,
+    changed: Sequence[str],
+    deleted: Sequence[str],
+    *,
+    strict: bool,
+    capped: bool = True,
 ) -> Selection | None:
     """The tests a change can affect, or None when the map cannot tell.
 
     `strict` (re-analysis, where the selection stands in for the suite): a change to anything
     but Python code, or to a conftest.py, means the whole suite. Otherwise (verification's
-    first pass) only Python files count and the whole suite follows anyway.
+    first pass) only Python files count and the whole suite follows anyway. Without `capped`
+    (which tests can vouch for changed lines), a selection of most tests is still one.
     """
     touched = {*changed, *deleted}
     if any(PurePosixPath(p).name == "conftest.py" for p in touched):
@@ -126,7 +132,7 @@ def select(
     )
     if not nodes and not files:
         return Selection((), (), "no test ran a changed file")
-    if len(nodes) > SHARE * max(1, len(test_map.tests)):
+    if capped and len(nodes) > SHARE * max(1, len(test_map.tests)):
         return None
     reason = f"{len(nodes)} of {len(test_map.tests)} tests ran a changed file"
     if files:

@@ -236,6 +236,8 @@ class Verification:
     changed_tests: list[str] = field(default_factory=list[str])
     """Base tests the change edits that no longer pass against the base's test files: the
     change passed everything else and goes to a person (KEPT), never lands by itself."""
+    uncovered: list[str] = field(default_factory=list[str])
+    """Changed places no passing test ran (`path:line`), judged on the passed candidate."""
 
 
 def gap_closed(

@@ -50,6 +50,7 @@ CATEGORY_OUTCOME: dict[FailureCategory, IterationOutcome] = {
     FailureCategory.AGENT_TIMEOUT: IterationOutcome.FAILURE,
     FailureCategory.MERGE_BLOCKED: IterationOutcome.MERGE_BLOCKED,
     FailureCategory.UNKNOWN: IterationOutcome.FAILURE,
+    FailureCategory.PUBLIC_NAME_REMOVED: IterationOutcome.ROLLBACK,
 }
 """The outcome each failure category comes with."""
 

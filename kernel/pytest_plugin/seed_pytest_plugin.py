@@ -20,6 +20,8 @@ It must import nothing but the standard library and pytest. Configuration (JSON 
           only where sys.monitoring does it unseen (3.12+; else a "no_map" fact says so, and
           the run stays untraced: its outcomes are gaps), "trace" also with sys.settrace
           (a run of its own whose outcomes nobody reads), "" not at all
+  lines   with "trace": project files (repository-relative) whose executed lines each test
+          reports too (always by sys.settrace: a run of its own), [] for none
   cover   the coverage plugin's file, its data file and coverage.py's folder ("" for none)
   args    pytest's arguments
 """
@@ -278,11 +280,14 @@ class _Files:
     only a run of its own may use it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, watch: frozenset[str] = frozenset()) -> None:
         self.seen: set[str] = set()
         self.rel: dict[str, str] = {}
         self.blind = False
-        self._mon: Any = getattr(sys, "monitoring", None)
+        self.watch = watch
+        """Files whose executed lines are kept too (by sys.settrace only)."""
+        self.lines: dict[str, set[int]] = {}
+        self._mon: Any = None if watch else getattr(sys, "monitoring", None)
         self._tool = 0
         if self._mon is not None:
             for tool in (5, 4, 3):  # ids the coverage/debugger/profiler conventions leave free
@@ -304,11 +309,35 @@ class _Files:
         self.seen.add(code.co_filename)
         return self._mon.DISABLE
 
-    def _trace(self, frame: Any, event: str, arg: Any) -> None:
-        self.seen.add(frame.f_code.co_filename)
+    def _trace(self, frame: Any, event: str, arg: Any) -> Any:
+        name = frame.f_code.co_filename
+        self.seen.add(name)
+        return self._line if self.watch and self._rel(name) in self.watch else None
+
+    def _line(self, frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            self.lines.setdefault(frame.f_code.co_filename, set()).add(frame.f_lineno)
+        return self._line
+
+    def _rel(self, name: str) -> str:
+        rel = self.rel.get(name)
+        if rel is None:
+            real = name and not name.startswith("<") and os.path.realpath(name) != _SELF
+            rel = self.rel[name] = _project_rel(name) if real else ""
+        return rel
+
+    def ran_lines(self) -> dict[str, list[int]]:
+        """The watched files' lines the test ran."""
+        found: dict[str, set[int]] = {}
+        for name, lines in self.lines.items():
+            rel = self._rel(name)
+            if rel in self.watch:
+                found.setdefault(rel, set()).update(lines)
+        return {rel: sorted(lines) for rel, lines in found.items()}
 
     def start(self) -> None:
         self.seen = set()
+        self.lines = {}
         self.blind = False
         if self._mon is not None:
             self._mon.restart_events()
@@ -330,15 +359,7 @@ class _Files:
             if sys.gettrace() == self._trace:
                 sys.settrace(None)
             threading.settrace(None)  # type: ignore[arg-type]
-        found: set[str] = set()
-        for name in self.seen:
-            rel = self.rel.get(name)
-            if rel is None:
-                real = name and not name.startswith("<") and os.path.realpath(name) != _SELF
-                rel = self.rel[name] = _project_rel(name) if real else ""
-            if rel:
-                found.add(rel)
-        return sorted(found)
+        return sorted({rel for rel in map(self._rel, self.seen) if rel})
 
 
 _files: _Files | None = None
@@ -354,7 +375,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
     try:
         yield
     finally:
-        _emit({"kind": "files", "nodeid": item.nodeid, "files": _files.stop()})
+        fact: dict[str, Any] = {"kind": "files", "nodeid": item.nodeid, "files": _files.stop()}
+        if _files.watch:
+            fact["lines"] = _files.ran_lines()
+        _emit(fact)
 
 
 _excinfo: dict[tuple[str, str], Any] = {}
@@ -538,7 +562,12 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     os.close(quiet)
     _root = os.path.realpath(str(config["root"]))
     _forbid = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
-    _files = _Files() if config.get("files") else None
+    watch = frozenset(str(f) for f in cast(list[Any], config.get("lines") or []))
+    _files = (
+        _Files(watch if config.get("files") == "trace" else frozenset())
+        if config.get("files")
+        else None
+    )
     if _files is not None and _files.untraceable() and config.get("files") != "trace":
         _files = None  # tracing would change the outcomes this run reports
         _emit({"kind": "no_map"})

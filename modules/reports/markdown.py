@@ -30,7 +30,7 @@ HEADLINES: dict[IterationOutcome, str] = {
     IterationOutcome.NO_CHANGE: "the agent changed nothing",
     IterationOutcome.WAITING: "planned; waiting for an agent that can take it",
     IterationOutcome.MERGE_BLOCKED: "verified, but could not be merged; the work is kept",
-    IterationOutcome.KEPT: "verified, except base tests it edits; kept for a person to approve",
+    IterationOutcome.KEPT: "verified, but it edits base tests or no test ran some of its lines; kept for a person to approve",
     IterationOutcome.ABORTED: "stopped before it finished; the work was discarded",
 }
 
@@ -47,6 +47,7 @@ CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.ALLOWLIST_VIOLATION: "files outside the plan's allowlist changed (the next plan for the gap allows them)",
     FailureCategory.BUDGET_EXCEEDED: "a cost, token or iteration budget ran out",
     FailureCategory.GROWTH_LIMIT: "the change grew past the allowed size",
+    FailureCategory.PUBLIC_NAME_REMOVED: "a public function or class the gap does not name is gone from the tree",
     FailureCategory.AGENT_ERROR: "the agent exited with an error or reported failure",
     FailureCategory.AGENT_TIMEOUT: "the agent ran past its time limit and was ended",
     FailureCategory.MERGE_BLOCKED: "the branch moved or the checkout is in the way",
@@ -138,6 +139,10 @@ def _summary(record: IterationRecord) -> list[str]:
         ("Tokens and cost", _usage(record)),
         ("Result", _result(record)),
     ]
+    if record.uncovered:
+        shown = ", ".join(code(u) for u in record.uncovered[:20])
+        more = f" and {len(record.uncovered) - 20} more" if len(record.uncovered) > 20 else ""
+        rows.append(("Tests", f"no test ran these lines: {shown}{more}"))
     if record.sandboxed is False:
         rows.insert(4, ("Sandbox", "**off**: this run was NOT sandboxed"))
     if record.agent_note:

@@ -121,6 +121,14 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     out.append(
         f"iterations:  {status.iterations:,} in all, {status.iterations_today} today; last: {last}"
     )
+    if status.last_uncovered:
+        shown = ", ".join(status.last_uncovered[:10])
+        more = (
+            f" and {len(status.last_uncovered) - 10} more"
+            if len(status.last_uncovered) > 10
+            else ""
+        )
+        out.append(f"             no test ran these lines: {shown}{more}")
     cost_limit = f" of ${status.max_cost_usd_per_day:.2f}" if status.max_cost_usd_per_day else ""
     runs_limit = f" of {status.max_iterations_per_day}" if status.max_iterations_per_day else ""
     held = ""

@@ -44,6 +44,8 @@ DO_THE_TASK: list[dict[str, Any]] = [
 """What an honest agent does for TASK."""
 
 FAST = '[quality]\ntools = ["ruff", "pytest"]\n'
+LANDS_UNTESTED = '\n[landing]\nuncovered = "land"\n'
+"""For changes whose code runs on import, where no passing test vouches for it (KEPT by default)."""
 """For runs the guard or the agent ends before verification: no pyright."""
 
 

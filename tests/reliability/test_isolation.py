@@ -22,6 +22,7 @@ from tests.reliability.helpers import (
     DO_THE_TASK,
     FAST,
     FILES,
+    LANDS_UNTESTED,
     SUB,
     SUB_TEST,
     Project,
@@ -131,7 +132,7 @@ def _evil():
 _evil()
 """
     steps = [{"append": "calc.py", "text": SUB + evil}, DO_THE_TASK[1]]
-    record = _once(project, steps)
+    record = _once(project, steps, FAST + LANDS_UNTESTED)  # runs on import
     assert record["outcome"] == "SUCCESS", record["reason"]
     # what landed is the change itself; none of its effects reached the person
     assert_checkout_kept(project, before, record["commit"])
@@ -149,7 +150,7 @@ def test_files_the_tests_write_never_enter_the_landed_commit(tmp_path: Path) -> 
         "    (pathlib.Path(__file__).parent / 'evil.py').write_text('X = 1')\n\n\n_write()\n"
     )
     steps = [{"append": "calc.py", "text": SUB + writer}, DO_THE_TASK[1]]
-    record = _once(project, steps)
+    record = _once(project, steps, FAST + LANDS_UNTESTED)  # runs on import
     assert record["outcome"] == "SUCCESS", record["reason"]
     names = git(project.root, "ls-tree", "-r", "--name-only", record["commit"]).split()
     assert "evil.py" not in names
@@ -339,7 +340,7 @@ def test_a_double_fork_at_import_leaves_nothing_running(tmp_path: Path) -> None:
         "\n\n_fork()\n"
     )
     steps = [{"append": "calc.py", "text": SUB + fork}, DO_THE_TASK[1]]
-    record = _once(project, steps)
+    record = _once(project, steps, FAST + LANDS_UNTESTED)  # runs on import
     assert record["outcome"] == "SUCCESS", record["reason"]
     alive = [
         pid for pid in os.listdir("/proc") if pid.isdigit() and marker.encode() in _cmdline(pid)
