@@ -75,7 +75,7 @@ def land(
                 ctx,
                 it,
                 commit,
-                f"{said}; approve it with `python seed.py approve {plan.iteration_id}`",
+                f"{said}; approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
                 verification,
                 IterationOutcome.KEPT,
             )
