@@ -158,9 +158,11 @@ def _base_tests_pass(project: Project, base: str) -> None:
     assert ran.returncode == 0, ran.stdout[-2000:]
 
 
-def _refused(project: Project, steps: list[dict[str, Any]], category: str) -> dict[str, Any]:
+def _refused(
+    project: Project, steps: list[dict[str, Any]], category: str, front: str = ""
+) -> dict[str, Any]:
     """The agent's work did not land, for this reason, and add() still adds."""
-    project.task()
+    project.task(front=front)
     before = project.snapshot()
     head = project.head()
     record = _once(project, steps)
@@ -176,7 +178,9 @@ def _refused(project: Project, steps: list[dict[str, Any]], category: str) -> di
 def test_a_top_level_shlex_cannot_patch_pytest_before_the_plugin(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     steps = [BREAK_ADD, *DO_THE_TASK, {"write": "shlex.py", "text": SHLEX}]
-    record = _refused(project, steps, "TEST_REGRESSION")
+    # the task's words name calc.py only: it allows shlex.py, so the allowlist is not what stops it
+    allowed = 'allowed = ["calc.py", "shlex.py", "tests/**"]\n'
+    record = _refused(project, steps, "TEST_REGRESSION", front=allowed)
     assert any("test_add" in e for e in record["evidence"])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kernel import blockers
 from tests.support import SAMPLE, git, make_repo
 from tests.unit.factories import gap, record
@@ -37,10 +39,9 @@ def test_a_merge_in_progress_or_a_detached_head_blocks_every_path(tmp_path: Path
     git(repo, "checkout", "-q", "main")
     (repo / "calc.py").write_text("# ours\n")
     git(repo, "commit", "-q", "-am", "ours")
-    merged = subprocess.run(
-        ["git", "merge", "-q", "other"], cwd=repo, capture_output=True, check=False
-    )
-    assert merged.returncode != 0  # a conflict: the merge stays in progress
+    with pytest.raises(subprocess.CalledProcessError):
+        git(repo, "merge", "-q", "other")  # a conflict (as the user): the merge stays in progress
+    assert (repo / ".git" / "MERGE_HEAD").is_file()
 
     facts = blockers.blocker(repo, ["tests/test_calc.py"])
     assert facts == ("a merge is in progress",) and blockers.checkout_wide(facts)
