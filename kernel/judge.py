@@ -22,7 +22,7 @@ from kernel.context import Context
 from kernel.exports import Export
 from kernel.incremental import tree_delta
 from kernel.iteration import Ending, Iteration, Phase, mono
-from kernel.measure import failed_ids, run_lines, run_pytest
+from kernel.measure import IMPORTED, failed_ids, run_lines, run_pytest
 from kernel.repair import repair
 from kernel.selfcheck import selfcheck
 from kernel.testmap import Selection
@@ -391,13 +391,21 @@ class Judge:
         if not changed:
             return []
         ran: dict[str, frozenset[int]] = {}
+        imported: dict[str, frozenset[int]] = {}
         # fewer tests than all that reach a line only leave it unvouched: no cap on the share
         selection = self._affected(it, baseline, place, capped=False)
-        reached = selection is None or bool(selection.nodes or selection.files)
+        # the gap's own tests too: failing at the base before they reached the code (a call
+        # with a new argument), the map never saw them run a changed file
+        nodes = list(_gap_nodes(it))
+        reached = selection is None or bool(selection.nodes or selection.files or nodes)
         if own is not None and own.passed and reached:
             # a run of its own (sys.settrace, which tests can see, never judges a change):
-            # only the tests the map says ran a changed file, or the whole suite without one
-            argv = selection.argv() if selection is not None else []
+            # the gap's tests and those the map says ran a changed file, or the whole suite
+            argv = (
+                [*nodes, *(a for a in selection.argv() if a not in nodes)]
+                if selection is not None
+                else []
+            )
             passed, lines = run_lines(
                 place(),
                 ctx.target,
@@ -406,11 +414,13 @@ class Judge:
                 [c.path for c in changed],
             )
             vouching = passed & set(own.passed)  # passed in the judged run and in this one
+            if vouching:
+                imported = dict(lines.get(IMPORTED, {}))
             for node, per_file in lines.items():
                 if node in vouching:
                     for path, numbers in per_file.items():
                         ran[path] = ran.get(path, frozenset()) | numbers
-        return uncovered.not_run(changed, sources, ran)
+        return uncovered.not_run(changed, sources, ran, imported)
 
     def _affected(
         self, it: Iteration, baseline: Baseline, place: Export, *, capped: bool = True

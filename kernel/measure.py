@@ -648,6 +648,8 @@ def _launch(
 
 
 RanLines = dict[str, dict[str, frozenset[int]]]
+IMPORTED = "<import>"
+"""run_lines' key for the lines that ran on import during collection (no test's node id)."""
 """Per test node id: the watched files' lines (repository-relative) it executed."""
 _MAX_LINES = 100_000
 """Lines kept per file and test (a file longer than this is not a change worth tracing)."""
@@ -657,25 +659,31 @@ def run_lines(
     tree: Path, target: Target, timeout_s: float, node_ids: Sequence[str], watch: Sequence[str]
 ) -> tuple[frozenset[str], RanLines]:
     """The tests that passed in a traced run of its own, and the lines of the `watch` files
-    each ran (nothing when the run did not finish). The facts come down the kernel's pipe;
-    sys.settrace, which a test can see, never runs in a run whose outcomes judge a change."""
+    each ran (nothing when the run did not finish); under IMPORTED, the lines that ran on
+    import while the tests were collected (none when a module could not be collected). The
+    facts come down the kernel's pipe; sys.settrace, which a test can see, never runs in a run
+    whose outcomes judge a change."""
     result, records, _ = _launch(tree, target, node_ids, None, "trace", timeout_s, lines=watch)
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if result.timed_out or finish is None or _tampering(records):
         return frozenset(), {}  # no facts: every watched line counts as run by no test
     passed = frozenset(passed_ids(records, collected, diagnostics))
     wanted = set(watch)
+    clean = not any(d.rule == "collection-error" for d in diagnostics)
     ran: RanLines = {}
     for rec in records:
         lines = rec.get("lines")
-        if rec.get("kind") != "files" or not isinstance(lines, dict):
+        kind = rec.get("kind")
+        if kind not in ("files", "import_lines") or not isinstance(lines, dict):
+            continue
+        if kind == "import_lines" and not clean:
             continue
         per_file: dict[str, frozenset[int]] = {}
         for rel, numbers in cast(dict[Any, Any], lines).items():
             if rel in wanted and isinstance(numbers, list):
                 listed = cast(list[Any], numbers)[:_MAX_LINES]
                 per_file[str(rel)] = frozenset(n for n in listed if type(n) is int)
-        ran[str(rec.get("nodeid", ""))] = per_file
+        ran[IMPORTED if kind == "import_lines" else str(rec.get("nodeid", ""))] = per_file
     return passed, ran
 
 

@@ -123,10 +123,15 @@ def _header(block: _Block, line: int) -> bool:
 
 
 def not_run(
-    changed: Sequence[Changed], sources: Mapping[str, bytes], ran: Mapping[str, frozenset[int]]
+    changed: Sequence[Changed],
+    sources: Mapping[str, bytes],
+    ran: Mapping[str, frozenset[int]],
+    imported: Mapping[str, frozenset[int]] | None = None,
 ) -> list[str]:
-    """The changed places no passing test ran (`ran`: per file, the lines passing tests ran),
-    as `path:line`, `path:first-last` or `path: lines removed after line N`."""
+    """The changed places no passing test ran (`ran`: per file, the lines passing tests ran;
+    `imported`: the lines that ran on import while they were collected), as `path:line`,
+    `path:first-last` or `path: lines removed after line N`."""
+    imported = imported or {}
     found: list[str] = []
     for change in changed:
         source = sources.get(change.path)
@@ -134,13 +139,16 @@ def not_run(
         if blocks is None:
             continue  # it does not compile: verification has said so already
         run = ran.get(change.path, frozenset())
+        loaded = imported.get(change.path, frozenset())
         functions = _functions(blocks)
         runs = frozenset(n for b in blocks for n in b.lines)
         missed: list[int] = []
         for line in sorted(change.lines & runs):  # a blank line, a comment: nothing runs there
             home = next((f for f in functions if line in f.lines or _header(f, line)), None)
             if home is None:
-                seen = bool(run)  # the module or a class body runs it on import
+                # the module or a class body runs it on import: while tests were collected, or
+                # a passing test ran code of the file (it was imported by then)
+                seen = line in loaded or bool(run)
             elif _header(home, line):
                 seen = bool(run & home.lines)
             else:
@@ -150,7 +158,7 @@ def not_run(
         found += [f"{change.path}:{span}" for span in _spans(missed)]
         for cut in sorted(change.cuts):
             home = next((f for f in functions if f.first <= cut <= max(f.lines)), None)
-            seen = bool(run & home.lines) if home is not None else bool(run)
+            seen = bool(run & home.lines) if home is not None else bool(run or loaded)
             if not seen:
                 found.append(f"{change.path}: lines removed after line {cut}")
     return found

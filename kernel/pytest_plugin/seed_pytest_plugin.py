@@ -442,6 +442,11 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if _files is not None and _files.watch:
+        # what ran on import (conftests, test modules importing the code): module and class
+        # bodies a test only reads from still ran
+        _files.stop()
+        _emit({"kind": "import_lines", "lines": _files.ran_lines()})
     _emit({"kind": "collected", "nodeids": [item.nodeid for item in session.items]})
     _check_imports()
     _check_tampering(session, loaders=True)
@@ -571,6 +576,8 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     if _files is not None and _files.untraceable() and config.get("files") != "trace":
         _files = None  # tracing would change the outcomes this run reports
         _emit({"kind": "no_map"})
+    if _files is not None and _files.watch:
+        _files.start()  # until collection ends (pytest_collection_finish)
     plugins: list[object] = [plugin]
     if config.get("cover"):
         plugins.append(_cover(cast(dict[str, Any], config["cover"])))

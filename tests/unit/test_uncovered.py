@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel.measure import run_lines
+from kernel.measure import IMPORTED, run_lines
 from kernel.uncovered import Changed, not_run, removed_names
 from tests.planted import target_for
 from tests.support import make_repo
@@ -44,6 +44,10 @@ def test_only_tests_that_passed_report_lines_down_the_pipe(tmp_path: Path) -> No
     assert ran["tests/test_calc.py::test_add"]["calc.py"] == {6}
     assert {6, 11} <= ran["tests/test_calc.py::test_twice_fails"]["calc.py"]
     assert 11 in ran["tests/test_calc.py::test_twice_skips"]["calc.py"]
+    # what ran on import while the tests were collected (the import, the decorator, the defs),
+    # which no test's own lines show
+    assert {1, 4, 5, 9} <= ran[IMPORTED]["calc.py"]
+    assert 1 not in ran["tests/test_calc.py::test_add"]["calc.py"]
 
 
 def test_changed_places_are_judged_by_what_passing_tests_ran() -> None:
@@ -54,6 +58,10 @@ def test_changed_places_are_judged_by_what_passing_tests_ran() -> None:
     assert not_run([every], sources, {"calc.py": frozenset({6})}) == ["calc.py:9", "calc.py:11"]
     # nothing of the file ran: every line that runs is named, comments and blanks are not
     assert not_run([every], sources, {}) == ["calc.py:1", "calc.py:4-6", "calc.py:9", "calc.py:11"]
+    # a module-level line that ran on import counts, though no test ran code of the file; a
+    # def line does not: its function never ran
+    loaded = {"calc.py": frozenset({1, 4, 5, 9})}
+    assert not_run([every], sources, {}, loaded) == ["calc.py:4-6", "calc.py:9", "calc.py:11"]
     # a deletion is judged by the block around it
     cut = Changed("calc.py", frozenset(), frozenset({10}))
     assert not_run([cut], sources, {"calc.py": frozenset({6})}) == [
