@@ -29,7 +29,8 @@ from pathlib import Path
 
 from bench.generate import MODULES_PER_PACKAGE, PLANTED, generate, one_file_change
 from domain import Tool
-from kernel.analysis import Baseline, analyse
+from kernel.analysis import analyse
+from kernel.baseline import Baseline
 from kernel.context import Context, open_context
 from kernel.loop import Loop
 from kernel.measure import ruff_binary

@@ -1,9 +1,11 @@
-"""The kernel's shape: lines, files, the audit core, the longest functions, import cycles.
+"""The kernel's shape: lines per room, the audit core, the longest functions, import cycles
+and imports that climb.
 
-Run: `.venv/bin/python bench/kernel_shape.py [REPO]` (issue 18's before and after figures).
-The audit core is the files kernel/README.md marks "audit core". With `--check` it exits 1
-when the kernel has an import cycle or its floor plan (kernel/README.md) misses a file or
-names one that is gone; tests/unit/test_layout.py runs that.
+Run: `.venv/bin/python bench/kernel_shape.py [REPO]` (issues 18 and 26's before and after
+figures). The rooms are the numbered list under "Rooms, bottom to top" of kernel/README.md,
+the audit core the room marked "(audit core)" there. With `--check` it exits 1 when the
+kernel has an import cycle, an import from a room into one above it, a folder that is no
+room, or a file the floor plan misses or names wrongly; tests/unit/test_layout.py runs that.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 FUNCTION_MAX = 60
 """Lines a kernel function should stay within."""
 _ENTRY = re.compile(r"^- `(?P<file>[\w/.]+\.py)`")
-_CORE = re.compile(r"^- `(?P<file>[\w/.]+\.py)`.*\(audit core\)")
+_ROOM = re.compile(r"^\d+\. \*\*`kernel/(?P<room>[\w]*)/?`\*\*(?P<rest>.*)$")
 
 
 def kernel_files(repo: Path) -> list[Path]:
@@ -108,10 +110,47 @@ def floor_plan(repo: Path) -> list[str]:
     return [m.group("file") for m in found if m]
 
 
+def rooms(repo: Path) -> list[tuple[str, bool]]:
+    """The floor plan's rooms, bottom to top ("" is the ground floor), and which is the audit core."""
+    readme = repo / "kernel" / "README.md"
+    if not readme.exists():
+        return []
+    found = (_ROOM.match(line) for line in readme.read_text(encoding="utf-8").splitlines())
+    return [(m.group("room"), "(audit core)" in m.group("rest")) for m in found if m]
+
+
+def room_of(module: str) -> str:
+    """kernel.judging.guard -> judging; kernel.config -> "" (the ground floor)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else ""
+
+
+def climbs(repo: Path, graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a room into a room above it, or into a folder that is no room."""
+    order = {room: at for at, (room, _) in enumerate(rooms(repo))}
+    out: list[str] = []
+    for module in sorted(graph):
+        here = room_of(module)
+        for target in sorted(graph[module]):
+            there = room_of(target)
+            if here in order and there in order and order[there] > order[here]:
+                out.append(
+                    f"upward import: {module} -> {target} "
+                    f"(kernel/{here or ''} may not import kernel/{there}/)"
+                )
+    return out
+
+
 def problems(repo: Path) -> list[str]:
-    """Import cycles, and kernel files the floor plan misses or names wrongly."""
-    out = [f"import cycle: {' <-> '.join(c)}" for c in cycles(import_graph(repo))]
-    listed = set(floor_plan(repo))
+    """Import cycles, imports that climb, folders that are no room, and kernel files the floor
+    plan misses or names wrongly."""
+    graph = import_graph(repo)
+    out = [f"import cycle: {' <-> '.join(c)}" for c in cycles(graph)]
+    out += climbs(repo, graph)
+    known = {room for room, _ in rooms(repo)}
+    folders = {room_of(module_name(repo, p)) for p in kernel_files(repo)}
+    out += [f"kernel/{f}/ is no room of kernel/README.md" for f in sorted(folders - known)]
+    listed = set(floor_plan(repo)) | {f"{room}/__init__.py" for room in known if room}
     present = {str(p.relative_to(repo / "kernel")) for p in kernel_files(repo)}
     out += [f"kernel/{f} has no line in kernel/README.md" for f in sorted(present - listed)]
     out += [
@@ -121,12 +160,14 @@ def problems(repo: Path) -> list[str]:
 
 
 def core_files(repo: Path) -> list[str]:
-    """The files kernel/README.md marks as the audit core."""
-    readme = repo / "kernel" / "README.md"
-    if not readme.exists():
-        return []
-    lines = readme.read_text(encoding="utf-8").splitlines()
-    return [m.group("file") for m in map(_CORE.match, lines) if m]
+    """The files of the room kernel/README.md marks as the audit core."""
+    core = [room for room, marked in rooms(repo) if marked and room]
+    return [
+        str(p.relative_to(repo / "kernel"))
+        for room in core
+        for p in kernel_files(repo)
+        if p.relative_to(repo / "kernel").parts[0] == room
+    ]
 
 
 def _lines(path: Path) -> int:
@@ -164,6 +205,12 @@ def main(argv: list[str]) -> int:
     total = sum(_lines(p) for p in files)
     code = sum(code_lines(p) for p in files)
     print(f"kernel: {len(files)} files, {total} lines ({code} of code)")
+    for room, _ in rooms(repo):
+        held = [p for p in files if room_of(module_name(repo, p)) == room]
+        print(
+            f"  kernel/{room + '/' if room else '':<11} {len(held):3d} files, "
+            f"{sum(_lines(p) for p in held):6d} lines ({sum(code_lines(p) for p in held)} of code)"
+        )
     core = core_files(repo)
     if core:
         size = sum(_lines(repo / "kernel" / f) for f in core)
@@ -178,6 +225,10 @@ def main(argv: list[str]) -> int:
         print(f"  {length:4d}  {where}")
     found = cycles(import_graph(repo))
     print("import cycles: " + ("; ".join(" <-> ".join(c) for c in found) if found else "none"))
+    up = climbs(repo, import_graph(repo))
+    print("upward imports: " + (str(len(up)) if up else "none"))
+    for line in up:
+        print(f"  {line}")
     return 0
 
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, cast
 
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel import gitops, halt, inbox, jails, procs
-from kernel.analysis import Baseline, analyse, read_inbox
+from kernel.analysis import analyse, read_inbox
+from kernel.baseline import Baseline
 from kernel.context import Context
 from kernel.daemonlock import DaemonLock
 from kernel.errors import HostError, Interrupted, SeedError

@@ -59,16 +59,13 @@ from kernel.answers import (
 from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text, remove_any
+from kernel.jails import ModuleJail
 from kernel.paths import Paths
 from kernel.store import RecordStore
 
 LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")
 """A landed change under these paths reloads the module host (when seed works on itself)."""
-
-ModuleJail = Callable[[Sequence[str], Path], list[str]]
-"""Wraps the module server's argv so it runs sandboxed with its code (the path) shown
-read-only and nothing writable (kernel/jails.py module_jail)."""
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,35 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kernel import gitops, procs, sandbox
 from kernel.config import GuardConfig
-from kernel.host import ModuleJail
-from kernel.measure import PLUGIN_DIR, Jail, Jailed
-from kernel.paths import Paths
+from kernel.paths import PLUGIN_DIR, Paths
+
+
+@dataclass(frozen=True)
+class Jailed:
+    """A run of repository code, sandboxed."""
+
+    argv: list[str]
+    seen: Path
+    """Where the run sees the tree under test: the checkout's path when the sandbox puts the
+    export in its place (editable installs then import the tree), else the tree's own."""
+    made: tuple[Path, ...] = ()
+    """Mount points the run leaves in the tree, removed once it is over (`sandbox.settle`)."""
+
+
+Jail = Callable[[Sequence[str], Path, Sequence[Path]], Jailed]
+"""Wraps the argv of a run that executes repository code on a tree so it runs sandboxed, with
+only the tree and the given folders writable (the kernel's output folder)."""
+
+ModuleJail = Callable[[Sequence[str], Path], list[str]]
+"""Wraps the module server's argv so it runs sandboxed with its code (the path) shown
+read-only and nothing writable (kernel/jails.py module_jail)."""
 
 _NEVER_SHOWN = (
     ".ssh",

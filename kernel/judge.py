@@ -17,7 +17,7 @@ from domain import (
     Tool,
 )
 from kernel import basetests, faults, guard, jails, testmap, trees, uncovered
-from kernel.analysis import Baseline, config_key, measure_cached
+from kernel.baseline import Baseline, config_key, measure_cached
 from kernel.context import Context
 from kernel.exports import Export
 from kernel.incremental import tree_delta

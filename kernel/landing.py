@@ -10,8 +10,8 @@ from pathlib import Path
 
 from domain import FailureCategory, GapReport, IterationOutcome, IterationRecord
 from kernel import blockers, commitmsg, faults, gitops, guard, trees, uncovered
-from kernel.analysis import Baseline, measure_cached
 from kernel.answers import Backend
+from kernel.baseline import Baseline, measure_cached
 from kernel.context import Context
 from kernel.errors import SeedError, UsageError
 from kernel.exports import Export

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from domain import Executed, Measurement
 from kernel import readback
-from kernel.measure import PLUGIN_DIR, Target, failed_ids, run_pytest
+from kernel.measure import Target, failed_ids, run_pytest
+from kernel.paths import PLUGIN_DIR
 
 MAX_TEST_FILES = 5
 """Test files re-run under coverage at most (those with the most failing tests first)."""

@@ -28,8 +28,9 @@ from domain import (
 )
 from kernel import agentgit, blockers, faults, gitops, halt, inbox, jails, landing, watch
 from kernel.agentrun import AgentRunner
-from kernel.analysis import Baseline, analyse
+from kernel.analysis import analyse
 from kernel.answers import Backend
+from kernel.baseline import Baseline
 from kernel.context import Context
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted, SeedError

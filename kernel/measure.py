@@ -42,28 +42,13 @@ from kernel import gitops, pins, procs, pytestconfig, sandbox
 from kernel.config import QualityConfig
 from kernel.gate import Gate, lint_view, pyright_config, pyright_config_outside
 from kernel.incremental import Scope, carried, merge, merge_tests
+from kernel.jails import Jail, Jailed
+from kernel.paths import PLUGIN_DIR
 from kernel.suppressions import format_comments, pyright_comments, pyright_split, ruff_hidden
 from kernel.testmap import ANY_FILE, TestFiles
 
 MAX_DETAIL = 2000
 """Characters of a tool's own words kept in a diagnostic or an error."""
-
-
-@dataclass(frozen=True)
-class Jailed:
-    """A run of repository code, sandboxed."""
-
-    argv: list[str]
-    seen: Path
-    """Where the run sees the tree under test: the checkout's path when the sandbox puts the
-    export in its place (editable installs then import the tree), else the tree's own."""
-    made: tuple[Path, ...] = ()
-    """Mount points the run leaves in the tree, removed once it is over (`sandbox.settle`)."""
-
-
-Jail = Callable[[Sequence[str], Path, Sequence[Path]], Jailed]
-"""Wraps the argv of a run that executes repository code on a tree so it runs sandboxed, with
-only the tree and the given folders writable (the kernel's output folder)."""
 
 
 @dataclass(frozen=True)
@@ -434,7 +419,6 @@ def with_hidden(
     )
 
 
-PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
 EXIT_CLEAN = (0, 1, 2, 5)
 """pytest exit codes after which the plugin's facts are the whole story (5: nothing collected)."""
 _RUN_IDS = itertools.count()

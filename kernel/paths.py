@@ -13,6 +13,8 @@ from kernel.errors import UsageError
 
 SEED_HOME = Path(__file__).resolve().parent.parent
 """The directory holding seed.py, kernel/, domain/ and modules/."""
+PLUGIN_DIR = SEED_HOME / "kernel" / "pytest_plugin"
+"""The kernel's pytest plugin (bound read-only into every sandboxed test run)."""
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,9 @@ from kernel.config import QualityConfig
 from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
 from kernel.gate import freeze_gate
-from kernel.host import ModuleHost, ModuleJail
+from kernel.host import ModuleHost
 from kernel.inbox import task_text
+from kernel.jails import ModuleJail
 from kernel.measure import Target, ruff_binary, run_pytest, run_ruff
 
 MODULE_FOLDERS: dict[str, tuple[str, ...]] = {

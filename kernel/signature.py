@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import hashlib
 
-from domain import Gap, IterationRecord
-from kernel.verify import identity
+from domain import Diagnostic, Gap, IterationRecord, Tool
+
+
+def identity(d: Diagnostic) -> tuple[str, str, str]:
+    """What makes two findings the same kind of finding: tool, file (a test's node id), rule.
+
+    Messages play no part: they quote names and numbers an honest fix changes.
+    """
+    if d.tool == Tool.PYTEST:
+        return (d.tool.value, d.node_id or d.file, d.rule)
+    return (d.tool.value, d.file, d.rule)
 
 
 def gap_signature(gap: Gap) -> str:

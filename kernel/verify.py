@@ -30,22 +30,13 @@ from domain import (
 from kernel import readback
 from kernel.guard import is_test_path
 from kernel.measure import failed_ids
+from kernel.signature import identity
 from kernel.suppressions import unsuppressed
 
 Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
 """The suite the suspects failed in, run again the same way (the whole suite, the same order):
 on the changed tree, then on the base for those that failed again. Returns the suspects that
 did not pass again on the changed tree, and those of them that did not pass on the base."""
-
-
-def identity(d: Diagnostic) -> tuple[str, str, str]:
-    """What makes two findings the same kind of finding: tool, file (a test's node id), rule.
-
-    Messages play no part: they quote names and numbers an honest fix changes.
-    """
-    if d.tool == Tool.PYTEST:
-        return (d.tool.value, d.node_id or d.file, d.rule)
-    return (d.tool.value, d.file, d.rule)
 
 
 _LIKENESS: tuple[Callable[[Diagnostic], Hashable], ...] = (

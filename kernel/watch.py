@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from kernel import gitops, procs
-from kernel.measure import PLUGIN_DIR
+from kernel.paths import PLUGIN_DIR
 
 _STARTUP = ("sitecustomize.py", "usercustomize.py")
 _SITE_SCRIPT = (

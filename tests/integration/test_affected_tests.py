@@ -17,7 +17,7 @@ import pytest
 
 from domain import Measurement, Tool
 from kernel import gitops, measure, testmap
-from kernel.analysis import config_key, measure_cached
+from kernel.baseline import config_key, measure_cached
 from kernel.context import open_context
 from kernel.exports import Export
 from kernel.gate import freeze_gate

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from domain import Measurements, Tool
 from kernel import gitops
-from kernel.analysis import measure_cached
+from kernel.baseline import measure_cached
 from kernel.context import open_context
 from kernel.exports import Export
 from kernel.gate import freeze_gate
 from kernel.incremental import dependents, imported_names, module_names, plan_scope, tree_delta
 from kernel.measure import measure
-from kernel.verify import identity
+from kernel.signature import identity
 from tests.planted import target_for
 from tests.support import git, make_repo
 

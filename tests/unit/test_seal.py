@@ -7,7 +7,7 @@ from pathlib import Path
 
 from domain import Measurements
 from kernel import gitops, seal
-from kernel.analysis import _Entry, _load, _store  # pyright: ignore[reportPrivateUsage]
+from kernel.baseline import _Entry, _load, _store  # pyright: ignore[reportPrivateUsage]
 from kernel.context import open_context
 from kernel.integrity import Checkout
 from tests.support import SAMPLE, make_repo
