@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from kernel.bootstrap import ensure
+from kernel.shell.bootstrap import ensure
 
 _VALUED = {"--root", "--config"}
 
@@ -49,7 +49,7 @@ def main() -> int:
     # on itself the daemon measures its own tests, which need the test extras too
     tests = command == "test" or (command in ("run", "once", "gaps", "plan") and _on_itself(argv))
     ensure([__file__, *argv], tests=tests, allowed="--no-bootstrap" not in argv)
-    from kernel.cli import main as cli_main
+    from kernel.shell.cli import main as cli_main
 
     return cli_main(argv)
 

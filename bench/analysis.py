@@ -29,11 +29,11 @@ from pathlib import Path
 
 from bench.generate import MODULES_PER_PACKAGE, PLANTED, generate, one_file_change
 from domain import Tool
-from kernel.analysis import analyse
-from kernel.baseline import Baseline
-from kernel.context import Context, open_context
-from kernel.loop import Loop
-from kernel.measure import ruff_binary
+from kernel.host.context import Context, open_context
+from kernel.loop.analysis import analyse
+from kernel.loop.loop import Loop
+from kernel.measuring.baseline import Baseline
+from kernel.measuring.measure import ruff_binary
 
 SEED = Path(__file__).resolve().parent.parent / "seed.py"
 STATIC = (Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT)

@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kernel import reporting  # noqa: E402
-from kernel.context import open_context  # noqa: E402
-from kernel.store import RecordStore  # noqa: E402
+from kernel.host.context import open_context  # noqa: E402
+from kernel.loop import reporting  # noqa: E402
+from kernel.records.store import RecordStore  # noqa: E402
 from modules.reports.dashboard import render_dashboard  # noqa: E402
 from tests.histories import synthetic, write_records  # noqa: E402
 from tests.support import SAMPLE, make_repo, seed_argv  # noqa: E402

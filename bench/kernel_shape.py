@@ -119,10 +119,15 @@ def rooms(repo: Path) -> list[tuple[str, bool]]:
     return [(m.group("room"), "(audit core)" in m.group("rest")) for m in found if m]
 
 
-def room_of(module: str) -> str:
+def room_of(repo: Path, module: str) -> str:
     """kernel.judging.guard -> judging; kernel.config -> "" (the ground floor)."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 else ""
+    return parts[1] if len(parts) > 1 and (repo / "kernel" / parts[1]).is_dir() else ""
+
+
+def _folder(repo: Path, path: Path) -> str:
+    parts = path.relative_to(repo / "kernel").parts
+    return parts[0] if len(parts) > 1 else ""
 
 
 def climbs(repo: Path, graph: dict[str, set[str]]) -> list[str]:
@@ -130,9 +135,9 @@ def climbs(repo: Path, graph: dict[str, set[str]]) -> list[str]:
     order = {room: at for at, (room, _) in enumerate(rooms(repo))}
     out: list[str] = []
     for module in sorted(graph):
-        here = room_of(module)
+        here = room_of(repo, module)
         for target in sorted(graph[module]):
-            there = room_of(target)
+            there = room_of(repo, target)
             if here in order and there in order and order[there] > order[here]:
                 out.append(
                     f"upward import: {module} -> {target} "
@@ -148,7 +153,7 @@ def problems(repo: Path) -> list[str]:
     out = [f"import cycle: {' <-> '.join(c)}" for c in cycles(graph)]
     out += climbs(repo, graph)
     known = {room for room, _ in rooms(repo)}
-    folders = {room_of(module_name(repo, p)) for p in kernel_files(repo)}
+    folders = {_folder(repo, p) for p in kernel_files(repo)}
     out += [f"kernel/{f}/ is no room of kernel/README.md" for f in sorted(folders - known)]
     listed = set(floor_plan(repo)) | {f"{room}/__init__.py" for room in known if room}
     present = {str(p.relative_to(repo / "kernel")) for p in kernel_files(repo)}
@@ -206,7 +211,7 @@ def main(argv: list[str]) -> int:
     code = sum(code_lines(p) for p in files)
     print(f"kernel: {len(files)} files, {total} lines ({code} of code)")
     for room, _ in rooms(repo):
-        held = [p for p in files if room_of(module_name(repo, p)) == room]
+        held = [p for p in files if _folder(repo, p) == room]
         print(
             f"  kernel/{room + '/' if room else '':<11} {len(held):3d} files, "
             f"{sum(_lines(p) for p in held):6d} lines ({sum(code_lines(p) for p in held)} of code)"

@@ -185,8 +185,8 @@ def play(night: Night, minutes: float) -> dict[str, Any]:
         night.task(f"fail-{k}.md", f"FAIL: task {k} the agent cannot do.\n")
     steps["halted by the failures"] = night.wait(night.halted, 900)
     if not steps["halted by the failures"]:
-        from kernel import halt
-        from kernel.store import RecordStore
+        from kernel.records import halt
+        from kernel.records.store import RecordStore
 
         halt.halt(RecordStore(night.root / "history"), "halted by the benchmark")
     for k in (1, 2, 3):  # the person withdraws the failing tasks

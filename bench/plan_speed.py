@@ -42,11 +42,11 @@ from domain import (
     Tool,
     gap_ref,
 )
-from kernel.host import ModuleHost
-from kernel.loop import for_planner, planning_history
-from kernel.paths import SEED_HOME
-from kernel.quarantine import quarantined, waiting
-from kernel.store import RecordStore
+from kernel.host.host import ModuleHost
+from kernel.isolation.paths import SEED_HOME
+from kernel.loop.loop import for_planner, planning_history
+from kernel.loop.quarantine import quarantined, waiting
+from kernel.records.store import RecordStore
 from modules.planner.fsport import WorktreeFS
 from modules.planner.planner import make_plan
 

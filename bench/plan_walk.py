@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     seed = Path(argv[1] if len(argv) > 1 else Path(__file__).resolve().parent.parent).resolve()
     sys.path.insert(0, str(seed))
     os.chdir(seed)
-    from kernel.cli import main as cli  # the checkout's own kernel, imported from seed
+    from kernel.shell.cli import main as cli  # the checkout's own kernel, imported from seed
 
     kernel = str(seed / "kernel") + os.sep
     edges: Counter[tuple[str, str]] = Counter()

@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.generate import MODULES_PER_PACKAGE, env_git, generate
 from kernel.config import QualityConfig
-from kernel.gate import Gate, freeze_gate
-from kernel.measure import Target, run_pyright
-from kernel.resident import ResidentPyright
-from kernel.trees import export_tree
+from kernel.isolation.trees import export_tree
+from kernel.measuring.gate import Gate, freeze_gate
+from kernel.measuring.measure import Target, run_pyright
+from kernel.measuring.resident import ResidentPyright
 
 REAL_DEFAULT = "/work/bench-repos/packaging"
 

@@ -30,12 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.generate import env_git, generate
-from kernel import basetests, gitops, jails, trees
 from kernel.config import GuardConfig, QualityConfig
-from kernel.exports import Export
-from kernel.guard import is_test_path
-from kernel.measure import Target, run_pytest
-from kernel.paths import discover
+from kernel.isolation import gitops, jails, trees
+from kernel.isolation.exports import Export
+from kernel.isolation.paths import discover
+from kernel.judging import basetests
+from kernel.judging.guard import is_test_path
+from kernel.measuring.measure import Target, run_pytest
 
 
 def _time(work: Callable[[], object]) -> float:

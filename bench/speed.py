@@ -38,10 +38,10 @@ from typing import Any
 
 from bench.analysis import SEED, _env, seed_analysis
 from bench.generate import MODULES_PER_PACKAGE, env_git, generate, one_file_change
-from kernel import procs
-from kernel.context import Context, open_context
-from kernel.daemon import Daemon
-from kernel.resident import ResidentPyright
+from kernel.host.context import Context, open_context
+from kernel.isolation import procs
+from kernel.measuring.resident import ResidentPyright
+from kernel.shell.daemon import Daemon
 
 FAKE = Path(__file__).resolve().parent / "fake_agent.py"
 _TOOLS = ("pytest", "pyright", "ruff", "fake_agent.py", "breaker.py")

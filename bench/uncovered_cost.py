@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from kernel.config import QualityConfig
-from kernel.measure import Target, run_lines, run_pytest
+from kernel.measuring.measure import Target, run_lines, run_pytest
 
 
 def main(argv: list[str]) -> int:

@@ -198,7 +198,7 @@ class AnalysisConfig(_Section):
     test_map: bool = True
     """Record which project files each test runs (full analyses), to run affected tests first."""
     resident_pyright: bool = False
-    """The daemon keeps one pyright --watch running (kernel/resident.py) instead of cold,
+    """The daemon keeps one pyright --watch running (kernel/measuring/resident.py) instead of cold,
     incremental runs; off by default: its sound re-check costs 0.4-0.8 of a cold run, more than
     an incremental cold run of the changed files and their importers (bench/README.md)."""
     pyright_memory_mb: int = Field(default=2048, ge=256, le=1 << 16)

@@ -1,6 +1,6 @@
 """The module server: loads modules, checks them against the kernel's contracts, serves requests.
 
-It is the process the kernel's module host (kernel/host.py) starts with `python -m modules`.
+It is the process the kernel's module host (kernel/host/host.py) starts with `python -m modules`.
 
 One JSON object per line on stdin: {"id": n, "method": "...", "params": {...}}; one per
 line on stdout: {"id": n, "ok": true, "result": ...} or {"id": n, "ok": false, "error":

@@ -21,7 +21,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def bwrap() -> None:
     """The real sandbox: a test that needs it fails under CI (SEED_REQUIRE_BWRAP=1) when
     bubblewrap cannot run, and is skipped elsewhere."""
-    from kernel import sandbox
+    from kernel.isolation import sandbox
 
     found = sandbox.available()
     if found.ok:

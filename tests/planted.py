@@ -7,8 +7,8 @@ from pathlib import Path
 
 from domain import Measurements
 from kernel.config import QualityConfig
-from kernel.gate import Gate, freeze_gate
-from kernel.measure import Target, measure
+from kernel.measuring.gate import Gate, freeze_gate
+from kernel.measuring.measure import Target, measure
 from tests.support import make_repo
 
 PLANTED: dict[str, str] = {

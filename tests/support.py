@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from domain import InboxItem, InboxText
-from kernel.host import ModuleHost
+from kernel.host.host import ModuleHost
 
 SEED_HOME = Path(__file__).resolve().parent.parent
 SEED = SEED_HOME / "seed.py"
@@ -167,7 +167,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def agent_checkouts(root: Path) -> Path:
     """The folder of the agents' checkouts for this repository (outside its .git)."""
-    from kernel.paths import discover
+    from kernel.isolation.paths import discover
 
     return discover(root).checkouts
 

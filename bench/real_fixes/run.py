@@ -37,8 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernel import pytestconfig
-from kernel.measure import reader
+from kernel.measuring import pytestconfig
+from kernel.measuring.measure import reader
 
 HERE = Path(__file__).resolve().parent
 SEED_ROOT = HERE.parent.parent

@@ -1,7 +1,7 @@
 """Validation of the module host's answers: domain models, the agent list, the backend choice,
 inbox tasks read (against the kernel's bounds).
 
-Its own file so kernel/host.py holds the host's life (start, call, boot, fallback, reload)
+Its own file so kernel/host/host.py holds the host's life (start, call, boot, fallback, reload)
 and this one what an answer must be before the kernel uses it; a wrong answer is a HostError.
 """
 

@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kernel import gitops, jails
-from kernel.answers import Backend
 from kernel.config import Config, load_config
 from kernel.errors import ConfigError, HostError
 from kernel.fsutil import append_line
-from kernel.host import BootNeeds, ModuleHost, boot, reload_after_landing
-from kernel.measure import Target, resolve_python, ruff_binary
-from kernel.paths import Paths, discover
-from kernel.resident import ResidentPyright
-from kernel.selfcheck import selfcheck
-from kernel.store import RecordStore
+from kernel.host.answers import Backend
+from kernel.host.host import BootNeeds, ModuleHost, boot, reload_after_landing
+from kernel.host.selfcheck import selfcheck
+from kernel.isolation import gitops, jails
+from kernel.isolation.paths import Paths, discover
+from kernel.measuring.measure import Target, resolve_python, ruff_binary
+from kernel.measuring.resident import ResidentPyright
+from kernel.records.store import RecordStore
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
 
@@ -27,7 +27,7 @@ DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
 def log_line(paths: Paths, message: str) -> None:
     """One line to stderr and history/daemon.log."""
     line = f"seed {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z {message}"
-    # on a terminal, over the progress line (kernel/progress.py) rather than after it
+    # on a terminal, over the progress line (kernel/shell/progress.py) rather than after it
     print(("\r\x1b[K" if sys.stderr.isatty() else "") + line, file=sys.stderr, flush=True)
     with contextlib.suppress(OSError):  # a read-only history must not stop the daemon
         append_line(paths.history / "daemon.log", line)

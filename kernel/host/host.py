@@ -3,10 +3,10 @@ validate every answer, boot with the self-check, reload after a landed module ch
 fall back to the last commit whose modules passed the self-check.
 
 Improvable code never runs in the kernel's process, nor outside the sandbox: the module server
-and the self-check run in the test-run profile (kernel/jails.py module_jail), with nothing
+and the self-check run in the test-run profile (kernel/isolation/jails.py module_jail), with nothing
 writable, no network or sockets, an empty HOME and an allow-listed environment; the kernel
 sends it facts (which agent CLIs are installed) instead. Every answer is validated
-(kernel/answers.py) before the kernel uses it; a host that dies or answers nonsense is a
+(kernel/host/answers.py) before the kernel uses it; a host that dies or answers nonsense is a
 HostError.
 The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
 runs the modules from an export of it (plain files) in <git-common-dir>/seed/last-good. The kernel
@@ -46,8 +46,10 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import gitops, procs, trees
-from kernel.answers import (
+from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
+from kernel.errors import HostError, Interrupted
+from kernel.fsutil import atomic_write_text, remove_any
+from kernel.host.answers import (
     AgentInfo,
     Backend,
     agent_list,
@@ -56,12 +58,10 @@ from kernel.answers import (
     kernel_gap,
     valid,
 )
-from kernel.contracts import CONTRACT_VERSIONS, HOST_PROTOCOL
-from kernel.errors import HostError, Interrupted
-from kernel.fsutil import atomic_write_text, remove_any
-from kernel.jails import ModuleJail
-from kernel.paths import Paths
-from kernel.store import RecordStore
+from kernel.isolation import gitops, procs, trees
+from kernel.isolation.jails import ModuleJail
+from kernel.isolation.paths import Paths
+from kernel.records.store import RecordStore
 
 LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")
@@ -76,7 +76,7 @@ class BootNeeds:
     store: RecordStore
     log: Callable[[str], None]
     selfcheck: Callable[[Path, Path, ModuleJail | None], tuple[bool, str]]
-    """kernel.selfcheck.selfcheck, passed in: the self-check starts hosts of its own."""
+    """kernel.host.selfcheck.selfcheck, passed in: the self-check starts hosts of its own."""
     jail: ModuleJail | None = None
     """The module server's sandbox (None: the sandbox is off or missing here)."""
 

@@ -32,11 +32,11 @@ from domain import (
 from kernel.config import QualityConfig
 from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
-from kernel.gate import freeze_gate
-from kernel.host import ModuleHost
-from kernel.inbox import task_text
-from kernel.jails import ModuleJail
-from kernel.measure import Target, ruff_binary, run_pytest, run_ruff
+from kernel.host.host import ModuleHost
+from kernel.isolation.jails import ModuleJail
+from kernel.measuring.gate import freeze_gate
+from kernel.measuring.measure import Target, ruff_binary, run_pytest, run_ruff
+from kernel.records.inbox import task_text
 
 MODULE_FOLDERS: dict[str, tuple[str, ...]] = {
     "analyzers": ("analyzer", "ranker"),

@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kernel import gitops, trees
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text, remove_any
-from kernel.paths import Paths
+from kernel.isolation import gitops, trees
+from kernel.isolation.paths import Paths
 
 
 def create(paths: Paths, name: str, commit: str) -> Path:

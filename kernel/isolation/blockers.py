@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from domain import IterationPlan, IterationRecord
-from kernel import gitops
+from kernel.isolation import gitops
 
 Blocker = tuple[str, ...]
 """The facts that block, in a stable order (empty: nothing blocks)."""

@@ -1,6 +1,6 @@
 """The daemon's lock: one daemon per repository, and how `status` tells whether one runs.
 
-Its own file beside kernel/daemon.py: `status` reads the lock too, and daemon.py imports
+Its own file beside kernel/shell/daemon.py: `status` reads the lock too, and daemon.py imports
 status, so the lock inside daemon.py would close an import circle.
 """
 

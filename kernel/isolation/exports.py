@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from kernel import trees
+from kernel.isolation import trees
 
 _SERIAL = itertools.count()
 _WRITTEN_LIMIT = 64 * 1024 * 1024

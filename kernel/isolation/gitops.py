@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel import procs
 from kernel.errors import SeedError
+from kernel.isolation import procs
 
 # Side files of tools and agents that never belong in a diff, whatever .gitignore says.
 SIDE_FILE_EXCLUDES = (

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from kernel import gitops, seal
 from kernel.contracts import PERSONS_FILES, matches_any
 from kernel.fsutil import atomic_write_bytes, atomic_write_text, unique_path
+from kernel.isolation import gitops, seal
 
 KERNEL_OWNED = ("history", ".git")
 """Protected, but written by the kernel itself (history/) or checked on their own (.git)."""

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kernel import gitops, procs, sandbox
 from kernel.config import GuardConfig
-from kernel.paths import PLUGIN_DIR, Paths
+from kernel.isolation import gitops, procs, sandbox
+from kernel.isolation.paths import PLUGIN_DIR, Paths
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ only the tree and the given folders writable (the kernel's output folder)."""
 
 ModuleJail = Callable[[Sequence[str], Path], list[str]]
 """Wraps the module server's argv so it runs sandboxed with its code (the path) shown
-read-only and nothing writable (kernel/jails.py module_jail)."""
+read-only and nothing writable (kernel/isolation/jails.py module_jail)."""
 
 _NEVER_SHOWN = (
     ".ssh",

@@ -8,12 +8,12 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel import gitops
 from kernel.errors import UsageError
+from kernel.isolation import gitops
 
-SEED_HOME = Path(__file__).resolve().parent.parent
+SEED_HOME = Path(__file__).resolve().parents[2]
 """The directory holding seed.py, kernel/, domain/ and modules/."""
-PLUGIN_DIR = SEED_HOME / "kernel" / "pytest_plugin"
+PLUGIN_DIR = SEED_HOME / "kernel" / "measuring" / "pytest_plugin"
 """The kernel's pytest plugin (bound read-only into every sandboxed test run)."""
 
 

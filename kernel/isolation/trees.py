@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from kernel import gitops
+from kernel.isolation import gitops
 
 SIDE_DIRS = frozenset(
     {"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis", ".git"}

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from kernel import gitops, procs
-from kernel.paths import PLUGIN_DIR
+from kernel.isolation import gitops, procs
+from kernel.isolation.paths import PLUGIN_DIR
 
 _STARTUP = ("sitecustomize.py", "usercustomize.py")
 _SITE_SCRIPT = (

@@ -16,11 +16,11 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from domain import Measurement
-from kernel import trees
-from kernel.guard import is_test_path
-from kernel.hygiene import PYTEST_FILES, pytest_config_changed
-from kernel.incremental import imported_names, module_names
-from kernel.testmap import ANY_FILE, TestMap
+from kernel.isolation import trees
+from kernel.judging.guard import is_test_path
+from kernel.judging.hygiene import PYTEST_FILES, pytest_config_changed
+from kernel.measuring.incremental import imported_names, module_names
+from kernel.measuring.testmap import ANY_FILE, TestMap
 
 _SECTIONED = ("pyproject.toml", "tox.ini", "setup.cfg")
 """Files that hold pytest's configuration in a section, beside other tools' settings."""

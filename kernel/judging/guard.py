@@ -28,10 +28,11 @@ from domain import (
     PlanBudget,
     TaskKind,
 )
-from kernel import frozen, gitops, hygiene, taskkind, trees, uncovered
 from kernel.config import Config, GrowthConfig, GuardConfig
 from kernel.contracts import matches, matches_any, protected_patterns
-from kernel.gate import ALL_TOOLS
+from kernel.isolation import gitops, trees
+from kernel.judging import frozen, hygiene, taskkind, uncovered
+from kernel.measuring.gate import ALL_TOOLS
 
 CONFIG_NAMES = hygiene.PYTEST_FILES | {"pyproject.toml", "tox.ini", "setup.cfg"}
 """Files that may hold pytest configuration, wherever they are."""

@@ -16,11 +16,11 @@ from domain import (
     IterationOutcome,
     IterationPlan,
 )
-from kernel import watch
-from kernel.answers import Backend
-from kernel.journal import Journal
-from kernel.verify import Verification
-from kernel.watch import Watch
+from kernel.host.answers import Backend
+from kernel.isolation import watch
+from kernel.isolation.watch import Watch
+from kernel.judging.verify import Verification
+from kernel.records.journal import Journal
 
 Phase = Callable[[str, str], None]
 """Called with (phase, detail) as the iteration moves on (status shows it live)."""

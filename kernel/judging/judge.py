@@ -16,17 +16,15 @@ from domain import (
     Measurements,
     Tool,
 )
-from kernel import basetests, faults, guard, jails, testmap, trees, uncovered
-from kernel.baseline import Baseline, config_key, measure_cached
-from kernel.context import Context
-from kernel.exports import Export
-from kernel.incremental import tree_delta
-from kernel.iteration import Ending, Iteration, Phase, mono
-from kernel.measure import IMPORTED, failed_ids, run_lines, run_pytest
-from kernel.repair import repair
-from kernel.selfcheck import selfcheck
-from kernel.testmap import Selection
-from kernel.verify import (
+from kernel import faults
+from kernel.host.context import Context
+from kernel.host.selfcheck import selfcheck
+from kernel.isolation import jails, trees
+from kernel.isolation.exports import Export
+from kernel.judging import basetests, guard, uncovered
+from kernel.judging.iteration import Ending, Iteration, Phase, mono
+from kernel.judging.repair import repair
+from kernel.judging.verify import (
     BaseRun,
     Verification,
     affected_first,
@@ -34,6 +32,11 @@ from kernel.verify import (
     gap_tests_first,
     verify,
 )
+from kernel.measuring import testmap
+from kernel.measuring.baseline import Baseline, config_key, measure_cached
+from kernel.measuring.incremental import tree_delta
+from kernel.measuring.measure import IMPORTED, failed_ids, run_lines, run_pytest
+from kernel.measuring.testmap import Selection
 
 STEADY_RUNS = 3
 """Runs in a row, each a fresh process, that the gap's own tests must pass before landing."""

@@ -9,16 +9,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import FailureCategory, GapReport, IterationOutcome, IterationRecord
-from kernel import blockers, commitmsg, faults, gitops, guard, trees, uncovered
-from kernel.answers import Backend
-from kernel.baseline import Baseline, measure_cached
-from kernel.context import Context
+from kernel import faults
 from kernel.errors import SeedError, UsageError
-from kernel.exports import Export
-from kernel.gate import freeze_gate_at
-from kernel.iteration import Ending, Iteration, Phase, mono, noop_phase
-from kernel.judge import Judge, Passed
-from kernel.verify import Verification
+from kernel.host.answers import Backend
+from kernel.host.context import Context
+from kernel.isolation import blockers, gitops, trees
+from kernel.isolation.exports import Export
+from kernel.judging import guard, uncovered
+from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
+from kernel.judging.judge import Judge, Passed
+from kernel.judging.verify import Verification
+from kernel.measuring.baseline import Baseline, measure_cached
+from kernel.measuring.gate import freeze_gate_at
+from kernel.records import commitmsg
 
 Reverify = Callable[[Iteration, Baseline, Export], Verification]
 """Verifies a tree again (after a rebase), as the Judge does."""

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from domain import Measurements, Tool
-from kernel import gitops, procs, trees
 from kernel.fsutil import plain_file
-from kernel.gate import Gate, lint_view
-from kernel.measure import ruff_argv, run_ruff, tool_env
+from kernel.isolation import gitops, procs, trees
+from kernel.measuring.gate import Gate, lint_view
+from kernel.measuring.measure import ruff_argv, run_ruff, tool_env
 
 FIX_FLAGS: tuple[str, ...] = ("check", "--fix-only", "--no-unsafe-fixes", "--no-cache", "--quiet")
 """ruff's safe fixes only; nothing is reported."""

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import cast
 
 from domain import CheckName, Gap, GapCategory, IterationPlan, TaskKind
-from kernel import gitops
+from kernel.isolation import gitops
 
 DOC_SUFFIXES = (".md", ".rst", ".txt")
 """Files that are documentation by their name (requirements and constraints lists are not)."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
 
-from kernel import gitops, trees
+from kernel.isolation import gitops, trees
 
 _HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.M)
 MAX_SHOWN = 10

@@ -27,11 +27,11 @@ from domain import (
     TaskKind,
     Tool,
 )
-from kernel import readback
-from kernel.guard import is_test_path
-from kernel.measure import failed_ids
-from kernel.signature import identity
-from kernel.suppressions import unsuppressed
+from kernel.isolation import readback
+from kernel.judging.guard import is_test_path
+from kernel.measuring.measure import failed_ids
+from kernel.measuring.suppressions import unsuppressed
+from kernel.records.signature import identity
 
 Rerun = Callable[[Sequence[str]], tuple[set[str], set[str]]]
 """The suite the suspects failed in, run again the same way (the whole suite, the same order):
@@ -272,7 +272,7 @@ def _closed(
     if not touched:
         return False, "nothing was changed", FailureCategory.AGENT_ERROR
     if task_kind == TaskKind.DOCS:
-        # the guard has refused any code change (kernel/taskkind.py): nothing a test could check
+        # the guard has refused any code change (kernel/judging/taskkind.py): nothing a test could check
         return True, "a documentation change that changes no code", FailureCategory.TEST_REGRESSION
     if task_kind == TaskKind.FEATURE:
         pytest = after.get(Tool.PYTEST)

@@ -17,13 +17,16 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import agentgit, answers, budget, faults, inbox, jails, procs, readback
-from kernel.context import Context
+from kernel import faults
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text, remove_any
-from kernel.integrity import Checkout, Snapshot
-from kernel.iteration import Ending, Iteration, Phase, mono
+from kernel.host import answers
+from kernel.host.context import Context
+from kernel.isolation import agentgit, jails, procs, readback
+from kernel.isolation.integrity import Checkout, Snapshot
+from kernel.judging.iteration import Ending, Iteration, Phase, mono
+from kernel.records import budget, inbox
 
 _ENV_PASS = ("PATH", "HOME")
 """All an agent gets from the daemon's environment, besides the variables [agent] env names."""

@@ -12,19 +12,21 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import AnalysisInput, Diagnostic, InboxItem, IterationOutcome, Measurements, Tool
-from kernel import answers, gitops, inbox, jails, trees
-from kernel.baseline import Baseline, measure_cached
 from kernel.bounds import (
     INBOX_MAX_QUEUED,
     INBOX_MAX_QUEUED_BYTES,
     ROADMAP_MAX_BYTES,
     ROADMAP_MAX_ITEMS,
 )
-from kernel.context import Context, log_line
-from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
-from kernel.gate import freeze_gate_at
-from kernel.suppressions import without_suppressed
+from kernel.host import answers
+from kernel.host.context import Context, log_line
+from kernel.isolation import gitops, jails, trees
+from kernel.isolation.exports import Export
+from kernel.measuring.baseline import Baseline, measure_cached
+from kernel.measuring.gate import freeze_gate_at
+from kernel.measuring.suppressions import without_suppressed
+from kernel.records import inbox
 
 _FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
 

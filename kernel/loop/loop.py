@@ -26,23 +26,26 @@ from domain import (
     ProjectState,
     RunSpec,
 )
-from kernel import agentgit, blockers, faults, gitops, halt, inbox, jails, landing, watch
-from kernel.agentrun import AgentRunner
-from kernel.analysis import analyse
-from kernel.answers import Backend
-from kernel.baseline import Baseline
-from kernel.context import Context
+from kernel import faults
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.fsutil import plain_file
-from kernel.guard import clamp_plan
-from kernel.iteration import Ending, Iteration, Phase, mono, noop_phase
-from kernel.journal import Journal
-from kernel.judge import Judge, Passed
-from kernel.measure import ruff_binary
-from kernel.quarantine import apply_quarantine, latest_records, waiting
-from kernel.recording import QUARANTINED, WAITING, Recorder, round_of
-from kernel.store import RecordStore
+from kernel.host.answers import Backend
+from kernel.host.context import Context
+from kernel.isolation import agentgit, blockers, gitops, jails, watch
+from kernel.judging import landing
+from kernel.judging.guard import clamp_plan
+from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
+from kernel.judging.judge import Judge, Passed
+from kernel.loop.agentrun import AgentRunner
+from kernel.loop.analysis import analyse
+from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
+from kernel.loop.recording import QUARANTINED, WAITING, Recorder, round_of
+from kernel.measuring.baseline import Baseline
+from kernel.measuring.measure import ruff_binary
+from kernel.records import halt, inbox
+from kernel.records.journal import Journal
+from kernel.records.store import RecordStore
 
 Analysed = Callable[[GapReport, Mapping[str, str]], None]
 """Called after each analysis with the ranking and the gaps passed over (status shows them)."""

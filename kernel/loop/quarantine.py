@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import Gap, GapReport, IterationOutcome, IterationRecord
-from kernel import gitops, inbox
-from kernel.context import Context
 from kernel.fsutil import atomic_write_text
-from kernel.halt import FAILED_OUTCOMES
-from kernel.signature import gap_signature, record_signature
+from kernel.host.context import Context
+from kernel.isolation import gitops
+from kernel.records import inbox
+from kernel.records.halt import FAILED_OUTCOMES
+from kernel.records.signature import gap_signature, record_signature
 
 FilesDigest = Callable[[str, Sequence[str]], str]
 """(commit, paths) -> a digest of those paths at that commit."""

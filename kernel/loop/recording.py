@@ -21,15 +21,18 @@ from domain import (
     IterationRecord,
     gap_ref,
 )
-from kernel import faults, halt, inbox, procs, reporting
+from kernel import faults
 from kernel.bounds import LINE_MAX_CHARS, cap_line, cap_lines
-from kernel.context import Context
 from kernel.errors import HostError, Interrupted
-from kernel.halt import FAILED_OUTCOMES
-from kernel.iteration import Ending, Iteration
-from kernel.quarantine import quarantine_reason
-from kernel.signature import gap_signature
-from kernel.verify import Verification
+from kernel.host.context import Context
+from kernel.isolation import procs
+from kernel.judging.iteration import Ending, Iteration
+from kernel.judging.verify import Verification
+from kernel.loop import reporting
+from kernel.loop.quarantine import quarantine_reason
+from kernel.records import halt, inbox
+from kernel.records.halt import FAILED_OUTCOMES
+from kernel.records.signature import gap_signature
 
 QUARANTINED = "quarantined"
 WAITING = "waiting for an agent"

@@ -30,15 +30,16 @@ from domain import (
     IterationOutcome,
     IterationPlan,
 )
-from kernel import agentgit, budget, gitops, halt, inbox, procs, readback
 from kernel.bounds import cap_line, cap_lines
-from kernel.context import Context
 from kernel.contracts import protected_patterns
 from kernel.fsutil import atomic_write_text
-from kernel.integrity import Checkout
-from kernel.iteration import Ending
-from kernel.journal import read_journal, stage_at_least
-from kernel.recording import Recorder, Recovered
+from kernel.host.context import Context
+from kernel.isolation import agentgit, gitops, procs, readback
+from kernel.isolation.integrity import Checkout
+from kernel.judging.iteration import Ending
+from kernel.loop.recording import Recorder, Recovered
+from kernel.records import budget, halt, inbox
+from kernel.records.journal import read_journal, stage_at_least
 
 TOKEN_ENV = "SEED_DAEMON_TOKEN"
 """Every process a daemon starts inherits this; survivors of a dead daemon are found by it."""

@@ -29,14 +29,14 @@ from domain import (
     QueuedTask,
     RankedGap,
 )
-from kernel import budget, halt
 from kernel.bounds import STATUS_FILE_MAX
-from kernel.context import Context
-from kernel.daemonlock import DaemonLock
 from kernel.errors import HostError, SeedError
 from kernel.fsutil import atomic_write_text
-from kernel.quarantine import read_quarantine
-from kernel.store import ReportRow, Summary
+from kernel.host.context import Context
+from kernel.isolation.daemonlock import DaemonLock
+from kernel.loop.quarantine import read_quarantine
+from kernel.records import budget, halt
+from kernel.records.store import ReportRow, Summary
 
 STATUS_NAME = "status.json"
 """history/status.json, kept by the daemon's StatusWriter."""

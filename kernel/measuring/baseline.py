@@ -16,21 +16,22 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from domain import GapReport, InboxItem, Measurement, Measurements, Tool
-from kernel import seal, testmap, trees
 from kernel.config import Config
-from kernel.exports import Export
 from kernel.fsutil import atomic_write_text
-from kernel.gate import Gate, ruff_material
-from kernel.incremental import FULL, Delta, Scope, plan_scope, tree_delta
-from kernel.localise import localise
-from kernel.measure import Target, failed_ids, measure, run_pytest
-from kernel.paths import Paths
-from kernel.resident import ResidentPyright
-from kernel.testmap import Selection, TestFiles, TestMap
+from kernel.isolation import seal, trees
+from kernel.isolation.exports import Export
+from kernel.isolation.paths import Paths
+from kernel.measuring import testmap
+from kernel.measuring.gate import Gate, ruff_material
+from kernel.measuring.incremental import FULL, Delta, Scope, plan_scope, tree_delta
+from kernel.measuring.localise import localise
+from kernel.measuring.measure import Target, failed_ids, measure, run_pytest
+from kernel.measuring.resident import ResidentPyright
+from kernel.measuring.testmap import Selection, TestFiles, TestMap
 
 
 class Setting(Protocol):
-    """What measuring a tree needs of the command's context (kernel.context.Context is one)."""
+    """What measuring a tree needs of the command's context (kernel.host.context.Context is one)."""
 
     @property
     def paths(self) -> Paths: ...

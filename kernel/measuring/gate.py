@@ -27,10 +27,11 @@ from typing import Any, cast
 import json5
 import tomli_w
 
-from kernel import gitops, pins
 from kernel.config import QualityConfig
 from kernel.contracts import matches_any
-from kernel.pytestconfig import toml_doc as _toml
+from kernel.isolation import gitops
+from kernel.measuring import pins
+from kernel.measuring.pytestconfig import toml_doc as _toml
 
 GATE_FILES: tuple[str, ...] = (
     "pyproject.toml",

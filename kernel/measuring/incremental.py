@@ -6,7 +6,7 @@ what it imports, so it re-checks the changed files and every file that imports t
 directly or through others. Findings in the files not re-checked are carried over from the
 earlier measurement. A change to tool configuration, to the set of top-level names, or to
 more than half of the files means a full run; so does every Nth measurement (the caller
-counts). pytest re-runs only the tests the test map says ran a changed file (kernel/testmap.py),
+counts). pytest re-runs only the tests the test map says ran a changed file (kernel/measuring/testmap.py),
 and only when analysing a commit: a candidate always gets the whole suite.
 """
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from domain import Diagnostic, Measurement
-from kernel import gitops
-from kernel.gate import GATE_FILES, Gate, in_pyright_scope, pyright_scope
-from kernel.testmap import Selection
+from kernel.isolation import gitops
+from kernel.measuring.gate import GATE_FILES, Gate, in_pyright_scope, pyright_scope
+from kernel.measuring.testmap import Selection
 
 CODE_SUFFIXES = (".py", ".pyi")
 """Files pyright checks and imports resolve to."""

@@ -15,9 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 from domain import Executed, Measurement
-from kernel import readback
-from kernel.measure import Target, failed_ids, run_pytest
-from kernel.paths import PLUGIN_DIR
+from kernel.isolation import readback
+from kernel.isolation.paths import PLUGIN_DIR
+from kernel.measuring.measure import Target, failed_ids, run_pytest
 
 MAX_TEST_FILES = 5
 """Test files re-run under coverage at most (those with the most failing tests first)."""

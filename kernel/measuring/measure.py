@@ -38,14 +38,20 @@ from typing import Any, cast
 from packaging.version import InvalidVersion, Version
 
 from domain import Diagnostic, Measurement, Measurements, Tampering, Tool
-from kernel import gitops, pins, procs, pytestconfig, sandbox
 from kernel.config import QualityConfig
-from kernel.gate import Gate, lint_view, pyright_config, pyright_config_outside
-from kernel.incremental import Scope, carried, merge, merge_tests
-from kernel.jails import Jail, Jailed
-from kernel.paths import PLUGIN_DIR
-from kernel.suppressions import format_comments, pyright_comments, pyright_split, ruff_hidden
-from kernel.testmap import ANY_FILE, TestFiles
+from kernel.isolation import gitops, procs, sandbox
+from kernel.isolation.jails import Jail, Jailed
+from kernel.isolation.paths import PLUGIN_DIR
+from kernel.measuring import pins, pytestconfig
+from kernel.measuring.gate import Gate, lint_view, pyright_config, pyright_config_outside
+from kernel.measuring.incremental import Scope, carried, merge, merge_tests
+from kernel.measuring.suppressions import (
+    format_comments,
+    pyright_comments,
+    pyright_split,
+    ruff_hidden,
+)
+from kernel.measuring.testmap import ANY_FILE, TestFiles
 
 MAX_DETAIL = 2000
 """Characters of a tool's own words kept in a diagnostic or an error."""

@@ -51,10 +51,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import Measurement, Tool
-from kernel import gitops, procs
-from kernel.gate import Gate, pyright_config, pyright_config_outside
-from kernel.measure import MAX_DETAIL, Target, tool_env
-from kernel.trees import ObjectStore, blob_id, read_blobs
+from kernel.isolation import gitops, procs
+from kernel.isolation.trees import ObjectStore, blob_id, read_blobs
+from kernel.measuring.gate import Gate, pyright_config, pyright_config_outside
+from kernel.measuring.measure import MAX_DETAIL, Target, tool_env
 
 __all__ = ["Folder", "ResidentPyright", "Sync", "mismatch"]
 
@@ -781,7 +781,7 @@ class ResidentPyright:
                 proc.cond.wait(min(left, 0.5))
 
     def _measurement(self, doc: dict[str, Any], duration: float) -> Measurement:
-        from kernel import measure  # measure may import this module: resolve at call time
+        from kernel.measuring import measure  # measure may import this module: resolve at call time
 
         sync_dir = str(self.config_dir / _SYNC_DIR) + os.sep
         items = [
@@ -811,7 +811,8 @@ class ResidentPyright:
         store: ObjectStore | None,
     ) -> Measurement:
         """A cold `run_pyright` on a fresh export of the tree (what the kernel did before)."""
-        from kernel import measure, trees
+        from kernel.isolation import trees
+        from kernel.measuring import measure
 
         with tempfile.TemporaryDirectory(prefix="seed-pyright-cold-") as raw:
             export = Path(raw) / "tree"

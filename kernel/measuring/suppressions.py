@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from domain import Diagnostic, Measurements, Tool
-from kernel.gate import Gate, in_pyright_scope, pyright_scope
+from kernel.measuring.gate import Gate, in_pyright_scope, pyright_scope
 
 _TYPE_IGNORE = re.compile(r"(?:^|#)\s*type:\s*ignore(?:\[[\s\w,-]*\]|\s|$)")
 """pyright's own pattern for a type-ignore comment (the text after its `#`)."""

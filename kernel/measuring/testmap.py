@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from kernel import seal
 from kernel.fsutil import atomic_write_text
+from kernel.isolation import seal
 
 TestFiles = dict[str, frozenset[str]]
 """Per test node id: the project files (repository-relative) whose code the test ran."""

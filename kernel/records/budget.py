@@ -17,12 +17,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from domain import AgentReport
-from kernel import jsonl
 from kernel.bounds import LEDGER_LINE_MAX
 from kernel.config import BudgetConfig, ModelPrice
 from kernel.fsutil import append_line
-from kernel.journal import stage_at_least
-from kernel.store import RecordStore
+from kernel.records import jsonl
+from kernel.records.journal import stage_at_least
+from kernel.records.store import RecordStore
 
 LEDGER_FILE = "ledger.jsonl"
 REPORTED = "reported"

@@ -14,7 +14,7 @@ import unicodedata
 from pathlib import Path
 
 from domain import IterationPlan
-from kernel import procs
+from kernel.isolation import procs
 
 TRAILER = "Seed-Iteration"
 """The kernel's trailer: `git log --format='%(trailers:key=Seed-Iteration)'` finds seed's commits."""

@@ -16,7 +16,7 @@ from typing import Any, cast
 from domain import FailureCategory, IterationOutcome, IterationRecord
 from kernel.bounds import HALT_FILE_MAX, HALT_REASON_MAX
 from kernel.fsutil import atomic_write_text
-from kernel.store import RecordStore
+from kernel.records.store import RecordStore
 
 HALT_FILE = "halt.json"
 

@@ -36,7 +36,7 @@ from kernel.bounds import (
     unsafe_char,
 )
 from kernel.fsutil import atomic_write_text, unique_path
-from kernel.openfiles import open_for_writing
+from kernel.isolation.openfiles import open_for_writing
 
 MAX_BYTES = INBOX_MAX_BYTES
 SUFFIXES = (".md", ".txt")

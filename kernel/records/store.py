@@ -24,7 +24,6 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from domain import Event, IterationRecord, OutcomeTally
-from kernel import jsonl
 from kernel.bounds import (
     EVENT_LINE_MAX,
     RECORD_LINE_MAX,
@@ -33,7 +32,8 @@ from kernel.bounds import (
 )
 from kernel.errors import SeedError
 from kernel.fsutil import append_line, atomic_write_text
-from kernel.signature import record_signature
+from kernel.records import jsonl
+from kernel.records.signature import record_signature
 
 BRIEF_FAILURES = 20
 """Failures a brief keeps (the planner quotes a few; a run that broke hundreds needs no more)."""

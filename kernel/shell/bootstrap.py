@@ -14,7 +14,7 @@ import sys
 import venv
 from pathlib import Path
 
-HOME = Path(__file__).resolve().parent.parent
+HOME = Path(__file__).resolve().parents[2]
 RUNTIME_LOCK = HOME / "requirements.lock"
 TEST_LOCK = HOME / "requirements-test.lock"
 RUNTIME_MODULES = (

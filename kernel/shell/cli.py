@@ -17,10 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from domain import GapReport, IterationOutcome, IterationPlan
-from kernel import gitops, halt, landing, reporting
 from kernel.config import Config
-from kernel.context import Context, open_context
-from kernel.daemon import (
+from kernel.errors import SeedError, UsageError
+from kernel.fsutil import atomic_write_text
+from kernel.host.context import Context, open_context
+from kernel.host.selfcheck import run_selfcheck
+from kernel.isolation import gitops
+from kernel.isolation.paths import SEED_HOME
+from kernel.judging import landing
+from kernel.loop import reporting
+from kernel.records import halt
+from kernel.records.inbox import write_task
+from kernel.shell.daemon import (
     EXIT_FAILED,
     EXIT_NOTHING,
     EXIT_OK,
@@ -29,13 +37,8 @@ from kernel.daemon import (
     analyse_head,
     plan_only,
 )
-from kernel.errors import SeedError, UsageError
-from kernel.fsutil import atomic_write_text
-from kernel.inbox import write_task
-from kernel.paths import SEED_HOME
-from kernel.progress import TICK_S, Progress
-from kernel.selfcheck import run_selfcheck
-from kernel.status import read_status, status_text
+from kernel.shell.progress import TICK_S, Progress
+from kernel.shell.status import read_status, status_text
 
 # history/README.md is the index the daemon rewrites after every iteration, so it is ignored
 # with the rest of history/ (tracking it would leave `git status` dirty after every iteration)

@@ -22,18 +22,19 @@ from types import FrameType
 from typing import TYPE_CHECKING, cast
 
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
-from kernel import gitops, halt, inbox, jails, procs
-from kernel.analysis import analyse, read_inbox
-from kernel.baseline import Baseline
-from kernel.context import Context
-from kernel.daemonlock import DaemonLock
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.loop import Loop, for_planner, planning_history
-from kernel.metrics import MetricsServer, exposition, snapshot
-from kernel.quarantine import quarantined, tree_digest
-from kernel.recording import WAITING
-from kernel.recovery import mark_daemon, recover
-from kernel.status import StatusWriter
+from kernel.host.context import Context
+from kernel.isolation import gitops, jails, procs
+from kernel.isolation.daemonlock import DaemonLock
+from kernel.loop.analysis import analyse, read_inbox
+from kernel.loop.loop import Loop, for_planner, planning_history
+from kernel.loop.quarantine import quarantined, tree_digest
+from kernel.loop.recording import WAITING
+from kernel.loop.recovery import mark_daemon, recover
+from kernel.measuring.baseline import Baseline
+from kernel.records import halt, inbox
+from kernel.shell.metrics import MetricsServer, exposition, snapshot
+from kernel.shell.status import StatusWriter
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent, FileSystemEventHandler

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from domain import IterationOutcome, MetricsSnapshot, PhaseTotal
-from kernel import budget, halt
-from kernel.context import Context
 from kernel.errors import SeedError, UsageError
+from kernel.host.context import Context
+from kernel.records import budget, halt
 
 MISSING = (
     "--metrics-port needs the prometheus_client package, which is not installed "

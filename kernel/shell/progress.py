@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from kernel import reporting
+from kernel.loop import reporting
 
 TICK_S = 0.5
 """How often the line is drawn again."""

@@ -11,18 +11,21 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import DaemonStatus, GapReport
-from kernel import budget, gitops, halt, jails, pytestconfig, reporting
-from kernel.analysis import read_setup
-from kernel.answers import Backend
-from kernel.context import Context
-from kernel.daemonlock import DaemonLock
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
-from kernel.gate import adoption, paths_at, read_at
-from kernel.journal import read_journal
-from kernel.measure import python_reason
-from kernel.progress import printable
-from kernel.quarantine import read_quarantine
+from kernel.host.answers import Backend
+from kernel.host.context import Context
+from kernel.isolation import gitops, jails
+from kernel.isolation.daemonlock import DaemonLock
+from kernel.loop import reporting
+from kernel.loop.analysis import read_setup
+from kernel.loop.quarantine import read_quarantine
+from kernel.measuring import pytestconfig
+from kernel.measuring.gate import adoption, paths_at, read_at
+from kernel.measuring.measure import python_reason
+from kernel.records import budget, halt
+from kernel.records.journal import read_journal
+from kernel.shell.progress import printable
 
 STATUS_FILE = reporting.STATUS_NAME
 LOG_TAIL_LINES = 5

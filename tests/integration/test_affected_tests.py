@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from domain import Measurement, Tool
-from kernel import gitops, measure, testmap
-from kernel.baseline import config_key, measure_cached
-from kernel.context import open_context
-from kernel.exports import Export
-from kernel.gate import freeze_gate
-from kernel.measure import failed_ids
+from kernel.host.context import open_context
+from kernel.isolation import gitops
+from kernel.isolation.exports import Export
+from kernel.measuring import measure, testmap
+from kernel.measuring.baseline import config_key, measure_cached
+from kernel.measuring.gate import freeze_gate
+from kernel.measuring.measure import failed_ids
 from tests.support import agent_config, git, make_repo, records, seed
 
 TOOLS = '\n[quality]\ntools = ["pytest"]\n'

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from domain import DaemonStatus, GapReport, IterationPlan
-from kernel.cli import GITIGNORE_LINES
+from kernel.shell.cli import GITIGNORE_LINES
 from tests.support import SAMPLE, make_repo, records, seed
 
 COMMANDS = [

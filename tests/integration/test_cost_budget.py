@@ -69,8 +69,10 @@ def test_a_run_without_a_record_counts_the_same_everywhere_the_spend_is_shown(
     from datetime import UTC, datetime
 
     from domain import DaemonStatus
-    from kernel import budget, metrics, reporting
-    from kernel.context import open_context
+    from kernel.host.context import open_context
+    from kernel.loop import reporting
+    from kernel.records import budget
+    from kernel.shell import metrics
 
     repo = make_repo(
         tmp_path / "repo", {"a.py": "x = 1\n"}, "[budget]\nmax_cost_usd_per_day = 1.0\n"

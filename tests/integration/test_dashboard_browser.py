@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from domain import FailureCategory, IterationOutcome
-from kernel import halt
-from kernel.store import RecordStore
+from kernel.records import halt
+from kernel.records.store import RecordStore
 from tests.cdp import Browser
 from tests.histories import START, record, synthetic, write_records
 from tests.support import SAMPLE, make_repo, seed, start_daemon, wait_for

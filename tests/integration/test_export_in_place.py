@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import sandbox
+from kernel.isolation import sandbox
 from tests.support import make_repo, seed
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available().ok, reason="needs bubblewrap")

@@ -22,8 +22,8 @@ from types import TracebackType
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from kernel import halt
-from kernel.store import RecordStore
+from kernel.records import halt
+from kernel.records.store import RecordStore
 from tests.support import (
     BROKEN_ADD,
     agent_checkouts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from kernel.measure import ruff_binary
+from kernel.measuring.measure import ruff_binary
 from tests.support import SEED_HOME
 
 

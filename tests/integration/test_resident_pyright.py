@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from domain import Measurement
-from kernel import gitops
-from kernel.gate import Gate
-from kernel.measure import run_pyright
-from kernel.paths import discover
-from kernel.resident import Folder, ResidentPyright, mismatch
-from kernel.trees import export_tree
+from kernel.isolation import gitops
+from kernel.isolation.paths import discover
+from kernel.isolation.trees import export_tree
+from kernel.measuring.gate import Gate
+from kernel.measuring.measure import run_pyright
+from kernel.measuring.resident import Folder, ResidentPyright, mismatch
 from tests.planted import target_for
 from tests.support import git, make_repo, seed, start_daemon, wait_for
 

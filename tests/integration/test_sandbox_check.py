@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel import jails, sandbox
 from kernel.config import GuardConfig
-from kernel.paths import Paths
+from kernel.isolation import jails, sandbox
+from kernel.isolation.paths import Paths
 from tests.support import SAMPLE, make_repo
 
 pytestmark = pytest.mark.usefixtures("bwrap")
@@ -54,7 +54,7 @@ def linked(tmp_path: Path) -> Path:
 def test_the_check_passes_with_seeds_python_under_a_linked_tmp_folder(linked: Path) -> None:
     python = _venv(linked / "seed-venv")
     probe = subprocess.run(
-        [str(python), "-c", "from kernel import sandbox; print(sandbox.available())"],
+        [str(python), "-c", "from kernel.isolation import sandbox; print(sandbox.available())"],
         cwd=_ROOT,
         env={**os.environ, "PYTHONPATH": str(_ROOT)},
         capture_output=True,
@@ -68,9 +68,9 @@ def test_the_check_passes_with_seeds_python_under_a_linked_tmp_folder(linked: Pa
 _REAL_RUNS = """
 import sys
 from pathlib import Path
-from kernel import jails, procs
+from kernel.isolation import jails, procs
 from kernel.config import GuardConfig
-from kernel.paths import Paths
+from kernel.isolation.paths import Paths
 
 root, target_python = Path(sys.argv[1]), Path(sys.argv[2])
 paths = Paths(root=root, common=root / ".git")

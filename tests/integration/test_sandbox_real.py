@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import procs, sandbox
+from kernel.isolation import procs, sandbox
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -171,7 +171,7 @@ def test_the_probe_finds_the_sandbox_when_seeds_interpreter_lives_under_tmp(
         [
             str(venv / "bin" / "python"),
             "-c",
-            "from kernel import sandbox; print(sandbox.available())",
+            "from kernel.isolation import sandbox; print(sandbox.available())",
         ],
         cwd=root,
         timeout_s=120,

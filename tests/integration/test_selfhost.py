@@ -221,7 +221,7 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
 def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_path: Path) -> None:
     clone = clone_of_seed(tmp_path)
     sneaky = (
-        "\nimport kernel.verify as _kernel_verify\n\n\n"
+        "\nimport kernel.judging.verify as _kernel_verify\n\n\n"
         "def _always_pass(*args: object, **kwargs: object) -> object:\n"
         '    return _kernel_verify.Verification(passed=True, reason="patched by a module")\n\n\n'
         'setattr(_kernel_verify, "ver" + "ify", _always_pass)\n'
@@ -261,7 +261,11 @@ def test_an_agent_that_edits_the_kernel_is_refused_and_the_daemon_halts(tmp_path
     kernel_before = {p: p.read_bytes() for p in sorted((clone / "kernel").rglob("*.py"))}
     seed_before = (clone / "seed.py").read_bytes()
     edits = [
-        {"replace": "kernel/verify.py", "old": "def verify(", "new": "def verify_original("},
+        {
+            "replace": "kernel/judging/verify.py",
+            "old": "def verify(",
+            "new": "def verify_original(",
+        },
         {"append": "seed.py", "text": "\n# taken over\n"},
         {
             "write": "modules/reports/tests/test_x.py",

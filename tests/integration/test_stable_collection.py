@@ -19,8 +19,8 @@ from domain import (
     TaskKind,
     Tool,
 )
-from kernel.measure import run_pytest
-from kernel.verify import verify
+from kernel.judging.verify import verify
+from kernel.measuring.measure import run_pytest
 from tests.planted import target_for
 from tests.support import make_repo
 

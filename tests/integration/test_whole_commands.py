@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel import halt
-from kernel.store import RecordStore
+from kernel.records import halt
+from kernel.records.store import RecordStore
 from tests.support import SAMPLE, SEED_HOME, make_repo, seed
 
 

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from kernel import inbox
-from kernel.analysis import bound_roadmap
 from kernel.bounds import ROADMAP_MAX_BYTES, ROADMAP_MAX_ITEMS, printable
 from kernel.config import Config, load_config
 from kernel.errors import ConfigError
+from kernel.loop.analysis import bound_roadmap
+from kernel.records import inbox
 from modules.analyzers.roadmap import parse_roadmap
 from tests.reliability.helpers import make_project
 from tests.support import read_tasks, records, start_daemon, wait_for

@@ -27,9 +27,10 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from domain import Event, IterationOutcome, IterationRecord
-from kernel import budget, halt, jsonl, reporting
-from kernel import store as store_module
-from kernel.store import RecordStore, sequence_of
+from kernel.loop import reporting
+from kernel.records import budget, halt, jsonl
+from kernel.records import store as store_module
+from kernel.records.store import RecordStore, sequence_of
 from tests.support import SAMPLE, make_repo, seed
 from tests.unit.factories import gap, record
 

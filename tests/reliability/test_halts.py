@@ -9,8 +9,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from kernel import halt
-from kernel.store import RecordStore
+from kernel.records import halt
+from kernel.records.store import RecordStore
 from tests.reliability.helpers import (
     FAST,
     assert_checkout_kept,

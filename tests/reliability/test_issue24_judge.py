@@ -234,7 +234,7 @@ def test_later():
 
 def _measured(tree: Path, tmp: Path, args: tuple[str, ...] = ()) -> Any:
     from kernel.config import QualityConfig
-    from kernel.measure import Target, run_pytest
+    from kernel.measuring.measure import Target, run_pytest
 
     quality = QualityConfig(pytest_args=list(args))
     target = Target(root=tmp / "elsewhere", python=sys.executable, quality=quality)

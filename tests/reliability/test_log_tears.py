@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import Event
-from kernel.budget import LedgerEntry
+from kernel.records.budget import LedgerEntry
 from tests.reliability.helpers import DO_THE_TASK, FAST, make_project
 from tests.support import agent_io, seed, start_daemon, wait_for
 

@@ -27,7 +27,7 @@ import pytest
 
 from domain import Diagnostic, Gap, GapCategory, GapReport, ProjectState, Severity, Tool
 from kernel.errors import HostError
-from kernel.host import ModuleHost
+from kernel.host.host import ModuleHost
 from tests.reliability.helpers import FAST, make_project
 from tests.support import SAMPLE, SEED_HOME, git, records, seed_env
 
@@ -348,7 +348,7 @@ def test_import_time_code_of_a_landed_module_change_writes_nothing(tmp_path: Pat
     git(clone, "checkout", "-q", "-B", "main")
     home = tmp_path / "home"
     home.mkdir()
-    guard = clone / "kernel" / "guard.py"
+    guard = clone / "kernel" / "judging" / "guard.py"
     state = clone / ".git" / "seed" / "x"
     evil = _EVIL.format(state=str(state), home=str(home / "x"), guard=str(guard))
     registry = clone / "modules" / "registry.py"
@@ -366,7 +366,7 @@ def test_import_time_code_of_a_landed_module_change_writes_nothing(tmp_path: Pat
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    assert guard.read_bytes() == guard_before, "module code appended to kernel/guard.py"
+    assert guard.read_bytes() == guard_before, "module code appended to kernel/judging/guard.py"
     assert not state.exists(), "module code wrote into the kernel's state folder"
     assert not (home / "x").exists(), "module code wrote into HOME"
     # the server still answers (or the daemon fell back): it planned, and the plan is recorded

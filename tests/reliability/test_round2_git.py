@@ -202,7 +202,7 @@ def test_an_artifact_linking_outside_the_run_folder_is_never_read(tmp_path: Path
 def test_no_writable_place_ever_covers_the_hidden_state_and_its_seal_key(tmp_path: Path) -> None:
     import subprocess
 
-    from kernel import sandbox
+    from kernel.isolation import sandbox
 
     gdir = tmp_path / "repo" / ".git"
     state = gdir / "seed"

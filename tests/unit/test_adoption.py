@@ -9,8 +9,14 @@ import pytest
 
 from domain import AnalysisInput, Tool
 from kernel.config import QualityConfig
-from kernel.gate import SMALL_RUFF, adoption, freeze_gate, json_lenient, running_ruff_version
-from kernel.measure import measure
+from kernel.measuring.gate import (
+    SMALL_RUFF,
+    adoption,
+    freeze_gate,
+    json_lenient,
+    running_ruff_version,
+)
+from kernel.measuring.measure import measure
 from modules.analyzers.quality import ANALYZER
 from tests.planted import target_for
 from tests.support import make_repo

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from domain import AgentReport
-from kernel import answers
+from kernel.host import answers
 
 LOG = 'x\n{"type":"result","permission_denials":[{"tool_name":"Edit"}]}\n'
 

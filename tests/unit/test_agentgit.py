@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel import agentgit
-from kernel.paths import discover
+from kernel.isolation import agentgit
+from kernel.isolation.paths import discover
 from tests.support import SAMPLE, git, make_repo
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from domain import Gap, GapCategory, GapReport, Severity
-from kernel import jails, procs
-from kernel.answers import kernel_gap
 from kernel.errors import HostError
-from kernel.paths import Paths
+from kernel.host.answers import kernel_gap
+from kernel.isolation import jails, procs
+from kernel.isolation.paths import Paths
 from modules.agents.choose import choose_backend
 from modules.agents.claude import AGENT as CLAUDE
 from tests.unit.factories import gap, plan

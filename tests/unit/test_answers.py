@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from domain import InboxText
-from kernel.answers import AgentInfo, backend_choice, inbox_readings
 from kernel.errors import HostError
+from kernel.host.answers import AgentInfo, backend_choice, inbox_readings
 
 _AT = datetime(2026, 1, 1, tzinfo=UTC)
 _TASK = InboxText(
@@ -78,7 +78,7 @@ def test_a_quality_gaps_files_are_paths_of_the_measured_tree() -> None:
     # issue 24, item 3: a tool's words (a tamper message) once stood in for a gap's files and
     # became the plan's allowlist
     from domain import Diagnostic, Executed, Gap, GapCategory, GapReport, Severity, Tool
-    from kernel.answers import real_files
+    from kernel.host.answers import real_files
 
     words = "an import hook was added: pkg_resources.extern.VendorImporter"
     failed = Diagnostic(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from domain import Diagnostic, Measurement, Measurements, Tool
-from kernel import basetests, gitops, testmap, trees
-from kernel.measure import passed_ids
-from kernel.verify import BaseRun, lost_passes, verify
+from kernel.isolation import gitops, trees
+from kernel.judging import basetests
+from kernel.judging.verify import BaseRun, lost_passes, verify
+from kernel.measuring import testmap
+from kernel.measuring.measure import passed_ids
 from tests.support import SAMPLE, git, make_repo
 
 FILES = {

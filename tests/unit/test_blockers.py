@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import blockers
+from kernel.isolation import blockers
 from tests.support import SAMPLE, git, make_repo
 from tests.unit.factories import gap, record
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel import sandbox
 from kernel.config import GuardConfig
-from kernel.exports import Export
-from kernel.jails import build_products, measurement_jail
-from kernel.paths import discover
+from kernel.isolation import sandbox
+from kernel.isolation.exports import Export
+from kernel.isolation.jails import build_products, measurement_jail
+from kernel.isolation.paths import discover
 from tests.support import git, make_repo
 
 _SO = "src/pkg/_speed.cpython-311-x86_64-linux-gnu.so"

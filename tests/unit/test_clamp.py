@@ -19,7 +19,7 @@ from domain import (
 )
 from kernel.config import Config
 from kernel.contracts import protected_patterns
-from kernel.guard import clamp_plan
+from kernel.judging.guard import clamp_plan
 
 
 def _plan(
@@ -59,7 +59,7 @@ def _plan(
 
 def test_protected_paths_leave_the_allowlist_and_the_targets() -> None:
     plan = clamp_plan(
-        _plan(("kernel/**", "src/a.py", "seed.py"), ("kernel/loop.py", "src/a.py")),
+        _plan(("kernel/**", "src/a.py", "seed.py"), ("kernel/loop/loop.py", "src/a.py")),
         Config(),
         protected_patterns([]),
         False,
@@ -117,7 +117,7 @@ def test_budget_is_clamped_to_the_config() -> None:
 
 
 def test_words_and_paths_outside_the_repository_leave_the_allowlist() -> None:
-    from kernel.guard import is_clean_path
+    from kernel.judging.guard import is_clean_path
 
     assert is_clean_path("src/a.py") and is_clean_path("src/**") and is_clean_path("docs/")
     for bad in ("", "/etc/passwd", "../x.py", "a/./b.py", "a//b.py", "a\nb.py", "a\x00b"):

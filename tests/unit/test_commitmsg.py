@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import commitmsg
+from kernel.records import commitmsg
 from tests.support import SAMPLE, git, make_repo
 from tests.unit.factories import gap, plan
 

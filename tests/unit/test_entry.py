@@ -40,9 +40,9 @@ def test_the_test_extras_are_bootstrapped_when_the_daemon_measures_itself(
     asked: list[bool] = []
     monkeypatch.setattr(entry, "ensure", lambda _argv, *, tests, allowed: asked.append(tests))
     monkeypatch.setattr(sys, "argv", ["seed.py", *argv])
-    import kernel.cli
+    import kernel.shell.cli
 
-    monkeypatch.setattr(kernel.cli, "main", lambda _argv: 0)
+    monkeypatch.setattr(kernel.shell.cli, "main", lambda _argv: 0)
     assert entry.main() == 0
     assert asked == [tests]
     assert Path(str(entry.__file__)).parent == SEED_HOME

@@ -14,7 +14,7 @@ from tests.support import SEED_HOME
 
 
 def test_every_point_is_called_in_the_kernel_exactly_once() -> None:
-    source = "\n".join(p.read_text() for p in (SEED_HOME / "kernel").glob("*.py"))
+    source = "\n".join(p.read_text() for p in (SEED_HOME / "kernel").rglob("*.py"))
     called = re.findall(r'faults\.fault\("([a-z-]+)"\)', source)
     torn = source.count("faults.torn_append(")
     assert sorted(called) == sorted(p for p in faults.POINTS if p != "record-write")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.frozen import empty_assertions, frozen_changes, frozen_names
+from kernel.judging.frozen import empty_assertions, frozen_changes, frozen_names
 
 TEST = """import pytest
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from domain import FailureCategory, IterationOutcome, Risk
-from kernel import gitops, guard
 from kernel.config import GrowthConfig, GuardConfig, RiskLimit
 from kernel.contracts import matches_any, protected_patterns
+from kernel.isolation import gitops
+from kernel.judging import guard
 from modules.planner.revision import missed_files
 from tests.support import SAMPLE, git, make_repo
 from tests.unit.factories import gap, plan, record

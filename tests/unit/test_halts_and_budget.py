@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from domain import FailureCategory, IterationOutcome
-from kernel import halt
-from kernel.budget import LedgerEntry, append, budget_problem, reservation
 from kernel.config import BudgetConfig
-from kernel.daemonlock import DaemonLock
 from kernel.errors import LockHeld
-from kernel.store import RecordStore
+from kernel.isolation.daemonlock import DaemonLock
+from kernel.records import halt
+from kernel.records.budget import LedgerEntry, append, budget_problem, reservation
+from kernel.records.store import RecordStore
 from tests.unit.factories import T0, gap, record
 
 A, B, C = gap("ruff:a.py:F401"), gap("ruff:b.py:F401"), gap("ruff:c.py:F401")

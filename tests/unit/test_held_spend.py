@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kernel import budget
+from kernel.records import budget
 
 
 def _paid(history: Path, iteration_id: str, usd: float) -> None:

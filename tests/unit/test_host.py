@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernel.errors import HostError
-from kernel.host import ModuleHost
+from kernel.host.host import ModuleHost
 from modules.server import ContractError, check_contract
 from tests.support import SEED_HOME
 

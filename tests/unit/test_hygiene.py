@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.hygiene import assert_strength, pytest_config_changed, weakening
+from kernel.judging.hygiene import assert_strength, pytest_config_changed, weakening
 
 BASE = """\
 import pytest

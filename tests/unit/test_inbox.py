@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from domain import Priority
-from kernel import inbox
-from kernel.openfiles import _by_lease, _by_proc, open_for_writing
+from kernel.isolation.openfiles import _by_lease, _by_proc, open_for_writing
+from kernel.records import inbox
 from tests.support import make_repo, read_tasks, seed, wait_for
 
 LATER = datetime.now(UTC) + timedelta(hours=1)

@@ -6,14 +6,20 @@ from collections import Counter
 from pathlib import Path
 
 from domain import Measurements, Tool
-from kernel import gitops
-from kernel.baseline import measure_cached
-from kernel.context import open_context
-from kernel.exports import Export
-from kernel.gate import freeze_gate
-from kernel.incremental import dependents, imported_names, module_names, plan_scope, tree_delta
-from kernel.measure import measure
-from kernel.signature import identity
+from kernel.host.context import open_context
+from kernel.isolation import gitops
+from kernel.isolation.exports import Export
+from kernel.measuring.baseline import measure_cached
+from kernel.measuring.gate import freeze_gate
+from kernel.measuring.incremental import (
+    dependents,
+    imported_names,
+    module_names,
+    plan_scope,
+    tree_delta,
+)
+from kernel.measuring.measure import measure
+from kernel.records.signature import identity
 from tests.planted import target_for
 from tests.support import git, make_repo
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from kernel.contracts import protected_patterns
-from kernel.integrity import Checkout, Snapshot
+from kernel.isolation.integrity import Checkout, Snapshot
 from tests.support import SAMPLE, git, make_repo
 
 FILES = {

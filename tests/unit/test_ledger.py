@@ -8,9 +8,16 @@ from pathlib import Path
 import pytest
 
 from domain import AgentReport
-from kernel.budget import LedgerEntry, append, budget_problem, day_spend, ledger_path, price_run
 from kernel.config import BudgetConfig, ModelPrice
-from kernel.store import RecordStore
+from kernel.records.budget import (
+    LedgerEntry,
+    append,
+    budget_problem,
+    day_spend,
+    ledger_path,
+    price_run,
+)
+from kernel.records.store import RecordStore
 
 
 def entry(at: datetime, cost: float, tokens: int = 100) -> LedgerEntry:

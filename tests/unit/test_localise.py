@@ -7,9 +7,9 @@ from pathlib import Path
 
 from domain import Tool
 from kernel.config import QualityConfig
-from kernel.gate import freeze_gate
-from kernel.localise import localise
-from kernel.measure import measure
+from kernel.measuring.gate import freeze_gate
+from kernel.measuring.localise import localise
+from kernel.measuring.measure import measure
 from tests.planted import target_for
 from tests.support import make_repo
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from domain import Event
-from kernel import bounds, budget, halt, jsonl
+from kernel import bounds
 from kernel.bounds import EVENT_LINE_MAX, HALT_FILE_MAX, LEDGER_LINE_MAX, STATUS_FILE_MAX
 from kernel.fsutil import append_line
-from kernel.store import RecordStore
+from kernel.records import budget, halt, jsonl
+from kernel.records.store import RecordStore
 from tests.support import SAMPLE, make_repo, seed
 from tests.unit.factories import gap, record
 

@@ -11,8 +11,8 @@ import pytest
 
 from domain import Diagnostic, Measurements, Tool
 from kernel.config import QualityConfig
-from kernel.gate import freeze_gate, freeze_gate_at
-from kernel.measure import Target, measure, resolve_python
+from kernel.measuring.gate import freeze_gate, freeze_gate_at
+from kernel.measuring.measure import Target, measure, resolve_python
 from tests.planted import measure_repo, planted_repo, target_for
 from tests.support import SEED_HOME, git, make_repo
 
@@ -208,7 +208,7 @@ ORDINARY = {
 def test_ordinary_layouts_pass_and_the_standard_library_is_never_shadowed(
     tmp_path: Path,
 ) -> None:
-    from kernel.measure import run_pytest
+    from kernel.measuring.measure import run_pytest
 
     root = make_repo(tmp_path / "repo", ORDINARY)
     target = Target(root=tmp_path / "elsewhere", python=sys.executable, quality=QualityConfig())
@@ -226,7 +226,7 @@ def test_ordinary_layouts_pass_and_the_standard_library_is_never_shadowed(
 
 
 def test_the_run_carries_no_marker_of_the_kernel(tmp_path: Path) -> None:
-    from kernel.measure import run_pytest
+    from kernel.measuring.measure import run_pytest
 
     probe = (
         "import os\nimport sys\n\n\n"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from domain import Measurement, Tool
-from kernel.gate import Gate, freeze_gate
-from kernel.measure import measure, run_pyright, run_ruff, run_ruff_format
+from kernel.measuring.gate import Gate, freeze_gate
+from kernel.measuring.measure import measure, run_pyright, run_ruff, run_ruff_format
 from tests.planted import OLD_STYLE, WRITING, target_for
 from tests.support import make_repo, snapshot
 

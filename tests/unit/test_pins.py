@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel import pins
 from kernel.config import QualityConfig
-from kernel.gate import adoption, freeze_gate_at, running_ruff_version
-from kernel.measure import run_ruff, run_ruff_format
+from kernel.measuring import pins
+from kernel.measuring.gate import adoption, freeze_gate_at, running_ruff_version
+from kernel.measuring.measure import run_ruff, run_ruff_format
 from tests.support import git, make_repo
 
 FAKE_RUFF = """#!/bin/sh

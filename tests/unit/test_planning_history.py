@@ -18,10 +18,10 @@ from domain import (
     Tool,
     gap_ref,
 )
-from kernel.loop import for_planner, planning_history
-from kernel.quarantine import quarantined
-from kernel.signature import gap_signature
-from kernel.store import BRIEF_DETAIL_CHARS, BRIEF_FAILURES, RecordStore, brief_of
+from kernel.loop.loop import for_planner, planning_history
+from kernel.loop.quarantine import quarantined
+from kernel.records.signature import gap_signature
+from kernel.records.store import BRIEF_DETAIL_CHARS, BRIEF_FAILURES, RecordStore, brief_of
 from modules.planner.fsport import MemoryFS
 from modules.planner.planner import make_plan
 from modules.planner.tests.factory import state

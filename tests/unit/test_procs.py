@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel import procs
 from kernel.errors import Interrupted
+from kernel.isolation import procs
 from tests.support import pid_alive
 
 

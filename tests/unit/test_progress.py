@@ -8,7 +8,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kernel.progress import NOT_RUNNING, Progress, line, read
+from kernel.shell.progress import NOT_RUNNING, Progress, line, read
 
 
 def _live(history: Path, log: Path, pid: int, phase: str = "agent running") -> None:
@@ -59,9 +59,9 @@ def test_off_a_terminal_one_line_per_phase(tmp_path: Path) -> None:
 
 
 def test_status_shows_the_agents_log_tail_made_harmless(tmp_path: Path) -> None:
-    from kernel.context import open_context
-    from kernel.daemonlock import DaemonLock
-    from kernel.status import read_status
+    from kernel.host.context import open_context
+    from kernel.isolation.daemonlock import DaemonLock
+    from kernel.shell.status import read_status
     from tests.support import SAMPLE, make_repo
 
     repo = make_repo(tmp_path / "repo", SAMPLE, '[agent]\nbackend = "none"\n')

@@ -13,10 +13,10 @@ import pytest
 
 from domain import Measurement
 from kernel.config import QualityConfig
-from kernel.gate import read_at
-from kernel.measure import Target, run_pytest, scm_version
-from kernel.pytestconfig import differences
-from kernel.testmap import TestFiles
+from kernel.measuring.gate import read_at
+from kernel.measuring.measure import Target, run_pytest, scm_version
+from kernel.measuring.pytestconfig import differences
+from kernel.measuring.testmap import TestFiles
 from tests.support import git, make_repo
 
 PASSING = "def test_ok() -> None:\n    pass\n"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from domain import FailureCategory, GapReport, IterationOutcome
-from kernel.quarantine import FilesDigest, quarantine, quarantine_reason, quarantined
+from kernel.loop.quarantine import FilesDigest, quarantine, quarantine_reason, quarantined
 from tests.unit.factories import T0, gap, inbox_gap, record
 
 G = gap()

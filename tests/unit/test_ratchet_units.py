@@ -22,7 +22,7 @@ from domain import (
     TaskKind,
     Tool,
 )
-from kernel.verify import LostTests, lost_tests, new_findings, verify
+from kernel.judging.verify import LostTests, lost_tests, new_findings, verify
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

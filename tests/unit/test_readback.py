@@ -1,4 +1,4 @@
-"""The one reader of files a sandboxed run wrote: links, FIFOs and sizes (kernel/readback.py)."""
+"""The one reader of files a sandboxed run wrote: links, FIFOs and sizes (kernel/isolation/readback.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-from kernel import readback
+from kernel.isolation import readback
 
 
 def test_a_regular_file_is_read_up_to_its_cap(tmp_path: Path) -> None:

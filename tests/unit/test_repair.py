@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from kernel import gitops, trees
 from kernel.config import QualityConfig
-from kernel.exports import Export
-from kernel.gate import freeze_gate
-from kernel.measure import measure
-from kernel.repair import Repair, repair
+from kernel.isolation import gitops, trees
+from kernel.isolation.exports import Export
+from kernel.judging.repair import Repair, repair
+from kernel.measuring.gate import freeze_gate
+from kernel.measuring.measure import measure
 from tests.planted import target_for
 from tests.support import make_repo
 

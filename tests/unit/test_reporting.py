@@ -19,9 +19,9 @@ from domain import (
     RankedGap,
     Severity,
 )
-from kernel import reporting
-from kernel.host import ModuleHost
-from kernel.store import RecordStore
+from kernel.host.host import ModuleHost
+from kernel.loop import reporting
+from kernel.records.store import RecordStore
 from modules import registry
 from modules.reports import text as views
 from modules.server import ContractError, check_contract

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel.context import open_context
-from kernel.daemon import CONFIG, HALT, HEAD, Wake, _watch, file_event, inbox_event  # pyright: ignore[reportPrivateUsage]
 from kernel.errors import ConfigError
-from kernel.landing import tick
-from kernel.status import StatusWriter
+from kernel.host.context import open_context
+from kernel.judging.landing import tick
+from kernel.shell.daemon import CONFIG, HALT, HEAD, Wake, _watch, file_event, inbox_event  # pyright: ignore[reportPrivateUsage]
+from kernel.shell.status import StatusWriter
 from tests.support import SAMPLE, make_repo
 
 ROADMAP = "# Next\n- [ ] add sub tests\n- [ ] add sub\n* [ ]   add mul  \r\n- [x] add div\n"

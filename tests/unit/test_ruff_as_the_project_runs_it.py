@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 from kernel.config import QualityConfig
-from kernel.gate import freeze_gate, freeze_gate_at, pyright_config
-from kernel.measure import ruff_binary, run_pyright, run_ruff
+from kernel.measuring.gate import freeze_gate, freeze_gate_at, pyright_config
+from kernel.measuring.measure import ruff_binary, run_pyright, run_ruff
 from tests.planted import target_for
 from tests.support import git, make_repo
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.sandbox import Facts, cause
+from kernel.isolation.sandbox import Facts, cause
 
 _DENIED = "bwrap: setting up uid map: Permission denied"
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from domain import Measurements
-from kernel import gitops, seal
-from kernel.baseline import _Entry, _load, _store  # pyright: ignore[reportPrivateUsage]
-from kernel.context import open_context
-from kernel.integrity import Checkout
+from kernel.host.context import open_context
+from kernel.isolation import gitops, seal
+from kernel.isolation.integrity import Checkout
+from kernel.measuring.baseline import _Entry, _load, _store  # pyright: ignore[reportPrivateUsage]
 from tests.support import SAMPLE, make_repo
 
 

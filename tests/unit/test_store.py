@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from domain import FailureCategory, GapCategory, GapRef, IterationOutcome, IterationRecord
-from kernel.store import RecordStore, sequence_of
+from kernel.records.store import RecordStore, sequence_of
 
 T0 = datetime(2026, 11, 22, 8, 0, tzinfo=UTC)
 

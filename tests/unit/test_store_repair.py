@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from domain import IterationOutcome
 from kernel.bounds import RECORD_LINE_MAX
 from kernel.errors import SeedError
-from kernel.store import RecordStore, sequence_of
+from kernel.records.store import RecordStore, sequence_of
 from tests.unit.factories import gap, record
 
 

@@ -7,9 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from domain import FailureCategory, IterationOutcome
-from kernel import halt
-from kernel.paths import SEED_HOME, Paths
-from kernel.quarantine import quarantine_reason
+from kernel.isolation.paths import SEED_HOME, Paths
+from kernel.loop.quarantine import quarantine_reason
+from kernel.records import halt
 from tests.unit.factories import gap, record
 
 A, B, C = gap("ruff:a.py:F401"), gap("ruff:b.py:F401"), gap("ruff:c.py:F401")

@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 
 from domain import Diagnostic, Measurement, Measurements, Tool
-from kernel import gitops, trees
 from kernel.config import QualityConfig
-from kernel.gate import freeze_gate, pyright_config
-from kernel.incremental import carried, merge
-from kernel.measure import run_ruff, run_ruff_format
-from kernel.suppressions import pyright_comments, pyright_split, ruff_hidden, unsuppressed
-from kernel.verify import new_findings
+from kernel.isolation import gitops, trees
+from kernel.judging.verify import new_findings
+from kernel.measuring.gate import freeze_gate, pyright_config
+from kernel.measuring.incremental import carried, merge
+from kernel.measuring.measure import run_ruff, run_ruff_format
+from kernel.measuring.suppressions import pyright_comments, pyright_split, ruff_hidden, unsuppressed
 from tests.support import SAMPLE, git, make_repo
 
 LOOSE = "def one():\n    l = 1  # noqa: E741\n    return l\n"

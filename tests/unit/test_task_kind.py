@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from domain import CheckName, IterationPlan, TaskKind
-from kernel import gitops, guard, taskkind
 from kernel.config import Config
+from kernel.isolation import gitops
+from kernel.judging import guard, taskkind
 from tests.support import SAMPLE, git, make_repo
 from tests.unit.factories import gap, inbox_gap, plan
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from domain import Diagnostic, Measurement, Tool
-from kernel import testmap
-from kernel.incremental import merge_tests
-from kernel.measure import failed_ids
-from kernel.testmap import ANY_FILE, Selection
+from kernel.measuring import testmap
+from kernel.measuring.incremental import merge_tests
+from kernel.measuring.measure import failed_ids
+from kernel.measuring.testmap import ANY_FILE, Selection
 
 MAP = testmap.TestMap(
     "t1",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import gitops, trees
+from kernel.isolation import gitops, trees
 from tests.support import SAMPLE, git, make_repo
 
 

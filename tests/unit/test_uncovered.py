@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel.measure import IMPORTED, run_lines
-from kernel.uncovered import Changed, not_run, removed_names
+from kernel.judging.uncovered import Changed, not_run, removed_names
+from kernel.measuring.measure import IMPORTED, run_lines
 from tests.planted import target_for
 from tests.support import make_repo
 

@@ -20,7 +20,7 @@ from domain import (
     TaskKind,
     Tool,
 )
-from kernel.verify import gap_tests_first
+from kernel.judging.verify import gap_tests_first
 
 
 def _plan_for_test(node: str) -> IterationPlan:
@@ -81,7 +81,7 @@ def test_a_rerun_judges_like_for_like() -> None:
     from pathlib import Path
 
     from domain import Measurements
-    from kernel.verify import verify
+    from kernel.judging.verify import verify
 
     node, gap_node = "tests/test_b.py::test_b", "tests/test_calc.py::test_add"
     plan = _plan_for_test(gap_node)
@@ -285,7 +285,7 @@ def _refusals() -> dict[str, tuple[FailureCategory, object]]:
 def test_every_refusal_of_the_verifier_has_the_category_of_its_cause(tmp_path: object) -> None:
     from pathlib import Path
 
-    from kernel.verify import verify
+    from kernel.judging.verify import verify
 
     assert {c for c in CheckName} <= {
         CheckName(name.split(" ", 1)[1]) for name in _refusals() if name.startswith("criterion ")

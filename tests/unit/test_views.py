@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from domain import DaemonStatus, IterationOutcome, MetricsSnapshot, PhaseTotal
-from kernel import metrics, reporting
-from kernel.context import open_context
 from kernel.errors import HostError
-from kernel.status import status_text
-from kernel.store import RecordStore
+from kernel.host.context import open_context
+from kernel.loop import reporting
+from kernel.records.store import RecordStore
+from kernel.shell import metrics
+from kernel.shell.status import status_text
 from modules.reports import text
 from modules.reports.metrics import render_metrics
 from tests.histories import START, record

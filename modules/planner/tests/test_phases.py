@@ -69,7 +69,7 @@ def test_frames_outside_the_project_or_missing_from_the_worktree_are_not_suspect
 
 
 def test_protected_suspects_are_dropped() -> None:
-    d = failing_test(frame="kernel/guard.py", detail="kernel/guard.py:3: in f\n")
+    d = failing_test(frame="kernel/judging/guard.py", detail="kernel/judging/guard.py:3: in f\n")
     gap = pytest_gap().model_copy(update={"evidence": (d,)})
     assert rank_suspects(gap, fs(), (), "").files == ("calc.py", "tests/test_calc.py")
     assert rank_suspects(gap, fs(), ("calc.py",), "").files == ("tests/test_calc.py",)

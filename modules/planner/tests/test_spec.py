@@ -52,12 +52,12 @@ def test_quality_gap_targets_the_files_in_its_evidence() -> None:
 
 
 def test_actions_on_protected_files_are_removed() -> None:
-    gap = inbox_gap(allowed=["seed.py", "calc.py", "kernel/guard.py"])
+    gap = inbox_gap(allowed=["seed.py", "calc.py", "kernel/judging/guard.py"])
     result = must_plan([gap])
     planned = [f for a in result.actions for f in a.target_files]
     assert planned == ["calc.py"]
     assert "seed.py" not in result.allowed_paths
-    assert "kernel/guard.py" not in result.allowed_paths
+    assert "kernel/judging/guard.py" not in result.allowed_paths
 
 
 def test_a_gap_whose_every_file_is_protected_is_not_planned() -> None:
