@@ -27,6 +27,7 @@ from tests.support import (
     agent_io,
     git,
     make_repo,
+    records,
     seed,
     seed_env,
     start_daemon,
@@ -326,3 +327,44 @@ def test_the_bootstrap_reexecution_keeps_the_current_directory(
     )
     assert result.returncode == 0, result.stderr
     assert DaemonStatus.model_validate_json(result.stdout).root == str(target)
+
+
+def test_the_tokens_and_cost_so_far_show_while_the_agent_works_and_grow(tmp_path: Path) -> None:
+    from kernel import progress
+
+    io_dir = agent_io(tmp_path)
+    steps = [
+        {"result": {"summary": "half way", "tokens_used": 1200, "cost_usd": 0.01}},
+        {"print": "reading calc.py\n"},
+        {"wait_for": str(io_dir / "more")},
+        {"result": {"summary": "done", "tokens_used": 3400, "cost_usd": 0.03}},
+        {"print": "editing calc.py\n"},
+        {"wait_for": str(io_dir / "done")},
+        {"replace": "calc.py", "old": "a * b", "new": "b * a"},
+    ]
+    files = {**SAMPLE, "ROADMAP.md": "# Soon\n- [ ] tidy mul\n"}
+    repo = make_repo(tmp_path / "repo", files, agent_config(tmp_path, steps))
+    once = start_daemon(repo, "once")
+    history = repo / "history"
+    try:
+        for figure, barrier in (("1,200 tokens, $0.0100", "more"), ("3,400 tokens, $0.0300", "done")):
+            wait_for(
+                lambda figure=figure: (progress.read(history) or progress.NOT_RUNNING).used
+                == f"{figure} so far",
+                what=f"the progress reader to show {figure} so far",
+                alive=once,
+            )
+            if barrier == "done":
+                shown = seed(repo, "status").stdout
+                assert f"{figure} so far" in shown, shown
+            (io_dir / barrier).write_text("go")
+        _, err = once.communicate(timeout=120)
+    finally:
+        for barrier in ("more", "done"):
+            (io_dir / barrier).write_text("go")
+        if once.poll() is None:
+            once.kill()
+    assert once.returncode == 0, err
+    [record] = records(repo)
+    assert (record["tokens_used"], record["cost_usd"]) == (3400, 0.03)  # the run's end decides
+    assert '"used"' not in (history / "status.json").read_text()
