@@ -212,10 +212,14 @@ def _read(path: Path) -> str:
         return ""
 
 
-def test_once_shows_the_agents_latest_line_while_it_works(tmp_path: Path) -> None:
-    barrier = agent_io(tmp_path) / "go"
+def test_once_shows_the_agents_latest_line_and_use_so_far_while_it_works(tmp_path: Path) -> None:
+    barrier, more = agent_io(tmp_path) / "go", agent_io(tmp_path) / "more"
     steps = [
+        {"result": {"summary": "half way", "tokens_used": 1200, "cost_usd": 0.01}},
         {"print": "reading calc.py to find the bug"},
+        {"wait_for": str(more)},
+        {"result": {"summary": "done", "tokens_used": 3400, "cost_usd": 0.03}},
+        {"print": "\nediting calc.py"},
         {"wait_for": str(barrier)},
         {"replace": "calc.py", "old": "a * b", "new": "b * a"},
     ]
@@ -238,10 +242,30 @@ def test_once_shows_the_agents_latest_line_while_it_works(tmp_path: Path) -> Non
         assert b"reading calc.py to find the bug" in seen, seen[-2000:]
         assert b"agent running" in seen and b"\r" in seen  # one line, drawn again in place
         _follows_the_running_daemon(repo)
+        # the tokens and cost so far, from the run's own output while it runs, and growing
+        seen += _read_until(main, b"1,200 tokens, $0.0100 so far | agent: reading calc.py")
+        more.write_text("go")
+        seen += _read_until(main, b"3,400 tokens, $0.0300 so far | agent: editing calc.py")
+        shown = seed(repo, "status").stdout
+        assert "3,400 tokens, $0.0300 so far" in shown, shown
     finally:
+        more.write_text("go")
         barrier.write_text("go")
         process.wait(timeout=120)
         os.close(main)
+    assert process.returncode == 0
+    [record] = records(repo)
+    assert (record["tokens_used"], record["cost_usd"]) == (3400, 0.03)  # the run's end decides
+    assert '"used"' not in (repo / "history" / "status.json").read_text()
+
+
+def _read_until(fd: int, wanted: bytes) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + 60
+    while wanted not in seen and time.monotonic() < deadline:
+        seen += _read_some(fd)
+    assert wanted in seen, seen[-2000:]
+    return seen
 
 
 def _follows_the_running_daemon(repo: Path) -> None:
@@ -327,44 +351,3 @@ def test_the_bootstrap_reexecution_keeps_the_current_directory(
     )
     assert result.returncode == 0, result.stderr
     assert DaemonStatus.model_validate_json(result.stdout).root == str(target)
-
-
-def test_the_tokens_and_cost_so_far_show_while_the_agent_works_and_grow(tmp_path: Path) -> None:
-    from kernel import progress
-
-    io_dir = agent_io(tmp_path)
-    steps = [
-        {"result": {"summary": "half way", "tokens_used": 1200, "cost_usd": 0.01}},
-        {"print": "reading calc.py\n"},
-        {"wait_for": str(io_dir / "more")},
-        {"result": {"summary": "done", "tokens_used": 3400, "cost_usd": 0.03}},
-        {"print": "editing calc.py\n"},
-        {"wait_for": str(io_dir / "done")},
-        {"replace": "calc.py", "old": "a * b", "new": "b * a"},
-    ]
-    files = {**SAMPLE, "ROADMAP.md": "# Soon\n- [ ] tidy mul\n"}
-    repo = make_repo(tmp_path / "repo", files, agent_config(tmp_path, steps))
-    once = start_daemon(repo, "once")
-    history = repo / "history"
-    try:
-        for figure, barrier in (("1,200 tokens, $0.0100", "more"), ("3,400 tokens, $0.0300", "done")):
-            wait_for(
-                lambda figure=figure: (progress.read(history) or progress.NOT_RUNNING).used
-                == f"{figure} so far",
-                what=f"the progress reader to show {figure} so far",
-                alive=once,
-            )
-            if barrier == "done":
-                shown = seed(repo, "status").stdout
-                assert f"{figure} so far" in shown, shown
-            (io_dir / barrier).write_text("go")
-        _, err = once.communicate(timeout=120)
-    finally:
-        for barrier in ("more", "done"):
-            (io_dir / barrier).write_text("go")
-        if once.poll() is None:
-            once.kill()
-    assert once.returncode == 0, err
-    [record] = records(repo)
-    assert (record["tokens_used"], record["cost_usd"]) == (3400, 0.03)  # the run's end decides
-    assert '"used"' not in (history / "status.json").read_text()
