@@ -56,6 +56,8 @@ class Context:
     _backend: Backend | None = field(default=None, repr=False)
     inbox_ready: Callable[[], frozenset[str]] = field(default=frozenset, repr=False)
     """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
+    used_so_far: Callable[[str], None] = field(default=lambda figure: None, repr=False)
+    """Where the running agent's usage so far is shown (the daemon's status.json)."""
     pyright: ResidentPyright | None = field(default=None, repr=False)
     """The daemon's resident type checker ([analysis] resident_pyright); None: cold runs."""
 

@@ -22,6 +22,7 @@ import selectors
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -224,6 +225,11 @@ def reload_after_landing(host: ModuleHost, needs: BootNeeds, touched: Sequence[s
     return message
 
 
+def _earlier(answered: Any, ident: int) -> bool:
+    """The answer is to a request sent before this one."""
+    return isinstance(answered, int) and not isinstance(answered, bool) and 0 < answered < ident
+
+
 class ModuleHost:
     """A running `python -m modules` child and the requests the kernel sends it."""
 
@@ -242,6 +248,9 @@ class ModuleHost:
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
         self._next_id = 1
+        self._lock = threading.Lock()
+        """One request at a time: the pipe is one conversation (kernel/loop/liveuse.py asks from a
+        thread of its own while the agent runs)."""
         self.hello: dict[str, Any] = {}
 
     @property
@@ -362,13 +371,17 @@ class ModuleHost:
         """Send one request and return its result (raises HostError on an error answer).
 
         params may be given already encoded, as the text of a JSON object."""
+        encoded = params if isinstance(params, str) else json.dumps(params)
+        with self._lock:
+            return self._call(method, encoded, timeout_s)
+
+    def _call(self, method: str, encoded: str, timeout_s: float | None) -> Any:
         if not self.running:
             raise HostError("module host is not running")
         proc = self._proc
         assert proc is not None and proc.stdin is not None
         ident = self._next_id
         self._next_id += 1
-        encoded = params if isinstance(params, str) else json.dumps(params)
         payload = f'{{"id": {ident}, "method": {json.dumps(method)}, "params": {encoded}}}\n'
         try:
             proc.stdin.write(payload.encode("utf-8"))
@@ -376,6 +389,9 @@ class ModuleHost:
         except (BrokenPipeError, OSError) as exc:
             raise HostError(f"module host is gone: {exc}") from exc
         answer = self._read(timeout_s or self.timeout_s)
+        while _earlier(answer.get("id"), ident):
+            # the answer to a request whose caller stopped waiting (interrupted): not this one's
+            answer = self._read(timeout_s or self.timeout_s)
         if answer.get("id") != ident:
             raise HostError(f"module host answered request {answer.get('id')!r}, expected {ident}")
         if not answer.get("ok"):

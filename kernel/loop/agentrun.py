@@ -26,6 +26,7 @@ from kernel.host.context import Context
 from kernel.isolation import agentgit, jails, procs, readback
 from kernel.isolation.integrity import Checkout, Snapshot
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
+from kernel.loop import liveuse
 from kernel.records import budget, inbox
 
 _ENV_PASS = ("PATH", "HOME")
@@ -208,18 +209,23 @@ class AgentRunner:
             accounted=False,
             ledger_runs=ledger_runs,
         )
+        # tokens and cost so far on the person's screen, from the run's own output
+        watch = liveuse.UsageWatch(
+            (files.log, files.result), lambda: self._so_far(it, files), ctx.used_so_far
+        )
         try:
-            completed = procs.run(
-                argv,
-                cwd=it.worktree,
-                timeout_s=self._timeout(it),
-                env=env,
-                merge_stderr=True,
-                log_path=files.log,
-                max_bytes=ctx.config.agent.max_log_bytes,
-                on_start=started,
-                sweep_rounds=20,
-            )
+            with watch:
+                completed = procs.run(
+                    argv,
+                    cwd=it.worktree,
+                    timeout_s=self._timeout(it),
+                    env=env,
+                    merge_stderr=True,
+                    log_path=files.log,
+                    max_bytes=ctx.config.agent.max_log_bytes,
+                    on_start=started,
+                    sweep_rounds=20,
+                )
         finally:
             check_checkout(ctx, it, checkout, snapshot)
             if not it.sandboxed and ctx.pyright is not None:
@@ -309,6 +315,23 @@ class AgentRunner:
         agent = self._account(it, report)
         it.note(stage="inspecting", pgid=0, accounted=True)
         return agent
+
+    def _so_far(self, it: Iteration, files: _Files) -> AgentReport:
+        """The iteration's usage so far: the run's partial output read by the adapter (its
+        answer validated as every answer), priced as the run's end prices it, plus the earlier
+        rounds'. For the screen only: the ledger, the budget and the verdicts never see it."""
+        ctx = self.ctx
+        found = readback.read(Path(files.result.name), RESULT_CAP, within=files.run_dir)
+        partial = RunResult(
+            exit_code=None,  # still running
+            log_path=str(files.log),
+            run_dir=str(files.run_dir),
+            result_json=found.text() if found.ok else "",
+            output=readback.read(files.log, ctx.config.agent.max_log_bytes).text(),
+        )
+        report = ctx.host.agent_parse(it.backend.name, it.plan, partial)
+        priced, _ = budget.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
+        return _plus(it.agent, priced)
 
     def _judge_run(
         self, it: Iteration, completed: procs.Completed, agent: AgentReport

@@ -314,6 +314,7 @@ class Daemon:
         self.metrics_port = metrics_port
         self.metrics: MetricsServer | None = None
         ctx.inbox_ready = self.wake.snapshot
+        ctx.used_so_far = self.status.used
         self.passed_over: Mapping[str, str] = {}
         """The gaps the latest analysis passed over, and why (waiting, quarantined)."""
 

@@ -36,6 +36,8 @@ class Reading:
     seconds: float
     latest: str
     """The agent's latest line ("" when no agent runs)."""
+    used: str = ""
+    """What the running agent has used so far ("" before its output says)."""
 
 
 def printable(text: str) -> str:
@@ -69,11 +71,12 @@ def read(history: Path, pid: int | None = None) -> Reading | None:
     phase = printable(str(live.get("phase", "")))
     detail = printable(str(live.get("detail", "")))
     seconds = _since(live.get("since"))
-    latest = ""
+    latest = used = ""
     if phase == "agent running" and "; log: " in detail:
         detail, log = detail.split("; log: ", 1)
         latest = _latest_line(Path(log))
-    return Reading(phase, detail, seconds, latest)
+        used = printable(str(live.get("used", "")))
+    return Reading(phase, detail, seconds, latest, used)
 
 
 def _alive(pid: Any) -> bool:
@@ -97,10 +100,13 @@ def _since(value: Any) -> float:
 
 
 def line(reading: Reading) -> str:
-    """The one line a terminal shows: phase, time in it, detail, the agent's latest line."""
+    """The one line a terminal shows: phase, time in it, detail, what the agent has used so
+    far, its latest line."""
     parts = [f"{reading.phase} {_span(reading.seconds)}"]
     if reading.detail:
         parts.append(reading.detail)
+    if reading.used:
+        parts.append(reading.used)
     if reading.latest:
         parts.append(f"agent: {reading.latest}")
     return " | ".join(parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,17 +46,28 @@ class StatusWriter:
         }
         self.written = ""
         """The text last written."""
+        self._lock = threading.RLock()
+        """The agent's usage so far comes from a thread of its own (kernel/loop/liveuse.py)."""
 
     def phase(self, phase: str, detail: str) -> None:
         """Record a phase change (the same phase again keeps its `since`)."""
-        if (self.data.get("phase"), self.data.get("detail")) != (phase, detail):
-            self.data.update(phase=phase, detail=detail, since=_now())
-        self.flush()
+        with self._lock:
+            if (self.data.get("phase"), self.data.get("detail")) != (phase, detail):
+                self.data.update(phase=phase, detail=detail, since=_now())
+                self.data.pop("used", None)  # the figure of the run that ended
+            self.flush()
+
+    def used(self, figure: str) -> None:
+        """What the running agent has used so far (kernel/loop/liveuse.py; shown, never judged)."""
+        with self._lock:
+            self.data["used"] = figure
+            self.flush()
 
     def update(self, **values: Any) -> None:
         """Record other facts (backend, top gaps)."""
-        self.data.update(values)
-        self.flush()
+        with self._lock:
+            self.data.update(values)
+            self.flush()
 
     def analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
         """Record the head of the latest ranking and open gaps by source (the quarantine is
@@ -69,17 +81,20 @@ class StatusWriter:
 
     def flush(self) -> None:
         """Write the file atomically when its content changed; a failure never stops the daemon."""
-        text = json.dumps(self.data, indent=2, default=str) + "\n"
-        if text == self.written:
-            return  # an idle daemon writes nothing
-        with contextlib.suppress(OSError):
-            atomic_write_text(self.path, text)
-            self.written = text
+        with self._lock:
+            text = json.dumps(self.data, indent=2, default=str) + "\n"
+            if text == self.written:
+                return  # an idle daemon writes nothing
+            with contextlib.suppress(OSError):
+                atomic_write_text(self.path, text)
+                self.written = text
 
     def stopped(self) -> None:
         """Mark the daemon stopped."""
-        self.data.update(phase="stopped", detail="", since=_now())
-        self.flush()
+        with self._lock:
+            self.data.update(phase="stopped", detail="", since=_now())
+            self.data.pop("used", None)
+            self.flush()
 
 
 def _now() -> str:
@@ -130,6 +145,9 @@ def read_status(ctx: Context) -> DaemonStatus:
         phase, detail = ("unknown" if running else phase), unreadable
     if running and phase == "agent running" and "log: " in detail:
         log = Path(detail.split("log: ", 1)[1])
+        used = printable(str(live.get("used", "")))[:200]
+        if used and "; log: " in detail:
+            detail = detail.replace("; log: ", f"; {used}; log: ", 1)
         with contextlib.suppress(OSError):
             # the agent wrote these bytes: no escape of theirs reaches the person's terminal
             text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")

@@ -1,7 +1,9 @@
-"""Claude Code headless: `claude -p PROMPT --output-format json`; one result object on stdout."""
+"""Claude Code headless: `claude -p PROMPT --output-format stream-json --verbose`; one event a
+line on stdout as it works (assistant messages with their usage), the result object last."""
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -82,11 +84,39 @@ def _cannot(context: AgentContext, sandboxed: bool) -> str:
     )
 
 
+_MESSAGE_EVENT = re.compile(r'^\{"type":\s*"(assistant|user)"')
+"""A line of stream-json that carries a message: the model's words or a tool's result."""
+
+
+def messages_so_far(events: list[dict[str, Any]]) -> Usage:
+    """The usage of the assistant messages printed so far (stream-json prints one event per
+    content block, each with its message's usage): what a run without a result object used
+    so far, as claude reported it (its output counts are those known when each message began)."""
+    usage: dict[str, dict[str, Any]] = {}
+    model = ""
+    for event in events:
+        message = as_dict(event.get("message"))
+        if event.get("type") == "assistant" and isinstance(message.get("id"), str):
+            usage[message["id"]] = as_dict(message.get("usage"))
+            model = str(message.get("model") or model)
+    cached = sum(as_int(u.get("cache_read_input_tokens")) for u in usage.values())
+    inputs = cached + sum(
+        as_int(u.get("input_tokens")) + as_int(u.get("cache_creation_input_tokens"))
+        for u in usage.values()
+    )
+    outputs = sum(as_int(u.get("output_tokens")) for u in usage.values())
+    return Usage(inputs + outputs, inputs, outputs, cached, turns=len(usage), model=model)
+
+
 def read_output(text: str, exit_code: int | None) -> AgentReport:
     """Success only for subtype success with is_error false (an API error is success + is_error)."""
-    finals = [o for o in json_objects(text) if o.get("type") == "result"]
+    events = list(json_objects(text))
+    finals = [o for o in events if o.get("type") == "result"]
     if not finals:
-        return failure(f"claude exited {exit_code} without a result object: {tail_lines(text)}")
+        return failure(
+            f"claude exited {exit_code} without a result object: {tail_lines(text)}",
+            messages_so_far(events),
+        )
     final = finals[-1]
     usage = usage_of(final)
     subtype = str(final.get("subtype", ""))
@@ -117,12 +147,14 @@ class ClaudeAgent(CliAgent):
     )
 
     def run_spec(self, plan: IterationPlan, context: AgentContext) -> RunSpec:
-        """claude -p PROMPT --output-format json --permission-mode MODE ... (stdin closed);
+        """claude -p PROMPT --output-format stream-json --verbose --permission-mode MODE ...
+        (stdin closed);
         a repair round continues the first run's session (--resume SESSION_ID, same worktree)."""
         resumes = bool(context.resume) and context.round > 1
         prompt = prompt_for(plan, context, resumes=resumes)
         # the prompt goes right after -p: --allowedTools is variadic and would swallow it
-        argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "json"]
+        argv = [self.executable, "-p", prompt_argument(prompt), "--output-format", "stream-json"]
+        argv.append("--verbose")  # stream-json needs it in print mode
         if resumes:
             argv += ["--resume", context.resume]
         # seed's worktrees live under .git/, where Claude Code denies every edit as "a
@@ -161,7 +193,11 @@ class ClaudeAgent(CliAgent):
 
     def refusals(self, text: str) -> list[str]:
         """The result object's permission_denials (a tool asked for and refused: print mode
-        answers no one), a turn or budget limit's subtype, an API error's status, verbatim."""
+        answers no one), a turn or budget limit's subtype, an API error's status, verbatim;
+        never from the messages and tool results it streamed (the files it read are in them)."""
+        text = "".join(
+            line for line in text.splitlines(keepends=True) if not _MESSAGE_EVENT.match(line)
+        )
         found = quoted(text, "permission_denials")
         found += [q for q in quoted(text, "subtype") if '"error_' in q]
         found += quoted(text, "api_error_status")

@@ -27,6 +27,7 @@ from tests.support import (
     agent_io,
     git,
     make_repo,
+    records,
     seed,
     seed_env,
     start_daemon,
@@ -211,10 +212,14 @@ def _read(path: Path) -> str:
         return ""
 
 
-def test_once_shows_the_agents_latest_line_while_it_works(tmp_path: Path) -> None:
-    barrier = agent_io(tmp_path) / "go"
+def test_once_shows_the_agents_latest_line_and_use_so_far_while_it_works(tmp_path: Path) -> None:
+    barrier, more = agent_io(tmp_path) / "go", agent_io(tmp_path) / "more"
     steps = [
+        {"result": {"summary": "half way", "tokens_used": 1200, "cost_usd": 0.01}},
         {"print": "reading calc.py to find the bug"},
+        {"wait_for": str(more)},
+        {"result": {"summary": "done", "tokens_used": 3400, "cost_usd": 0.03}},
+        {"print": "\nediting calc.py"},
         {"wait_for": str(barrier)},
         {"replace": "calc.py", "old": "a * b", "new": "b * a"},
     ]
@@ -237,10 +242,30 @@ def test_once_shows_the_agents_latest_line_while_it_works(tmp_path: Path) -> Non
         assert b"reading calc.py to find the bug" in seen, seen[-2000:]
         assert b"agent running" in seen and b"\r" in seen  # one line, drawn again in place
         _follows_the_running_daemon(repo)
+        # the tokens and cost so far, from the run's own output while it runs, and growing
+        seen += _read_until(main, b"1,200 tokens, $0.0100 so far | agent: reading calc.py")
+        more.write_text("go")
+        seen += _read_until(main, b"3,400 tokens, $0.0300 so far | agent: editing calc.py")
+        shown = seed(repo, "status").stdout
+        assert "3,400 tokens, $0.0300 so far" in shown, shown
     finally:
+        more.write_text("go")
         barrier.write_text("go")
         process.wait(timeout=120)
         os.close(main)
+    assert process.returncode == 0
+    [record] = records(repo)
+    assert (record["tokens_used"], record["cost_usd"]) == (3400, 0.03)  # the run's end decides
+    assert '"used"' not in (repo / "history" / "status.json").read_text()
+
+
+def _read_until(fd: int, wanted: bytes) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + 60
+    while wanted not in seen and time.monotonic() < deadline:
+        seen += _read_some(fd)
+    assert wanted in seen, seen[-2000:]
+    return seen
 
 
 def _follows_the_running_daemon(repo: Path) -> None:

@@ -108,3 +108,38 @@ def test_host_that_cannot_import_is_a_host_error(tmp_path: Path) -> None:
     host = ModuleHost(code, tmp_path / "host.log")
     with pytest.raises(HostError, match="boom at import"):
         host.start()
+
+
+def test_calls_from_threads_never_interleave_and_a_cut_short_answer_is_dropped(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    host = ModuleHost(_copy_code(tmp_path), tmp_path / "host.log")
+    host.start()
+    failures: list[str] = []
+
+    def ask() -> None:
+        for _ in range(25):
+            try:
+                host.agents()
+            except HostError as exc:
+                failures.append(str(exc))
+
+    try:
+        threads = [threading.Thread(target=ask) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert failures == []
+        # a request whose caller stopped waiting (Ctrl-C) leaves its answer in the pipe
+        proc = host._proc  # pyright: ignore[reportPrivateUsage]
+        assert proc is not None and proc.stdin is not None
+        proc.stdin.write(b'{"id": %d, "method": "agents", "params": {}}\n' % host._next_id)  # pyright: ignore[reportPrivateUsage]
+        proc.stdin.flush()
+        host._next_id += 1  # pyright: ignore[reportPrivateUsage]
+        agents, _ = host.agents()
+        assert "command" in agents
+    finally:
+        host.stop()

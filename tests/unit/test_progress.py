@@ -79,3 +79,81 @@ def test_status_shows_the_agents_log_tail_made_harmless(tmp_path: Path) -> None:
     assert status.running and status.log_tail[0] == "plain"
     assert status.log_tail[1].endswith("copied to your clipboard")
     assert not any("\x1b" in line or "\x07" in line for line in status.log_tail)
+
+
+def test_the_line_shows_tokens_and_cost_so_far_and_off_a_terminal_stays_quiet(
+    tmp_path: Path,
+) -> None:
+    history = tmp_path / "history"
+    (tmp_path / "agent.log").write_text("editing calc.py\n")
+    _live(history, tmp_path / "agent.log", os.getpid())
+    live = json.loads((history / "status.json").read_text())
+    out = io.StringIO()
+    quiet = Progress(history, out, pid=os.getpid(), tty=False)
+    quiet.tick()
+    for figure in ("1,200 tokens, $0.0100 so far", "3,400 tokens, $0.0300 so far\x1b[2J"):
+        (history / "status.json").write_text(json.dumps({**live, "used": figure}))
+        reading = read(history, os.getpid())
+        assert reading is not None
+        quiet.tick()
+    assert reading is not None
+    shown = line(reading)
+    assert shown.endswith("| 3,400 tokens, $0.0300 so far?[2J | agent: editing calc.py")
+    assert len(out.getvalue().splitlines()) == 1  # a new figure is no new phase
+    (history / "status.json").write_text(json.dumps({**live, "phase": "verifying", "used": "x"}))
+    later = read(history, os.getpid())
+    assert later is not None and later.used == ""  # only while the agent runs
+
+
+def test_so_far_says_tokens_and_cost_and_nothing_before_any() -> None:
+    from domain import AgentReport
+    from kernel.loop.liveuse import so_far
+
+    assert so_far(AgentReport(success=False)) == ""
+    assert so_far(AgentReport(success=False, tokens_used=1234)) == "1,234 tokens so far"
+    assert (
+        so_far(AgentReport(success=True, tokens_used=12_345, cost_usd=0.01234))
+        == "12,345 tokens, $0.0123 so far"
+    )
+
+
+def test_the_watch_reads_only_when_the_output_grew_and_keeps_quiet_on_failures(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    from domain import AgentReport
+    from kernel.errors import HostError
+    from kernel.loop.liveuse import UsageWatch
+
+    log = tmp_path / "agent.log"
+    log.write_text("")
+    reads: list[int] = []
+    shown: list[str] = []
+
+    def partial() -> AgentReport:
+        reads.append(log.stat().st_size)
+        if "garbled" in log.read_text():
+            raise HostError("the adapter could not read a partial log")
+        return AgentReport(success=False, tokens_used=100 * log.stat().st_size)
+
+    def settle() -> None:
+        deadline = time.monotonic() + 5
+        count = -1
+        while count != len(reads) and time.monotonic() < deadline:
+            count = len(reads)
+            time.sleep(0.15)
+
+    with UsageWatch((log, tmp_path / "result.json"), partial, shown.append, interval_s=0.05):
+        settle()
+        assert reads == [] and shown == []  # an empty log is not read
+        log.write_text("12345")
+        settle()
+        assert reads == [5] and shown == ["500 tokens so far"]  # read once: it did not grow
+        log.write_text("12345 garbled")
+        settle()
+        assert shown == ["500 tokens so far"]  # a failed reading shows nothing new
+        log.write_text("1234567890")
+        settle()
+    assert shown == ["500 tokens so far", "1,000 tokens so far"]
+    assert reads == [5, 13, 10]

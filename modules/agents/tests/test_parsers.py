@@ -73,6 +73,35 @@ def test_claude_without_a_result_object_is_a_failure() -> None:
     assert not report.success and "requires --verbose" in report.summary
 
 
+def _assistant(ident: str, inputs: int, cached: int, outputs: int, text: str = "") -> str:
+    """One assistant event of Claude Code 2.1's stream-json (one per content block)."""
+    usage = {
+        "input_tokens": inputs,
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": outputs,
+    }
+    content = [{"type": "text", "text": text}]
+    message = {"id": ident, "model": "qwen3-coder", "content": content, "usage": usage}
+    return json.dumps({"type": "assistant", "message": message}) + "\n"
+
+
+def test_claude_still_running_shows_the_usage_of_its_messages_so_far() -> None:
+    text = json.dumps({"type": "system", "subtype": "init"}) + "\n"
+    text += _assistant("msg_1", 800, 200, 1, "reading") + _assistant("msg_1", 800, 200, 1)
+    # a file it read that speaks of turn limits is no refusal of claude's
+    text += '{"type":"user","message":{"role":"user","content":"raise at the maximum turns"}}\n'
+    text += _assistant("msg_2", 900, 300, 12)
+    report = claude.AGENT.parse(make_plan(), ran(text, None))
+    assert not report.success  # no result yet: the run's end decides
+    assert (report.input_tokens, report.cached_tokens, report.output_tokens) == (2200, 500, 13)
+    assert (report.tokens_used, report.model, report.cost_usd) == (2213, "qwen3-coder", 0.0)
+    # at the end the result object's figures count, not the messages'
+    final = claude.AGENT.parse(make_plan(), ran(text + json.dumps(CLAUDE_OK) + "\n"))
+    assert final.success and final.cost_usd == CLAUDE_OK["total_cost_usd"]
+    assert final.tokens_used == 1203 + 5120 + 48211 + 812 and final.refusals == ()
+
+
 CODEX_OK = """\
 Reading additional input from stdin...
 {"type":"thread.started","thread_id":"01a202ff-6157-7770-8f01-078c94a91f2f"}

@@ -13,7 +13,8 @@ def test_claude_puts_the_prompt_after_p_and_the_variadic_tool_list_last() -> Non
     spec = claude.AGENT.run_spec(make_plan(), make_context(model="sonnet"))
     argv = list(spec.argv)
     assert argv[:2] == ["claude", "-p"] and argv[2] == spec.prompt
-    assert argv[argv.index("--output-format") + 1] == "json"
+    # stream-json (with --verbose, which print mode requires for it): usage as it goes
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
     assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
     assert argv[argv.index("--max-turns") + 1] == "30"
     assert argv[argv.index("--model") + 1] == "sonnet"
