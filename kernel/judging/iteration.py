@@ -16,8 +16,9 @@ from domain import (
     IterationOutcome,
     IterationPlan,
 )
+from kernel import faults
 from kernel.host.answers import Backend
-from kernel.isolation import watch
+from kernel.isolation import procs, watch
 from kernel.isolation.watch import Watch
 from kernel.judging.verify import Verification
 from kernel.records.journal import Journal
@@ -118,6 +119,11 @@ class Iteration:
         """Journal facts about the iteration (stage, pgid, commit...)."""
         if self.journal is not None:
             self.journal.update(**values)
+
+    def agent_started(self, pgid: int) -> None:
+        """Journal the agent's process group as it starts (a restarted daemon ends it)."""
+        self.note(stage="agent", pgid=pgid, start_time=procs.process_start_time(pgid))
+        faults.fault("agent-run")
 
     def watched(self, root: Path, python: str) -> list[str]:
         """SANDBOX_VIOLATION evidence from the watch since the iteration began; an interpreter

@@ -17,7 +17,6 @@ from domain import (
     RunResult,
     RunSpec,
 )
-from kernel import faults
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text, remove_any
@@ -184,10 +183,6 @@ class AgentRunner:
         argv, env = command
         t0 = mono()
 
-        def started(pgid: int) -> None:
-            it.note(stage="agent", pgid=pgid, start_time=procs.process_start_time(pgid))
-            faults.fault("agent-run")
-
         # the agent's git is made again from the kernel's record: nothing an earlier round
         # planted in the checkout's .git reaches this one
         agentgit.restore_git(ctx.paths, it.worktree, it.base)
@@ -223,7 +218,7 @@ class AgentRunner:
                     merge_stderr=True,
                     log_path=files.log,
                     max_bytes=ctx.config.agent.max_log_bytes,
-                    on_start=started,
+                    on_start=it.agent_started,
                     sweep_rounds=20,
                 )
         finally:
