@@ -23,7 +23,6 @@ from domain import (
     GapReport,
     InboxItem,
     IterationOutcome,
-    Measurement,
     Measurements,
     Tool,
 )
@@ -216,7 +215,6 @@ def _measure(
             if mapping:
                 scope = replace(scope, tests=_selection(ctx, key, tree, base, delta))
     executed = _mapper(ctx, key, tree) if mapping else None  # a whole suite maps the tests
-    pyright = _resident(ctx, place, gate)
 
     def fill(view: Path) -> None:
         # ruff's files from git objects, never from the export, where tests have run
@@ -230,7 +228,6 @@ def _measure(
             work_dir,
             tree_id=tree,
             executed=executed,
-            pyright=pyright,
             fill=fill,
         )
         return result, 0
@@ -243,7 +240,6 @@ def _measure(
         base=base.measurements,
         scope=scope,
         executed=executed,
-        pyright=pyright,
         fill=fill,
     )
     return _whole_suite_decides(ctx, tree_dir, work_dir, base.measurements, result), (
@@ -266,16 +262,6 @@ def _whole_suite_decides(
     whole = whole.model_copy(update={"advisory": now.advisory})
     items = tuple(whole if m.tool == Tool.PYTEST else m for m in result.items)
     return Measurements(tree=result.tree, items=items)
-
-
-def _resident(ctx: Context, place: Export, gate: Gate) -> Callable[[], Measurement] | None:
-    """The resident checker on the export's tree (read from git objects, never from the
-    export, where tests run), or None for a cold run."""
-    resident = ctx.pyright
-    if resident is None:
-        return None
-    timeout = ctx.config.quality.tool_timeout_s
-    return lambda: resident.check(place.tree, gate, ctx.target, timeout, place.store)
 
 
 def _mapper(ctx: Context, key: str, tree: str) -> Callable[[TestFiles], None] | None:

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from kernel import gitops, jails
@@ -17,7 +18,6 @@ from kernel.fsutil import append_line
 from kernel.host import BootNeeds, ModuleHost, boot, reload_after_landing
 from kernel.measure import Target, resolve_python, ruff_binary
 from kernel.paths import Paths, discover
-from kernel.resident import ResidentPyright
 from kernel.selfcheck import selfcheck
 from kernel.store import RecordStore
 
@@ -56,24 +56,6 @@ class Context:
     _backend: Backend | None = field(default=None, repr=False)
     inbox_ready: Callable[[], frozenset[str]] = field(default=frozenset, repr=False)
     """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
-    pyright: ResidentPyright | None = field(default=None, repr=False)
-    """The daemon's resident type checker ([analysis] resident_pyright); None: cold runs."""
-
-    def keep_pyright(self) -> None:
-        """Start keeping pyright resident (the daemon does, when the config says so)."""
-        if self.pyright is None and self.config.analysis.resident_pyright:
-            self.pyright = ResidentPyright(
-                self.paths.root,
-                self.paths.resident,
-                memory_mb=self.config.analysis.pyright_memory_mb,
-                log=self.log,
-            )
-
-    def drop_pyright(self) -> None:
-        """End the resident type checker, if any."""
-        if self.pyright is not None:
-            self.pyright.close()
-            self.pyright = None
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""
@@ -105,7 +87,7 @@ class Context:
 
         A change chooses the backend again and restarts the module host in its new jail.
         """
-        config, target = _configured(self.paths, self.config_path)
+        config, target = _configured(self.paths, self.config_path, self.log)
         if config == self.config:
             return False
         self.config, self.target, self._backend = config, target, None
@@ -135,9 +117,12 @@ class Context:
         return self._backend
 
 
-def _configured(paths: Paths, path: Path) -> tuple[Config, Target]:
-    """seed.toml read, and the target's tools as it sets them."""
-    config = load_config(path)
+def _configured(
+    paths: Paths, path: Path, note: Callable[[str], None] | None = None
+) -> tuple[Config, Target]:
+    """seed.toml read (what it says of removed keys to `note`, else stderr), and the target's
+    tools as it sets them."""
+    config = load_config(path, note)
     strict = (
         tuple(config.quality.pyright_strict)
         if config.quality.pyright_strict is not None
@@ -160,7 +145,8 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
     """Discover the repository, read seed.toml, and prepare (not start) the module host."""
     paths = discover(root)
     path = config_path if config_path is not None else paths.root / "seed.toml"
-    config, target = _configured(paths, path)
+    # a removed key is news for the daemon's log; a quiet command says it on stderr
+    config, target = _configured(paths, path, None if quiet else partial(log_line, paths))
     store = RecordStore(paths.history, fingerprint=fingerprint(paths.root), state=paths.state)
     host = ModuleHost(
         paths.seed_home, paths.state / "host.log", jail=jails.module_jail(paths, config.guard)
