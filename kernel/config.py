@@ -320,9 +320,9 @@ class Config(_Section):
 
 
 REMOVED: dict[tuple[str, str], str] = {
-    ("analysis", "resident_pyright"): "the resident type checker left seed in issue 26: "
-    "measured, it does not re-check a one-file change in a tenth of a cold run everywhere "
-    "(bench/README.md); pyright runs cold, on the changed files and their importers",
+    ("analysis", "resident_pyright"): "the resident type checker left seed in issue 26: it "
+    "did not re-check a one-file change in a tenth of a cold run on every repository measured, "
+    "see bench/README.md; pyright runs cold on the changed files and their importers",
     ("analysis", "pyright_memory_mb"): "it was the resident type checker's heap limit",
 }
 """Keys seed no longer has, with why: a seed.toml that sets one is read without it, and says so."""
