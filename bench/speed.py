@@ -38,9 +38,8 @@ from typing import Any
 
 from bench.analysis import SEED, _env, seed_analysis
 from bench.generate import MODULES_PER_PACKAGE, env_git, generate, one_file_change
-from kernel.host.context import Context, open_context
+from kernel.host.context import open_context
 from kernel.isolation import procs
-from kernel.measuring.resident import ResidentPyright
 from kernel.shell.daemon import Daemon
 
 FAKE = Path(__file__).resolve().parent / "fake_agent.py"
@@ -49,14 +48,12 @@ _TOOLS = ("pytest", "pyright", "ruff", "fake_agent.py", "breaker.py")
 
 
 class _Intervals:
-    """Records when tool and agent processes ran, the resident pyright's checks included
-    (procs.run and ResidentPyright.check wrapped, then restored)."""
+    """Records when tool and agent processes ran (procs.run wrapped, then restored)."""
 
     def __init__(self) -> None:
         self.spans: list[tuple[float, float]] = []
         self._lock = threading.Lock()
         self._real = procs.run
-        self._check = ResidentPyright.check
 
     def __enter__(self) -> _Intervals:
         def run(argv: Sequence[str], **kw: Any) -> procs.Completed:
@@ -68,21 +65,11 @@ class _Intervals:
                     with self._lock:
                         self.spans.append((started, time.monotonic()))
 
-        def check(checker: ResidentPyright, *args: Any, **kw: Any) -> Any:
-            started = time.monotonic()
-            try:
-                return self._check(checker, *args, **kw)
-            finally:
-                with self._lock:
-                    self.spans.append((started, time.monotonic()))
-
         procs.run = run  # type: ignore[assignment]
-        ResidentPyright.check = check  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         procs.run = self._real
-        ResidentPyright.check = self._check  # type: ignore[method-assign]
 
     def covered(self) -> float:
         """Seconds during which at least one tool or agent process ran."""
@@ -215,7 +202,6 @@ def overhead(root: Path, repeat: int) -> dict[str, float]:
 def reanalysis(root: Path, change: Callable[[], str], repeat: int) -> dict[str, float | str]:
     """Re-analysis after a one-file change against a full analysis of the same commit."""
     ctx = open_context(root, quiet=True)
-    ctx.keep_pyright()  # as the daemon does
     ctx.start_host()
     try:
         pairs: list[tuple[float, float]] = []
@@ -226,10 +212,9 @@ def reanalysis(root: Path, change: Callable[[], str], repeat: int) -> dict[str, 
             hits.append(seed_analysis(ctx, fresh=False)[0])
             changed = change()
             inc, _ = seed_analysis(ctx, fresh=False)
-            full, _ = _cold(ctx, lambda: seed_analysis(ctx, fresh=True))
+            full, _ = seed_analysis(ctx, fresh=True)
             pairs.append((inc, full))
     finally:
-        ctx.drop_pyright()
         ctx.host.stop()
         ctx.store.close()
     whole: list[float] = []
@@ -250,15 +235,6 @@ def reanalysis(root: Path, change: Callable[[], str], repeat: int) -> dict[str, 
         "cache_hit_s": statistics.median(hits),
         "cache_hit_process_s": statistics.median(whole),
     }
-
-
-def _cold(ctx: Context, analysis: Callable[[], tuple[float, Any]]) -> tuple[float, Any]:
-    """A full analysis as a fresh start makes it: no cache, no resident pyright."""
-    resident, ctx.pyright = ctx.pyright, None
-    try:
-        return analysis()
-    finally:
-        ctx.pyright = resident
 
 
 def _real_change(root: Path, package: str) -> Callable[[], str]:

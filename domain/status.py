@@ -78,7 +78,8 @@ class DaemonStatus(Fact):
     metrics_url: str = ""
     """Where the daemon serves Prometheus metrics ("" when it does not)."""
     type_checker: str = ""
-    """The resident pyright: its process and memory against its limit ("" when none runs)."""
+    """Always "": the resident pyright it described left seed (issue 26); kept for module
+    trees that still read it."""
     dirty: tuple[str, ...] = ()
     """The checkout's uncommitted and untracked paths (history/ and inbox/ aside)."""
     python: str = ""

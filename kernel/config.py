@@ -1,10 +1,13 @@
-"""seed.toml: pydantic models with a docstring per key; unknown keys are errors."""
+"""seed.toml: pydantic models with a docstring per key; unknown keys are errors, removed
+ones are named and ignored."""
 
 from __future__ import annotations
 
+import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import tomli_w
 from pydantic import (
@@ -197,12 +200,6 @@ class AnalysisConfig(_Section):
     """At most this many incremental measurements in a row; then a full one."""
     test_map: bool = True
     """Record which project files each test runs (full analyses), to run affected tests first."""
-    resident_pyright: bool = False
-    """The daemon keeps one pyright --watch running (kernel/measuring/resident.py) instead of cold,
-    incremental runs; off by default: its sound re-check costs 0.4-0.8 of a cold run, more than
-    an incremental cold run of the changed files and their importers (bench/README.md)."""
-    pyright_memory_mb: int = Field(default=2048, ge=256, le=1 << 16)
-    """Heap limit of the resident pyright (MiB); it is restarted when its RSS goes over it."""
 
     @field_validator("order")
     @classmethod
@@ -322,6 +319,33 @@ class Config(_Section):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
 
 
+REMOVED: dict[tuple[str, str], str] = {
+    ("analysis", "resident_pyright"): "the resident type checker left seed in issue 26: it "
+    "did not re-check a one-file change in a tenth of a cold run on every repository measured, "
+    "see bench/README.md; pyright runs cold on the changed files and their importers",
+    ("analysis", "pyright_memory_mb"): "it was the resident type checker's heap limit",
+}
+"""Keys seed no longer has, with why: a seed.toml that sets one is read without it, and says so."""
+
+
+def _removed(raw: dict[str, Any], path: Path) -> list[str]:
+    """Take the removed keys out of the raw document; one message per key taken."""
+    said: list[str] = []
+    for (section, key), why in REMOVED.items():
+        table = raw.get(section)
+        if isinstance(table, dict) and key in table:
+            del cast(dict[str, Any], table)[key]
+            said.append(
+                f"{path}: key '{section}.{key}' was removed from seed ({why}); it is "
+                "ignored, the rest of seed.toml applies: delete the line"
+            )
+    return said
+
+
+def _stderr(message: str) -> None:
+    print(f"seed: {message}", file=sys.stderr, flush=True)
+
+
 def _describe(err: Any, path: Path) -> str:
     loc = ".".join(str(part) for part in err["loc"])
     kind = err["type"]
@@ -331,8 +355,9 @@ def _describe(err: Any, path: Path) -> str:
     return f"{path}: key '{loc}': {message}"
 
 
-def load_config(path: Path) -> Config:
-    """Read and validate seed.toml; a missing file gives the defaults."""
+def load_config(path: Path, note: Callable[[str], None] | None = None) -> Config:
+    """Read and validate seed.toml; a missing file gives the defaults. A key seed no longer
+    has (REMOVED) is left out and named to `note` (None: stderr)."""
     if not path.exists():
         return Config()
     try:
@@ -349,6 +374,8 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    for message in _removed(raw, path):
+        (note or _stderr)(message)
     try:
         return Config.model_validate(raw)
     except ValidationError as exc:

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from kernel.config import Config, load_config
@@ -18,7 +19,6 @@ from kernel.host.selfcheck import selfcheck
 from kernel.isolation import gitops, jails
 from kernel.isolation.paths import Paths, discover
 from kernel.measuring.measure import Target, resolve_python, ruff_binary
-from kernel.measuring.resident import ResidentPyright
 from kernel.records.store import RecordStore
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
@@ -58,24 +58,6 @@ class Context:
     """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
     used_so_far: Callable[[str], None] = field(default=lambda figure: None, repr=False)
     """Where the running agent's usage so far is shown (the daemon's status.json)."""
-    pyright: ResidentPyright | None = field(default=None, repr=False)
-    """The daemon's resident type checker ([analysis] resident_pyright); None: cold runs."""
-
-    def keep_pyright(self) -> None:
-        """Start keeping pyright resident (the daemon does, when the config says so)."""
-        if self.pyright is None and self.config.analysis.resident_pyright:
-            self.pyright = ResidentPyright(
-                self.paths.root,
-                self.paths.resident,
-                memory_mb=self.config.analysis.pyright_memory_mb,
-                log=self.log,
-            )
-
-    def drop_pyright(self) -> None:
-        """End the resident type checker, if any."""
-        if self.pyright is not None:
-            self.pyright.close()
-            self.pyright = None
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""
@@ -107,7 +89,7 @@ class Context:
 
         A change chooses the backend again and restarts the module host in its new jail.
         """
-        config, target = _configured(self.paths, self.config_path)
+        config, target = _configured(self.paths, self.config_path, self.log)
         if config == self.config:
             return False
         self.config, self.target, self._backend = config, target, None
@@ -137,9 +119,12 @@ class Context:
         return self._backend
 
 
-def _configured(paths: Paths, path: Path) -> tuple[Config, Target]:
-    """seed.toml read, and the target's tools as it sets them."""
-    config = load_config(path)
+def _configured(
+    paths: Paths, path: Path, note: Callable[[str], None] | None = None
+) -> tuple[Config, Target]:
+    """seed.toml read (what it says of removed keys to `note`, else stderr), and the target's
+    tools as it sets them."""
+    config = load_config(path, note)
     strict = (
         tuple(config.quality.pyright_strict)
         if config.quality.pyright_strict is not None
@@ -162,7 +147,8 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
     """Discover the repository, read seed.toml, and prepare (not start) the module host."""
     paths = discover(root)
     path = config_path if config_path is not None else paths.root / "seed.toml"
-    config, target = _configured(paths, path)
+    # a removed key is news for the daemon's log; a quiet command says it on stderr
+    config, target = _configured(paths, path, None if quiet else partial(log_line, paths))
     store = RecordStore(paths.history, fingerprint=fingerprint(paths.root), state=paths.state)
     host = ModuleHost(
         paths.seed_home, paths.state / "host.log", jail=jails.module_jail(paths, config.guard)

@@ -90,12 +90,6 @@ class Paths:
         return self.state / "cache"
 
     @property
-    def resident(self) -> Path:
-        """The resident pyright's folder: outside the git directory, because pyright's watcher
-        ignores every change under a `.git` folder (~/.cache/seed/pyright/<repository>)."""
-        return self._cache / "pyright" / self._key
-
-    @property
     def lock(self) -> Path:
         """The one-daemon-per-repository lock."""
         return self.state / "daemon.lock"

@@ -223,9 +223,6 @@ class AgentRunner:
                 )
         finally:
             check_checkout(ctx, it, checkout, snapshot)
-            if not it.sandboxed and ctx.pyright is not None:
-                # same user, no sandbox: it could have reached the resident checker's process
-                ctx.pyright.invalidate()
         it.timed("execute", t0)
         if completed.truncated:
             with files.log.open("ab") as handle:

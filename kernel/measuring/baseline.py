@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from domain import GapReport, InboxItem, Measurement, Measurements, Tool
+from domain import GapReport, InboxItem, Measurements, Tool
 from kernel.config import Config
 from kernel.fsutil import atomic_write_text
 from kernel.isolation import seal, trees
@@ -26,7 +26,6 @@ from kernel.measuring.gate import Gate, ruff_material
 from kernel.measuring.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.measuring.localise import localise
 from kernel.measuring.measure import Target, failed_ids, measure, run_pytest
-from kernel.measuring.resident import ResidentPyright
 from kernel.measuring.testmap import Selection, TestFiles, TestMap
 
 
@@ -39,8 +38,6 @@ class Setting(Protocol):
     def config(self) -> Config: ...
     @property
     def target(self) -> Target: ...
-    @property
-    def pyright(self) -> ResidentPyright | None: ...
 
 
 _CACHE_KEEP = 32
@@ -214,7 +211,6 @@ def _measure(
             if mapping:
                 scope = replace(scope, tests=_selection(ctx, key, tree, base, delta))
     executed = _mapper(ctx, key, tree) if mapping else None  # a whole suite maps the tests
-    pyright = _resident(ctx, place, gate)
 
     def fill(view: Path) -> None:
         # ruff's files from git objects, never from the export, where tests have run
@@ -228,7 +224,6 @@ def _measure(
             work_dir,
             tree_id=tree,
             executed=executed,
-            pyright=pyright,
             fill=fill,
         )
         return result, 0
@@ -241,7 +236,6 @@ def _measure(
         base=base.measurements,
         scope=scope,
         executed=executed,
-        pyright=pyright,
         fill=fill,
     )
     return _whole_suite_decides(ctx, tree_dir, work_dir, base.measurements, result), (
@@ -264,16 +258,6 @@ def _whole_suite_decides(
     whole = whole.model_copy(update={"advisory": now.advisory})
     items = tuple(whole if m.tool == Tool.PYTEST else m for m in result.items)
     return Measurements(tree=result.tree, items=items)
-
-
-def _resident(ctx: Setting, place: Export, gate: Gate) -> Callable[[], Measurement] | None:
-    """The resident checker on the export's tree (read from git objects, never from the
-    export, where tests run), or None for a cold run."""
-    resident = ctx.pyright
-    if resident is None:
-        return None
-    timeout = ctx.config.quality.tool_timeout_s
-    return lambda: resident.check(place.tree, gate, ctx.target, timeout, place.store)
 
 
 def _mapper(ctx: Setting, key: str, tree: str) -> Callable[[TestFiles], None] | None:

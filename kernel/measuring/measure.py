@@ -972,22 +972,18 @@ def measure(
     base: Measurements | None = None,
     scope: Scope | None = None,
     executed: Callable[[TestFiles], None] | None = None,
-    pyright: Callable[[], Measurement] | None = None,
     fill: Callable[[Path], object] | None = None,
 ) -> Measurements:
     """Every configured tool on one tree; with a base and a scope, ruff and pyright only
     re-check, and pytest re-runs the scope's tests. `executed` gets the test map of a full
-    test run; `pyright`, when given, checks the whole tree instead (the resident checker).
-    ruff and pyright judge a view made before any test runs (`fill` writes the tree's files
+    test run. ruff and pyright judge a view made before any test runs (`fill` writes the tree's files
     there from git objects; else they are copied from `tree`)."""
     wanted = [Tool(t) for t in gate.adoption.tools]
     with contextlib.ExitStack() as stack:
         # ruff and pyright read a view made before any test runs: a test may write the tree
         checking = {Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT} & set(wanted)
         view = stack.enter_context(lint_view(tree, gate, fill)) if checking else tree
-        return _measure_all(
-            tree, view, target, gate, work_dir, tree_id, base, scope, executed, pyright
-        )
+        return _measure_all(tree, view, target, gate, work_dir, tree_id, base, scope, executed)
 
 
 def _measure_all(
@@ -1000,7 +996,6 @@ def _measure_all(
     base: Measurements | None,
     scope: Scope | None,
     executed: Callable[[TestFiles], None] | None,
-    pyright: Callable[[], Measurement] | None,
 ) -> Measurements:
     wanted = [Tool(t) for t in gate.adoption.tools]
     timeout = target.quality.tool_timeout_s
@@ -1018,10 +1013,7 @@ def _measure_all(
             futures[Tool.PYTEST] = pool.submit(
                 _tests, tree, target, work_dir, timeout, previous(Tool.PYTEST), scope, executed
             )
-        if Tool.PYRIGHT in wanted and pyright is not None:
-            resident = pyright
-            futures[Tool.PYRIGHT] = pool.submit(lambda: with_hidden(resident(), view, gate, ()))
-        elif Tool.PYRIGHT in wanted:
+        if Tool.PYRIGHT in wanted:
             futures[Tool.PYRIGHT] = pool.submit(
                 _partly,
                 previous(Tool.PYRIGHT),

@@ -333,7 +333,6 @@ class Daemon:
         recover(self.ctx)
         mark_daemon(self.ctx)
         self.ctx.daemon = True
-        self.ctx.keep_pyright()
         self.ctx.start_host()
         backend = self.ctx.backend()
         self.status.update(backend=backend.name, backend_reason=backend.reason)
@@ -377,7 +376,6 @@ class Daemon:
             self.metrics = None
             self.status.data.pop("metrics_url", None)
         self.status.stopped()
-        self.ctx.drop_pyright()
         self.ctx.host.stop()
         self.ctx.store.close()
         self.ctx.log(f"stopped ({_STOPPED_BY[0]})" if _STOPPED_BY else "stopped")
@@ -389,20 +387,6 @@ class Daemon:
             return Loop(self.ctx, self._phase, self._analysed).run(single=single)
         finally:
             self._refresh_metrics()
-            self._type_checker()
-
-    def _type_checker(self) -> None:
-        """The resident pyright's process and memory, for `status`."""
-        resident = self.ctx.pyright
-        if resident is None or resident.pid is None:
-            self.status.update(type_checker="")
-            return
-        limit = self.ctx.config.analysis.pyright_memory_mb
-        self.status.update(
-            type_checker=f"resident (process group {resident.pid}), "
-            f"{resident.rss_bytes() / 2**20:.0f} MiB of {limit} MiB, "
-            f"started {resident.restarts} time(s)"
-        )
 
     def once(self) -> int:
         """One iteration; the exit code says how it went."""

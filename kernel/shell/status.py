@@ -194,7 +194,6 @@ def read_status(ctx: Context) -> DaemonStatus:
         max_cost_usd_per_day=limits.max_cost_usd_per_day,
         max_iterations_per_day=limits.max_iterations_per_day,
         metrics_url=str(live.get("metrics_url", "")) if running else "",
-        type_checker=str(live.get("type_checker", ""))[:300] if running else "",
         setup=read_setup(ctx),
         dirty=tuple(gitops.uncommitted(ctx.paths.root)),
         python=ctx.target.python,

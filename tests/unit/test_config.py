@@ -10,6 +10,8 @@ from pydantic import BaseModel
 
 from kernel.config import Config, load_config, write_config
 from kernel.errors import ConfigError
+from kernel.host.context import open_context
+from tests.support import SAMPLE, make_repo
 
 
 def test_missing_file_gives_defaults(tmp_path: Path) -> None:
@@ -161,3 +163,32 @@ def test_an_api_base_each_backend_can_use_loads(tmp_path: Path) -> None:
     ]:
         path.write_text(f'[agent]\nbackend = "{backend}"\napi_base = "{base}"\n')
         assert load_config(path).agent.api_base == base
+
+
+REMOVED_KEYS = "[analysis]\nresident_pyright = true\npyright_memory_mb = 1024\nfull_every = 3\n"
+"""A seed.toml written before the resident type checker left seed (issue 26)."""
+
+
+def test_a_removed_key_is_named_once_and_the_rest_of_the_config_applies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "seed.toml"
+    path.write_text(REMOVED_KEYS)
+    config = load_config(path)
+    assert config.analysis.full_every == 3
+    said = capsys.readouterr().err.splitlines()
+    for key in ("analysis.resident_pyright", "analysis.pyright_memory_mb"):
+        named = [line for line in said if f"key '{key}' was removed" in line]
+        assert len(named) == 1 and str(path) in named[0], said
+    assert (
+        "resident_pyright"
+        not in Config.model_json_schema()["$defs"]["AnalysisConfig"]["properties"]
+    )
+
+
+def test_a_daemon_logs_a_removed_key_and_still_opens(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", SAMPLE, config=REMOVED_KEYS)
+    ctx = open_context(repo)
+    assert ctx.config.analysis.full_every == 3
+    log = (ctx.paths.history / "daemon.log").read_text(encoding="utf-8")
+    assert "key 'analysis.resident_pyright' was removed" in log
