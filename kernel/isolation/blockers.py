@@ -19,11 +19,14 @@ from kernel.isolation import gitops
 Blocker = tuple[str, ...]
 """The facts that block, in a stable order (empty: nothing blocks)."""
 
+UNREADABLE = "git could not read it (git status failed)"
+"""The blocker when git cannot read the checkout: fail closed, never "nothing blocks"."""
 _GLOB = frozenset("*?[")
 _STATE = re.compile(
-    r"^(HEAD is detached|the repository has no commits yet|an? [a-z-]+ is in progress)$"
+    r"^(HEAD is detached|the repository has no commits yet|an? [a-z-]+ is in progress"
+    r"|git could not read it \(git status failed\))$"
 )
-"""The sentences of `gitops.land_blocker`."""
+"""The sentences of `gitops.land_blocker`, and UNREADABLE."""
 
 
 def plan_paths(plan: IterationPlan) -> list[str]:
@@ -35,7 +38,7 @@ def plan_paths(plan: IterationPlan) -> list[str]:
 
 def dirty(root: Path, paths: Iterable[str]) -> list[str]:
     """Which of these paths the person's checkout has changed: modified, staged, deleted or
-    untracked (ignored files are not changes)."""
+    untracked (ignored files are not changes); [UNREADABLE] when git cannot tell."""
     wanted = sorted(set(paths))
     if not wanted:
         return []
@@ -51,7 +54,7 @@ def dirty(root: Path, paths: Iterable[str]) -> list[str]:
         check=False,
     )
     if not result.ok:
-        return []
+        return [UNREADABLE]
     entries = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
     return sorted({e[3:] for e in entries if len(e) > 3})
 
@@ -61,7 +64,8 @@ def blocker(root: Path, paths: Iterable[str]) -> Blocker:
     state = gitops.land_blocker(root)
     if state:
         return (state,)
-    return tuple(dirty(root, paths))
+    changed = dirty(root, paths)
+    return (UNREADABLE,) if UNREADABLE in changed else tuple(changed)
 
 
 def checkout_wide(facts: Sequence[str]) -> bool:

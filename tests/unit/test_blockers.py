@@ -59,3 +59,20 @@ def test_a_blocked_record_holds_while_the_same_facts_are_read_again(tmp_path: Pa
     assert blockers.held(repo)(blocked)
     (repo / "calc.py").write_text(SAMPLE["calc.py"])
     assert not blockers.held(repo)(blocked)
+
+
+def test_a_checkout_git_cannot_read_blocks_everything_until_it_can(tmp_path: Path) -> None:
+    """Fail closed: a `git status` that fails is a blocker, never "nothing blocks"."""
+    repo = make_repo(tmp_path / "repo", SAMPLE)
+    index = repo / ".git" / "index"
+    good = index.read_bytes()
+    index.write_bytes(b"DIRC garbage")  # git: "index file smaller than expected"
+
+    facts = blockers.blocker(repo, ["calc.py"])
+    assert facts == (blockers.UNREADABLE,)
+    assert blockers.checkout_wide(facts)
+    assert "your checkout: git could not read it" in blockers.describe(facts)
+    assert blockers.dirty(repo, ["calc.py"]) == [blockers.UNREADABLE]
+
+    index.write_bytes(good)
+    assert blockers.blocker(repo, ["calc.py"]) == ()
