@@ -42,21 +42,8 @@ def dirty(root: Path, paths: Iterable[str]) -> list[str]:
     wanted = sorted(set(paths))
     if not wanted:
         return []
-    result = gitops.git(
-        root,
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--no-renames",
-        "--",
-        *(f":(literal){p}" for p in wanted),
-        check=False,
-    )
-    if not result.ok:
-        return [UNREADABLE]
-    entries = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-    return sorted({e[3:] for e in entries if len(e) > 3})
+    found = gitops.changed_paths(root, wanted)
+    return [UNREADABLE] if found is None else found
 
 
 def blocker(root: Path, paths: Iterable[str]) -> Blocker:

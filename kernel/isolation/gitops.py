@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,23 +168,34 @@ def land_blocker(root: Path) -> str:
     return ""
 
 
-def uncommitted(root: Path) -> list[str]:
-    """Paths of the checkout with changes not committed (staged, unstaged or untracked), but
-    the kernel's own history/ and inbox/ (what `status` shows the person)."""
-    result = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=normal", check=False)
+def changed_paths(
+    root: Path, paths: Sequence[str] = (), *, folders: bool = False
+) -> list[str] | None:
+    """The checkout's paths with changes not committed (staged, unstaged, deleted or
+    untracked; ignored files are not changes), among `paths` (literal) when given; an
+    untracked folder as one "dir/" with `folders`; None when git cannot read the checkout."""
+    literal = ("--", *(f":(literal){p}" for p in paths)) if paths else ()
+    result = git(
+        root,
+        "status",
+        "--porcelain=v1",
+        "-z",
+        f"--untracked-files={'normal' if folders else 'all'}",
+        "--no-renames",  # a rename is its two paths, each listed
+        *literal,
+        check=False,
+    )
     if not result.ok:
-        return []
-    parts = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-    paths: list[str] = []
-    skip = False
-    for entry in parts:
-        if skip or len(entry) < 4:
-            skip = False
-            continue
-        skip = entry[0] in "RC"  # a rename's or copy's old path follows
-        if not entry[3:].startswith(("history/", "inbox/")):
-            paths.append(entry[3:])
-    return sorted(paths)
+        return None
+    entries = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    return sorted({e[3:] for e in entries if len(e) > 3})
+
+
+def uncommitted(root: Path) -> list[str]:
+    """Paths of the checkout with changes not committed, but the kernel's own history/ and
+    inbox/ (what `status` shows the person)."""
+    found = changed_paths(root, folders=True) or []
+    return [p for p in found if not p.startswith(("history/", "inbox/"))]
 
 
 @dataclass(frozen=True)
