@@ -130,14 +130,33 @@ def _folder(repo: Path, path: Path) -> str:
     return parts[0] if len(parts) > 1 else ""
 
 
+_HERE = Path(__file__).resolve().parent.parent
+
+
+def flat(repo: Path) -> bool:
+    """A kernel from before its rooms (issue 26): no room in its floor plan."""
+    return not rooms(repo)
+
+
+def _placed(repo: Path, module: str) -> str:
+    """The room of a module; a flat kernel's file goes where this checkout's plan puts it."""
+    if not flat(repo):
+        return room_of(repo, module)
+    if module == "kernel":
+        return ""
+    by_name = {Path(f).name: Path(f).parent.name for f in floor_plan(_HERE)}
+    return by_name.get(module.split(".")[-1] + ".py", "?")  # "?": a file that left
+
+
 def climbs(repo: Path, graph: dict[str, set[str]]) -> list[str]:
-    """Imports from a room into a room above it, or into a folder that is no room."""
-    order = {room: at for at, (room, _) in enumerate(rooms(repo))}
+    """Imports from a room into a room above it (a flat kernel's files placed by this
+    checkout's floor plan)."""
+    order = {room: at for at, (room, _) in enumerate(rooms(_HERE if flat(repo) else repo))}
     out: list[str] = []
     for module in sorted(graph):
-        here = room_of(repo, module)
+        here = _placed(repo, module)
         for target in sorted(graph[module]):
-            there = room_of(repo, target)
+            there = _placed(repo, target)
             if here in order and there in order and order[there] > order[here]:
                 out.append(
                     f"upward import: {module} -> {target} "
@@ -210,8 +229,13 @@ def main(argv: list[str]) -> int:
     total = sum(_lines(p) for p in files)
     code = sum(code_lines(p) for p in files)
     print(f"kernel: {len(files)} files, {total} lines ({code} of code)")
-    for room, _ in rooms(repo):
-        held = [p for p in files if _folder(repo, p) == room]
+    if flat(repo):
+        print("  (a flat kernel: its files placed in the rooms of this checkout's floor plan)")
+        gone = [p.name for p in files if _placed(repo, module_name(repo, p)) == "?"]
+        if gone:
+            print(f"  not in this floor plan (they left the kernel): {', '.join(gone)}")
+    for room, _ in rooms(_HERE if flat(repo) else repo):
+        held = [p for p in files if _placed(repo, module_name(repo, p)) == room]
         print(
             f"  kernel/{room + '/' if room else '':<11} {len(held):3d} files, "
             f"{sum(_lines(p) for p in held):6d} lines ({sum(code_lines(p) for p in held)} of code)"
