@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.host.context import Context
-from kernel.isolation import gitops, jails, procs
+from kernel.isolation import blockers, gitops, jails, procs
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop.analysis import analyse, read_inbox
 from kernel.loop.loop import Loop, for_planner, planning_history
@@ -49,7 +49,9 @@ CHANGES = ("created", "modified", "moved", "deleted")
 the daemon's own among them: they never wake it."""
 INBOX_CHANGES = (*CHANGES, "closed")
 """In inbox/, a file closed after writing is also news: it is complete."""
-CONFIG, HEAD, HALT, INBOX = "config", "HEAD", "halt", "inbox"
+CONFIG, HEAD, HALT, INBOX, BLOCKER = "config", "HEAD", "halt", "inbox", "blocker"
+_BLOCKED_LOOKBACK = 200
+"""Latest records read for the files that block a gap (a blocked gap's record is recent)."""
 
 
 @dataclass
@@ -60,7 +62,7 @@ class Wake:
     ready: set[str] = field(default_factory=set[str])
     """Inbox files known to be complete (closed after writing, or moved in)."""
     news: set[str] = field(default_factory=set[str])
-    """What changed since the loop last looked (CONFIG, HEAD, HALT, INBOX)."""
+    """What changed since the loop last looked (CONFIG, HEAD, HALT, INBOX, BLOCKER)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def poke(self, name: str = "") -> None:
@@ -149,14 +151,36 @@ def inbox_event(
         wake.poke()
 
 
-def watched_files(ctx: Context) -> dict[Path, str]:
+def blocked_paths(records: Sequence[IterationRecord]) -> tuple[str, ...]:
+    """The checkout's files that block a gap now: those its latest record was blocked by
+    (a checkout-wide blocker moves HEAD or the branch's ref when it clears)."""
+    latest: dict[str, IterationRecord] = {}
+    for record in records:
+        latest[record.gap.key] = record
+    paths = {
+        path
+        for record in latest.values()
+        if record.blocked_by and not blockers.checkout_wide(record.blocked_by)
+        for path in record.blocked_by
+    }
+    return tuple(sorted(paths))
+
+
+def watched_files(ctx: Context, blocked: Sequence[str] = ()) -> dict[Path, str]:
     """The files outside inbox/ whose change wakes the daemon, and what each change is.
 
-    halt.json (a resume), seed.toml, and what a commit or checkout moves: HEAD, the branch's
-    ref and packed-refs. The daemon's own writes elsewhere in their folders (status.json, the
+    halt.json (a resume), seed.toml, what a commit or checkout moves (HEAD, the branch's ref
+    and packed-refs), and the checkout's files that block a gap (a person reverting an edit
+    clears its blocker). The daemon's own writes elsewhere in their folders (status.json, the
     log, records, its kept branches) are not among them.
     """
+    root = ctx.paths.root
     files = {
+        root / path: BLOCKER
+        for path in blocked
+        if path and not Path(path).is_absolute() and ".." not in Path(path).parts
+    }
+    files |= {
         ctx.paths.history / halt.HALT_FILE: HALT,
         Path(os.path.abspath(ctx.config_path)): CONFIG,
         ctx.paths.common / "packed-refs": HEAD,
@@ -269,9 +293,9 @@ class _Watch:
                 self.observer.schedule(self.named, str(parent), event_filter=self.kinds)
                 self.parents.add(parent)
 
-    def refresh(self) -> None:
-        """HEAD moved: watch the ref of the branch it names now."""
-        fresh = watched_files(self.ctx)
+    def refresh(self, blocked: Sequence[str] = ()) -> None:
+        """Watch the ref of the branch HEAD names now, and the files that block a gap."""
+        fresh = watched_files(self.ctx, blocked)
         if fresh != self.files:
             self.files = fresh
             with contextlib.suppress(OSError):  # out of watches: the timer still re-analyses
@@ -285,9 +309,10 @@ class _Watch:
 
 
 @contextlib.contextmanager
-def _watch(ctx: Context, wake: Wake) -> Generator[Callable[[], None]]:
-    """Wake the loop on changes of inbox/ and of `watched_files`; yields what to call when
-    HEAD moved (another branch's ref is watched from then on).
+def _watch(ctx: Context, wake: Wake) -> Generator[Callable[[Sequence[str]], None]]:
+    """Wake the loop on changes of inbox/ and of `watched_files`; yields what to call with
+    the files that block a gap now, after HEAD moved or an iteration (another branch's ref
+    and those files are watched from then on).
 
     Each watch asks inotify only for the event kinds that mean a change: the daemon's own
     reads of halt.json or HEAD never wake it.
@@ -430,12 +455,12 @@ class Daemon:
         done = 0
         backoff = 1.0
         try:
-            with _watch(self.ctx, self.wake) as moved:
+            with _watch(self.ctx, self.wake) as watch:
                 while not procs.STOP.is_set():
                     self.wake.event.clear()
                     ran: list[IterationRecord] = []
                     try:
-                        self._news(moved)
+                        self._news(watch)
                         hstate = halt.read_halt(self.ctx.paths.history)
                         if hstate.halted:
                             fresh = self._while_halted(hstate)
@@ -471,24 +496,29 @@ class Daemon:
                         break
                     if ran:
                         continue
+                    self._watch_blocked(watch)  # what this pass found blocked wakes it
                     poll = self.ctx.config.daemon.poll_interval_s
                     at = datetime.now(UTC) + timedelta(seconds=poll)
                     self._phase(
                         "idle",
-                        f"until a change (inbox, seed.toml, a commit, a resume) or the next re-analysis at {at:%H:%M:%S}Z",
+                        f"until a change (inbox, seed.toml, a commit, a resume, a file that blocks a gap) or the next re-analysis at {at:%H:%M:%S}Z",
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
         finally:
             self._stop()
         return EXIT_OK
 
-    def _news(self, moved: Callable[[], None]) -> None:
-        """Changes seen while the loop slept: another branch to watch, seed.toml to read."""
+    def _news(self, watch: Callable[[Sequence[str]], None]) -> None:
+        """Changes seen while the loop slept: another branch and the files that block a gap
+        to watch, seed.toml to read."""
         news = self.wake.take_news()
-        if HEAD in news:
-            moved()
+        self._watch_blocked(watch)
         if CONFIG in news:
             self._reload_config()
+
+    def _watch_blocked(self, watch: Callable[[Sequence[str]], None]) -> None:
+        """Watch the files that block a gap now (and the branch HEAD names)."""
+        watch(blocked_paths(self.ctx.store.recent(_BLOCKED_LOOKBACK, brief=True)))
 
     def _reload_config(self) -> bool:
         """seed.toml changed: use it from now on (a broken one is named, the old one kept).

@@ -3,9 +3,22 @@ blocks waits until it changes, and kept work lands with no agent run once it cle
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from tests.support import SAMPLE, agent_config, agent_io, git, make_repo, records, seed
+from tests.support import (
+    SAMPLE,
+    agent_config,
+    agent_io,
+    git,
+    make_repo,
+    records,
+    seed,
+    seed_argv,
+)
 
 SUB = [
     {"append": "calc.py", "text": "\n\ndef sub(a, b):\n    return a - b\n"},
@@ -90,3 +103,39 @@ def test_a_detached_head_then_a_dirty_file_the_plan_names_block_before_the_agent
     report = (repo / "history" / dirty["iteration_id"] / "report.md").read_text()
     assert "calc.py" in report and "blocked before the agent ran" in report
     assert landed["outcome"] == "SUCCESS"
+
+
+def _until(check: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_running_daemon_wakes_when_the_blocker_clears_not_at_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {
+            **SAMPLE,
+            "calc.py": "import os\n\n" + SAMPLE["calc.py"],
+            "pyproject.toml": "[tool.ruff]\n",
+        },
+        '[agent]\nbackend = "ruff-fix"\n\n[daemon]\npoll_interval_s = 600\n',
+    )
+    (repo / "calc.py").write_text((repo / "calc.py").read_text() + "# the person's work\n")
+    daemon = subprocess.Popen(
+        seed_argv(repo, "run"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert _until(lambda: any(r["blocked_by"] == ["calc.py"] for r in records(repo)), 120)
+        time.sleep(1.0)  # asleep until the next poll, 10 minutes away
+        git(repo, "checkout", "--", "calc.py")  # the person reverts their edit
+        assert _until(lambda: records(repo)[-1]["outcome"] == "SUCCESS", 60), records(repo)
+    finally:
+        daemon.send_signal(signal.SIGINT)
+        daemon.wait(timeout=60)
+    assert "import os" not in git(repo, "show", "HEAD:calc.py")

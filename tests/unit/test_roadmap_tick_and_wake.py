@@ -9,12 +9,24 @@ from pathlib import Path
 
 import pytest
 
+from domain import IterationOutcome
 from kernel.errors import ConfigError
 from kernel.host.context import open_context
 from kernel.judging.landing import tick
-from kernel.shell.daemon import CONFIG, HALT, HEAD, Wake, _watch, file_event, inbox_event  # pyright: ignore[reportPrivateUsage]
+from kernel.shell.daemon import (  # pyright: ignore[reportPrivateUsage]
+    BLOCKER,
+    CONFIG,
+    HALT,
+    HEAD,
+    Wake,
+    _watch,
+    blocked_paths,
+    file_event,
+    inbox_event,
+)
 from kernel.shell.status import StatusWriter
 from tests.support import SAMPLE, make_repo
+from tests.unit.factories import gap, record
 
 ROADMAP = "# Next\n- [ ] add sub tests\n- [ ] add sub\n* [ ]   add mul  \r\n- [x] add div\n"
 
@@ -154,3 +166,38 @@ def test_the_watch_stops_without_watchdogs_inactive_thread_error(
         done.set()
         writer.join()
     assert not [r for r in caplog.records if "inactive" in r.getMessage()]
+
+
+def test_a_change_to_a_file_that_blocks_a_gap_wakes_the_daemon_and_others_do_not(
+    tmp_path: Path,
+) -> None:
+    """A person reverting the edit that blocks work wakes the daemon at once, not at the
+    next poll (issue 25's "one blocker, one payment", whose work then lands)."""
+    repo = make_repo(tmp_path / "repo", SAMPLE)
+    (repo / "calc.py").write_text(SAMPLE["calc.py"] + "# the person's work in progress\n")
+    ctx = open_context(repo, quiet=True)
+    wake = Wake()
+    with _watch(ctx, wake) as refresh:
+        refresh(("calc.py",))
+        wake.take_news()
+        wake.event.clear()
+        (repo / "notes.txt").write_text("a file that blocks nothing\n")
+        assert not wake.event.wait(1.0)
+        (repo / "calc.py").write_text(SAMPLE["calc.py"])  # reverted
+        assert wake.event.wait(5.0)
+        assert BLOCKER in wake.take_news()
+
+
+def test_the_paths_that_block_are_the_latest_records_not_the_checkouts_state() -> None:
+    g, h = gap("ruff:calc.py:F401"), gap("ruff:b.py:F401", files=("b.py",))
+    blocked = record(g, 1, IterationOutcome.WAITING, None).model_copy(
+        update={"blocked_by": ("calc.py", "tests/test_calc.py")}
+    )
+    cleared = record(h, 2, IterationOutcome.WAITING, None).model_copy(
+        update={"blocked_by": ("b.py",)}
+    )
+    landed = record(h, 3, IterationOutcome.SUCCESS, None)
+    detached = record(gap("ruff:c.py:F401"), 4, IterationOutcome.WAITING, None).model_copy(
+        update={"blocked_by": ("HEAD is detached",)}
+    )
+    assert blocked_paths([blocked, cleared, landed, detached]) == ("calc.py", "tests/test_calc.py")
