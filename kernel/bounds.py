@@ -62,6 +62,8 @@ ROADMAP_MAX_ITEMS = 1000
 """Unchecked ROADMAP.md items taken; the rest are left out (and counted)."""
 CONFIG_MAX_BYTES = 1024 * 1024
 """Largest seed.toml."""
+GATEWAY_REQUEST_MAX = 32 * MIB
+"""Largest request body an agent sends through the model gateway (the vendors' own limit)."""
 EVIDENCE_MAX_LINES = 50
 """Evidence and checkout-change lines kept in a record, its report and the daemon log."""
 LINE_MAX_CHARS = 2000

@@ -77,8 +77,11 @@ class ScriptedModel:
         max_requests: int = 200,
         lifetime_s: float = 900.0,
         log: Path | None = None,
+        gate: threading.Event | None = None,
     ) -> None:
         self.turns = turns
+        self.gate = gate
+        """When given, event streams go out chunked, one event at a time, the last once it is set."""
         self.text_only = text_only
         self.error = error
         self.hold = hold
@@ -212,12 +215,28 @@ class ScriptedModel:
         if done:
             lines += ["data: [DONE]", ""]
         payload = ("\n".join(lines) + "\n").encode()
+        if self.gate is not None:
+            self._trickle(handler, payload.split(b"\n\n"))
+            return
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Cache-Control", "no-cache")
         handler.send_header("Content-Length", str(len(payload)))
         handler.end_headers()
         handler.wfile.write(payload)
+
+    def _trickle(self, handler: BaseHTTPRequestHandler, events: list[bytes]) -> None:
+        """An event stream in chunks, one event each; the last waits for the gate."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        pieces = [event + b"\n\n" for event in events if event.strip()]
+        for n, piece in enumerate(pieces):
+            if n == len(pieces) - 1 and self.gate is not None:
+                self.gate.wait(self.lifetime_s)
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        handler.wfile.write(b"0\r\n\r\n")
 
     def answer_error(
         self, handler: BaseHTTPRequestHandler, api: str, status: int, message: str
@@ -236,7 +255,10 @@ class ScriptedModel:
 
     def start(self) -> None:
         """Serve in a thread; stop by itself after the lifetime."""
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll: stop() returns at once (each test starts and stops its own server)
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         threading.Thread(target=self._expire, daemon=True).start()
 
     def _expire(self) -> None:

@@ -1,0 +1,509 @@
+"""The model gateway: the kernel's HTTP reverse proxy for one agent run's model API.
+
+The agent talks to its model through a socket the kernel owns (a Unix socket in a kernel
+folder; 127.0.0.1 for tests). Each request is forwarded to the upstream (the vendor's
+endpoint or a self-hosted one) with the agent's placeholder key replaced by the real one, and
+the answer streams back piece by piece as it arrives. Hooks see each request before it goes
+(and may refuse it), each piece of the answer and its end, so the records room can record and
+the budget can decide without this room importing them.
+
+Standard library only (http.server, http.client): one run's gateway serves one agent, a few
+requests at a time, and both modules stream (http.client's read1 hands back what arrived,
+chunked or not); a third-party client would add a dependency to the kernel for nothing here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import itertools
+import json
+import os
+import socket
+import socketserver
+import ssl
+import stat
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from kernel.bounds import GATEWAY_REQUEST_MAX, KIB
+
+Api = Literal["anthropic", "openai-responses", "openai-chat", "gemini"]
+
+SOCKET_NAME = "gateway.sock"
+UPSTREAM_TIMEOUT_S = 600.0
+"""The longest the upstream may stay silent (connecting, or between two pieces of an answer)."""
+_PIECE = 64 * KIB
+_LINE_MAX = 64 * KIB
+_SOCKET_PATH_MAX = 107
+"""AF_UNIX paths are 108 bytes with the terminating NUL."""
+REDACTED = "[redacted]"
+
+_CREDENTIALS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"}
+)
+"""Headers that carry a credential: never forwarded from the agent, redacted when recorded."""
+_SECRET_WORDS = ("key", "auth", "token", "secret", "cookie", "session", "signature", "password")
+"""A recorded header whose name holds one of these is redacted too (a CLI's own credential)."""
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
+"""Headers of one connection, not of the message (plus those the gateway sets itself)."""
+_GEMINI_CALLS = ("generateContent", "streamGenerateContent", "countTokens")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request through the gateway, as the hooks see it (secrets already redacted)."""
+
+    api: Api
+    method: str
+    path: str
+    """The path and query the agent asked for (a `key` in the query redacted)."""
+    headers: tuple[tuple[str, str], ...]
+    """The agent's headers, names lower-cased, credentials redacted, hop-by-hop ones left out."""
+    body: bytes
+    seq: int
+    """1 for the run's first request, then 2, 3, ..."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An answer the gateway gives instead of forwarding: a status and a vendor-shaped body."""
+
+    status: int
+    body: bytes
+
+    @classmethod
+    def of(cls, api: Api, status: int, message: str) -> Refusal:
+        """A refusal in the API's own error shape, so the CLI reads it as its vendor's."""
+        return cls(status, error_body(api, status, message))
+
+
+OnRequest = Callable[[Exchange], "Refusal | None"]
+OnChunk = Callable[[Exchange, bytes], "bool | None"]
+"""Returning False cuts the answer there (the piece is not sent; both connections close)."""
+OnDone = Callable[[Exchange, int, float], None]
+"""The upstream's status (502 when it failed, before or during the answer) and the seconds."""
+
+
+def error_body(api: Api, status: int, message: str) -> bytes:
+    """The JSON error body each vendor sends, for this status."""
+    doc: dict[str, Any]
+    if api == "anthropic":
+        kinds = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }
+        doc = {
+            "type": "error",
+            "error": {"type": kinds.get(status, "api_error"), "message": message},
+        }
+    elif api == "gemini":
+        states = {
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            404: "NOT_FOUND",
+            413: "INVALID_ARGUMENT",
+            429: "RESOURCE_EXHAUSTED",
+            502: "UNAVAILABLE",
+            503: "UNAVAILABLE",
+        }
+        doc = {
+            "error": {"code": status, "message": message, "status": states.get(status, "INTERNAL")}
+        }
+    else:
+        kinds = {401: "invalid_api_key", 429: "insufficient_quota"}
+        kind = kinds.get(status, "server_error" if status >= 500 else "invalid_request_error")
+        doc = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+    return json.dumps(doc).encode()
+
+
+def api_of(method: str, path: str, headers: Mapping[str, str] | None = None) -> Api | None:
+    """The API a request speaks, from its path; None for what the gateway does not forward.
+
+    An allow-list: model calls, token counts and model listings only, so the real key cannot
+    reach the vendor's other endpoints (files, fine-tuning, batches, the account).
+    """
+    route = path.split("?", 1)[0].rstrip("/")
+    if method == "POST":
+        if route.endswith(("/messages", "/messages/count_tokens")):
+            return "anthropic"
+        if route.endswith("/responses"):
+            return "openai-responses"
+        if route.endswith("/chat/completions"):
+            return "openai-chat"
+        name = route.rsplit("/", 1)[-1]
+        if "/models/" in route and ":" in name and name.rsplit(":", 1)[1] in _GEMINI_CALLS:
+            return "gemini"
+        return None
+    if method == "GET" and (route.endswith("/models") or "/models/" in route):
+        # a listing looks alike for every vendor: its headers tell them apart
+        names = {k.lower() for k in (headers or {})}
+        if "x-api-key" in names or "anthropic-version" in names:
+            return "anthropic"
+        if "x-goog-api-key" in names or "/v1beta/" in f"{route}/" or "key=" in path:
+            return "gemini"
+        return "openai-chat"
+    return None
+
+
+def _secret(name: str) -> bool:
+    return name in _CREDENTIALS or any(word in name for word in _SECRET_WORDS)
+
+
+def _split(path: str) -> tuple[str, list[tuple[str, str]]]:
+    route, _, query = path.partition("?")
+    return route, parse_qsl(query, keep_blank_values=True)
+
+
+def _joined(route: str, query: list[tuple[str, str]]) -> str:
+    return f"{route}?{urlencode(query)}" if query else route
+
+
+def _recorded_path(path: str) -> str:
+    route, query = _split(path)
+    if not any(name == "key" for name, _ in query):
+        return path
+    return _joined(route, [(n, REDACTED if n == "key" else v) for n, v in query])
+
+
+def _connection_names(headers: Mapping[str, str]) -> frozenset[str]:
+    """Headers named in Connection, hop-by-hop for this connection only."""
+    named = ",".join(v for k, v in headers.items() if k.lower() == "connection")
+    return frozenset(n.strip().lower() for n in named.split(",") if n.strip())
+
+
+class Gateway:
+    """One agent run's gateway: start, serve in threads, stop."""
+
+    def __init__(
+        self,
+        upstream: str,
+        keys: Mapping[str, str],
+        on_request: OnRequest | None = None,
+        on_chunk: OnChunk | None = None,
+        on_done: OnDone | None = None,
+    ) -> None:
+        """`keys`: header name to the whole value sent upstream, replacing the agent's own.
+
+        For example {"x-api-key": KEY} (Anthropic), {"authorization": f"Bearer {KEY}"} (OpenAI)
+        or {"x-goog-api-key": KEY} (Gemini; a `key` in the query is moved there).
+        """
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the model upstream must be an http or https URL: {upstream!r}")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._keys = {name.lower(): value for name, value in keys.items()}
+        self._on_request = on_request
+        self._on_chunk = on_chunk
+        self._on_done = on_done
+        self._seq = itertools.count(1)
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._server: socketserver.BaseServer | None = None
+        self._socket_path: Path | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- life
+
+    def start(self, folder: Path | None = None) -> str:
+        """Serve; returns the Unix socket's path in `folder`, or http://127.0.0.1:PORT without one."""
+        gateway = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                sock: socket.socket = self.connection
+                if sock.family == socket.AF_INET:
+                    # each piece of a stream goes out at once, not held for an ACK
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                gateway._track(sock, True)
+
+            def finish(self) -> None:
+                gateway._track(self.connection, False)
+                super().finish()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def handle_one_request(self) -> None:
+                try:
+                    super().handle_one_request()
+                except OSError:
+                    self.close_connection = True
+
+            def do_POST(self) -> None:
+                gateway._serve(self)
+
+            do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_POST
+
+        server: socketserver.BaseServer
+        if folder is None:
+            server = _TcpServer(("127.0.0.1", 0), Handler)
+            where = f"http://127.0.0.1:{server.server_address[1]}"
+        else:
+            path = _socket_in(folder)
+            server = _UnixServer(str(path), Handler)
+            os.chmod(path, 0o600)
+            self._socket_path = path
+            where = str(path)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return where
+
+    def stop(self) -> None:
+        """Stop serving: open connections (a stream under way included) are closed, threads joined."""
+        server = self._server
+        if server is None:
+            return
+        self._server = None
+        server.shutdown()
+        with self._lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        server.server_close()  # joins the handler threads
+        if self._thread is not None:
+            self._thread.join()
+        if self._socket_path is not None:
+            self._socket_path.unlink(missing_ok=True)
+
+    def _track(self, sock: socket.socket, opened: bool) -> None:
+        with self._lock:
+            if opened:
+                self._open.add(sock)
+            else:
+                self._open.discard(sock)
+
+    # --- one request
+
+    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+        started = time.monotonic()
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        api = api_of(handler.command, handler.path, headers)
+        if api is None:
+            route = handler.path.split("?", 1)[0]
+            message = f"the model gateway does not forward {handler.command} {route}"
+            self._answer(handler, Refusal.of("openai-chat", 404, message))
+            return
+        body = self._body(handler, api)
+        if isinstance(body, Refusal):
+            handler.close_connection = True  # the rest of the body is unread
+            self._answer(handler, body)
+            return
+        hop = _HOP_BY_HOP | _connection_names(headers)
+        exchange = Exchange(
+            api=api,
+            method=handler.command,
+            path=_recorded_path(handler.path),
+            headers=tuple(
+                (k, REDACTED if _secret(k) else v) for k, v in headers.items() if k not in hop
+            ),
+            body=body,
+            seq=next(self._seq),
+        )
+        if self._on_request is not None:
+            try:
+                refusal = self._on_request(exchange)
+            except Exception as error:  # a failing hook refuses: nothing goes out
+                refusal = Refusal.of(api, 500, f"the kernel's gateway failed: {error!r}")
+            if refusal is not None:
+                self._answer(handler, refusal)
+                return
+        route, query = _split(handler.path)
+        if api == "gemini":
+            query = [(n, v) for n, v in query if n != "key"]  # the real key goes in a header
+        out = {k: v for k, v in headers.items() if k not in hop and k not in _CREDENTIALS}
+        out.update(self._keys)
+        # identity: the hooks read the answer's bytes (usage) as the vendor wrote them
+        out["accept-encoding"] = "identity"
+        target = self._prefix + _joined(route, query)
+        status = self._forward(handler, exchange, target, out)
+        if self._on_done is not None:
+            self._on_done(exchange, status, time.monotonic() - started)
+
+    def _body(self, handler: BaseHTTPRequestHandler, api: Api) -> bytes | Refusal:
+        """The request's body, read within the bound (by length or in chunks)."""
+        too_big = Refusal.of(
+            api, 413, f"the request is larger than the gateway's {GATEWAY_REQUEST_MAX} bytes"
+        )
+        coding = (handler.headers.get("Transfer-Encoding") or "").strip().lower()
+        if coding == "chunked":
+            return _chunked(handler, too_big)
+        if coding:
+            return Refusal.of(api, 400, f"unsupported transfer encoding {coding!r}")
+        text = (handler.headers.get("Content-Length") or "0").strip()
+        if not text.isdigit():
+            return Refusal.of(api, 400, "the request's Content-Length is not a number")
+        length = int(text)
+        if length > GATEWAY_REQUEST_MAX:
+            return too_big
+        return handler.rfile.read(length) if length else b""
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._https:
+            return http.client.HTTPSConnection(
+                self._host,
+                self._port,
+                timeout=UPSTREAM_TIMEOUT_S,
+                context=ssl.create_default_context(),
+            )
+        return http.client.HTTPConnection(self._host, self._port, timeout=UPSTREAM_TIMEOUT_S)
+
+    def _forward(
+        self,
+        handler: BaseHTTPRequestHandler,
+        exchange: Exchange,
+        target: str,
+        headers: dict[str, str],
+    ) -> int:
+        """Send the request upstream and stream its answer back; the status the hooks see."""
+        upstream = self._connect()
+        try:
+            try:
+                upstream.connect()
+                if upstream.sock is not None:
+                    self._track(upstream.sock, True)
+                body = exchange.body if exchange.body or exchange.method != "GET" else None
+                upstream.request(exchange.method, target, body=body, headers=headers)
+                answer = upstream.getresponse()
+            except (OSError, http.client.HTTPException) as error:
+                message = f"the model upstream failed: {type(error).__name__}: {error}"
+                self._answer(handler, Refusal.of(exchange.api, 502, message))
+                return 502
+            return self._relay(handler, exchange, answer)
+        finally:
+            if upstream.sock is not None:
+                self._track(upstream.sock, False)
+            upstream.close()
+
+    def _relay(
+        self, handler: BaseHTTPRequestHandler, exchange: Exchange, answer: http.client.HTTPResponse
+    ) -> int:
+        """The upstream's answer to the agent, each piece as it arrives."""
+        hop = _HOP_BY_HOP | _connection_names(dict(answer.getheaders()))
+        handler.send_response_only(answer.status, answer.reason)
+        for name, value in answer.getheaders():
+            if name.lower() not in hop:
+                handler.send_header(name, value)
+        bodiless = exchange.method == "HEAD" or answer.status in (204, 304) or answer.status < 200
+        length = answer.getheader("Content-Length")
+        framed = not answer.chunked and length is not None and length.strip().isdigit()
+        if bodiless:
+            handler.send_header("Content-Length", "0")
+        elif framed:
+            handler.send_header("Content-Length", str(length).strip())
+        else:
+            handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        if bodiless:
+            return answer.status
+        while True:
+            try:
+                piece = answer.read1(_PIECE)
+            except (OSError, http.client.HTTPException):
+                handler.close_connection = True  # the answer broke off: so does the agent's
+                return 502
+            if not piece:
+                break
+            if self._on_chunk is not None and self._on_chunk(exchange, piece) is False:
+                handler.close_connection = True
+                return answer.status
+            handler.wfile.write(piece if framed else b"%x\r\n%s\r\n" % (len(piece), piece))
+        if not framed:
+            handler.wfile.write(b"0\r\n\r\n")
+        return answer.status
+
+    def _answer(self, handler: BaseHTTPRequestHandler, refusal: Refusal) -> None:
+        handler.send_response_only(refusal.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(refusal.body)))
+        if handler.close_connection:
+            handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.wfile.write(refusal.body)
+
+
+def _chunked(handler: BaseHTTPRequestHandler, too_big: Refusal) -> bytes | Refusal:
+    """A chunked request body, whole, or the refusal once it passes the bound."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        line = handler.rfile.readline(_LINE_MAX)
+        try:
+            length = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            return Refusal(400, b'{"error": {"message": "a malformed chunk"}}')
+        if length == 0:
+            break
+        size += length
+        if size > GATEWAY_REQUEST_MAX:
+            return too_big
+        parts.append(handler.rfile.read(length))
+        handler.rfile.readline(_LINE_MAX)
+    while handler.rfile.readline(_LINE_MAX) not in (b"\r\n", b"\n", b""):
+        pass  # trailers: nothing forwards them
+    return b"".join(parts)
+
+
+def _socket_in(folder: Path) -> Path:
+    """The socket's path in a folder only this user can enter (made if missing)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise PermissionError(f"the gateway's folder must be this user's alone (0700): {folder}")
+    path = folder / SOCKET_NAME
+    if len(os.fsencode(path)) > _SOCKET_PATH_MAX:
+        raise ValueError(f"the gateway's socket path is too long for a Unix socket: {path}")
+    path.unlink(missing_ok=True)  # left by a killed run; the folder is the kernel's
+    return path
+
+
+class _TcpServer(ThreadingHTTPServer):
+    daemon_threads = False
+    block_on_close = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a connection the agent or stop() closed mid-answer is no error of the kernel's
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = False
+    block_on_close = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return

@@ -1,0 +1,354 @@
+"""The model gateway with real sockets, in front of the scripted model server: each API's
+answer streams through byte for byte, the upstream sees the real key and never the agent's,
+refusals come back in the vendor's shape with nothing sent upstream, and a Unix socket works."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.isolation import gateway as gateway_module
+from kernel.isolation.gateway import Api, Exchange, Gateway, Refusal
+from tests.agents_real.model import ScriptedModel, call, say, serving
+
+SCRIPT = [call("shell", cmd="true"), say("Done.")]
+REAL = "sk-real-0123456789"
+PLACEHOLDER = "sk-placeholder-agent"
+KEYS: dict[Api, dict[str, str]] = {
+    "anthropic": {"x-api-key": REAL},
+    "openai-responses": {"authorization": f"Bearer {REAL}"},
+    "openai-chat": {"authorization": f"Bearer {REAL}"},
+    "gemini": {"x-goog-api-key": REAL},
+}
+GEMINI = "/v1beta/models/gemini-x"
+CASES: dict[str, tuple[Api, str, dict[str, Any], dict[str, str]]] = {
+    "anthropic-sse": (
+        "anthropic",
+        "/v1/messages?beta=true",
+        {"model": "claude-x", "stream": True, "messages": [], "tools": [{}]},
+        {"x-api-key": PLACEHOLDER, "anthropic-version": "2023-06-01"},
+    ),
+    "responses-sse": (
+        "openai-responses",
+        "/v1/responses",
+        {"model": "gpt-x", "stream": True, "input": []},
+        {"authorization": f"Bearer {PLACEHOLDER}"},
+    ),
+    "chat-sse": (
+        "openai-chat",
+        "/v1/chat/completions",
+        {"model": "gpt-x", "stream": True, "messages": [], "tools": [{}]},
+        {"authorization": f"Bearer {PLACEHOLDER}"},
+    ),
+    "chat-json": (
+        "openai-chat",
+        "/v1/chat/completions",
+        {"model": "gpt-x", "messages": [], "tools": [{}]},
+        {"authorization": f"Bearer {PLACEHOLDER}"},
+    ),
+    "gemini-sse": (
+        "gemini",
+        f"{GEMINI}:streamGenerateContent?alt=sse&key={PLACEHOLDER}",
+        {"contents": [{"role": "user", "parts": [{"text": "go"}]}]},
+        {},
+    ),
+    "gemini-json": (
+        "gemini",
+        f"{GEMINI}:generateContent",
+        {"contents": [{"role": "user", "parts": [{"text": "go"}]}]},
+        {"x-goog-api-key": PLACEHOLDER},
+    ),
+}
+
+
+class _Answer:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """http.client over AF_UNIX, as the sandbox's forwarder will speak to the gateway."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=10)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(10)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+def _connection(where: str) -> http.client.HTTPConnection:
+    if where.startswith("http://"):
+        host, port = where.removeprefix("http://").split(":")
+        return http.client.HTTPConnection(host, int(port), timeout=10)
+    return _UnixConnection(where)
+
+
+def _post(
+    where: str, path: str, body: bytes, headers: dict[str, str], method: str = "POST"
+) -> _Answer:
+    connection = _connection(where)
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        answer = connection.getresponse()
+        return _Answer(answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read())
+    finally:
+        connection.close()
+
+
+def _steady(body: bytes) -> bytes:
+    """The answer without its clock (the scripted server stamps each answer)."""
+    return re.sub(rb'"(created|created_at)": \d+', rb'"\1": 0', body)
+
+
+@contextmanager
+def _through(
+    model: ScriptedModel, api: Api, folder: Path | None = None, **hooks: Any
+) -> Iterator[str]:
+    gate = Gateway(model.origin, KEYS[api], **hooks)
+    where = gate.start(folder)
+    try:
+        yield where
+    finally:
+        gate.stop()
+
+
+def _shape(doc: Any) -> Any:
+    """A JSON document's keys, nested, without its values."""
+    if isinstance(doc, dict):
+        return {k: _shape(v) for k, v in doc.items()}  # pyright: ignore[reportUnknownVariableType]
+    return type(doc).__name__
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_api_answers_through_the_gateway_with_the_bytes_of_a_direct_answer(case: str) -> None:
+    api, path, doc, headers = CASES[case]
+    body = json.dumps(doc).encode()
+    headers = {"content-type": "application/json", **headers}
+    seen: list[Exchange] = []
+    done: list[tuple[int, int]] = []
+    with serving(SCRIPT) as direct, serving(SCRIPT) as upstream:
+        expected = _post(direct.origin, path, body, headers)
+        with _through(
+            upstream,
+            api,
+            on_request=lambda e: seen.append(e),
+            on_done=lambda e, status, seconds: done.append((e.seq, status)),
+        ) as where:
+            got = _post(where, path, body, headers)
+        assert expected.status == got.status == 200
+        assert _steady(got.body) == _steady(expected.body)
+        assert got.headers["content-type"] == expected.headers["content-type"]
+        [request] = upstream.requests
+    # the upstream got the real key, in the API's own header, and never the agent's
+    sent = json.dumps([request.path, request.headers])
+    assert PLACEHOLDER not in sent
+    [(name, value)] = KEYS[api].items()
+    assert request.headers[name] == value
+    assert request.body == doc
+    # the hooks saw the request with its secrets redacted, and its end
+    [exchange] = seen
+    assert (exchange.api, exchange.method, exchange.body, exchange.seq) == (api, "POST", body, 1)
+    assert PLACEHOLDER not in json.dumps([exchange.path, exchange.headers])
+    assert done == [(1, 200)]
+
+
+def test_a_request_without_a_credential_gets_the_real_one_and_the_upstream_base_keeps_its_path() -> (
+    None
+):
+    with serving(SCRIPT) as model:
+        gate = Gateway(f"{model.origin}/v1", {"authorization": f"Bearer {REAL}"})
+        where = gate.start()
+        try:
+            body = json.dumps({"model": "m", "messages": [], "tools": [{}]}).encode()
+            answer = _post(where, "/chat/completions", body, {"content-type": "application/json"})
+        finally:
+            gate.stop()
+        assert answer.status == 200
+        [request] = model.requests
+        assert (request.path, request.headers["authorization"]) == (
+            "/v1/chat/completions",
+            f"Bearer {REAL}",
+        )
+
+
+@pytest.mark.parametrize("case", ["anthropic-sse", "responses-sse", "gemini-sse"])
+def test_a_refusal_reaches_the_client_in_the_vendors_error_shape_and_nothing_goes_upstream(
+    case: str,
+) -> None:
+    api, path, doc, headers = CASES[case]
+    body = json.dumps(doc).encode()
+    done: list[int] = []
+    with serving(SCRIPT, error=(429, "vendor says no")) as vendor, serving(SCRIPT) as upstream:
+        theirs = _post(vendor.origin, path, body, headers)
+        with _through(
+            upstream,
+            api,
+            on_request=lambda e: Refusal.of(e.api, 429, "the iteration's token cap is reached"),
+            on_done=lambda e, status, seconds: done.append(status),
+        ) as where:
+            ours = _post(where, path, body, headers)
+        assert upstream.requests == []
+    assert ours.status == theirs.status == 429
+    assert ours.headers["content-type"] == "application/json"
+    assert _shape(json.loads(ours.body)) == _shape(json.loads(theirs.body))
+    assert "token cap" in ours.body.decode()
+    assert done == []
+
+
+def test_on_chunk_sees_the_stream_in_order_before_it_ends() -> None:
+    api, path, doc, headers = CASES["anthropic-sse"]
+    release = threading.Event()
+    pieces: list[bytes] = []
+    ends: list[int] = []
+    with (
+        serving(SCRIPT, gate=release, lifetime_s=30) as model,
+        _through(
+            model,
+            api,
+            on_chunk=lambda e, piece: pieces.append(piece),
+            on_done=lambda e, status, seconds: ends.append(status),
+        ) as where,
+    ):
+        connection = _connection(where)
+        connection.request("POST", path, body=json.dumps(doc).encode(), headers=headers)
+        answer = connection.getresponse()
+        assert answer.getheader("transfer-encoding") == "chunked"
+        first = answer.read1(65536)
+        # the model holds its last event: the first already reached both hook and client
+        assert first.startswith(b"event: message_start")
+        assert b"message_stop" not in b"".join(pieces)
+        assert pieces and first.startswith(pieces[0])
+        assert ends == []
+        release.set()
+        rest = answer.read()
+        connection.close()
+        deadline = time.monotonic() + 5
+        while not ends and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert b"".join(pieces) == first + rest
+    assert (first + rest).rstrip().endswith(b'data: {"type": "message_stop"}')
+    assert ends == [200]
+
+
+def test_a_unix_socket_in_the_kernels_folder_serves_and_is_the_users_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "gw"
+    api, path, doc, headers = CASES["responses-sse"]
+    with serving(SCRIPT) as model:
+        gate = Gateway(model.origin, KEYS[api])
+        where = gate.start(folder)
+        try:
+            assert Path(where) == folder / gateway_module.SOCKET_NAME
+            assert Path(where).stat().st_mode & 0o777 == 0o600
+            assert folder.stat().st_mode & 0o777 == 0o700
+            answer = _post(where, path, json.dumps(doc).encode(), headers)
+            assert answer.status == 200 and b"response.completed" in answer.body
+        finally:
+            gate.stop()
+        assert not Path(where).exists()
+        assert model.requests[0].headers["authorization"] == f"Bearer {REAL}"
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    with pytest.raises(PermissionError):
+        Gateway("http://127.0.0.1:1", {}).start(shared)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("case", ["anthropic-sse", "chat-json", "gemini-json"])
+def test_an_upstream_that_fails_gives_the_client_a_502_in_the_apis_shape(case: str) -> None:
+    api, path, doc, headers = CASES[case]
+    done: list[int] = []
+    gate = Gateway(
+        f"http://127.0.0.1:{_closed_port()}",
+        KEYS[api],
+        on_done=lambda e, status, seconds: done.append(status),
+    )
+    where = gate.start()
+    try:
+        answer = _post(where, path, json.dumps(doc).encode(), headers)
+    finally:
+        gate.stop()
+    assert answer.status == 502
+    error = json.loads(answer.body)
+    assert error == json.loads(gateway_module.error_body(api, 502, error_message(error)))
+    assert "the model upstream failed" in answer.body.decode()
+    assert done == [502]
+
+
+def error_message(doc: dict[str, Any]) -> str:
+    return str(doc["error"]["message"])
+
+
+def test_what_the_gateway_does_not_forward_is_refused_before_the_upstream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(gateway_module, "GATEWAY_REQUEST_MAX", 1000)
+    seen: list[Exchange] = []
+    with serving(SCRIPT) as model, _through(model, "openai-chat", on_request=seen.append) as where:
+        # another endpoint of the vendor, which the real key would open (files, batches)
+        other = _post(where, "/v1/files", b"{}", {"content-type": "application/json"})
+        # a request past the bound, by length and in chunks
+        big = json.dumps({"messages": [], "pad": "x" * 2000}).encode()
+        long = _post(where, "/v1/chat/completions", big, {"content-type": "application/json"})
+        connection = _connection(where)
+        connection.request(
+            "POST", "/v1/chat/completions", body=iter([big[:900], big[900:]]), encode_chunked=True
+        )
+        chunked = connection.getresponse()
+        chunked_status = chunked.status
+        connection.close()
+        # a chunked request within the bound goes through whole
+        small = json.dumps({"model": "m", "messages": [], "tools": [{}]}).encode()
+        connection = _connection(where)
+        connection.request(
+            "POST", "/v1/chat/completions", body=iter([small[:5], small[5:]]), encode_chunked=True
+        )
+        fine = connection.getresponse()
+        fine_status = fine.status
+        fine.read()
+        connection.close()
+        forwarded = [r.body for r in model.requests]
+    assert (other.status, long.status, chunked_status, fine_status) == (404, 413, 413, 200)
+    assert forwarded == [json.loads(small)]
+    assert [e.body for e in seen] == [small]
+
+
+def test_stop_ends_a_stream_under_way_and_leaves_no_thread() -> None:
+    api, path, doc, headers = CASES["chat-sse"]
+    before = threading.active_count()
+    release = threading.Event()
+    with serving(SCRIPT, gate=release, lifetime_s=30) as model:
+        gate = Gateway(model.origin, KEYS[api])
+        where = gate.start()
+        connection = _connection(where)
+        connection.request("POST", path, body=json.dumps(doc).encode(), headers=headers)
+        answer = connection.getresponse()
+        assert answer.read1(65536)
+        started = time.monotonic()
+        gate.stop()
+        assert time.monotonic() - started < 5
+        connection.close()
+        release.set()
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() <= before
