@@ -19,6 +19,7 @@ import http.client
 import itertools
 import json
 import os
+import re
 import socket
 import socketserver
 import ssl
@@ -68,7 +69,21 @@ _HOP_BY_HOP = frozenset(
     }
 )
 """Headers of one connection, not of the message (plus those the gateway sets itself)."""
-_GEMINI_CALLS = ("generateContent", "streamGenerateContent", "countTokens")
+_VERSION = r"(?:/v1(?:beta|alpha)?)?"
+_CALLS: tuple[tuple[Api, re.Pattern[str]], ...] = (
+    ("anthropic", re.compile(_VERSION + r"/messages(?:/count_tokens)?/?")),
+    ("openai-responses", re.compile(_VERSION + r"/responses/?")),
+    ("openai-chat", re.compile(_VERSION + r"/chat/completions/?")),
+    (
+        "gemini",
+        re.compile(
+            _VERSION + r"/models/[A-Za-z0-9][A-Za-z0-9._-]*"
+            r":(?:generateContent|streamGenerateContent|countTokens)"
+        ),
+    ),
+)
+"""The model calls forwarded, by whole path (the API's version segment optional)."""
+_LISTING = re.compile(_VERSION + r"/models(?:/[A-Za-z0-9][A-Za-z0-9._-]*)?/?")
 
 
 @dataclass(frozen=True)
@@ -147,27 +162,22 @@ def error_body(api: Api, status: int, message: str) -> bytes:
 def api_of(method: str, path: str, headers: Mapping[str, str] | None = None) -> Api | None:
     """The API a request speaks, from its path; None for what the gateway does not forward.
 
-    An allow-list: model calls, token counts and model listings only, so the real key cannot
-    reach the vendor's other endpoints (files, fine-tuning, batches, the account).
+    An allow-list of whole paths: model calls, token counts and model listings only, so the
+    real key cannot reach the vendor's other endpoints (files, batches, assistants' threads,
+    the account), nor through dot segments or escapes the upstream would resolve.
     """
-    route = path.split("?", 1)[0].rstrip("/")
+    route = path.split("?", 1)[0]
     if method == "POST":
-        if route.endswith(("/messages", "/messages/count_tokens")):
-            return "anthropic"
-        if route.endswith("/responses"):
-            return "openai-responses"
-        if route.endswith("/chat/completions"):
-            return "openai-chat"
-        name = route.rsplit("/", 1)[-1]
-        if "/models/" in route and ":" in name and name.rsplit(":", 1)[1] in _GEMINI_CALLS:
-            return "gemini"
+        for api, pattern in _CALLS:
+            if pattern.fullmatch(route):
+                return api
         return None
-    if method == "GET" and (route.endswith("/models") or "/models/" in route):
+    if method == "GET" and _LISTING.fullmatch(route):
         # a listing looks alike for every vendor: its headers tell them apart
         names = {k.lower() for k in (headers or {})}
         if "x-api-key" in names or "anthropic-version" in names:
             return "anthropic"
-        if "x-goog-api-key" in names or "/v1beta/" in f"{route}/" or "key=" in path:
+        if "x-goog-api-key" in names or route.startswith("/v1beta/") or "key=" in path:
             return "gemini"
         return "openai-chat"
     return None
@@ -401,6 +411,9 @@ class Gateway:
                 body = exchange.body if exchange.body or exchange.method != "GET" else None
                 upstream.request(exchange.method, target, body=body, headers=headers)
                 answer = upstream.getresponse()
+            except ValueError as error:  # a header or path http.client will not send
+                self._answer(handler, Refusal.of(exchange.api, 400, f"not forwarded: {error}"))
+                return 400
             except (OSError, http.client.HTTPException) as error:
                 message = f"the model upstream failed: {type(error).__name__}: {error}"
                 self._answer(handler, Refusal.of(exchange.api, 502, message))

@@ -304,8 +304,18 @@ def test_what_the_gateway_does_not_forward_is_refused_before_the_upstream(
     monkeypatch.setattr(gateway_module, "GATEWAY_REQUEST_MAX", 1000)
     seen: list[Exchange] = []
     with serving(SCRIPT) as model, _through(model, "openai-chat", on_request=seen.append) as where:
-        # another endpoint of the vendor, which the real key would open (files, batches)
-        other = _post(where, "/v1/files", b"{}", {"content-type": "application/json"})
+        # other endpoints of the vendor, which the real key would open (files, threads), by
+        # name, through dot segments or escapes the upstream would resolve
+        others = [
+            _post(where, path, b"{}", {"content-type": "application/json"}).status
+            for path in (
+                "/v1/files",
+                "/v1/threads/t1/messages",
+                "/v1/files/../messages",
+                "/v1/files/..%2F..%2Fv1/chat/completions",
+                "/v1beta/models/x/../../files:generateContent",
+            )
+        ]
         # a request past the bound, by length and in chunks
         big = json.dumps({"messages": [], "pad": "x" * 2000}).encode()
         long = _post(where, "/v1/chat/completions", big, {"content-type": "application/json"})
@@ -327,7 +337,8 @@ def test_what_the_gateway_does_not_forward_is_refused_before_the_upstream(
         fine.read()
         connection.close()
         forwarded = [r.body for r in model.requests]
-    assert (other.status, long.status, chunked_status, fine_status) == (404, 413, 413, 200)
+    assert others == [404] * 5
+    assert (long.status, chunked_status, fine_status) == (413, 413, 200)
     assert forwarded == [json.loads(small)]
     assert [e.body for e in seen] == [small]
 
@@ -352,3 +363,30 @@ def test_stop_ends_a_stream_under_way_and_leaves_no_thread() -> None:
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert threading.active_count() <= before
+
+
+def test_on_chunk_can_cut_an_answer_and_a_failing_hook_sends_nothing_upstream() -> None:
+    api, path, doc, headers = CASES["responses-sse"]
+    body = json.dumps(doc).encode()
+    release = threading.Event()
+    release.set()
+    with serving(SCRIPT, gate=release) as model:
+        # the budget's cut: the piece that passes the cap is not sent, the stream ends there
+        with _through(model, api, on_chunk=lambda e, piece: b"completed" not in piece) as where:
+            connection = _connection(where)
+            connection.request("POST", path, body=body, headers=headers)
+            answer = connection.getresponse()
+            with pytest.raises(http.client.IncompleteRead) as cut:
+                answer.read()
+            connection.close()
+        assert b"response.created" in cut.value.partial
+        assert b"response.completed" not in cut.value.partial
+
+        def broken(exchange: Exchange) -> Refusal | None:
+            raise RuntimeError("the recorder's disk is full")
+
+        with _through(model, api, on_request=broken) as where:
+            failed = _post(where, path, body, headers)
+        assert len(model.requests) == 1
+    assert failed.status == 500
+    assert "disk is full" in json.loads(failed.body)["error"]["message"]
