@@ -355,8 +355,8 @@ class Gateway:
                 self._answer(handler, refusal)
                 return
         route, query = _split(handler.path)
-        if api == "gemini":
-            query = [(n, v) for n, v in query if n != "key"]  # the real key goes in a header
+        # Gemini's key in the query: the real one goes in a header, and no API sends the agent's
+        query = [(n, v) for n, v in query if n != "key"]
         out = {k: v for k, v in headers.items() if k not in hop and k not in _CREDENTIALS}
         out.update(self._keys)
         # identity: the hooks read the answer's bytes (usage) as the vendor wrote them

@@ -390,3 +390,17 @@ def test_on_chunk_can_cut_an_answer_and_a_failing_hook_sends_nothing_upstream() 
         assert len(model.requests) == 1
     assert failed.status == 500
     assert "disk is full" in json.loads(failed.body)["error"]["message"]
+
+
+def test_no_credential_of_the_agent_reaches_the_upstream_whatever_header_carries_it() -> None:
+    api, path, doc, _ = CASES["chat-json"]
+    carried = {
+        name: f"Bearer {PLACEHOLDER}"
+        for name in ("authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie")
+    }
+    with serving(SCRIPT) as model, _through(model, api) as where:
+        answer = _post(where, f"{path}?key={PLACEHOLDER}", json.dumps(doc).encode(), carried)
+        [request] = model.requests
+    assert answer.status == 200
+    assert request.headers["authorization"] == f"Bearer {REAL}"
+    assert PLACEHOLDER not in json.dumps([request.path, request.headers])
