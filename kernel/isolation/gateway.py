@@ -42,6 +42,10 @@ UPSTREAM_TIMEOUT_S = 600.0
 """The longest the upstream may stay silent (connecting, or between two pieces of an answer)."""
 _PIECE = 64 * KIB
 _LINE_MAX = 64 * KIB
+_IDLE_MAX = 4
+"""Upstream connections kept alive between requests (an agent sends a few at a time)."""
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+"""A kept-alive connection the upstream had closed: the request got no answer at all."""
 _SOCKET_PATH_MAX = 107
 """AF_UNIX paths are 108 bytes with the terminating NUL."""
 REDACTED = "[redacted]"
@@ -239,6 +243,7 @@ class Gateway:
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        self._idle: list[http.client.HTTPConnection] = []
         self._server: socketserver.BaseServer | None = None
         self._socket_path: Path | None = None
         self._thread: threading.Thread | None = None
@@ -307,6 +312,10 @@ class Gateway:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
         server.server_close()  # joins the handler threads
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for upstream in idle:
+            self._close(upstream)
         if self._thread is not None:
             self._thread.join()
         if self._socket_path is not None:
@@ -394,6 +403,40 @@ class Gateway:
             )
         return http.client.HTTPConnection(self._host, self._port, timeout=UPSTREAM_TIMEOUT_S)
 
+    def _take(self) -> tuple[http.client.HTTPConnection, bool]:
+        """An idle upstream connection (kept alive: no new TLS handshake), or a new one."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        return self._connect(), False
+
+    def _give_back(self, upstream: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if self._server is not None and len(self._idle) < _IDLE_MAX:
+                self._idle.append(upstream)
+                return
+        self._close(upstream)
+
+    def _close(self, upstream: http.client.HTTPConnection) -> None:
+        if upstream.sock is not None:
+            self._track(upstream.sock, False)
+        upstream.close()
+
+    def _send(
+        self,
+        upstream: http.client.HTTPConnection,
+        exchange: Exchange,
+        target: str,
+        headers: dict[str, str],
+    ) -> http.client.HTTPResponse:
+        if upstream.sock is None:
+            upstream.connect()
+            if upstream.sock is not None:
+                self._track(upstream.sock, True)
+        body = exchange.body if exchange.body or exchange.method != "GET" else None
+        upstream.request(exchange.method, target, body=body, headers=headers)
+        return upstream.getresponse()
+
     def _forward(
         self,
         handler: BaseHTTPRequestHandler,
@@ -402,15 +445,19 @@ class Gateway:
         headers: dict[str, str],
     ) -> int:
         """Send the request upstream and stream its answer back; the status the hooks see."""
-        upstream = self._connect()
+        upstream, reused = self._take()
+        finished = False
         try:
             try:
-                upstream.connect()
-                if upstream.sock is not None:
-                    self._track(upstream.sock, True)
-                body = exchange.body if exchange.body or exchange.method != "GET" else None
-                upstream.request(exchange.method, target, body=body, headers=headers)
-                answer = upstream.getresponse()
+                try:
+                    answer = self._send(upstream, exchange, target, headers)
+                except _STALE:
+                    if not reused:
+                        raise
+                    # the upstream closed the idle connection: no answer came, so once more
+                    self._close(upstream)
+                    upstream = self._connect()
+                    answer = self._send(upstream, exchange, target, headers)
             except ValueError as error:  # a header or path http.client will not send
                 self._answer(handler, Refusal.of(exchange.api, 400, f"not forwarded: {error}"))
                 return 400
@@ -418,16 +465,19 @@ class Gateway:
                 message = f"the model upstream failed: {type(error).__name__}: {error}"
                 self._answer(handler, Refusal.of(exchange.api, 502, message))
                 return 502
-            return self._relay(handler, exchange, answer)
+            status, finished = self._relay(handler, exchange, answer)
+            finished = finished and not answer.will_close
+            return status
         finally:
-            if upstream.sock is not None:
-                self._track(upstream.sock, False)
-            upstream.close()
+            if finished:
+                self._give_back(upstream)
+            else:
+                self._close(upstream)
 
     def _relay(
         self, handler: BaseHTTPRequestHandler, exchange: Exchange, answer: http.client.HTTPResponse
-    ) -> int:
-        """The upstream's answer to the agent, each piece as it arrives."""
+    ) -> tuple[int, bool]:
+        """The upstream's answer to the agent, each piece as it arrives; whether it all came."""
         hop = _HOP_BY_HOP | _connection_names(dict(answer.getheaders()))
         handler.send_response_only(answer.status, answer.reason)
         for name, value in answer.getheaders():
@@ -444,22 +494,31 @@ class Gateway:
             handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
         if bodiless:
-            return answer.status
+            answer.read()
+            return answer.status, True
         while True:
             try:
                 piece = answer.read1(_PIECE)
             except (OSError, http.client.HTTPException):
                 handler.close_connection = True  # the answer broke off: so does the agent's
-                return 502
+                return 502, False
             if not piece:
+                if framed and answer.length:  # the upstream hung up before its length
+                    handler.close_connection = True
+                    return 502, False
+                answer.close()  # read to its end: the connection may carry the next request
                 break
             if self._on_chunk is not None and self._on_chunk(exchange, piece) is False:
                 handler.close_connection = True
-                return answer.status
-            handler.wfile.write(piece if framed else b"%x\r\n%s\r\n" % (len(piece), piece))
+                return answer.status, False
+            try:
+                handler.wfile.write(piece if framed else b"%x\r\n%s\r\n" % (len(piece), piece))
+            except OSError:
+                handler.close_connection = True  # the agent hung up: the rest is not read
+                return answer.status, False
         if not framed:
             handler.wfile.write(b"0\r\n\r\n")
-        return answer.status
+        return answer.status, True
 
     def _answer(self, handler: BaseHTTPRequestHandler, refusal: Refusal) -> None:
         handler.send_response_only(refusal.status)

@@ -404,3 +404,90 @@ def test_no_credential_of_the_agent_reaches_the_upstream_whatever_header_carries
     assert answer.status == 200
     assert request.headers["authorization"] == f"Bearer {REAL}"
     assert PLACEHOLDER not in json.dumps([request.path, request.headers])
+
+
+class _RawUpstream:
+    """An upstream that counts its connections and, if asked, closes each after one answer
+    without saying so (as a vendor's idle timeout does to a kept-alive connection)."""
+
+    def __init__(
+        self, hang_up: bool, answer: bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+    ) -> None:
+        self.hang_up = hang_up
+        self.answer = answer
+        self.connections = 0
+        self.requests = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.origin = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._answer, args=(sock,), daemon=True).start()
+
+    def _answer(self, sock: socket.socket) -> None:
+        with sock, sock.makefile("rb") as reader:
+            while True:
+                head = [reader.readline()]
+                while head[-1] not in (b"\r\n", b""):
+                    head.append(reader.readline())
+                if head[-1] == b"":
+                    return
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head
+                    if line.lower().startswith(b"content-length")
+                )
+                reader.read(length)
+                self.requests += 1
+                sock.sendall(self.answer)
+                if self.hang_up:
+                    time.sleep(0.05)  # the answer is read and the connection idle before it goes
+                    return
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+@pytest.mark.parametrize("hang_up", [False, True])
+def test_the_upstream_connection_is_kept_alive_and_a_stale_one_is_replaced(hang_up: bool) -> None:
+    api, path, doc, headers = CASES["chat-json"]
+    upstream = _RawUpstream(hang_up)
+    gate = Gateway(upstream.origin, KEYS[api])
+    where = gate.start()
+    try:
+        answers = []
+        for _ in range(3):
+            answers.append(_post(where, path, json.dumps(doc).encode(), headers).status)
+            time.sleep(0.1)
+    finally:
+        gate.stop()
+        upstream.close()
+    assert answers == [200, 200, 200]
+    # each request answered once: a retry happens only where no answer came
+    assert upstream.requests == 3
+    assert upstream.connections == (3 if hang_up else 1)
+
+
+def test_an_upstream_that_hangs_up_mid_answer_cuts_the_agents_answer_and_says_502() -> None:
+    api, path, doc, headers = CASES["chat-json"]
+    upstream = _RawUpstream(True, b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"id"')
+    done: list[int] = []
+    gate = Gateway(upstream.origin, KEYS[api], on_done=lambda e, status, s: done.append(status))
+    where = gate.start()
+    try:
+        connection = _connection(where)
+        connection.request("POST", path, body=json.dumps(doc).encode(), headers=headers)
+        answer = connection.getresponse()
+        with pytest.raises(http.client.IncompleteRead):
+            answer.read()
+        connection.close()
+    finally:
+        gate.stop()
+        upstream.close()
+    assert done == [502]
