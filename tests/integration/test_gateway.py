@@ -491,3 +491,18 @@ def test_an_upstream_that_hangs_up_mid_answer_cuts_the_agents_answer_and_says_50
         gate.stop()
         upstream.close()
     assert done == [502]
+
+
+def test_a_kept_alive_upstream_connection_does_not_wait_for_a_delayed_ack() -> None:
+    # the scripted server writes its head and body apart without TCP_NODELAY, as many a
+    # self-hosted upstream does: on a kept-alive connection that stalled each answer 40 ms
+    api, path, doc, headers = CASES["chat-json"]
+    body = json.dumps(doc).encode()
+    with serving(SCRIPT) as model, _through(model, api) as where:
+        _post(where, path, body, headers)
+        times: list[float] = []
+        for _ in range(7):
+            started = time.monotonic()
+            assert _post(where, path, body, headers).status == 200
+            times.append(time.monotonic() - started)
+    assert sorted(times)[3] < 0.03, times
