@@ -506,3 +506,29 @@ def test_a_kept_alive_upstream_connection_does_not_wait_for_a_delayed_ack() -> N
             assert _post(where, path, body, headers).status == 200
             times.append(time.monotonic() - started)
     assert sorted(times)[3] < 0.03, times
+
+
+def test_hop_by_hop_headers_stay_on_their_own_connection() -> None:
+    api, path, doc, _ = CASES["chat-json"]
+    headers = {
+        "connection": "keep-alive, x-hop",
+        "x-hop": "1",
+        "keep-alive": "timeout=5",
+        "te": "trailers",
+        "upgrade": "h2c",
+        "x-stainless-lang": "js",
+    }
+    answer_head = b"HTTP/1.1 200 OK\r\nConnection: x-drop\r\nX-Drop: 1\r\nX-Kept: 1\r\n"
+    upstream = _RawUpstream(False, answer_head + b"Content-Length: 2\r\n\r\n{}")
+    with serving(SCRIPT) as model, _through(model, api) as where:
+        _post(where, path, json.dumps(doc).encode(), headers)
+        [request] = model.requests
+    gate = Gateway(upstream.origin, KEYS[api])
+    try:
+        answer = _post(gate.start(), path, json.dumps(doc).encode(), {})
+    finally:
+        gate.stop()
+        upstream.close()
+    assert not {"x-hop", "keep-alive", "te", "upgrade"} & set(request.headers)
+    assert request.headers["x-stainless-lang"] == "js"
+    assert "x-drop" not in answer.headers and answer.headers["x-kept"] == "1"
