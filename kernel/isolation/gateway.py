@@ -228,7 +228,7 @@ class Gateway:
         """`keys`: header name to the whole value sent upstream, replacing the agent's own.
 
         For example {"x-api-key": KEY} (Anthropic), {"authorization": f"Bearer {KEY}"} (OpenAI)
-        or {"x-goog-api-key": KEY} (Gemini; a `key` in the query is moved there).
+        or {"x-goog-api-key": KEY} (Gemini). A `key` in the query is never forwarded.
         """
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -324,10 +324,15 @@ class Gateway:
 
     def _track(self, sock: socket.socket, opened: bool) -> None:
         with self._lock:
-            if opened:
+            if not opened:
+                self._open.discard(sock)
+            elif self._server is not None:
                 self._open.add(sock)
             else:
-                self._open.discard(sock)
+                # opened while stop() runs (a request between its hooks): ended at once, so
+                # that stop() never waits for a stream that began after it
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     # --- one request
 
