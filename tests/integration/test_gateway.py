@@ -166,9 +166,7 @@ def test_each_api_answers_through_the_gateway_with_the_bytes_of_a_direct_answer(
     assert done == [(1, 200)]
 
 
-def test_a_request_without_a_credential_gets_the_real_one_and_the_upstream_base_keeps_its_path() -> (
-    None
-):
+def test_a_request_without_a_credential_gets_the_real_one_and_the_base_path_is_kept() -> None:
     with serving(SCRIPT) as model:
         gate = Gateway(f"{model.origin}/v1", {"authorization": f"Bearer {REAL}"})
         where = gate.start()
