@@ -98,6 +98,9 @@ class Profile:
     """(source, place): with `in_place`, what the run still sees of the person's side inside
     the checkout, read-only (their environment, build products git ignores); shown places
     inside the checkout are added here."""
+    sockets: tuple[tuple[Path, Path], ...] = ()
+    """(source, place): Unix sockets bound read-write at a place under the empty /run of a run
+    without network, mounted last (the model gateway's: the only way out of the namespace)."""
 
 
 @dataclass(frozen=True)
@@ -539,6 +542,10 @@ def wrap(argv: Sequence[str], profile: Profile, *, launcher: bool = True) -> lis
     # the launcher below is the daemon's own interpreter: shown wherever it lives (a seed
     # cloned under /tmp or HOME), whatever the profile names
     out += _mounts(_completed(profile) if launcher else profile, covered, real_home)
+    if profile.sockets and profile.network:
+        raise ValueError("a socket is bound only into a run without network (under its /run)")
+    for source, place in profile.sockets:
+        out += ["--bind", str(source), str(place)]
     if profile.chdir is not None:
         out += ["--chdir", str(profile.chdir)]
     group = pids_cgroup(profile.max_processes) if profile.max_processes else None
