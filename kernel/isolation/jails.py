@@ -4,7 +4,8 @@ self-check), one for the agent. Built here from the paths and the config, nowher
 
 All hide the kernel's state folder and the real HOME, show folders under HOME by their exact
 path only, and see the rest of the machine read-only; test runs and module code have no
-network, no sockets and an empty HOME, the agent keeps the network (it calls model APIs).
+network, no sockets and an empty HOME, the agent keeps the network (it calls model APIs), or
+in model-only has none but its model gateway's socket (`agent_sandbox`).
 Runs of repository code see the tree under test in the person's checkout's place.
 """
 
