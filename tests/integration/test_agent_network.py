@@ -77,6 +77,7 @@ if "other" in checks:
     url = "http://127.0.0.1:%d/" % other
     attempt("other_http", lambda: urllib.request.urlopen(url, timeout=3).read().decode())
     attempt("other_tcp", lambda: raw("127.0.0.1", other))
+    attempt("abstract", lambda: socket.socket(socket.AF_UNIX).connect("\0seed-net-%d" % other))
 if "outside" in checks:
     attempt("dns", lambda: socket.getaddrinfo("pypi.org", 443))
     attempt("resolver", resolver)
@@ -162,7 +163,13 @@ def anywhere() -> Iterator[int]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Anywhere)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
+    port = server.server_address[1]
+    # and an abstract Unix socket named after it (those belong to the network namespace)
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(f"\0seed-net-{port}")
+    abstract.listen()
+    yield port
+    abstract.close()
     server.shutdown()
     server.server_close()
 
@@ -221,7 +228,7 @@ def test_model_only_reaches_the_gateway_and_nothing_else(
     assert seen["plain"] == ["ok", "from the gateway"]
     # the first event arrived while the gateway still held the second back
     assert seen["stream"] == ["ok", ["data: one\n", "data: two\n\n"]]
-    for name in ("other_http", "other_tcp", "dns", "resolver"):
+    for name in ("other_http", "other_tcp", "abstract", "dns", "resolver"):
         assert seen[name][0] == "failed", (name, seen[name])
     assert "Connection refused" in seen["other_tcp"][1]
     assert "errno 101" in seen["resolver"][1]  # ENETUNREACH: no route, nothing sent
@@ -237,6 +244,7 @@ def test_the_same_agent_with_the_full_network_reaches_the_second_server(
     seen = _probe(tmp_path, "full", None, "other", anywhere)
     assert seen["other_http"] == ["ok", "anywhere"]
     assert seen["other_tcp"][0] == "ok" and "200 OK" in seen["other_tcp"][1]
+    assert seen["abstract"][0] == "ok"
 
 
 def test_full_is_todays_agent_profile_and_model_only_changes_only_the_network(
