@@ -9,7 +9,8 @@ when it ends every process it started is gone; all capabilities are dropped (as 
 bubblewrap keeps them otherwise, and root could remount `/` read-write); the network is
 cut unless the profile keeps it, and a run without network has no sockets either: `/run`,
 `/var/run` and XDG_RUNTIME_DIR are covered by empty tmpfs (a session bus, ssh, gpg or docker
-agent) and abstract sockets live in the network namespace it no longer shares. Memory is
+agent) and abstract sockets live in the network namespace it no longer shares; only a socket
+the profile names is bound in (`Profile.sockets`: the model gateway's). Memory is
 bounded by an rlimit set by a small launcher inside the sandbox (RLIMIT_DATA rather than
 RLIMIT_AS: node-based agent CLIs reserve far more address space than they use).
 
