@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -533,7 +532,7 @@ def agent_sandbox(
     )
     if network == "full":
         return AgentSandbox(sandbox.wrap(argv, profile))
-    if gateway is None or not stat.S_ISSOCK(os.stat(gateway).st_mode):
+    if gateway is None or not gateway.is_socket():
         raise ValueError(f"model-only needs the gateway's Unix socket, not {gateway}")
     profile = replace(profile, network=False, sockets=((gateway, MODEL_SOCKET),))
     # the forwarder's source is passed whole: seed's own folder may be unseen in the sandbox

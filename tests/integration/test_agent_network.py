@@ -281,6 +281,8 @@ def test_full_is_todays_agent_profile_and_model_only_changes_only_the_network(
     assert model.argv[-3:] == argv
     with pytest.raises(ValueError, match="Unix socket"):
         _agent(tmp_path, "model-only", tmp_path / "work", argv)
+    with pytest.raises(ValueError, match="Unix socket"):
+        _agent(tmp_path, "model-only", short_dir / "gone.sock", argv)
     listening.close()
 
 
