@@ -151,7 +151,7 @@ def gateway(short_dir: Path, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     work.mkdir()
     handler = type("Handler", (_Gateway,), {"marker": work / "seen"})
     server = _UnixHTTP(str(short_dir / "gw.sock"), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield short_dir / "gw.sock", work / "seen"
     server.shutdown()
     server.server_close()
@@ -162,7 +162,7 @@ def anywhere() -> Iterator[int]:
     """The port of the second server, on the host's 127.0.0.1."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Anywhere)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     port = server.server_address[1]
     # and an abstract Unix socket named after it (those belong to the network namespace)
     abstract = socket.socket(socket.AF_UNIX)
