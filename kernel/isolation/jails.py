@@ -4,7 +4,8 @@ self-check), one for the agent. Built here from the paths and the config, nowher
 
 All hide the kernel's state folder and the real HOME, show folders under HOME by their exact
 path only, and see the rest of the machine read-only; test runs and module code have no
-network, no sockets and an empty HOME, the agent keeps the network (it calls model APIs).
+network, no sockets and an empty HOME, the agent keeps the network (it calls model APIs), or
+in model-only has none but its model gateway's socket (`agent_sandbox`).
 Runs of repository code see the tree under test in the person's checkout's place.
 """
 
@@ -14,9 +15,9 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from kernel.config import GuardConfig
 from kernel.isolation import gitops, procs, sandbox
@@ -436,9 +437,34 @@ def agent_argv(
     cwd: Path,
 ) -> list[str]:
     """The agent's argv, sandboxed: only the named places writable, HOME private."""
+    profile = _agent_profile(
+        argv,
+        paths=paths,
+        guard=guard,
+        writable=writable,
+        readonly=readonly,
+        home=home,
+        home_binds=home_binds,
+        cwd=cwd,
+    )
+    return sandbox.wrap(argv, profile)
+
+
+def _agent_profile(
+    argv: Sequence[str],
+    *,
+    paths: Paths,
+    guard: GuardConfig,
+    writable: Sequence[Path],
+    readonly: Sequence[Path],
+    home: Path,
+    home_binds: Sequence[str],
+    cwd: Path,
+) -> sandbox.Profile:
+    """The agent's profile with the network kept (today's)."""
     program = Path(shutil.which(argv[0]) or argv[0]) if argv else None
     files = [Path(a) for a in argv[1:] if os.path.isabs(a) and Path(a).exists()]
-    profile = _limited(
+    return _limited(
         guard,
         writable=tuple(writable),
         readonly=tuple(readonly),
@@ -451,4 +477,67 @@ def agent_argv(
         network=True,
         chdir=cwd,
     )
-    return sandbox.wrap(argv, profile)
+
+
+MODEL_SOCKET = Path("/run/seed/model.sock")
+"""Where a model-only agent sees the gateway's Unix socket (under the run's empty /run)."""
+MODEL_PORT = 8700
+"""The forwarder's port on the sandbox's own loopback: the namespace is new and empty, so any
+fixed port is free, and it is bound before the agent starts."""
+MODEL_URL = f"http://127.0.0.1:{MODEL_PORT}"
+MODEL_URL_ENV = "SEED_MODEL_BASE_URL"
+"""The variable that tells a model-only agent (and its adapter's settings) the base URL."""
+_FORWARDER = Path(__file__).with_name("forwarder.py")
+
+Network = Literal["full", "model-only"]
+
+
+@dataclass(frozen=True)
+class AgentSandbox:
+    """An agent's run, sandboxed, and how it reaches its model."""
+
+    argv: list[str]
+    base_url: str = ""
+    """The model API's base URL inside the sandbox ('' with the network kept)."""
+    env: dict[str, str] = field(default_factory=lambda: dict[str, str]())
+    """Variables the agent runs with besides its own (the base URL; no proxy for loopback)."""
+
+
+def agent_sandbox(
+    argv: Sequence[str],
+    *,
+    paths: Paths,
+    guard: GuardConfig,
+    writable: Sequence[Path],
+    readonly: Sequence[Path],
+    home: Path,
+    home_binds: Sequence[str],
+    cwd: Path,
+    network: Network = "full",
+    gateway: Path | None = None,
+) -> AgentSandbox:
+    """The agent's run with the network kept ("full", `agent_argv`'s argv exactly), or with
+    none but its model ("model-only"): a network namespace of its own holding only a loopback,
+    the gateway's Unix socket (`gateway`, the kernel's) bound at MODEL_SOCKET, and the
+    forwarder as the agent's parent, relaying 127.0.0.1:MODEL_PORT to that socket."""
+    profile = _agent_profile(
+        argv,
+        paths=paths,
+        guard=guard,
+        writable=writable,
+        readonly=readonly,
+        home=home,
+        home_binds=home_binds,
+        cwd=cwd,
+    )
+    if network == "full":
+        return AgentSandbox(sandbox.wrap(argv, profile))
+    if gateway is None or not gateway.is_socket():
+        raise ValueError(f"model-only needs the gateway's Unix socket, not {gateway}")
+    profile = replace(profile, network=False, sockets=((gateway, MODEL_SOCKET),))
+    # the forwarder's source is passed whole: seed's own folder may be unseen in the sandbox
+    forwarder = [sys.executable, "-I", "-S", "-c", _FORWARDER.read_text(encoding="utf-8")]
+    forwarder += ["--listen", f"127.0.0.1:{MODEL_PORT}", "--to", str(MODEL_SOCKET), "--"]
+    env = {MODEL_URL_ENV: MODEL_URL, "NO_PROXY": "127.0.0.1,localhost"}
+    env["no_proxy"] = env["NO_PROXY"]
+    return AgentSandbox(sandbox.wrap([*forwarder, *argv], profile), MODEL_URL, env)

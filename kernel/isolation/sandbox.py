@@ -9,7 +9,8 @@ when it ends every process it started is gone; all capabilities are dropped (as 
 bubblewrap keeps them otherwise, and root could remount `/` read-write); the network is
 cut unless the profile keeps it, and a run without network has no sockets either: `/run`,
 `/var/run` and XDG_RUNTIME_DIR are covered by empty tmpfs (a session bus, ssh, gpg or docker
-agent) and abstract sockets live in the network namespace it no longer shares. Memory is
+agent) and abstract sockets live in the network namespace it no longer shares; only a socket
+the profile names is bound in (`Profile.sockets`: the model gateway's). Memory is
 bounded by an rlimit set by a small launcher inside the sandbox (RLIMIT_DATA rather than
 RLIMIT_AS: node-based agent CLIs reserve far more address space than they use).
 
@@ -98,6 +99,9 @@ class Profile:
     """(source, place): with `in_place`, what the run still sees of the person's side inside
     the checkout, read-only (their environment, build products git ignores); shown places
     inside the checkout are added here."""
+    sockets: tuple[tuple[Path, Path], ...] = ()
+    """(source, place): Unix sockets bound read-write at a place under the empty /run of a run
+    without network, mounted last (the model gateway's: the only way out of the namespace)."""
 
 
 @dataclass(frozen=True)
@@ -539,6 +543,10 @@ def wrap(argv: Sequence[str], profile: Profile, *, launcher: bool = True) -> lis
     # the launcher below is the daemon's own interpreter: shown wherever it lives (a seed
     # cloned under /tmp or HOME), whatever the profile names
     out += _mounts(_completed(profile) if launcher else profile, covered, real_home)
+    if profile.sockets and profile.network:
+        raise ValueError("a socket is bound only into a run without network (under its /run)")
+    for source, place in profile.sockets:
+        out += ["--bind", str(source), str(place)]
     if profile.chdir is not None:
         out += ["--chdir", str(profile.chdir)]
     group = pids_cgroup(profile.max_processes) if profile.max_processes else None
