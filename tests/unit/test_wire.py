@@ -118,7 +118,7 @@ def test_malformed_answers_never_raise_and_say_usage_is_unknown(
             usage = wire.usage_of(api, b"\xff", answer, "/models/\xff")
             assert not usage.known and usage.tokens == 0, (api, answer[:40])
     rng = random.Random(27)
-    for api, path, request, answer in answers:
+    for api, path, _request, answer in answers:
         for _ in range(200):
             broken = bytearray(answer)
             for _ in range(rng.randint(1, 8)):
