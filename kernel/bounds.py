@@ -49,6 +49,8 @@ MODEL_BODY_MAX = 64 * MIB
 """Bytes of one body kept; the rest is cut (and said in its line)."""
 WIRE_EVENT_MAX = 8 * MIB
 """One server-sent event, or a whole JSON answer, read for its usage (a bigger one is skipped)."""
+WIRE_DECODED_MAX = 256 * MIB
+"""Bytes of one compressed answer undone for its usage (a bomb stops there, usage unknown)."""
 
 # -- what people and agents hand the kernel, and the lines it writes down --
 

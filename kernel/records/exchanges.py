@@ -51,6 +51,8 @@ _SHOWN_HEADERS = frozenset(
         "accept-encoding",
         "anthropic-beta",
         "anthropic-version",
+        "cache-control",
+        "content-encoding",
         "content-length",
         "content-type",
         "openai-beta",
@@ -94,6 +96,8 @@ class Exchanged:
     """Unix time the request came in."""
     seconds: float
     usage: Usage = field(default_factory=Usage)
+    answer_headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    """The upstream's answer headers (content type and encoding: a replay answers alike)."""
     cost_usd: float = 0.0
     note: str = ""
     """Why the kernel refused the request or cut its answer ('' when it did neither)."""
@@ -127,6 +131,7 @@ class ExchangeLine(BaseModel):
     cost_usd: float = 0.0
     note: str = ""
     headers: dict[str, str]
+    answer_headers: dict[str, str] = {}
     request: Body
     answer: Body
 
@@ -181,6 +186,7 @@ class Recording:
             cost_usd=exchange.cost_usd,
             note=printable(exchange.note),
             headers=redact_headers(exchange.headers),
+            answer_headers=redact_headers(exchange.answer_headers),
             request=self._body(exchange.request),
             answer=self._body(exchange.answer),
         )

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from domain import AgentReport
-from kernel.bounds import WIRE_EVENT_MAX, printable
+from kernel.bounds import WIRE_DECODED_MAX, WIRE_EVENT_MAX, printable
 from kernel.config import ModelPrice
 from kernel.records import budget
 
@@ -33,6 +34,7 @@ _MODEL_MAX = 200
 _CHARS_PER_TOKEN = 4
 """What a token of written text is taken to be, while a stream has not said its usage."""
 _DEPTH_MAX = 32
+_PIECE = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,9 @@ class Usage:
         return self.input + self.output
 
 
-def usage_of(api: str, request: bytes, answer: bytes, path: str = "") -> Usage:
-    """The usage of one whole answer (JSON or server-sent events)."""
-    reader = UsageReader(api, request, path)
+def usage_of(api: str, request: bytes, answer: bytes, path: str = "", encoding: str = "") -> Usage:
+    """The usage of one whole answer (JSON or server-sent events, as sent)."""
+    reader = UsageReader(api, request, path, encoding)
     reader.feed(answer)
     return reader.finish()
 
@@ -62,8 +64,10 @@ def usage_of(api: str, request: bytes, answer: bytes, path: str = "") -> Usage:
 class UsageReader:
     """An answer read as it comes, in pieces cut at any byte: the usage so far."""
 
-    def __init__(self, api: str, request: bytes = b"", path: str = "") -> None:
+    def __init__(self, api: str, request: bytes = b"", path: str = "", encoding: str = "") -> None:
         self._api = api
+        self._inflate, self._undecodable = _decoder(encoding)
+        self._decoded = 0
         self._asked = _requested_model(request, path)
         self._model = ""
         self._fields: dict[str, int] = {}
@@ -77,7 +81,26 @@ class UsageReader:
         """Events (or a whole JSON answer) set aside unread: over the bound, or not JSON."""
 
     def feed(self, chunk: bytes) -> Usage:
-        """Take the next piece of the answer; the usage so far."""
+        """Take the next piece of the answer (as sent: its Content-Encoding is undone here);
+        the usage so far."""
+        if self._undecodable:
+            return self.usage
+        if self._inflate is None:
+            return self._plain(chunk)
+        try:
+            data = self._inflate.decompress(chunk, _PIECE)
+            while data:
+                self._decoded += len(data)
+                if self._decoded > WIRE_DECODED_MAX:
+                    raise zlib.error("over the bound")
+                self._plain(data)
+                data = self._inflate.decompress(self._inflate.unconsumed_tail, _PIECE)
+        except zlib.error:
+            self._undecodable = True
+            self.skipped += 1
+        return self.usage
+
+    def _plain(self, chunk: bytes) -> Usage:
         if not self._mode:
             head = bytes(chunk).lstrip()
             if not head:
@@ -95,6 +118,8 @@ class UsageReader:
 
     def finish(self) -> Usage:
         """The answer has ended: its usage."""
+        if self._undecodable:
+            return self.usage
         if self._mode == "json":
             if self._skipping:
                 self.skipped += 1
@@ -189,6 +214,19 @@ class UsageReader:
         self._written = min(self._written + _written(doc), COUNT_MAX)
 
 
+def _decoder(encoding: str) -> tuple[Any, bool]:
+    """A decompressor for a Content-Encoding (None: none needed), and whether it is one this
+    reader cannot undo (br, zstd: usage unknown, said)."""
+    name = encoding.strip().lower()
+    if name in ("", "identity"):
+        return None, False
+    if name in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS), False
+    if name == "deflate":
+        return zlib.decompressobj(), False
+    return None, True
+
+
 def _carrier(api: str, doc: dict[str, Any]) -> dict[str, Any]:
     """The object of an event that carries the model and usage."""
     key = {ANTHROPIC: "message", RESPONSES: "response"}.get(api)
@@ -236,8 +274,9 @@ def _counts(api: str, fields: Mapping[str, int]) -> tuple[int, int, int]:
             get("input_tokens_details.cached_tokens", 0),
         )
     if api == GEMINI:
+        inputs = get("promptTokenCount", 0) + get("toolUsePromptTokenCount", 0)
         output = get("candidatesTokenCount", 0) + get("thoughtsTokenCount", 0)
-        return get("promptTokenCount", 0), output, get("cachedContentTokenCount", 0)
+        return inputs, output, get("cachedContentTokenCount", 0)
     return (
         get("prompt_tokens", 0),
         get("completion_tokens", 0),

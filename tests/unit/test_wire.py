@@ -3,9 +3,11 @@ scripted model server (all four APIs, streaming and not)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,6 +81,26 @@ def test_the_running_reader_gives_the_same_usage_split_at_every_byte(
         seen = [reader.feed(answer[i : i + 1]) for i in range(len(answer))]
         assert [u.tokens for u in seen] == sorted(u.tokens for u in seen)
         assert reader.finish() == _expected(api)
+        assert wire.usage_of(api, request, answer.rstrip(b"\n"), path) == _expected(api)
+
+
+def test_a_compressed_answer_is_read_as_sent_split_at_every_byte(
+    answers: list[tuple[str, str, bytes, bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api, path, request, answer = answers[0]
+    packed = gzip.compress(answer)
+    for cut in range(len(packed) + 1):
+        reader = wire.UsageReader(api, request, path, "gzip")
+        reader.feed(packed[:cut])
+        reader.feed(packed[cut:])
+        assert reader.finish() == _expected(api), cut
+    deflated = zlib.compress(answer)
+    assert wire.usage_of(api, request, deflated, path, "deflate") == _expected(api)
+    assert not wire.usage_of(api, request, answer, path, "br").known
+    assert not wire.usage_of(api, request, answer, path, "gzip").known  # not gzip at all
+    monkeypatch.setattr(wire, "WIRE_DECODED_MAX", 64 * 1024)
+    bomb = gzip.compress(b"\n" * 1024 * 1024 + answer)  # decoding stops before the usage
+    assert not wire.usage_of(api, request, bomb, path, "gzip").known
 
 
 def test_a_stream_says_its_usage_before_it_ends() -> None:
@@ -188,6 +210,7 @@ def _record(
             started=1_700_000_000.0 + seq,
             seconds=0.25,
             usage=wire.usage_of(api, request, answer, path),
+            answer_headers={"Content-Type": "text/event-stream", "Set-Cookie": "SECRET"},
         )
     )
 
@@ -201,7 +224,8 @@ def test_every_exchange_is_recorded_bounded_redacted_and_read_back(
     for seq, (api, path, request, answer) in enumerate(answers):
         _record(recording, seq, api, path, request, answer)
     _record(recording, len(answers), "anthropic", "/v1/messages", big, answers[0][3])
-    _record(recording, len(answers) + 1, "anthropic", "/v1/messages", big, answers[0][3])
+    again = exchanges.Recording(folder, state)  # a repair round records on
+    _record(again, len(answers) + 1, "anthropic", "/v1/messages", big, answers[0][3])
     text = (folder / exchanges.MODEL_FILE).read_text()
     assert "SECRET" not in text and "AIza" not in text
     assert len(text.splitlines()) == len(answers) + 2
@@ -214,6 +238,10 @@ def test_every_exchange_is_recorded_bounded_redacted_and_read_back(
     assert first.headers["authorization"] == exchanges.REDACTED
     assert first.headers["x-custom-token"] == exchanges.REDACTED
     assert first.headers["anthropic-version"] == "2023-06-01"
+    assert first.answer_headers == {
+        "content-type": "text/event-stream",
+        "set-cookie": exchanges.REDACTED,
+    }
     assert exchanges.body(folder, first.answer) == answers[0][3]
     assert exchanges.body(folder, read[-1].request) == big
     assert "key=" + exchanges.REDACTED in read[4].path
