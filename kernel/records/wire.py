@@ -378,11 +378,14 @@ def cut(caps: Caps, tokens: int, usd: float, running: Usage, running_usd: float 
 
 # -- refusals, in each vendor's error shape
 
-REFUSAL_STATUS = 400
-"""A request error every CLI here gives up on: Claude Code retries 401, 408, 409, 429, 5xx
-(529 included); Gemini CLI 429, 499, 5xx and never 400; Codex 401, 429, 5xx; the OpenAI and
-Anthropic SDKs (opencode, Aider, mini through them) 408, 409, 429, 5xx. 402 or 403 would be
-apt too, but Claude Code reads a 403 as a revoked login, and 400 is the one all document."""
+REFUSAL_STATUS = 403
+"""A status every CLI here gives up on at once, read from their sources: Claude Code retries
+401, 408, 409, 429 and 5xx (529 included), and 403 only when it says a login was revoked;
+Gemini CLI 429, 499, 5xx; Codex 429, 5xx (codex-client/src/retry.rs); opencode (the AI
+SDK) 408, 409, 429, 5xx; Aider retries by litellm's exception class, and not a
+PermissionDeniedError. 400 would do for all but mini-swe-agent, which retries a
+BadRequestError ten times over minutes and gives up only on 401, 403, 404 and a full
+context window."""
 _NO_RETRY = (("x-should-retry", "false"),)
 """The Stainless SDKs (Anthropic, OpenAI) ask this header before any status."""
 
@@ -399,15 +402,15 @@ class Refusal:
 def _error(api: str, message: str) -> dict[str, Any]:
     message = f"seed: {message}; the run ends here (BUDGET_EXCEEDED)"
     if api == ANTHROPIC:
-        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+        return {"type": "error", "error": {"type": "permission_error", "message": message}}
     if api == GEMINI:
         return {
-            "error": {"code": REFUSAL_STATUS, "message": message, "status": "FAILED_PRECONDITION"}
+            "error": {"code": REFUSAL_STATUS, "message": message, "status": "PERMISSION_DENIED"}
         }
     return {
         "error": {
             "message": message,
-            "type": "invalid_request_error",
+            "type": "permission_error",
             "code": "budget_exceeded",
             "param": None,
         }
@@ -422,7 +425,8 @@ def refusal(api: str, reason: str) -> Refusal:
 def stream_error(api: str, reason: str) -> bytes:
     """The event that ends a stream the cap cut, in the API's format (the connection is
     closed after it): Anthropic's `error` event, a `response.failed` with the code Codex
-    takes as quota (not retried), an error chunk for chat and Gemini."""
+    takes as quota (not retried), an error chunk for chat and Gemini. A CLI that retries a
+    broken stream meets the refusal: the cap is passed, so its next request is refused."""
     doc = _error(api, reason)
     if api == ANTHROPIC:
         return b"event: error\ndata: " + json.dumps(doc).encode() + b"\n\n"

@@ -169,19 +169,25 @@ def test_the_cap_refuses_the_next_request_and_cuts_a_stream_that_passes_it() -> 
 
 
 def test_refusals_are_each_vendors_error_that_its_cli_does_not_retry() -> None:
-    retried = {408, 409, 429, 499, 529} | set(range(500, 600))
+    servers = {408, 409, 429, 499, 529} | set(range(500, 600))
+    retried = {  # read from each CLI's source (wire.REFUSAL_STATUS says where)
+        "claude": servers | {401},
+        "codex": servers | {401},
+        "gemini": servers,
+        "opencode": servers,
+        "mini-swe-agent": servers | {400},
+    }
     for api in wire.APIS:
         refusal = wire.refusal(api, "the iteration's cap of 10 tokens is reached")
-        assert refusal.status == 400 and refusal.status not in retried
+        assert all(refusal.status not in statuses for statuses in retried.values())
         assert ("x-should-retry", "false") in refusal.headers
         doc = json.loads(refusal.body)
         assert "cap of 10 tokens" in json.dumps(doc)
         event = wire.stream_error(api, "cut")
         assert event.startswith((b"event: ", b"data: ")) and event.endswith(b"\n\n")
-    assert json.loads(wire.refusal("anthropic", "x").body)["error"]["type"] == (
-        "invalid_request_error"
-    )
-    assert json.loads(wire.refusal("gemini", "x").body)["error"]["code"] == 400
+        assert "BUDGET_EXCEEDED" in json.dumps(json.loads(event.split(b"data: ")[1]))
+    assert json.loads(wire.refusal("anthropic", "x").body)["error"]["type"] == "permission_error"
+    assert json.loads(wire.refusal("gemini", "x").body)["error"]["code"] == 403
 
 
 # -- model.jsonl
