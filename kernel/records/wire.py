@@ -74,6 +74,7 @@ class UsageReader:
         self._written = 0
         self._mode = ""  # "json" or "sse", from the answer's first byte that is not space
         self._buffer = bytearray()
+        self._scanned = 0
         self._data: list[bytes] = []
         self._data_size = 0
         self._skipping = False
@@ -154,14 +155,17 @@ class UsageReader:
 
     def _lines(self) -> None:
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", self._scanned)
             if end < 0:
+                self._scanned = len(self._buffer)  # a long line is not searched again
                 if len(self._buffer) > WIRE_EVENT_MAX:
                     self._buffer.clear()
+                    self._scanned = 0
                     self._skipping = True  # the rest of this line is set aside
                 return
             line = bytes(self._buffer[:end])
             del self._buffer[: end + 1]
+            self._scanned = 0
             if self._skipping:
                 self._skipping = False
                 self._data, self._data_size = [], WIRE_EVENT_MAX + 1

@@ -149,6 +149,20 @@ def test_malformed_answers_never_raise_and_say_usage_is_unknown(
             assert 0 <= usage.cached <= usage.input <= 10**12 and 0 <= usage.output <= 10**12
 
 
+def test_an_event_over_the_bound_is_set_aside_and_the_rest_still_read(
+    answers: list[tuple[str, str, bytes, bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wire, "WIRE_EVENT_MAX", 4096)
+    api, path, request, answer = answers[0]
+    huge = b'data: {"type": "ping", "delta": {"text": "' + b"h" * 10_000 + b'"}}\n\n'
+    for stream in (huge + answer, answer.replace(b"\n\n", b"\n\n" + huge, 1)):
+        reader = wire.UsageReader(api, request, path)
+        for i in range(0, len(stream), 1000):
+            reader.feed(stream[i : i + 1000])
+        assert reader.finish() == _expected(api) and reader.skipped == 1
+    assert not wire.usage_of(api, request, b"{" + b" " * 5000 + answer, path).known
+
+
 def test_cost_is_priced_from_the_configs_prices() -> None:
     prices = {"gpt-c": ModelPrice(input=2.0, output=8.0, cached_input=0.5)}
     usage = Usage("openai/gpt-c", 1_000_000, 100_000, 400_000, True)
