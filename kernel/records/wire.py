@@ -174,7 +174,11 @@ class UsageReader:
 
     def _line(self, line: bytes) -> None:
         line = line.removesuffix(b"\r")
-        if not line:
+        if len(line) > WIRE_EVENT_MAX:
+            self._data_size = (
+                WIRE_EVENT_MAX + 1
+            )  # as when it came in pieces: the event is set aside
+        elif not line:
             self._dispatch()
         elif line.startswith(b"data:"):
             value = line[5:].removeprefix(b" ")
