@@ -228,15 +228,16 @@ def _last_seal(folder: Path) -> str:
     return folder.name
 
 
-def _seals(folder: Path) -> list[str]:
+def _seals(folder: Path) -> list[bytes]:
+    """The sidecar's seals as written (bytes: a damaged one compares unequal, never raises)."""
     path = folder / SEAL_FILE
     if not path.is_file():
         return []
-    found: list[str] = []
+    found: list[bytes] = []
     for line in jsonl.lines(path, _SEAL_LINE_MAX):
         if len(found) > MODEL_LINES_MAX:
             break
-        found.append((line.data or b"").strip().decode("ascii", "replace"))
+        found.append((line.data or b"").strip())
     return found
 
 
@@ -260,7 +261,7 @@ def read(folder: Path, state: Path) -> list[ExchangeLine]:
             raise RecordingRefused(number, "not sealed")
         data = line.data.removesuffix(b"\n")
         expected = seal.seal(state, _chained(last, data))
-        if not line.ended or not hmac.compare_digest(expected, seals[number - 1]):
+        if not line.ended or not hmac.compare_digest(expected.encode(), seals[number - 1]):
             raise RecordingRefused(number, "differs from its seal")
         last = expected
         try:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from itertools import pairwise
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel.records import wire
+from kernel.records import exchanges, wire
 
 EXAMPLES = int(os.environ.get("SEED_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(
@@ -110,3 +112,35 @@ def test_arbitrary_bytes_in_any_encoding_never_raise(
     _in_range(reader.finish())
     if not encoding:
         assert reader.usage == wire.usage_of(api, data, data, data.decode("latin-1"))
+
+
+@FUZZ
+@given(
+    model=st.binary(max_size=600),
+    seals=st.binary(max_size=300),
+    lines=st.integers(min_value=0, max_value=3),
+    where=st.integers(min_value=0, max_value=10**6),
+)
+def test_a_recording_damaged_anyhow_is_read_whole_or_refused(
+    model: bytes, seals: bytes, lines: int, where: int
+) -> None:
+    with tempfile.TemporaryDirectory() as temp:
+        folder, state = Path(temp) / "iter-0001", Path(temp) / "state"
+        folder.mkdir()
+        recording = exchanges.Recording(folder, state)
+        for seq in range(lines):
+            recording.append(
+                exchanges.Exchanged(seq, "gemini", "POST", "/m?key=k", {}, b"{}", b"{}", 200, 0, 0)
+            )
+        for name, junk in ((exchanges.MODEL_FILE, model), (exchanges.SEAL_FILE, seals)):
+            path = folder / name
+            data = path.read_bytes() if path.exists() else b""
+            cut = where % (len(data) + 1)
+            if junk:
+                path.write_bytes(data[:cut] + junk + data[cut:])
+        try:
+            read = exchanges.read(folder, state)
+        except exchanges.RecordingRefused as refused:
+            assert refused.line >= 1
+        else:
+            assert [r.seq for r in read] == list(range(lines))

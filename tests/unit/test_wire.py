@@ -291,6 +291,14 @@ def test_a_hand_edited_recording_is_refused_naming_the_first_line_that_differs(
     assert refused_at(b"x" * (2 * 1024 * 1024) + b"\n" + sound) == 1  # over the bound, unread
     model.write_bytes(sound)
     assert len(exchanges.read(folder, state)) == 4
+    seals = folder / exchanges.SEAL_FILE
+    sealed = seals.read_bytes()
+    for junk in (b"\xff\n" * 4, b"\x00" * 300 + b"\n", b""):
+        seals.write_bytes(junk)
+        with pytest.raises(exchanges.RecordingRefused) as caught:
+            exchanges.read(folder, state)
+        assert caught.value.line == 1
+    seals.write_bytes(sealed)
     other = exchanges.Recording(folder, tmp_path / "another-kernel")
     _record(other, 4, *answers[4][:2], answers[4][2], answers[4][3])
     with pytest.raises(exchanges.RecordingRefused) as caught:
