@@ -119,6 +119,11 @@ class UsageReader:
 
     def finish(self) -> Usage:
         """The answer has ended: its usage."""
+        if self._inflate is not None and not self._undecodable:
+            try:
+                self._plain(self._inflate.flush())
+            except zlib.error:
+                self._undecodable = True
         if self._undecodable:
             return self.usage
         if self._mode == "json":
@@ -175,15 +180,18 @@ class UsageReader:
     def _line(self, line: bytes) -> None:
         line = line.removesuffix(b"\r")
         if len(line) > WIRE_EVENT_MAX:
-            self._data_size = (
-                WIRE_EVENT_MAX + 1
-            )  # as when it came in pieces: the event is set aside
+            # as when it came in pieces: the event is set aside
+            self._data, self._data_size = [], WIRE_EVENT_MAX + 1
         elif not line:
             self._dispatch()
         elif line.startswith(b"data:"):
             value = line[5:].removeprefix(b" ")
-            self._data.append(value)
             self._data_size += len(value) + 1
+            # an event of endless data lines is not held: only its size is counted
+            if self._data_size <= WIRE_EVENT_MAX:
+                self._data.append(value)
+            else:
+                self._data.clear()
 
     def _dispatch(self) -> None:
         data, size = self._data, self._data_size

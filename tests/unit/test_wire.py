@@ -161,6 +161,11 @@ def test_an_event_over_the_bound_is_set_aside_and_the_rest_still_read(
             reader.feed(stream[i : i + 1000])
         assert reader.finish() == _expected(api) and reader.skipped == 1
     assert not wire.usage_of(api, request, b"{" + b" " * 5000 + answer, path).known
+    endless = wire.UsageReader(api, request, path)
+    for _ in range(100):  # one event of endless data lines, never ended: not held
+        endless.feed(b"data: " + b"e" * 1000 + b"\n")
+    assert len(endless._data) == 0  # pyright: ignore[reportPrivateUsage]
+    assert endless.feed(b"\n" + answer) == _expected(api) and endless.skipped == 1
 
 
 def test_cost_is_priced_from_the_configs_prices() -> None:
