@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,7 +88,8 @@ class Exchanged:
     api: str
     method: str
     path: str
-    headers: Mapping[str, str]
+    headers: Mapping[str, str] | Sequence[tuple[str, str]]
+    """As a mapping, or as the gateway's Exchange holds them (pairs)."""
     request: bytes
     answer: bytes
     status: int
@@ -96,7 +97,7 @@ class Exchanged:
     """Unix time the request came in."""
     seconds: float
     usage: Usage = field(default_factory=Usage)
-    answer_headers: Mapping[str, str] = field(default_factory=dict[str, str])
+    answer_headers: Mapping[str, str] | Sequence[tuple[str, str]] = ()
     """The upstream's answer headers (content type and encoding: a replay answers alike)."""
     cost_usd: float = 0.0
     note: str = ""
@@ -141,10 +142,11 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+def redact_headers(headers: Mapping[str, str] | Sequence[tuple[str, str]]) -> dict[str, str]:
     """Header names lowercased; values kept only for the allow-list (bounded, printable)."""
     shown: dict[str, str] = {}
-    for name, value in list(headers.items())[:_HEADERS_MAX]:
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    for name, value in pairs[:_HEADERS_MAX]:
         key = printable(name.lower(), _HEADER_MAX)
         keep = key in _SHOWN_HEADERS or key.startswith(_SHOWN_PREFIXES)
         shown[key] = printable(value, _HEADER_MAX) if keep else REDACTED

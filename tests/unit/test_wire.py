@@ -235,7 +235,7 @@ def _record(
             started=1_700_000_000.0 + seq,
             seconds=0.25,
             usage=wire.usage_of(api, request, answer, path),
-            answer_headers={"Content-Type": "text/event-stream", "Set-Cookie": "SECRET"},
+            answer_headers=(("Content-Type", "text/event-stream"), ("Set-Cookie", "SECRET")),
         )
     )
 
