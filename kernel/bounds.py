@@ -38,6 +38,19 @@ SALVAGE_WORK = 16
 SALVAGE_SLACK = 1 * MIB
 SALVAGE_TRIES = 100_000
 """Object starts tried in one damaged line, at most."""
+MODEL_LINE_MAX = 1 * MIB
+"""One line of history/<id>/model.jsonl (one model exchange; big bodies are kept by hash)."""
+MODEL_LINES_MAX = 100_000
+"""Exchanges read from one model.jsonl."""
+MODEL_BODY_INLINE = 16 * KIB
+"""A request or answer body up to this size is kept in its model.jsonl line; a bigger one
+(or one that is not UTF-8) once under history/<id>/bodies/, named by its sha256."""
+MODEL_BODY_MAX = 64 * MIB
+"""Bytes of one body kept; the rest is cut (and said in its line)."""
+WIRE_EVENT_MAX = 8 * MIB
+"""One server-sent event, or a whole JSON answer, read for its usage (a bigger one is skipped)."""
+WIRE_DECODED_MAX = 256 * MIB
+"""Bytes of one compressed answer undone for its usage (a bomb stops there, usage unknown)."""
 
 # -- what people and agents hand the kernel, and the lines it writes down --
 
