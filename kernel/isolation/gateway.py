@@ -108,10 +108,12 @@ class Exchange:
 
 @dataclass(frozen=True)
 class Refusal:
-    """An answer the gateway gives instead of forwarding: a status and a vendor-shaped body."""
+    """An answer the gateway gives instead of forwarding: a status, a vendor-shaped body and
+    any headers beside its content type (the cap's refusal says not to retry)."""
 
     status: int
     body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, api: Api, status: int, message: str) -> Refusal:
@@ -158,7 +160,7 @@ def error_body(api: Api, status: int, message: str) -> bytes:
             "error": {"code": status, "message": message, "status": states.get(status, "INTERNAL")}
         }
     else:
-        kinds = {401: "invalid_api_key", 429: "insufficient_quota"}
+        kinds = {401: "invalid_api_key", 403: "permission_error", 429: "insufficient_quota"}
         kind = kinds.get(status, "server_error" if status >= 500 else "invalid_request_error")
         doc = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
     return json.dumps(doc).encode()
@@ -534,6 +536,8 @@ class Gateway:
         handler.send_response_only(refusal.status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(refusal.body)))
+        for name, value in refusal.headers:
+            handler.send_header(name, value)
         if handler.close_connection:
             handler.send_header("Connection", "close")
         handler.end_headers()

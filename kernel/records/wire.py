@@ -20,6 +20,7 @@ from typing import Any, cast
 from domain import AgentReport
 from kernel.bounds import WIRE_DECODED_MAX, WIRE_EVENT_MAX, printable
 from kernel.config import ModelPrice
+from kernel.isolation.gateway import Refusal, error_body
 from kernel.records import budget
 
 ANTHROPIC = "anthropic"
@@ -406,36 +407,15 @@ _NO_RETRY = (("x-should-retry", "false"),)
 """The Stainless SDKs (Anthropic, OpenAI) ask this header before any status."""
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """The answer to a request the cap refuses: status, headers, a vendor-shaped JSON body."""
-
-    status: int
-    body: bytes
-    headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"), *_NO_RETRY)
-
-
-def _error(api: str, message: str) -> dict[str, Any]:
-    message = f"seed: {message}; the run ends here (BUDGET_EXCEEDED)"
-    if api == ANTHROPIC:
-        return {"type": "error", "error": {"type": "permission_error", "message": message}}
-    if api == GEMINI:
-        return {
-            "error": {"code": REFUSAL_STATUS, "message": message, "status": "PERMISSION_DENIED"}
-        }
-    return {
-        "error": {
-            "message": message,
-            "type": "permission_error",
-            "code": "budget_exceeded",
-            "param": None,
-        }
-    }
+def _error(api: str, reason: str) -> bytes:
+    """The vendor's error body for the cap (the gateway's shapes, at REFUSAL_STATUS)."""
+    message = f"seed: {reason}; the run ends here (BUDGET_EXCEEDED)"
+    return error_body(api if api in APIS else CHAT, REFUSAL_STATUS, message)
 
 
 def refusal(api: str, reason: str) -> Refusal:
-    """A refused request's answer, in the API's error format."""
-    return Refusal(REFUSAL_STATUS, json.dumps(_error(api, reason)).encode())
+    """A refused request's answer, in the API's error format, saying not to retry."""
+    return Refusal(REFUSAL_STATUS, _error(api, reason), _NO_RETRY)
 
 
 def stream_error(api: str, reason: str) -> bytes:
@@ -443,11 +423,12 @@ def stream_error(api: str, reason: str) -> bytes:
     closed after it): Anthropic's `error` event, a `response.failed` with the code Codex
     takes as quota (not retried), an error chunk for chat and Gemini. A CLI that retries a
     broken stream meets the refusal: the cap is passed, so its next request is refused."""
-    doc = _error(api, reason)
+    body = _error(api, reason)
     if api == ANTHROPIC:
-        return b"event: error\ndata: " + json.dumps(doc).encode() + b"\n\n"
+        return b"event: error\ndata: " + body + b"\n\n"
     if api == RESPONSES:
-        error = {"code": "insufficient_quota", "message": doc["error"]["message"]}
+        message = str(cast(dict[str, Any], json.loads(body))["error"]["message"])
+        error = {"code": "insufficient_quota", "message": message}
         failed = {"type": "response.failed", "response": {"status": "failed", "error": error}}
         return b"event: response.failed\ndata: " + json.dumps(failed).encode() + b"\n\n"
-    return b"data: " + json.dumps(doc).encode() + b"\n\n"
+    return b"data: " + body + b"\n\n"

@@ -19,6 +19,7 @@ import pytest
 
 from kernel.isolation import gateway as gateway_module
 from kernel.isolation.gateway import Api, Exchange, Gateway, Refusal
+from kernel.records import wire
 from tests.agents_real.model import ScriptedModel, call, say, serving
 
 SCRIPT = [call("shell", cmd="true"), say("Done.")]
@@ -205,6 +206,22 @@ def test_a_refusal_reaches_the_client_in_the_vendors_error_shape_and_nothing_goe
     assert _shape(json.loads(ours.body)) == _shape(json.loads(theirs.body))
     assert "token cap" in ours.body.decode()
     assert done == []
+
+
+def test_the_caps_refusal_reaches_the_client_with_its_no_retry_header() -> None:
+    """The wire core's refusal (records/wire.py) goes out through the gateway whole: its
+    status, the vendor's body and `x-should-retry: false`."""
+    api, path, doc, headers = CASES["anthropic-sse"]
+    with serving(SCRIPT) as upstream:
+        with _through(
+            upstream, api, on_request=lambda e: wire.refusal(e.api, "the cap of 10 tokens")
+        ) as where:
+            ours = _post(where, path, json.dumps(doc).encode(), headers)
+        assert upstream.requests == []
+    assert ours.status == wire.REFUSAL_STATUS
+    assert ours.headers["x-should-retry"] == "false"
+    assert json.loads(ours.body)["error"]["type"] == "permission_error"
+    assert "cap of 10 tokens" in ours.body.decode()
 
 
 def test_on_chunk_sees_the_stream_in_order_before_it_ends() -> None:
