@@ -1,0 +1,126 @@
+"""A command agent that works through its model: it asks the model at SEED_MODEL_BASE_URL
+(OpenAI chat completions, streamed) for its next step until the model stops calling tools,
+applies `replace` calls to the checkout, then looks everywhere it can for the real key and
+tries to reach the host named by its second argument. It writes what it found to
+SEED_RESULT_FILE's summary; exit 0 when the model said it was done.
+
+argv: KEY_REVERSED PROBE_URL (the key reversed: its value is never in this process's argv).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+_READ_MAX = 4 * 1024 * 1024
+
+
+def _ask(base: str, messages: list[dict[str, object]]) -> dict[str, object]:
+    """One streamed chat completion: the assistant message it carried."""
+    body = {
+        "model": "scripted",
+        "stream": True,
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": "replace", "parameters": {}}}],
+    }
+    request = urllib.request.Request(
+        f"{base}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={
+            "content-type": "application/json",
+            "authorization": f"Bearer {os.environ.get('SEED_TEST_KEY', '')}",
+        },
+    )
+    message: dict[str, object] = {"role": "assistant", "content": ""}
+    calls: list[dict[str, object]] = []
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        for raw in answer:
+            line = raw.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            for choice in json.loads(line[6:]).get("choices", []):
+                delta = choice.get("delta", {})
+                message["content"] = str(message["content"]) + (delta.get("content") or "")
+                calls += delta.get("tool_calls") or []
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _work(base: str) -> None:
+    """Ask, apply, ask again, until the model answers with text."""
+    messages: list[dict[str, object]] = [{"role": "user", "content": "fix calc.py"}]
+    for _ in range(5):
+        message = _ask(base, messages)
+        messages.append(message)
+        calls = message.get("tool_calls")
+        if not isinstance(calls, list):
+            return
+        for call in calls:
+            args = json.loads(call["function"]["arguments"])
+            path = Path(args["path"])
+            path.write_text(path.read_text().replace(args["old"], args["new"]))
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "done"})
+
+
+def _holders(key: bytes) -> list[str]:
+    """Every place this process can read that holds the key."""
+    found = [f"env {k}" for k, v in os.environ.items() if key in v.encode()]
+    places = [Path("/proc").glob("*/environ"), Path("/proc").glob("*/cmdline")]
+    roots = [os.getcwd(), os.environ.get("HOME", "/"), "/tmp", os.environ.get("SEED_RUN_DIR", "/")]
+    for root in roots:
+        places.append(p for p in Path(root).rglob("*") if ".git" not in p.parts)
+    for group in places:
+        for path in group:
+            try:
+                if path.is_file() and key in path.read_bytes()[:_READ_MAX]:
+                    found.append(str(path))
+            except OSError:
+                continue
+    return found
+
+
+def _reach(url: str) -> str:
+    """What the host at url answered (http, then raw tcp), or why nothing did."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            http = answer.read().decode()
+    except (OSError, urllib.error.URLError) as error:
+        http = f"unreachable ({type(error).__name__})"
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+        tcp = "connected"
+    except OSError as error:
+        tcp = f"unreachable ({type(error).__name__})"
+    try:
+        socket.getaddrinfo("pypi.org", 443)
+        dns = "resolved"
+    except OSError as error:
+        dns = f"unresolved ({type(error).__name__})"
+    return f"http {http}; tcp {tcp}; dns {dns}"
+
+
+def main() -> int:
+    key, probe = sys.argv[1][::-1].encode(), sys.argv[2]
+    base = os.environ["SEED_MODEL_BASE_URL"]
+    done = True
+    try:
+        _work(base)
+    except (OSError, ValueError) as error:
+        print(f"the model failed: {error}", flush=True)
+        done = False
+    holders = _holders(key)
+    summary = f"key found in: {holders or 'nowhere'}; other host: {_reach(probe)}"
+    print(summary, flush=True)
+    Path(os.environ["SEED_RESULT_FILE"]).write_text(json.dumps({"summary": summary}))
+    return 0 if done else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""A command agent through the model gateway: it lands its fix asking the scripted model, finds
+no key and no other host, and a token cap passed mid-run ends it with the usage in the ledger."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.records import exchanges
+from tests.agents_real.model import ScriptedModel, call, say, serving
+from tests.support import BROKEN_ADD, git, make_repo, records, seed
+
+AGENT = Path(__file__).parents[1] / "agents_real" / "model_agent.py"
+KEY = "sk-real-0123456789abcdefghij"
+"""The real key: in the daemon's environment only."""
+SCRIPT = [call("replace", path="calc.py", old="return a - b", new="return a + b"), say("fixed")]
+
+
+class _Anywhere(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "8")
+        self.end_headers()
+        self.wfile.write(b"anywhere")
+
+
+@pytest.fixture(scope="module")
+def anywhere() -> Iterator[str]:
+    """A second loopback server, standing for any host but the model."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Anywhere)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _repo(tmp: Path, model: ScriptedModel, probe: str, extra: str = "") -> Path:
+    argv = json.dumps([sys.executable, str(AGENT), KEY[::-1], probe])
+    config = (
+        f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 0\n'
+        f'api_base = "{model.origin}"\nkeys = ["SEED_TEST_KEY"]\n{extra}'
+    )
+    return make_repo(tmp / "repo", BROKEN_ADD, config)
+
+
+def _once(repo: Path) -> dict[str, Any]:
+    done = seed(repo, "once", env={"SEED_TEST_KEY": KEY})
+    assert done.returncode in (0, 1), done.stderr
+    [record] = records(repo)
+    return record
+
+
+def test_a_command_agent_lands_through_the_gateway_and_finds_no_key_nor_other_host(
+    tmp_path: Path, anywhere: str
+) -> None:
+    with serving(SCRIPT) as model:
+        repo = _repo(tmp_path, model, anywhere)
+        record = _once(repo)
+        seen = [r.headers.get("authorization", "") for r in model.requests]
+
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    assert "return a + b" in git(repo, "show", "HEAD:calc.py")
+    assert record["network"] == "model-only"
+    summary = record["agent_summary"]
+    assert "key found in: nowhere" in summary
+    assert "http unreachable" in summary and "tcp unreachable" in summary
+    assert "dns unresolved" in summary
+    assert seen == [f"Bearer {KEY}"] * 2  # the gateway added the real key upstream
+    folder = repo / "history" / record["iteration_id"]
+    lines = exchanges.read(folder, repo / ".git" / "seed")  # sealed: read refuses a broken seal
+    assert [line.status for line in lines] == [200, 200]
+    assert record["wire_tokens"] == sum(line.usage.tokens for line in lines) == 2 * 1050
+    assert record["tokens_used"] == 0  # what the agent itself reported, kept beside
+    assert KEY not in (folder / "model.jsonl").read_text()
+    status = json.loads(seed(repo, "status", "--json").stdout)
+    assert status["network"] == "model-only"
+
+
+def test_with_network_full_the_same_agent_reaches_the_other_host(
+    tmp_path: Path, anywhere: str
+) -> None:
+    with serving(SCRIPT) as model:
+        repo = _repo(tmp_path, model, anywhere, 'network = "full"\n')
+        record = _once(repo)
+
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    assert record["network"] == "full"
+    assert "http anywhere; tcp connected" in record["agent_summary"]
+    assert not (repo / "history" / record["iteration_id"] / "model.jsonl").exists()
+    status = json.loads(seed(repo, "status", "--json").stdout)
+    assert status["network"] == "full (opt-out)"
+
+
+def test_a_token_cap_passed_mid_run_ends_it_budget_exceeded_with_the_usage_so_far(
+    tmp_path: Path, anywhere: str
+) -> None:
+    """1,050 tokens an answer and a cap of 1,500: the second answer passes it and is cut."""
+    with serving([*SCRIPT[:1], *SCRIPT]) as model:
+        repo = _repo(tmp_path, model, anywhere, "[budget]\nmax_tokens_per_iteration = 1500\n")
+        record = _once(repo)
+
+    assert record["failure_category"] == "BUDGET_EXCEEDED", record["reason"]
+    assert "2,100 tokens" in record["reason"] and "1,500" in record["reason"]
+    ledger = (repo / "history" / "ledger.jsonl").read_text().splitlines()
+    assert sum(json.loads(line)["tokens_used"] for line in ledger) == 2100
+    lines = exchanges.read(repo / "history" / record["iteration_id"], repo / ".git" / "seed")
+    assert [bool(line.note) for line in lines] == [False, True]
+    assert record["wire_tokens"] == 2100
