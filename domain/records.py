@@ -88,6 +88,13 @@ class IterationRecord(Fact):
     the machine gave them); when that changes, the gap is judged again."""
     sandboxed: bool | None = None
     """Whether the agent and the test runs ran in the sandbox (None: no agent ran)."""
+    network: str = ""
+    """The agent's network: model-only (the kernel's gateway only), or full and why."""
+    wire_tokens: int = 0
+    wire_cost_usd: float = 0.0
+    wire_requests: int = 0
+    """Usage the model gateway read from the upstream's answers (model-only), beside what the
+    agent reported (tokens_used, cost_usd)."""
     agent_version: str = ""
     agent_summary: str = ""
     agent_exit_code: int | None = None

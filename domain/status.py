@@ -44,6 +44,8 @@ class DaemonStatus(Fact):
     sandbox: str = ""
     """How agents and test runs are isolated: on (bubblewrap), off (by seed.toml), or why
     no agent can run."""
+    network: str = ""
+    """The agent's network: model-only (the kernel's model gateway only), or full and why."""
     tools: tuple[str, ...] = ()
     """Which quality tools take part, one line each, and why (from HEAD's configuration)."""
     land_blocker: str = ""

@@ -92,6 +92,15 @@ class AgentConfig(_Section):
     completions (http://HOST/v1, e.g. http://localhost:11434/v1 for Ollama)."""
     extra_args: list[str] = Field(default_factory=list[str])
     """Extra flags for the named backend's command line, placed before the prompt."""
+    network: Literal["model-only", "full"] = "model-only"
+    """model-only: the agent's sandbox has no network but the kernel's model gateway, which
+    forwards to api_base, adds the keys, records every exchange and holds the budget per
+    request (for command only when api_base is set; SEED_MODEL_BASE_URL names it). full: the
+    agent keeps the whole network, as before (an opt-out, said in status and every report)."""
+    keys: list[str] = Field(default_factory=list[str])
+    """Names of environment variables holding the model API's keys: the gateway adds them to
+    each upstream request and the agent gets a placeholder in their place (with network =
+    "full" they are passed through as env is)."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict[str, ModelPrice])
     """Prices by model name for runs whose tool reports no cost (codex, gemini; aider, mini,
     opencode with an unpriced model; claude for a model it has no price for); "*" matches any
@@ -127,7 +136,7 @@ def api_base_problem(backend: str, api_base: str) -> str:
     base = api_base.rstrip("/")
     if not base.startswith(("http://", "https://")):
         return f"api_base {api_base!r} is not an http:// or https:// URL"
-    if backend in ("command", "ruff-fix", "none"):
+    if backend in ("ruff-fix", "none"):
         return (
             f"api_base is set but backend {backend!r} takes no model endpoint; backends that "
             f"do: {', '.join(API_OF)}"

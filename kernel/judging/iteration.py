@@ -96,6 +96,14 @@ class Iteration:
     """running.json, so a restarted daemon knows how far this iteration got."""
     sandboxed: bool = False
     """The agent and the test runs ran in the sandbox (False only with sandbox = "off")."""
+    network: str = ""
+    """The agent's network as said: model-only, or full and why."""
+    wire_tokens: int = 0
+    wire_cost_usd: float = 0.0
+    wire_requests: int = 0
+    """What the model gateway read from the upstream's answers, all rounds (model-only)."""
+    model_cut: str = ""
+    """Why the gateway refused a request or cut an answer (a cap): the run ends BUDGET_EXCEEDED."""
     watch: Watch | None = None
     """Git settings and interpreter start-up files as they were when the iteration began."""
 

@@ -25,8 +25,8 @@ from kernel.host.context import Context
 from kernel.isolation import agentgit, jails, procs, readback
 from kernel.isolation.integrity import Checkout, Snapshot
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
-from kernel.loop import liveuse
-from kernel.records import budget, inbox
+from kernel.loop import liveuse, modelrun
+from kernel.records import budget, inbox, wire
 
 _ENV_PASS = ("PATH", "HOME")
 """All an agent gets from the daemon's environment, besides the variables [agent] env names."""
@@ -60,6 +60,9 @@ class AgentRunner:
     def __init__(self, ctx: Context, phase: Phase) -> None:
         self.ctx = ctx
         self.phase = phase
+        self._wire: modelrun.Used | None = None
+        self._network: jails.Network = "full"
+        """The latest run's usage read from its model exchanges (model-only runs)."""
 
     def execute(self, it: Iteration, spec: RunSpec) -> Ending | None:
         """Run the agent; the Ending when the iteration ends here, None when its work is to be judged."""
@@ -75,6 +78,9 @@ class AgentRunner:
                 f"budget exhausted before the agent ran: {refused}",
             )
         files = self._inputs(it, spec)
+        agent_config = ctx.config.agent
+        self._network = modelrun.network(agent_config, it.backend.name, it.sandboxed)
+        it.network = modelrun.said(agent_config, it.backend.name, it.sandboxed)
         argv, env = self._command(it, spec, files)
         used = f" (round {files.turn}; {it.used()})" if it.used() else ""
         self.phase("agent running", f"{it.backend.name} on {plan.gap.key}{used}; log: {files.log}")
@@ -157,6 +163,14 @@ class AgentRunner:
         for name in self.ctx.config.agent.env:
             if name in os.environ:
                 env[name] = os.environ[name]
+        agent = self.ctx.config.agent
+        for name in agent.keys:
+            # model-only: the gateway holds the key; the agent gets a placeholder in its place
+            held = self._network == "model-only"
+            if name in os.environ:
+                env[name] = modelrun.PLACEHOLDER if held else os.environ[name]
+        if spec.argv and agent.backend == "command" and agent.api_base:
+            env[jails.MODEL_URL_ENV] = agent.api_base
         env.update(spec.env)
         env.update(values)
         return procs.child_env(env)
@@ -192,8 +206,11 @@ class AgentRunner:
         )
         reach = (*writable, *self._home_places(it, spec)) if it.sandboxed else ()
         snapshot = checkout.begin(it.plan.iteration_id, reach)
+        model = self._gateway(it) if self._network == "model-only" else None
+        self._wire = None
         if it.sandboxed:
-            argv = self._jailed(spec, argv, files, writable, it)
+            jailed = self._jailed(spec, argv, files, writable, it, model)
+            argv, env = jailed.argv, {**env, **jailed.env}
         # journalled: if the daemon dies during the run, the next start counts this much spent
         # (and which of its runs: an earlier round's ledger line does not account for this one)
         ledger_runs = budget.runs_of(ctx.paths.history, it.plan.iteration_id)
@@ -222,6 +239,12 @@ class AgentRunner:
                     sweep_rounds=20,
                 )
         finally:
+            if model is not None:
+                self._wire = model.close()
+                it.wire_tokens += self._wire.tokens
+                it.wire_cost_usd += self._wire.cost_usd
+                it.wire_requests += self._wire.requests
+                it.model_cut = self._wire.ended
             check_checkout(ctx, it, checkout, snapshot)
         it.timed("execute", t0)
         if completed.truncated:
@@ -250,9 +273,11 @@ class AgentRunner:
         files: _Files,
         writable: tuple[Path, ...],
         it: Iteration,
-    ) -> list[str]:
-        """The argv run in the sandbox: only the places of `_writable` writable."""
-        return jails.agent_argv(
+        model: modelrun.ModelRun | None,
+    ) -> jails.AgentSandbox:
+        """The argv run in the sandbox: only the places of `_writable` writable; with the
+        model's gateway, no network but it."""
+        return jails.agent_sandbox(
             argv,
             paths=self.ctx.paths,
             guard=self.ctx.config.guard,
@@ -261,6 +286,23 @@ class AgentRunner:
             home=self._home(it.plan.iteration_id),
             home_binds=spec.home,
             cwd=it.worktree,
+            network=self._network,
+            gateway=model.socket if model is not None else None,
+        )
+
+    def _gateway(self, it: Iteration) -> modelrun.ModelRun:
+        """The model gateway for this run: upstream api_base, the keys from the daemon's
+        environment, the exchanges to history/<id>/, the iteration's caps on the wire's usage."""
+        ctx, limits = self.ctx, it.plan.budget
+        return modelrun.ModelRun(
+            upstream=ctx.config.agent.api_base,
+            keys=modelrun.upstream_keys(ctx.config.agent.keys, os.environ),
+            folder=ctx.store.folder(it.plan.iteration_id),
+            state=ctx.paths.state,
+            caps=wire.Caps(limits.max_tokens, limits.max_cost_usd),
+            before=(it.wire_tokens, it.wire_cost_usd),
+            prices=ctx.config.agent.prices,
+            model=ctx.config.agent.model,
         )
 
     def _timeout(self, it: Iteration) -> float:
@@ -343,10 +385,20 @@ class AgentRunner:
                 FailureCategory.AGENT_TIMEOUT,
                 f"the agent ran past its {self._timeout(it):.0f}s limit; its process group was ended",
             )
-        # repair rounds share the iteration's budget: the sum of the rounds so far counts
+        if it.model_cut:
+            return Ending(
+                IterationOutcome.FAILURE,
+                FailureCategory.BUDGET_EXCEEDED,
+                f"the model gateway ended the run: {it.model_cut}",
+            )
+        # repair rounds share the iteration's budget: the sum of the rounds so far counts (the
+        # wire's figures where the gateway read them: a tool may under-report)
         spent = it.agent or agent
         over = _over_budget(
-            spent.tokens_used, spent.cost_usd, plan.budget.max_tokens, plan.budget.max_cost_usd
+            max(spent.tokens_used, it.wire_tokens),
+            max(spent.cost_usd, it.wire_cost_usd),
+            plan.budget.max_tokens,
+            plan.budget.max_cost_usd,
         )
         if over:
             return Ending(
@@ -399,20 +451,31 @@ class AgentRunner:
             it.agent_version = report.version[:120]
         if report.note:
             it.agent_note = "; ".join(n for n in (it.agent_note, report.note) if n)
-        budget.append(
-            ctx.paths.history,
-            budget.LedgerEntry(
-                at=datetime.now(UTC),
-                iteration_id=it.plan.iteration_id,
-                backend=it.backend.name,
-                model=priced.model or ctx.config.agent.model,
-                tokens_used=priced.tokens_used,
-                input_tokens=priced.input_tokens,
-                output_tokens=priced.output_tokens,
-                cost_usd=priced.cost_usd,
-                cost_basis=basis,
-            ),
+        entry = budget.LedgerEntry(
+            at=datetime.now(UTC),
+            iteration_id=it.plan.iteration_id,
+            backend=it.backend.name,
+            model=priced.model or ctx.config.agent.model,
+            tokens_used=priced.tokens_used,
+            input_tokens=priced.input_tokens,
+            output_tokens=priced.output_tokens,
+            cost_usd=priced.cost_usd,
+            cost_basis=basis,
         )
+        if self._wire is not None:
+            # the gateway read every exchange: the ledger holds what the upstream said
+            w = self._wire
+            entry = entry.model_copy(
+                update={
+                    "model": w.model or entry.model,
+                    "tokens_used": w.tokens,
+                    "input_tokens": w.input,
+                    "output_tokens": w.output,
+                    "cost_usd": w.cost_usd,
+                    "cost_basis": w.basis or budget.NONE,
+                }
+            )
+        budget.append(ctx.paths.history, entry)
         return priced
 
 

@@ -18,7 +18,7 @@ from kernel.host.answers import Backend
 from kernel.host.context import Context
 from kernel.isolation import gitops, jails
 from kernel.isolation.daemonlock import DaemonLock
-from kernel.loop import reporting
+from kernel.loop import modelrun, reporting
 from kernel.loop.analysis import read_setup
 from kernel.loop.quarantine import read_quarantine
 from kernel.measuring import pytestconfig
@@ -169,6 +169,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         backend=backend.name,
         backend_reason=backend.reason,
         sandbox=jails.describe(ctx.config.guard, ctx.paths, Path(ctx.target.python)),
+        network=modelrun.said(ctx.config.agent, backend.name, jails.active(ctx.config.guard)),
         tools=_tools(ctx),
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,

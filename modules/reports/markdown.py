@@ -145,6 +145,12 @@ def _summary(record: IterationRecord) -> list[str]:
         rows.append(("Tests", f"no test ran these lines: {shown}{more}"))
     if record.sandboxed is False:
         rows.insert(4, ("Sandbox", "**off**: this run was NOT sandboxed"))
+    if record.network:
+        full = f"**{md(record.network)}**: the agent could reach any host"
+        rows.insert(4, ("Network", "model-only" if record.network == "model-only" else full))
+    if record.wire_requests:
+        wire = f"{record.wire_requests} requests, {record.wire_tokens:,} tokens, ${record.wire_cost_usd:.4f}"
+        rows.insert(5, ("Model (wire)", wire))
     if record.agent_note:
         rows.insert(4, ("Note", md(record.agent_note)))
     if record.base:

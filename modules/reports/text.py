@@ -110,6 +110,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     )
     if status.sandbox:
         out.append(f"sandbox:     {status.sandbox}")
+    if status.network:
+        out.append(f"network:     {status.network}")
     if status.python:
         out.append(f"python:      {status.python} ({status.python_reason})")
     for i, line in enumerate(status.tools):

@@ -53,9 +53,9 @@ def _repo(tmp: Path, model: ScriptedModel, probe: str, extra: str = "") -> Path:
     return make_repo(tmp / "repo", BROKEN_ADD, config)
 
 
-def _once(repo: Path) -> dict[str, Any]:
+def _once(repo: Path, codes: tuple[int, ...] = (0, 1)) -> dict[str, Any]:
     done = seed(repo, "once", env={"SEED_TEST_KEY": KEY})
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in codes, done.stderr
     [record] = records(repo)
     return record
 
@@ -94,7 +94,7 @@ def test_with_network_full_the_same_agent_reaches_the_other_host(
         record = _once(repo)
 
     assert record["outcome"] == "SUCCESS", record["reason"]
-    assert record["network"] == "full"
+    assert record["network"] == "full (opt-out)"
     assert "http anywhere; tcp connected" in record["agent_summary"]
     assert not (repo / "history" / record["iteration_id"] / "model.jsonl").exists()
     status = json.loads(seed(repo, "status", "--json").stdout)
@@ -107,7 +107,7 @@ def test_a_token_cap_passed_mid_run_ends_it_budget_exceeded_with_the_usage_so_fa
     """1,050 tokens an answer and a cap of 1,500: the second answer passes it and is cut."""
     with serving([*SCRIPT[:1], *SCRIPT]) as model:
         repo = _repo(tmp_path, model, anywhere, "[budget]\nmax_tokens_per_iteration = 1500\n")
-        record = _once(repo)
+        record = _once(repo, (3,))  # BUDGET_EXCEEDED halts the daemon
 
     assert record["failure_category"] == "BUDGET_EXCEEDED", record["reason"]
     assert "2,100 tokens" in record["reason"] and "1,500" in record["reason"]

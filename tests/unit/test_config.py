@@ -137,7 +137,7 @@ def test_an_oversized_or_deeply_nested_seed_toml_is_one_clear_error(tmp_path: Pa
     [
         ('backend = "claude"\napi_base = "http://localhost:4000/v1"', "Anthropic Messages API"),
         ('backend = "gemini"\napi_base = "http://localhost:8080/v1beta"', "without /v1beta"),
-        ('backend = "command"\napi_base = "http://localhost:8000/v1"', "takes no model endpoint"),
+        ('backend = "ruff-fix"\napi_base = "http://localhost:8000/v1"', "takes no model endpoint"),
         ('backend = "codex"\napi_base = "localhost:8000/v1"', "not an http:// or https:// URL"),
     ],
 )

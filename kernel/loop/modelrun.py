@@ -1,0 +1,196 @@
+"""One agent run's model gateway (network = "model-only"): its life, the keys it adds upstream,
+every exchange recorded to history/<id>/model.jsonl, and the iteration's caps held per request."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kernel.bounds import MODEL_BODY_MAX
+from kernel.config import AgentConfig, ModelPrice
+from kernel.isolation import gateway, jails
+from kernel.records import budget, exchanges, wire
+
+PLACEHOLDER = "seed-placeholder-key"
+"""What the agent finds in each variable [agent] keys names: the real key stays with the gateway."""
+
+
+def network(agent: AgentConfig, backend: str, sandboxed: bool) -> jails.Network:
+    """The network this run gets: model-only where the gateway serves it (a sandboxed `command`
+    agent with an api_base; the other backends are not wired to it yet), else full."""
+    wired = backend == "command" and bool(agent.api_base)
+    return "model-only" if agent.network == "model-only" and wired and sandboxed else "full"
+
+
+def said(agent: AgentConfig, backend: str, sandboxed: bool) -> str:
+    """The network as status and the report say it."""
+    if network(agent, backend, sandboxed) == "model-only":
+        return "model-only"
+    if agent.network == "full":
+        return "full (opt-out)"
+    if not sandboxed:
+        return "full (the sandbox is off)"
+    if backend == "command":
+        return "full (no api_base for the gateway)"
+    return f"full (the gateway does not serve {backend or 'this backend'} yet)"
+
+
+def upstream_keys(names: Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The header each named key goes upstream in, by its vendor's name."""
+    keys: dict[str, str] = {}
+    for name in names:
+        value = environ.get(name, "")
+        if not value:
+            continue
+        upper = name.upper()
+        if "ANTHROPIC" in upper:
+            keys["x-api-key"] = value
+        elif "GEMINI" in upper or "GOOGLE" in upper:
+            keys["x-goog-api-key"] = value
+        else:
+            keys["authorization"] = f"Bearer {value}"
+    return keys
+
+
+@dataclass
+class _Flow:
+    """One answer under way."""
+
+    reader: wire.UsageReader
+    started: float
+    answer: bytearray = field(default_factory=bytearray)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Used:
+    """What one run's exchanges used, from the wire."""
+
+    tokens: int = 0
+    input: int = 0
+    output: int = 0
+    cached: int = 0
+    cost_usd: float = 0.0
+    requests: int = 0
+    model: str = ""
+    basis: str = ""
+    ended: str = ""
+    """Why the gateway refused or cut a request (the caps): the run ends BUDGET_EXCEEDED."""
+
+
+class ModelRun:
+    """The gateway for one agent run, started on a Unix socket in a folder of the kernel's."""
+
+    def __init__(
+        self,
+        *,
+        upstream: str,
+        keys: Mapping[str, str],
+        folder: Path,
+        state: Path,
+        caps: wire.Caps,
+        before: tuple[int, float],
+        prices: Mapping[str, ModelPrice],
+        model: str,
+    ) -> None:
+        self._recording = exchanges.Recording(folder, state)
+        self._caps, self._before = caps, before
+        self._prices, self._model = prices, model
+        self._lock = threading.Lock()
+        self._flows: dict[int, _Flow] = {}
+        self._used = Used()
+        self._gateway = gateway.Gateway(
+            upstream, keys, self._on_request, self._on_chunk, self._on_done
+        )
+        self._home = Path(tempfile.mkdtemp(prefix="seed-gateway-"))
+        self.socket = Path(self._gateway.start(self._home))
+
+    def close(self) -> Used:
+        """Stop serving (a stream under way ends); what the run used."""
+        self._gateway.stop()
+        shutil.rmtree(self._home, ignore_errors=True)
+        return self._used
+
+    def _spent(self) -> tuple[int, float]:
+        return self._before[0] + self._used.tokens, self._before[1] + self._used.cost_usd
+
+    def _on_request(self, exchange: gateway.Exchange) -> gateway.Refusal | None:
+        with self._lock:
+            reason = wire.refused(self._caps, *self._spent())
+            if not reason:
+                reader = wire.UsageReader(exchange.api, exchange.body, exchange.path)
+                self._flows[exchange.seq] = _Flow(reader, time.time())
+                return None
+            self._used = replace(self._used, ended=reason)
+        refusal = wire.refusal(exchange.api, reason)
+        flow = _Flow(wire.UsageReader(exchange.api), time.time(), note=reason)
+        self._record(exchange, flow, refusal.status, 0.0, wire.Usage(), 0.0, refusal.body)
+        return refusal
+
+    def _on_chunk(self, exchange: gateway.Exchange, piece: bytes) -> bool:
+        flow = self._flows[exchange.seq]
+        flow.reader.feed(piece)
+        if len(flow.answer) <= MODEL_BODY_MAX:
+            flow.answer += piece
+        running = flow.reader.estimate
+        running_usd, _ = wire.cost_of(running, self._prices, self._model)
+        with self._lock:
+            reason = wire.cut(self._caps, *self._spent(), running, running_usd)
+            if reason:
+                flow.note = reason
+                self._used = replace(self._used, ended=reason)
+        return not reason
+
+    def _on_done(self, exchange: gateway.Exchange, status: int, seconds: float) -> None:
+        flow = self._flows.pop(exchange.seq)
+        usage = flow.reader.finish()
+        if flow.note or not usage.known:
+            usage = max(usage, flow.reader.estimate, key=lambda u: u.tokens)
+        usd, basis = wire.cost_of(usage, self._prices, self._model)
+        with self._lock:
+            used = self._used
+            self._used = replace(
+                used,
+                tokens=used.tokens + usage.tokens,
+                input=used.input + usage.input,
+                output=used.output + usage.output,
+                cached=used.cached + usage.cached,
+                cost_usd=used.cost_usd + usd,
+                requests=used.requests + 1,
+                model=usage.model or used.model,
+                basis=basis if basis == budget.PRICES else used.basis or basis,
+            )
+        self._record(exchange, flow, status, seconds, usage, usd, bytes(flow.answer))
+
+    def _record(
+        self,
+        exchange: gateway.Exchange,
+        flow: _Flow,
+        status: int,
+        seconds: float,
+        usage: wire.Usage,
+        usd: float,
+        answer: bytes,
+    ) -> None:
+        self._recording.append(
+            exchanges.Exchanged(
+                seq=exchange.seq,
+                api=exchange.api,
+                method=exchange.method,
+                path=exchange.path,
+                headers=exchange.headers,
+                request=exchange.body,
+                answer=answer,
+                status=status,
+                started=flow.started,
+                seconds=seconds,
+                usage=usage,
+                cost_usd=usd,
+                note=flow.note,
+            )
+        )
