@@ -206,11 +206,6 @@ class AgentRunner:
         )
         reach = (*writable, *self._home_places(it, spec)) if it.sandboxed else ()
         snapshot = checkout.begin(it.plan.iteration_id, reach)
-        model = self._gateway(it) if self._network == "model-only" else None
-        self._wire = None
-        if it.sandboxed:
-            jailed = self._jailed(spec, argv, files, writable, it, model)
-            argv, env = jailed.argv, {**env, **jailed.env}
         # journalled: if the daemon dies during the run, the next start counts this much spent
         # (and which of its runs: an earlier round's ledger line does not account for this one)
         ledger_runs = budget.runs_of(ctx.paths.history, it.plan.iteration_id)
@@ -225,7 +220,13 @@ class AgentRunner:
         watch = liveuse.UsageWatch(
             (files.log, files.result), lambda: self._so_far(it, files), ctx.used_so_far
         )
+        self._wire, model = None, None
         try:
+            if self._network == "model-only":
+                model = self._gateway(it)
+            if it.sandboxed:
+                jailed = self._jailed(spec, argv, files, writable, it, model)
+                argv, env = jailed.argv, {**env, **jailed.env}
             with watch:
                 completed = procs.run(
                     argv,

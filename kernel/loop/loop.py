@@ -568,8 +568,9 @@ def _room(it: Iteration) -> bool:
     used, budget = it.agent, it.plan.budget
     if used is None:
         return True
-    spent_tokens = budget.max_tokens and used.tokens_used >= budget.max_tokens
-    spent_cost = budget.max_cost_usd and used.cost_usd >= budget.max_cost_usd
+    tokens, cost = max(used.tokens_used, it.wire_tokens), max(used.cost_usd, it.wire_cost_usd)
+    spent_tokens = budget.max_tokens and tokens >= budget.max_tokens
+    spent_cost = budget.max_cost_usd and cost >= budget.max_cost_usd
     return not (spent_tokens or spent_cost)
 
 

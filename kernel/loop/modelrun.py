@@ -28,7 +28,9 @@ def network(agent: AgentConfig, backend: str, sandboxed: bool) -> jails.Network:
 
 
 def said(agent: AgentConfig, backend: str, sandboxed: bool) -> str:
-    """The network as status and the report say it."""
+    """The network as status and the report say it ('' for a backend that asks no model)."""
+    if backend in ("ruff-fix", "none"):
+        return ""
     if network(agent, backend, sandboxed) == "model-only":
         return "model-only"
     if agent.network == "full":

@@ -112,7 +112,7 @@ def main() -> int:
     done = True
     try:
         _work(base)
-    except (OSError, ValueError) as error:
+    except Exception as error:  # a refused or cut answer: say it, then look around anyway
         print(f"the model failed: {error}", flush=True)
         done = False
     holders = _holders(key)

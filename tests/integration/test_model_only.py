@@ -96,9 +96,10 @@ def test_with_network_full_the_same_agent_reaches_the_other_host(
     assert record["outcome"] == "SUCCESS", record["reason"]
     assert record["network"] == "full (opt-out)"
     assert "http anywhere; tcp connected" in record["agent_summary"]
-    assert not (repo / "history" / record["iteration_id"] / "model.jsonl").exists()
-    status = json.loads(seed(repo, "status", "--json").stdout)
-    assert status["network"] == "full (opt-out)"
+    assert "key found in: ['env SEED_TEST_KEY', '/proc/self/environ'" in record["agent_summary"]
+    folder = repo / "history" / record["iteration_id"]
+    assert not (folder / "model.jsonl").exists()
+    assert "| Network | **full (opt-out)**" in (folder / "report.md").read_text()
 
 
 def test_a_token_cap_passed_mid_run_ends_it_budget_exceeded_with_the_usage_so_far(
