@@ -26,7 +26,7 @@ from kernel.isolation import agentgit, jails, procs, readback
 from kernel.isolation.integrity import Checkout, Snapshot
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
 from kernel.loop import liveuse, modelrun
-from kernel.records import budget, inbox, wire
+from kernel.records import budget, inbox
 
 _ENV_PASS = ("PATH", "HOME")
 """All an agent gets from the daemon's environment, besides the variables [agent] env names."""
@@ -60,8 +60,8 @@ class AgentRunner:
     def __init__(self, ctx: Context, phase: Phase) -> None:
         self.ctx = ctx
         self.phase = phase
-        self._wire: modelrun.Used | None = None
         self._network: jails.Network = "full"
+        self._wire: modelrun.Used | None = None
         """The latest run's usage read from its model exchanges (model-only runs)."""
 
     def execute(self, it: Iteration, spec: RunSpec) -> Ending | None:
@@ -163,14 +163,7 @@ class AgentRunner:
         for name in self.ctx.config.agent.env:
             if name in os.environ:
                 env[name] = os.environ[name]
-        agent = self.ctx.config.agent
-        for name in agent.keys:
-            # model-only: the gateway holds the key; the agent gets a placeholder in its place
-            held = self._network == "model-only"
-            if name in os.environ:
-                env[name] = modelrun.PLACEHOLDER if held else os.environ[name]
-        if spec.argv and agent.backend == "command" and agent.api_base:
-            env[jails.MODEL_URL_ENV] = agent.api_base
+        env.update(modelrun.agent_env(self.ctx.config.agent, self._network, os.environ))
         env.update(spec.env)
         env.update(values)
         return procs.child_env(env)
@@ -223,7 +216,7 @@ class AgentRunner:
         self._wire, model = None, None
         try:
             if self._network == "model-only":
-                model = self._gateway(it)
+                model = modelrun.for_run(self.ctx, it)
             if it.sandboxed:
                 jailed = self._jailed(spec, argv, files, writable, it, model)
                 argv, env = jailed.argv, {**env, **jailed.env}
@@ -241,11 +234,7 @@ class AgentRunner:
                 )
         finally:
             if model is not None:
-                self._wire = model.close()
-                it.wire_tokens += self._wire.tokens
-                it.wire_cost_usd += self._wire.cost_usd
-                it.wire_requests += self._wire.requests
-                it.model_cut = self._wire.ended
+                self._wire = model.close(it)
             check_checkout(ctx, it, checkout, snapshot)
         it.timed("execute", t0)
         if completed.truncated:
@@ -289,21 +278,6 @@ class AgentRunner:
             cwd=it.worktree,
             network=self._network,
             gateway=model.socket if model is not None else None,
-        )
-
-    def _gateway(self, it: Iteration) -> modelrun.ModelRun:
-        """The model gateway for this run: upstream api_base, the keys from the daemon's
-        environment, the exchanges to history/<id>/, the iteration's caps on the wire's usage."""
-        ctx, limits = self.ctx, it.plan.budget
-        return modelrun.ModelRun(
-            upstream=ctx.config.agent.api_base,
-            keys=modelrun.upstream_keys(ctx.config.agent.keys, os.environ),
-            folder=ctx.store.folder(it.plan.iteration_id),
-            state=ctx.paths.state,
-            caps=wire.Caps(limits.max_tokens, limits.max_cost_usd),
-            before=(it.wire_tokens, it.wire_cost_usd),
-            prices=ctx.config.agent.prices,
-            model=ctx.config.agent.model,
         )
 
     def _timeout(self, it: Iteration) -> float:
@@ -463,20 +437,7 @@ class AgentRunner:
             cost_usd=priced.cost_usd,
             cost_basis=basis,
         )
-        if self._wire is not None:
-            # the gateway read every exchange: the ledger holds what the upstream said
-            w = self._wire
-            entry = entry.model_copy(
-                update={
-                    "model": w.model or entry.model,
-                    "tokens_used": w.tokens,
-                    "input_tokens": w.input,
-                    "output_tokens": w.output,
-                    "cost_usd": w.cost_usd,
-                    "cost_basis": w.basis or budget.NONE,
-                }
-            )
-        budget.append(ctx.paths.history, entry)
+        budget.append(ctx.paths.history, modelrun.on_the_wire(entry, self._wire))
         return priced
 
 

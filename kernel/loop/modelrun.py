@@ -3,6 +3,7 @@ every exchange recorded to history/<id>/model.jsonl, and the iteration's caps he
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -13,7 +14,9 @@ from pathlib import Path
 
 from kernel.bounds import MODEL_BODY_MAX
 from kernel.config import AgentConfig, ModelPrice
+from kernel.host.context import Context
 from kernel.isolation import gateway, jails
+from kernel.judging.iteration import Iteration
 from kernel.records import budget, exchanges, wire
 
 PLACEHOLDER = "seed-placeholder-key"
@@ -57,6 +60,52 @@ def upstream_keys(names: Sequence[str], environ: Mapping[str, str]) -> dict[str,
         else:
             keys["authorization"] = f"Bearer {value}"
     return keys
+
+
+def agent_env(agent: AgentConfig, net: jails.Network, environ: Mapping[str, str]) -> dict[str, str]:
+    """What the agent gets for its model: each key [agent] keys names (a placeholder when the
+    gateway holds it), and a command agent's SEED_MODEL_BASE_URL with the network kept
+    (model-only: the sandbox's own, the gateway)."""
+    env = {
+        name: PLACEHOLDER if net == "model-only" else environ[name]
+        for name in agent.keys
+        if name in environ
+    }
+    if agent.backend == "command" and agent.api_base:
+        env[jails.MODEL_URL_ENV] = agent.api_base
+    return env
+
+
+def for_run(ctx: Context, it: Iteration) -> ModelRun:
+    """The model gateway for this run: upstream api_base, the keys from the daemon's
+    environment, the exchanges to history/<id>/, the iteration's caps on the wire's usage."""
+    agent, limits = ctx.config.agent, it.plan.budget
+    return ModelRun(
+        upstream=agent.api_base,
+        keys=upstream_keys(agent.keys, os.environ),
+        folder=ctx.store.folder(it.plan.iteration_id),
+        state=ctx.paths.state,
+        caps=wire.Caps(limits.max_tokens, limits.max_cost_usd),
+        before=(it.wire_tokens, it.wire_cost_usd),
+        prices=agent.prices,
+        model=agent.model,
+    )
+
+
+def on_the_wire(entry: budget.LedgerEntry, used: Used | None) -> budget.LedgerEntry:
+    """The run's ledger line: what the upstream said where the gateway read every exchange."""
+    if used is None:
+        return entry
+    return entry.model_copy(
+        update={
+            "model": used.model or entry.model,
+            "tokens_used": used.tokens,
+            "input_tokens": used.input,
+            "output_tokens": used.output,
+            "cost_usd": used.cost_usd,
+            "cost_basis": used.basis or budget.NONE,
+        }
+    )
 
 
 @dataclass
@@ -112,11 +161,16 @@ class ModelRun:
         self._home = Path(tempfile.mkdtemp(prefix="seed-gateway-"))
         self.socket = Path(self._gateway.start(self._home))
 
-    def close(self) -> Used:
-        """Stop serving (a stream under way ends); what the run used."""
+    def close(self, it: Iteration) -> Used:
+        """Stop serving (a stream under way ends); what the run used, added to the iteration's."""
         self._gateway.stop()
         shutil.rmtree(self._home, ignore_errors=True)
-        return self._used
+        used = self._used
+        it.wire_tokens += used.tokens
+        it.wire_cost_usd += used.cost_usd
+        it.wire_requests += used.requests
+        it.model_cut = used.ended
+        return used
 
     def _spent(self) -> tuple[int, float]:
         return self._before[0] + self._used.tokens, self._before[1] + self._used.cost_usd
