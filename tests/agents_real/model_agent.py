@@ -1,6 +1,6 @@
 """A command agent that works through its model: it asks the model at SEED_MODEL_BASE_URL
-(OpenAI chat completions, streamed) for its next step until the model stops calling tools,
-applies `replace` calls to the checkout, then looks everywhere it can for the real key and
+(OpenAI chat completions, streamed; a broken answer asked once more) for its next step until
+the model stops calling tools, applies `replace` calls to the checkout, then looks everywhere it can for the real key and
 tries to reach the host named by its second argument. It writes what it found to
 SEED_RESULT_FILE's summary; exit 0 when the model said it was done.
 
@@ -38,15 +38,19 @@ def _ask(base: str, messages: list[dict[str, object]]) -> dict[str, object]:
     )
     message: dict[str, object] = {"role": "assistant", "content": ""}
     calls: list[dict[str, object]] = []
+    ended = False
     with urllib.request.urlopen(request, timeout=30) as answer:
         for raw in answer:
             line = raw.decode().strip()
+            ended = ended or line == "data: [DONE]"
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             for choice in json.loads(line[6:]).get("choices", []):
                 delta = choice.get("delta", {})
                 message["content"] = str(message["content"]) + (delta.get("content") or "")
                 calls += delta.get("tool_calls") or []
+    if not ended:  # a stream cut before its end (urllib says nothing)
+        raise ConnectionError("the answer broke off")
     if calls:
         message["tool_calls"] = calls
     return message
@@ -56,7 +60,10 @@ def _work(base: str) -> None:
     """Ask, apply, ask again, until the model answers with text."""
     messages: list[dict[str, object]] = [{"role": "user", "content": "fix calc.py"}]
     for _ in range(5):
-        message = _ask(base, messages)
+        try:
+            message = _ask(base, messages)
+        except Exception:  # a broken stream: once more, as the CLIs retry
+            message = _ask(base, messages)
         messages.append(message)
         calls = message.get("tool_calls")
         if not isinstance(calls, list):

@@ -105,7 +105,8 @@ def test_with_network_full_the_same_agent_reaches_the_other_host(
 def test_a_token_cap_passed_mid_run_ends_it_budget_exceeded_with_the_usage_so_far(
     tmp_path: Path, anywhere: str
 ) -> None:
-    """1,050 tokens an answer and a cap of 1,500: the second answer passes it and is cut."""
+    """1,050 tokens an answer and a cap of 1,500: the second answer passes it and is cut; the
+    agent asks again and is refused in its vendor's shape."""
     with serving([*SCRIPT[:1], *SCRIPT]) as model:
         repo = _repo(tmp_path, model, anywhere, "[budget]\nmax_tokens_per_iteration = 1500\n")
         record = _once(repo, (3,))  # BUDGET_EXCEEDED halts the daemon
@@ -114,6 +115,12 @@ def test_a_token_cap_passed_mid_run_ends_it_budget_exceeded_with_the_usage_so_fa
     assert "2,100 tokens" in record["reason"] and "1,500" in record["reason"]
     ledger = (repo / "history" / "ledger.jsonl").read_text().splitlines()
     assert sum(json.loads(line)["tokens_used"] for line in ledger) == 2100
-    lines = exchanges.read(repo / "history" / record["iteration_id"], repo / ".git" / "seed")
-    assert [bool(line.note) for line in lines] == [False, True]
+    folder = repo / "history" / record["iteration_id"]
+    lines = exchanges.read(folder, repo / ".git" / "seed")
+    assert [(line.status, bool(line.note)) for line in lines] == [
+        (200, False),
+        (200, True),
+        (403, True),
+    ]
+    assert b"BUDGET_EXCEEDED" in exchanges.body(folder, lines[2].answer)
     assert record["wire_tokens"] == 2100
