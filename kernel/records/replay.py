@@ -13,10 +13,12 @@ goes to the network and nothing is spent.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import cast
 
@@ -30,6 +32,7 @@ STATUS = 403
 _CONTENT = frozenset({"content-type", "content-encoding"})
 """The answer headers a replay sends as recorded (the gateway frames the body itself)."""
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
+_UUID = re.compile(rb"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _MODEL_MAX = 200
 
 
@@ -54,6 +57,12 @@ class _Turn:
     answer: bytes
 
 
+def checkouts(folder: Path) -> re.Pattern[bytes]:
+    """The path of any agent checkout in the kernel's folder of them (wt-PID-TIME, loop.prepare):
+    a replay runs in a fresh one, and the CLIs tell the model where they work."""
+    return re.compile(re.escape(os.fsencode(folder)) + rb"/wt-[0-9]+-[0-9]+")
+
+
 def rounds(lines: Sequence[ExchangeLine]) -> list[list[ExchangeLine]]:
     """The recording's rounds, each in request order: a round's gateway numbers from 1, and lines
     are written as answers end (so out of order within a round, never across a new 1)."""
@@ -66,9 +75,20 @@ def rounds(lines: Sequence[ExchangeLine]) -> list[list[ExchangeLine]]:
 
 
 class Replay:
-    """One round of a recording, answering the gateway's requests in order (thread-safe)."""
+    """One round of a recording, answering the gateway's requests in order (thread-safe).
 
-    def __init__(self, folder: Path, lines: Sequence[ExchangeLine]) -> None:
+    Requests the recording had in flight together (a CLI's side call beside its main one) may
+    come in either order; any other request must be the next recorded one. A request body is
+    compared without what differs on every run: fresh UUIDs (numbered by first appearance) and
+    whatever `volatile` matches (the run's checkout path)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        lines: Sequence[ExchangeLine],
+        volatile: Sequence[re.Pattern[bytes]] = (),
+    ) -> None:
+        self._volatile = tuple(volatile)
         self._turns: list[_Turn] = []
         for line in lines:
             if line.answer.cut:
@@ -76,22 +96,32 @@ class Replay:
             request = exchanges.body(folder, line.request)
             self._turns.append(_Turn(line, request, exchanges.body(folder, line.answer)))
         self._lock = threading.Lock()
-        self.answered = 0
-        """Requests answered from the recording."""
+        self._done: set[int] = set()
         self.divergence: Divergence | None = None
 
     @classmethod
-    def load(cls, folder: Path, state: Path, round_: int = 1) -> Replay:
+    def load(
+        cls,
+        folder: Path,
+        state: Path,
+        round_: int = 1,
+        volatile: Sequence[re.Pattern[bytes]] = (),
+    ) -> Replay:
         """Round `round_` (from 1) of history/<id>/model.jsonl, verified against its seal."""
         found = rounds(exchanges.read(folder, state))
         if not 1 <= round_ <= len(found):
             raise RecordingRefused(0, f"no round {round_} recorded (rounds: {len(found)})")
-        return cls(folder, found[round_ - 1])
+        return cls(folder, found[round_ - 1], volatile)
 
     @property
     def turns(self) -> int:
         """How many requests the round recorded."""
         return len(self._turns)
+
+    @property
+    def answered(self) -> int:
+        """Requests answered from the recording."""
+        return len(self._done)
 
     @property
     def finished(self) -> bool:
@@ -102,22 +132,34 @@ class Replay:
         """The recorded answer to the next turn, or the divergence's error from there on."""
         with self._lock:
             if self.divergence is None:
-                turn = self.answered + 1
-                if turn > len(self._turns):
-                    self.divergence = Divergence(
-                        turn, "turns", f"{len(self._turns)} requests", f"request {turn}"
-                    )
-                else:
-                    self.divergence = _differs(turn, self._turns[turn - 1], exchange)
+                index, self.divergence = self._next(exchange)
                 if self.divergence is None:
-                    self.answered = turn
-                    return _answer(self._turns[turn - 1])
+                    self._done.add(index)
+                    return _answer(self._turns[index])
             message = f"seed replay: the agent's request left the recording at {self.divergence}"
             refusal = Refusal.of(exchange.api, STATUS, message)
             return Refusal(refusal.status, refusal.body, (("x-should-retry", "false"),))
 
+    def _next(self, exchange: Exchange) -> tuple[int, Divergence | None]:
+        """The recorded turn this request is, or how it differs from the one it should be."""
+        waiting = [i for i in range(len(self._turns)) if i not in self._done]
+        if not waiting:
+            extra = len(self._turns) + 1
+            return -1, Divergence(
+                extra, "turns", f"{len(self._turns)} requests", f"request {extra}"
+            )
+        first = self._turns[waiting[0]].line
+        ends = first.started + timedelta(seconds=first.seconds)
+        together = [i for i in waiting if self._turns[i].line.started < ends]
+        for index in together or waiting[:1]:
+            if _differs(index + 1, self._turns[index], exchange, self._volatile) is None:
+                return index, None
+        return -1, _differs(waiting[0] + 1, self._turns[waiting[0]], exchange, self._volatile)
 
-def _differs(turn: int, recorded: _Turn, exchange: Exchange) -> Divergence | None:
+
+def _differs(
+    turn: int, recorded: _Turn, exchange: Exchange, volatile: Sequence[re.Pattern[bytes]]
+) -> Divergence | None:
     """The first of method, path, model and body hash that differs from the recorded request."""
     line, before = recorded.line, recorded.request
     body = exchange.body[:MODEL_BODY_MAX]  # as the recording kept it
@@ -125,12 +167,23 @@ def _differs(turn: int, recorded: _Turn, exchange: Exchange) -> Divergence | Non
         ("method", line.method, printable(exchange.method, 20)),
         ("path", line.path, exchanges.redact_path(exchange.path)),
         ("model", _model(before, line.path), _model(body, exchange.path)),
-        ("body", _hashed(before), _hashed(body)),
+        ("body", _hashed(steady(before, volatile)), _hashed(steady(body, volatile))),
     )
     for what, was, now in pairs:
         if was != now:
             return Divergence(turn, what, was or "none", now or "none")
     return None
+
+
+def steady(body: bytes, volatile: Sequence[re.Pattern[bytes]] = ()) -> bytes:
+    """The body without what differs on every run: what `volatile` matches, and UUIDs (a
+    session's, a request's), each numbered by its first appearance so the same one stays one."""
+    for pattern in volatile:
+        body = pattern.sub(b"<volatile>", body)
+    seen: dict[bytes, int] = {}
+    return _UUID.sub(
+        lambda found: b"<uuid-%d>" % seen.setdefault(found.group().lower(), len(seen) + 1), body
+    )
 
 
 def _hashed(body: bytes) -> str:

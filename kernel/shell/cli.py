@@ -411,7 +411,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         try:
             recorded = replay.Replay.load(
-                ctx.paths.history / record.iteration_id, ctx.paths.state, args.round
+                ctx.paths.history / record.iteration_id,
+                ctx.paths.state,
+                args.round,
+                (replay.checkouts(ctx.paths.checkouts),),
             )
         except exchanges.RecordingRefused as refused:
             raise SeedError(

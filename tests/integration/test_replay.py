@@ -11,7 +11,7 @@ import queue
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import pytest
 from kernel.isolation.gateway import Api, Exchange, Gateway
 from kernel.records import exchanges
 from kernel.records.exchanges import Exchanged, Recording, RecordingRefused
-from kernel.records.replay import Replay
+from kernel.records.replay import Replay, checkouts
 from kernel.records.store import RecordStore
 from kernel.shell import cli
 from tests.agents_real.model import call, say, serving
@@ -38,6 +38,10 @@ CALLS: list[tuple[Api, str, bool]] = [
     ("gemini", f"{GEMINI}:generateContent", False),
 ]
 """The scripted client's six turns: each API, streamed and not."""
+RUN = "session 9f1c2d3e-0a1b-4c5d-8e9f-001122334455 in /ck/wt-11-20260101120000000001"
+"""What the recorded run's requests hold that no two runs share: a session id, its checkout."""
+CHECKOUT = checkouts(Path("/ck"))
+"""The kernel's folder of agent checkouts, as the CLI passes it."""
 HOP = frozenset({"transfer-encoding", "connection", "content-length", "date", "server"})
 
 
@@ -48,10 +52,12 @@ class Got:
     body: bytes
 
 
-def _request(api: Api, path: str, stream: bool, before: bytes, model: str = "m-x") -> bytes:
+def _request(
+    api: Api, path: str, stream: bool, before: bytes, model: str = "m-x", run: str = RUN
+) -> bytes:
     """The turn's request body; it carries the previous answer's hash, as an agent's next
-    request carries what the model said."""
-    said = f"go {exchanges.sha256(before)[:12]}"
+    request carries what the model said, and what differs on every run (`run`)."""
+    said = f"go {exchanges.sha256(before)[:12]} {run}"
     doc: dict[str, Any]
     if api == "gemini":
         doc = {"contents": [{"role": "user", "parts": [{"text": said}]}]}
@@ -75,15 +81,16 @@ def _send(where: str, path: str, body: bytes) -> Got:
         connection.close()
 
 
-def _client(where: str, changes: dict[int, dict[str, Any]] | None = None) -> Iterator[Got]:
+def _client(
+    where: str, changes: dict[int, dict[str, Any]] | None = None, run: str = RUN
+) -> Iterator[Got]:
     """The scripted agent: the six turns in order, each after the last answer; `changes` alters
     a turn's request (its path, model or text) as a different agent would."""
     before = b""
     for turn, (api, path, stream) in enumerate(CALLS, 1):
         change = (changes or {}).get(turn, {})
-        body = _request(
-            api, path, stream, before + change.get("text", b""), change.get("model", "m-x")
-        )
+        text = before + change.get("text", b"")
+        body = _request(api, path, stream, text, change.get("model", "m-x"), run)
         got = _send(where, change.get("path", path), body)
         before = got.body
         yield got
@@ -314,3 +321,56 @@ def test_seed_replay_refuses_an_edited_recording_and_names_the_line(
     (folder / exchanges.MODEL_FILE).write_text("".join(text))
     assert cli.main([*argv, it.iteration_id]) == cli.EXIT_FAILED
     assert "model.jsonl line 2: differs from its seal" in capsys.readouterr().err
+
+
+def test_what_differs_on_every_run_is_no_divergence_and_what_else_differs_is(
+    recorded: tuple[Path, Path, list[Got]],
+) -> None:
+    folder, state, seen = recorded
+    other = "session 0d0e0f10-1112-4314-9516-171819202122 in /ck/wt-12-20260202120000000002"
+    for volatile, finished in (((CHECKOUT,), True), ((), False)):
+        replay = Replay.load(folder, state, volatile=volatile)
+        gate = _replaying(replay)
+        where = gate.start()
+        try:
+            again = list(_client(where, run=other))
+        finally:
+            gate.stop()
+        assert replay.finished is finished
+        if finished:  # a fresh session id and checkout: the same answers
+            assert [g.body for g in again] == [g.body for g in seen]
+        else:  # a path the kernel was not told is volatile is a difference
+            assert replay.divergence is not None
+            assert (replay.divergence.turn, replay.divergence.what) == (1, "body")
+
+
+def test_requests_recorded_in_flight_together_may_come_in_either_order(
+    recorded: tuple[Path, Path, list[Got]], tmp_path: Path
+) -> None:
+    folder, state, seen = recorded
+    lines = exchanges.read(folder, state)
+    together = tmp_path / "history" / folder.name
+    together.mkdir(parents=True)
+    again = Recording(together, state)
+    for line in lines:
+        exchanged = _exchanged(folder, line, exchanges.body(folder, line.answer))
+        if line.seq in (2, 3):  # a side call beside the main one: both under way at once
+            exchanged = replace(exchanged, started=lines[1].started.timestamp(), seconds=5.0)
+        again.append(exchanged)
+    order = [0, 2, 1, 3, 4, 5]
+    for where_from, diverged in ((together, None), (folder, (2, "path"))):
+        replay = Replay.load(where_from, state)
+        gate = _replaying(replay)
+        where = gate.start()
+        try:
+            got = [
+                _send(where, CALLS[i][1], exchanges.body(folder, lines[i].request)) for i in order
+            ]
+        finally:
+            gate.stop()
+        if diverged is None:
+            assert [g.body for g in got] == [seen[i].body for i in order]
+            assert replay.finished
+        else:
+            assert replay.divergence is not None
+            assert (replay.divergence.turn, replay.divergence.what) == diverged
