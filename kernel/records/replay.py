@@ -53,8 +53,15 @@ class Divergence:
 @dataclass(frozen=True)
 class _Turn:
     line: ExchangeLine
-    request: bytes
-    answer: bytes
+    folder: Path
+
+    @property
+    def request(self) -> bytes:
+        return exchanges.body(self.folder, self.line.request)
+
+    @property
+    def answer(self) -> bytes:
+        return exchanges.body(self.folder, self.line.answer)
 
 
 def checkouts(folder: Path) -> re.Pattern[bytes]:
@@ -93,8 +100,10 @@ class Replay:
         for line in lines:
             if line.answer.cut:
                 raise RecordingRefused(0, f"turn {line.seq}'s answer was cut when recorded")
-            request = exchanges.body(folder, line.request)
-            self._turns.append(_Turn(line, request, exchanges.body(folder, line.answer)))
+            turn = _Turn(line, folder)
+            # every stored body checked now, held only when its turn comes (they may be large)
+            _ = (len(turn.request), len(turn.answer))
+            self._turns.append(turn)
         self._lock = threading.Lock()
         self._done: set[int] = set()
         self.divergence: Divergence | None = None

@@ -249,6 +249,17 @@ def test_an_edited_recording_is_refused_naming_its_line(
     with pytest.raises(RecordingRefused) as refused:
         Replay.load(folder, recorded[1])
     assert refused.value.line == 3
+    # a large answer is kept by its hash: edited, it is refused when the replay is loaded
+    big = tmp_path / "big" / folder.name
+    big.mkdir(parents=True)
+    resealed = Recording(big, recorded[1])
+    for line in exchanges.read(recorded[0], recorded[1]):
+        answer = exchanges.body(recorded[0], line.answer)
+        resealed.append(_exchanged(recorded[0], line, answer + b" " * 20_000))
+    [stored, *_] = sorted((big / exchanges.BODIES).iterdir())
+    stored.write_bytes(stored.read_bytes().replace(b"shell", b"shelx", 1))
+    with pytest.raises(RecordingRefused, match=f"body {stored.name[:12]} .*its hash differs"):
+        Replay.load(big, recorded[1])
 
 
 def _exchanged(folder: Path, line: exchanges.ExchangeLine, answer: bytes) -> Exchanged:
