@@ -52,6 +52,7 @@ def round_of(
         resumed=it.resumed,
         tokens_used=(used.tokens_used - tokens) if used else 0,
         cost_usd=round((used.cost_usd - cost) if used else 0.0, 6),
+        tree=it.agent_tree,
     )
 
 
@@ -153,6 +154,7 @@ class Recorder:
             waited_on=ending.waited_on,
             sandboxed=it.sandboxed if it.exit_code is not None else None,
             agent_version=it.agent_version,
+            agent_tree=it.agent_tree,
             agent_exit_code=it.exit_code,
             agent_note=it.agent_note,
             cost_basis=it.cost_basis,
