@@ -420,9 +420,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
             raise SeedError(
                 f"the recording of {record.iteration_id} is refused: {refused}"
             ) from None
+        number: int = args.round  # 1 or more: the recording has that round
+        rounds = record.rounds  # a repair round's record keeps every round's tree
+        tree = rounds[number - 1].tree if number <= len(rounds) else record.agent_tree
         print(
-            f"{record.iteration_id} round {args.round}: {recorded.turns} model turns recorded, "
-            f"base {record.base[:12] or '(none)'}, backend {record.backend or '(none)'}"
+            f"{record.iteration_id} round {number}: {recorded.turns} model turns recorded, "
+            f"base {record.base[:12] or '(none)'}, backend {record.backend or '(none)'}, "
+            f"the agent's tree {tree[:12] or '(not recorded)'}"
         )
         # the run itself: a fresh checkout at the base, the same backend, the agent's model
         # endpoint the replaying gateway (Gateway(answer_from=recorded.answer)), judged as any

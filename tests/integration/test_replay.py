@@ -312,7 +312,10 @@ def test_seed_replay_refuses_an_edited_recording_and_names_the_line(
     assert cli.main([*argv, "1"]) == cli.EXIT_USAGE
     assert "no iteration 1" in capsys.readouterr().err
     base = git(root, "rev-parse", "HEAD").strip()
-    it = factories.record(factories.gap(), 1, base=base).model_copy(update={"backend": "command"})
+    tree = git(root, "rev-parse", "HEAD^{tree}").strip()
+    it = factories.record(factories.gap(), 1, base=base).model_copy(
+        update={"backend": "command", "agent_tree": tree}
+    )
     RecordStore(root / "history").append(it)
     assert it.iteration_id == recorded[0].name
     # the session, as this repository's kernel recorded it (sealed with its key)
@@ -322,7 +325,10 @@ def test_seed_replay_refuses_an_edited_recording_and_names_the_line(
         resealed.append(_exchanged(recorded[0], line, exchanges.body(recorded[0], line.answer)))
     assert cli.main([*argv, "1", "--round", "1"]) == cli.EXIT_FAILED
     out, err = capsys.readouterr()
-    assert f"{it.iteration_id} round 1: 6 model turns recorded, base {base[:12]}" in out
+    assert (
+        f"{it.iteration_id} round 1: 6 model turns recorded, base {base[:12]}, backend command, "
+        f"the agent's tree {tree[:12]}"
+    ) in out
     assert "replay cannot run the agent yet" in err
     assert cli.main([*argv, "1", "--round", "2"]) == cli.EXIT_FAILED
     assert "no round 2 recorded (rounds: 1)" in capsys.readouterr().err
