@@ -26,9 +26,10 @@ from kernel.bounds import MODEL_BODY_MAX, printable
 from kernel.isolation.gateway import Answer, Exchange, Refusal
 from kernel.records import exchanges
 from kernel.records.exchanges import ExchangeLine, RecordingRefused
+from kernel.records.wire import REFUSAL_STATUS
 
-STATUS = 403
-"""The divergence's error status: the one none of the six CLIs retries (see records/wire.py)."""
+STATUS = REFUSAL_STATUS
+"""The divergence's error status: the one none of the six CLIs retries (records/wire.py)."""
 _CONTENT = frozenset({"content-type", "content-encoding"})
 """The answer headers a replay sends as recorded (the gateway frames the body itself)."""
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
