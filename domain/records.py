@@ -45,6 +45,8 @@ class AgentRound(Fact):
     """The tool continued its own session (it kept its context) rather than starting afresh."""
     tokens_used: int = 0
     cost_usd: float = 0.0
+    tree: str = ""
+    """The tree the agent left, before the kernel's repairs: what a replay of it must give."""
 
 
 class IterationRecord(Fact):
@@ -106,6 +108,8 @@ class IterationRecord(Fact):
     """Where cost_usd comes from: reported (by the tool), prices (seed.toml's table), none."""
     agent_model: str = ""
     agent_turns: int = 0
+    agent_tree: str = ""
+    """The tree the agent's last round left, before the kernel's repairs (`seed.py replay`)."""
     agent_note: str = ""
     """What the record should know about the backend (e.g. aider exits 0 on API errors)."""
     durations: dict[str, float] = Field(default_factory=dict[str, float])

@@ -121,11 +121,24 @@ class Refusal:
         return cls(status, error_body(api, status, message))
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An answer given from elsewhere than the upstream (a replay's recording): its status,
+    headers and body, sent piece by piece; with a Content-Length when `framed`, else chunked."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    pieces: tuple[bytes, ...]
+    framed: bool = False
+
+
 OnRequest = Callable[[Exchange], "Refusal | None"]
 OnChunk = Callable[[Exchange, bytes], "bool | None"]
 """Returning False cuts the answer there (the piece is not sent; both connections close)."""
 OnDone = Callable[[Exchange, int, float], None]
 """The upstream's status (502 when it failed, before or during the answer) and the seconds."""
+AnswerFrom = Callable[[Exchange], "Answer | Refusal"]
+"""In place of the upstream: each request answered by the kernel (a replay); no network."""
 
 
 def error_body(api: Api, status: int, message: str) -> bytes:
@@ -226,17 +239,20 @@ class Gateway:
         on_request: OnRequest | None = None,
         on_chunk: OnChunk | None = None,
         on_done: OnDone | None = None,
+        answer_from: AnswerFrom | None = None,
     ) -> None:
         """`keys`: header name to the whole value sent upstream, replacing the agent's own.
 
         For example {"x-api-key": KEY} (Anthropic), {"authorization": f"Bearer {KEY}"} (OpenAI)
         or {"x-goog-api-key": KEY} (Gemini). A `key` in the query is never forwarded.
+        With `answer_from` there is no upstream (pass ""): every request is answered by it.
         """
         parts = urlsplit(upstream)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        if answer_from is None and (parts.scheme not in ("http", "https") or not parts.hostname):
             raise ValueError(f"the model upstream must be an http or https URL: {upstream!r}")
+        self._answer_from = answer_from
         self._https = parts.scheme == "https"
-        self._host = parts.hostname
+        self._host = parts.hostname or ""
         self._port = parts.port or (443 if self._https else 80)
         self._prefix = parts.path.rstrip("/")
         self._keys = {name.lower(): value for name, value in keys.items()}
@@ -371,6 +387,11 @@ class Gateway:
             if refusal is not None:
                 self._answer(handler, refusal)
                 return
+        if self._answer_from is not None:  # a replay: answered here, nothing goes anywhere
+            status = self._give(handler, exchange, self._answer_from)
+            if self._on_done is not None:
+                self._on_done(exchange, status, time.monotonic() - started)
+            return
         route, query = _split(handler.path)
         # Gemini's key in the query: the real one goes in a header, and no API sends the agent's
         query = [(n, v) for n, v in query if n != "key"]
@@ -531,6 +552,41 @@ class Gateway:
         if not framed:
             handler.wfile.write(b"0\r\n\r\n")
         return answer.status, True
+
+    def _give(
+        self, handler: BaseHTTPRequestHandler, exchange: Exchange, answer_from: AnswerFrom
+    ) -> int:
+        """An answer from `answer_from` sent as the upstream's would be, piece by piece."""
+        try:
+            answer = answer_from(exchange)
+        except Exception as error:  # a failing hook answers an error: nothing else goes out
+            answer = Refusal.of(exchange.api, 500, f"the kernel's gateway failed: {error!r}")
+        if isinstance(answer, Refusal):
+            self._answer(handler, answer)
+            return answer.status
+        handler.send_response_only(answer.status)
+        for name, value in answer.headers:
+            if name.lower() not in _HOP_BY_HOP:
+                handler.send_header(name, value)
+        if answer.framed:
+            handler.send_header("Content-Length", str(sum(map(len, answer.pieces))))
+        else:
+            handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        for piece in filter(None, answer.pieces):  # an empty chunk would end the answer
+            if self._on_chunk is not None and self._on_chunk(exchange, piece) is False:
+                handler.close_connection = True
+                return answer.status
+            try:
+                handler.wfile.write(
+                    piece if answer.framed else b"%x\r\n%s\r\n" % (len(piece), piece)
+                )
+            except OSError:
+                handler.close_connection = True  # the agent hung up
+                return answer.status
+        if not answer.framed:
+            handler.wfile.write(b"0\r\n\r\n")
+        return answer.status
 
     def _answer(self, handler: BaseHTTPRequestHandler, refusal: Refusal) -> None:
         handler.send_response_only(refusal.status)

@@ -71,6 +71,8 @@ class Iteration:
     """reported, prices or none: where the run's cost comes from."""
     exit_code: int | None = None
     touched: list[str] = field(default_factory=list[str])
+    agent_tree: str = ""
+    """The tree the agent's latest round left, as the kernel read it, before its repairs."""
     rounds: list[AgentRound] = field(default_factory=list[AgentRound])
     """Judged turns of the agent before the last one (repair rounds)."""
     session: str = ""

@@ -139,6 +139,7 @@ class Judge:
             max_file_bytes=ctx.config.guard.max_file_bytes,
         )
         faults.fault("inspect")
+        it.agent_tree = candidate.tree  # as the agent left it: the kernel's repairs come later
         _took(it, candidate)
         if candidate.oversized:
             it.timed("inspect", t0)

@@ -416,6 +416,7 @@ class Loop:
         while True:
             used = it.agent
             it.round_start = (used.tokens_used, used.cost_usd) if used else (0, 0.0)
+            it.agent_tree = ""  # set again when this round's tree is read
             it.resumed = spec.resumes
             ended = runner.execute(it, spec)
             if ended is not None:

@@ -52,6 +52,7 @@ def round_of(
         resumed=it.resumed,
         tokens_used=(used.tokens_used - tokens) if used else 0,
         cost_usd=round((used.cost_usd - cost) if used else 0.0, 6),
+        tree=it.agent_tree,
     )
 
 
@@ -157,6 +158,7 @@ class Recorder:
             wire_cost_usd=it.wire_cost_usd,
             wire_requests=it.wire_requests,
             agent_version=it.agent_version,
+            agent_tree=it.agent_tree,
             agent_exit_code=it.exit_code,
             agent_note=it.agent_note,
             cost_basis=it.cost_basis,

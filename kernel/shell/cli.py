@@ -26,7 +26,7 @@ from kernel.isolation import gitops
 from kernel.isolation.paths import SEED_HOME
 from kernel.judging import landing
 from kernel.loop import reporting
-from kernel.records import halt
+from kernel.records import exchanges, halt, replay
 from kernel.records.inbox import write_task
 from kernel.shell.daemon import (
     EXIT_FAILED,
@@ -219,6 +219,12 @@ def _history_commands(add: _AddParser) -> None:
     )
     p.add_argument("--limit", type=int, default=50, help="at most this many (0: all)")
     p.add_argument("--json", action="store_true", help="print records as JSON lines")
+    p = add(
+        "replay",
+        help="run an iteration's agent again, offline, answered from its recorded model.jsonl",
+    )
+    p.add_argument("id", help="the iteration: its id, its number or the start of its id")
+    p.add_argument("--round", type=int, default=1, help="the agent's round to replay (from 1)")
     p = add("report", help="write history/index.html: charts of the trends and every iteration")
     p.add_argument("--output", type=Path, default=None, help="write the page here instead")
 
@@ -394,6 +400,42 @@ def _iteration_id(ctx: Context, given: str) -> str:
     else:
         print(f"seed: no iteration {given} (`python seed.py history` lists them)", file=sys.stderr)
     return ""
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+    try:
+        found = _iteration_id(ctx, args.id)
+        record = ctx.store.get(found) if found else None
+        if record is None:
+            return EXIT_USAGE
+        try:
+            recorded = replay.Replay.load(
+                ctx.paths.history / record.iteration_id,
+                ctx.paths.state,
+                args.round,
+                (replay.checkouts(ctx.paths.checkouts),),
+            )
+        except exchanges.RecordingRefused as refused:
+            raise SeedError(
+                f"the recording of {record.iteration_id} is refused: {refused}"
+            ) from None
+        number: int = args.round  # 1 or more: the recording has that round
+        rounds = record.rounds  # a repair round's record keeps every round's tree
+        tree = rounds[number - 1].tree if number <= len(rounds) else record.agent_tree
+        print(
+            f"{record.iteration_id} round {number}: {recorded.turns} model turns recorded, "
+            f"base {record.base[:12] or '(none)'}, backend {record.backend or '(none)'}, "
+            f"the agent's tree {tree[:12] or '(not recorded)'}"
+        )
+        # the run itself: a fresh checkout at the base, the same backend, the agent's model
+        # endpoint the replaying gateway (Gateway(answer_from=recorded.answer)), judged as any
+        # iteration and recorded nowhere (no ledger line); it needs the gateway's wiring
+        raise SeedError(
+            "replay cannot run the agent yet: the model gateway is not wired into the run"
+        )
+    finally:
+        ctx.host.stop()
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -634,6 +676,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "plan": cmd_plan,
         "status": cmd_status,
         "history": cmd_history,
+        "replay": cmd_replay,
         "report": cmd_report,
         "add": cmd_add,
         "resume": cmd_resume,

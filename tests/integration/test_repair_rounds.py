@@ -46,6 +46,10 @@ def test_a_formatting_nit_is_repaired_and_a_failing_test_is_fixed_in_round_two(
     assert (folder / "agent-round-2.log").exists() and (folder / "agent.log").exists()
     report = (folder / "report.md").read_text()
     assert "Round 1" in report and "Round 2" in report
+    # each round's tree as the agent left it, before the kernel's repairs: what a replay of
+    # the round must reproduce
+    assert record["agent_tree"] == second["tree"] == git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert "return  a  *  b" in git(repo, "cat-file", "-p", f"{first['tree']}:calc.py")
 
 
 def test_rounds_stop_at_the_limit_and_the_last_round_decides(tmp_path: Path) -> None:

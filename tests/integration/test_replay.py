@@ -1,0 +1,393 @@
+"""Replay: a session recorded through the gateway against the scripted model server (all four
+APIs, streamed and not) is answered again, offline, with the recorded bytes in order; a request
+that differs is named with its turn and nothing is answered past it; an edited recording is
+refused naming its line, and one changed on purpose and sealed again diverges where it should."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import queue
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel.isolation.gateway import Api, Exchange, Gateway
+from kernel.records import exchanges
+from kernel.records.exchanges import Exchanged, Recording, RecordingRefused
+from kernel.records.replay import Replay, checkouts
+from kernel.records.store import RecordStore
+from kernel.shell import cli
+from tests.agents_real.model import call, say, serving
+from tests.support import git, make_repo
+from tests.unit import factories
+
+SCRIPT = [call("shell", cmd="true"), say("Done.")]
+GEMINI = "/v1beta/models/gemini-x"
+CALLS: list[tuple[Api, str, bool]] = [
+    ("anthropic", "/v1/messages?beta=true", True),
+    ("openai-responses", "/v1/responses", True),
+    ("openai-chat", "/v1/chat/completions", True),
+    ("openai-chat", "/v1/chat/completions", False),
+    ("gemini", f"{GEMINI}:streamGenerateContent?alt=sse&key=sk-placeholder", True),
+    ("gemini", f"{GEMINI}:generateContent", False),
+]
+"""The scripted client's six turns: each API, streamed and not."""
+RUN = "session 9f1c2d3e-0a1b-4c5d-8e9f-001122334455 in /ck/wt-11-20260101120000000001"
+"""What the recorded run's requests hold that no two runs share: a session id, its checkout."""
+CHECKOUT = checkouts(Path("/ck"))
+"""The kernel's folder of agent checkouts, as the CLI passes it."""
+HOP = frozenset({"transfer-encoding", "connection", "content-length", "date", "server"})
+
+
+@dataclass(frozen=True)
+class Got:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def _request(
+    api: Api, path: str, stream: bool, before: bytes, model: str = "m-x", run: str = RUN
+) -> bytes:
+    """The turn's request body; it carries the previous answer's hash, as an agent's next
+    request carries what the model said, and what differs on every run (`run`)."""
+    said = f"go {exchanges.sha256(before)[:12]} {run}"
+    doc: dict[str, Any]
+    if api == "gemini":
+        doc = {"contents": [{"role": "user", "parts": [{"text": said}]}]}
+    elif api == "openai-responses":
+        doc = {"model": model, "stream": stream, "input": [{"role": "user", "content": said}]}
+    else:
+        doc = {"model": model, "stream": stream, "messages": [{"role": "user", "content": said}]}
+        doc["tools"] = [{}]
+    return json.dumps(doc).encode()
+
+
+def _send(where: str, path: str, body: bytes) -> Got:
+    host, port = where.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        headers = {"content-type": "application/json", "x-api-key": "sk-placeholder"}
+        connection.request("POST", path, body=body, headers=headers)
+        answer = connection.getresponse()
+        return Got(answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read())
+    finally:
+        connection.close()
+
+
+def _client(
+    where: str, changes: dict[int, dict[str, Any]] | None = None, run: str = RUN
+) -> Iterator[Got]:
+    """The scripted agent: the six turns in order, each after the last answer; `changes` alters
+    a turn's request (its path, model or text) as a different agent would."""
+    before = b""
+    for turn, (api, path, stream) in enumerate(CALLS, 1):
+        change = (changes or {}).get(turn, {})
+        text = before + change.get("text", b"")
+        body = _request(api, path, stream, text, change.get("model", "m-x"), run)
+        got = _send(where, change.get("path", path), body)
+        before = got.body
+        yield got
+
+
+def _record(history: Path, state: Path) -> list[Got]:
+    """The session recorded as the kernel records it: the gateway in front of the scripted
+    model server, each exchange appended to model.jsonl when it ends."""
+    folder = history / "iter-0001-20260101-120000"
+    folder.mkdir(parents=True)
+    recording = Recording(folder, state)
+    pieces: dict[int, list[bytes]] = {}
+    ended: queue.Queue[tuple[Exchange, int, float]] = queue.Queue()
+    seen: list[Got] = []
+    with serving(SCRIPT) as model:
+        gate = Gateway(
+            model.origin,
+            {"x-api-key": "sk-real"},
+            on_chunk=lambda e, piece: pieces.setdefault(e.seq, []).append(piece) and None,
+            on_done=lambda e, status, seconds: ended.put((e, status, seconds)),
+        )
+        where = gate.start()
+        try:
+            for got in _client(where):
+                exchange, status, seconds = ended.get(timeout=10)
+                shown = {k: v for k, v in got.headers.items() if k not in HOP}
+                if "content-length" in got.headers:
+                    shown["content-length"] = got.headers["content-length"]
+                recording.append(
+                    Exchanged(
+                        seq=exchange.seq,
+                        api=exchange.api,
+                        method=exchange.method,
+                        path=exchange.path,
+                        headers=exchange.headers,
+                        request=exchange.body,
+                        answer=b"".join(pieces.get(exchange.seq, [])),
+                        status=status,
+                        started=time.time(),
+                        seconds=seconds,
+                        answer_headers=shown,
+                    )
+                )
+                seen.append(got)
+        finally:
+            gate.stop()
+    return seen
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Got]]:
+    tmp = tmp_path_factory.mktemp("recorded")
+    history, state = tmp / "history", tmp / "state"
+    state.mkdir()
+    seen = _record(history, state)
+    return history / "iter-0001-20260101-120000", state, seen
+
+
+def _replaying(replay: Replay, pieces: dict[int, int] | None = None) -> Gateway:
+    """The gateway answering from the replay: no upstream; `pieces` counts what it sent."""
+
+    def sent(exchange: Exchange, piece: bytes) -> None:
+        if pieces is not None:
+            pieces[exchange.seq] = pieces.get(exchange.seq, 0) + 1
+
+    return Gateway("", {}, on_chunk=sent, answer_from=replay.answer)
+
+
+def test_the_replay_answers_a_scripted_client_with_the_recorded_bytes_in_order(
+    recorded: tuple[Path, Path, list[Got]],
+) -> None:
+    folder, state, seen = recorded
+    replay = Replay.load(folder, state)
+    assert replay.turns == 6
+    pieces: dict[int, int] = {}
+    gate = _replaying(replay, pieces)
+    where = gate.start()
+    try:
+        again = list(_client(where))
+    finally:
+        gate.stop()
+    assert [g.status for g in again] == [s.status for s in seen] == [200] * 6
+    for turn, (old, new) in enumerate(zip(seen, again, strict=True), 1):
+        assert new.body == old.body, turn
+        assert new.headers["content-type"] == old.headers["content-type"], turn
+        # framed as recorded: a JSON answer by its length, a stream event by event
+        assert ("content-length" in new.headers) == ("content-length" in old.headers), turn
+        # and sent as it streamed: one piece per event
+        assert pieces[turn] == max(len(re.findall(rb"\r?\n\r?\n", old.body)), 1), turn
+    assert [pieces[turn] > 1 for turn in range(1, 7)] == [True, True, True, False, False, False]
+    assert (replay.answered, replay.divergence, replay.finished) == (6, None, True)
+
+
+@pytest.mark.parametrize(
+    ("turn", "change", "what"),
+    [
+        (2, {"path": "/v1/chat/completions"}, "path"),
+        (3, {"model": "m-other"}, "model"),
+        (4, {"text": b"another tool output"}, "body"),
+    ],
+)
+def test_a_request_that_differs_is_named_with_its_turn_and_nothing_past_it_is_answered(
+    recorded: tuple[Path, Path, list[Got]], turn: int, change: dict[str, Any], what: str
+) -> None:
+    folder, state, seen = recorded
+    replay = Replay.load(folder, state)
+    gate = _replaying(replay)
+    where = gate.start()
+    try:
+        again = list(_client(where, {turn: change}))
+    finally:
+        gate.stop()
+    assert [g.body for g in again[: turn - 1]] == [s.body for s in seen[: turn - 1]]
+    # the differing turn and every one after it: the vendor's error, not to be retried
+    assert {g.status for g in again[turn - 1 :]} == {403}
+    assert all(g.headers.get("x-should-retry") == "false" for g in again[turn - 1 :])
+    assert f"turn {turn}: the {what} differs" in again[turn - 1].body.decode()
+    assert replay.divergence is not None
+    assert (replay.divergence.turn, replay.divergence.what) == (turn, what)
+    assert (replay.answered, replay.finished) == (turn - 1, False)
+
+
+def test_a_request_past_the_recording_is_a_divergence(
+    recorded: tuple[Path, Path, list[Got]],
+) -> None:
+    folder, state, _ = recorded
+    replay = Replay.load(folder, state)
+    gate = _replaying(replay)
+    where = gate.start()
+    try:
+        list(_client(where))
+        extra = _send(where, CALLS[0][1], _request("anthropic", CALLS[0][1], True, b""))
+    finally:
+        gate.stop()
+    assert extra.status == 403
+    assert replay.divergence is not None and replay.divergence.turn == 7
+    assert "turn 7: the turns differs (recorded 6 requests" in extra.body.decode()
+
+
+def _copy(recorded: tuple[Path, Path, list[Got]], tmp: Path) -> Path:
+    folder = tmp / "history" / recorded[0].name
+    folder.mkdir(parents=True)
+    for path in recorded[0].iterdir():
+        if path.is_file():
+            (folder / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def test_an_edited_recording_is_refused_naming_its_line(
+    recorded: tuple[Path, Path, list[Got]], tmp_path: Path
+) -> None:
+    folder = _copy(recorded, tmp_path)
+    lines = (folder / exchanges.MODEL_FILE).read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace('"status":200', '"status":201', 1)  # turn 3 said otherwise
+    (folder / exchanges.MODEL_FILE).write_text("".join(lines))
+    with pytest.raises(RecordingRefused) as refused:
+        Replay.load(folder, recorded[1])
+    assert refused.value.line == 3
+    # a large answer is kept by its hash: edited, it is refused when the replay is loaded
+    big = tmp_path / "big" / folder.name
+    big.mkdir(parents=True)
+    resealed = Recording(big, recorded[1])
+    for line in exchanges.read(recorded[0], recorded[1]):
+        answer = exchanges.body(recorded[0], line.answer)
+        resealed.append(_exchanged(recorded[0], line, answer + b" " * 20_000))
+    [stored, *_] = sorted((big / exchanges.BODIES).iterdir())
+    stored.write_bytes(stored.read_bytes().replace(b"shell", b"shelx", 1))
+    with pytest.raises(RecordingRefused, match=f"body {stored.name[:12]} .*its hash differs"):
+        Replay.load(big, recorded[1])
+
+
+def _exchanged(folder: Path, line: exchanges.ExchangeLine, answer: bytes) -> Exchanged:
+    """A recorded line as the gateway would hand it over again (to seal it anew)."""
+    return Exchanged(
+        seq=line.seq,
+        api=line.api,
+        method=line.method,
+        path=line.path,
+        headers=line.headers,
+        request=exchanges.body(folder, line.request),
+        answer=answer,
+        status=line.status,
+        started=line.started.timestamp(),
+        seconds=line.seconds,
+        answer_headers=line.answer_headers,
+    )
+
+
+def test_a_recording_changed_on_purpose_and_sealed_again_diverges_at_the_next_turn(
+    recorded: tuple[Path, Path, list[Got]], tmp_path: Path
+) -> None:
+    folder, state, seen = recorded
+    lines = exchanges.read(folder, state)
+    changed = tmp_path / "history" / folder.name
+    changed.mkdir(parents=True)
+    again = Recording(changed, state)
+    for line in lines:
+        answer = exchanges.body(folder, line.answer)
+        if line.seq == 2:  # the model says something else at turn 2
+            answer = answer.replace(b"shell", b"shelx")
+        again.append(_exchanged(folder, line, answer))
+    replay = Replay.load(changed, state)
+    gate = _replaying(replay)
+    where = gate.start()
+    try:
+        got = list(_client(where))
+    finally:
+        gate.stop()
+    assert got[1].body != seen[1].body and b"shelx" in got[1].body
+    assert replay.divergence is not None
+    assert (replay.divergence.turn, replay.divergence.what) == (3, "body")
+
+
+def test_seed_replay_refuses_an_edited_recording_and_names_the_line(
+    recorded: tuple[Path, Path, list[Got]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"}, '[agent]\nbackend = "command"\n')
+    argv = ["--no-bootstrap", "--root", str(root), "replay"]
+    assert cli.main([*argv, "1"]) == cli.EXIT_USAGE
+    assert "no iteration 1" in capsys.readouterr().err
+    base = git(root, "rev-parse", "HEAD").strip()
+    tree = git(root, "rev-parse", "HEAD^{tree}").strip()
+    it = factories.record(factories.gap(), 1, base=base).model_copy(
+        update={"backend": "command", "agent_tree": tree}
+    )
+    RecordStore(root / "history").append(it)
+    assert it.iteration_id == recorded[0].name
+    # the session, as this repository's kernel recorded it (sealed with its key)
+    folder = root / "history" / it.iteration_id
+    resealed = Recording(folder, root / ".git" / "seed")
+    for line in exchanges.read(recorded[0], recorded[1]):
+        resealed.append(_exchanged(recorded[0], line, exchanges.body(recorded[0], line.answer)))
+    assert cli.main([*argv, "1", "--round", "1"]) == cli.EXIT_FAILED
+    out, err = capsys.readouterr()
+    assert (
+        f"{it.iteration_id} round 1: 6 model turns recorded, base {base[:12]}, backend command, "
+        f"the agent's tree {tree[:12]}"
+    ) in out
+    assert "replay cannot run the agent yet" in err
+    assert cli.main([*argv, "1", "--round", "2"]) == cli.EXIT_FAILED
+    assert "no round 2 recorded (rounds: 1)" in capsys.readouterr().err
+    # edited by hand: refused, the line named
+    text = (folder / exchanges.MODEL_FILE).read_text().splitlines(keepends=True)
+    text[1] = text[1].replace('"status":200', '"status":500', 1)
+    (folder / exchanges.MODEL_FILE).write_text("".join(text))
+    assert cli.main([*argv, it.iteration_id]) == cli.EXIT_FAILED
+    assert "model.jsonl line 2: differs from its seal" in capsys.readouterr().err
+
+
+def test_what_differs_on_every_run_is_no_divergence_and_what_else_differs_is(
+    recorded: tuple[Path, Path, list[Got]],
+) -> None:
+    folder, state, seen = recorded
+    other = "session 0d0e0f10-1112-4314-9516-171819202122 in /ck/wt-12-20260202120000000002"
+    for volatile, finished in (((CHECKOUT,), True), ((), False)):
+        replay = Replay.load(folder, state, volatile=volatile)
+        gate = _replaying(replay)
+        where = gate.start()
+        try:
+            again = list(_client(where, run=other))
+        finally:
+            gate.stop()
+        assert replay.finished is finished
+        if finished:  # a fresh session id and checkout: the same answers
+            assert [g.body for g in again] == [g.body for g in seen]
+        else:  # a path the kernel was not told is volatile is a difference
+            assert replay.divergence is not None
+            assert (replay.divergence.turn, replay.divergence.what) == (1, "body")
+
+
+def test_requests_recorded_in_flight_together_may_come_in_either_order(
+    recorded: tuple[Path, Path, list[Got]], tmp_path: Path
+) -> None:
+    folder, state, seen = recorded
+    lines = exchanges.read(folder, state)
+    together = tmp_path / "history" / folder.name
+    together.mkdir(parents=True)
+    again = Recording(together, state)
+    for line in lines:
+        exchanged = _exchanged(folder, line, exchanges.body(folder, line.answer))
+        if line.seq in (2, 3):  # a side call beside the main one: both under way at once
+            exchanged = replace(exchanged, started=lines[1].started.timestamp(), seconds=5.0)
+        again.append(exchanged)
+    order = [0, 2, 1, 3, 4, 5]
+    for where_from, diverged in ((together, None), (folder, (2, "path"))):
+        replay = Replay.load(where_from, state)
+        gate = _replaying(replay)
+        where = gate.start()
+        try:
+            got = [
+                _send(where, CALLS[i][1], exchanges.body(folder, lines[i].request)) for i in order
+            ]
+        finally:
+            gate.stop()
+        if diverged is None:
+            assert [g.body for g in got] == [seen[i].body for i in order]
+            assert replay.finished
+        else:
+            assert replay.divergence is not None
+            assert (replay.divergence.turn, replay.divergence.what) == diverged
