@@ -11,6 +11,7 @@ room, or a file the floor plan misses or names wrongly; tests/unit/test_layout.p
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -101,6 +102,7 @@ def functions(repo: Path) -> list[tuple[int, str]]:
     return sorted(out, reverse=True)
 
 
+@functools.cache
 def floor_plan(repo: Path) -> list[str]:
     """The files kernel/README.md gives a line to (paths relative to kernel/)."""
     readme = repo / "kernel" / "README.md"
@@ -110,6 +112,7 @@ def floor_plan(repo: Path) -> list[str]:
     return [m.group("file") for m in found if m]
 
 
+@functools.cache
 def rooms(repo: Path) -> list[tuple[str, bool]]:
     """The floor plan's rooms, bottom to top ("" is the ground floor), and which is the audit core."""
     readme = repo / "kernel" / "README.md"

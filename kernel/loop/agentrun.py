@@ -290,20 +290,18 @@ class AgentRunner:
         ctx = self.ctx
         it.exit_code = completed.exit_code
         it.agent_note = spec.note
-        # the run wrote result.json: read as a regular file only, never through a link or a FIFO
-        found = readback.read(Path(files.result.name), RESULT_CAP, within=files.run_dir)
-        result_json = found.text() if found.ok else ""
-        run_result = RunResult(
-            exit_code=completed.exit_code,
-            timed_out=completed.timed_out,
-            duration_s=completed.duration_s,
-            output_tail=completed.tail.decode("utf-8", errors="replace"),
-            output_bytes=completed.output_bytes,
-            log_path=str(files.log),
-            run_dir=str(files.run_dir),
-            result_json=result_json,
-            output=readback.read(files.log, ctx.config.agent.max_log_bytes).text(),
-            artifacts=self._keep_artifacts(it.plan.iteration_id, files.run_dir, spec.artifacts),
+        found, partial = self._output(files)
+        run_result = partial.model_copy(
+            update={
+                "exit_code": completed.exit_code,
+                "timed_out": completed.timed_out,
+                "duration_s": completed.duration_s,
+                "output_tail": completed.tail.decode("utf-8", errors="replace"),
+                "output_bytes": completed.output_bytes,
+                "artifacts": self._keep_artifacts(
+                    it.plan.iteration_id, files.run_dir, spec.artifacts
+                ),
+            }
         )
         try:
             report = ctx.host.agent_parse(it.backend.name, it.plan, run_result)
@@ -325,19 +323,24 @@ class AgentRunner:
         it.note(stage="inspecting", pgid=0, accounted=True)
         return agent
 
+    def _output(self, files: _Files) -> tuple[readback.Readback, RunResult]:
+        """The run's output as it stands (a run still going has no exit code): its result
+        file, read as a regular file only (never through a link or a FIFO), and its log."""
+        found = readback.read(Path(files.result.name), RESULT_CAP, within=files.run_dir)
+        return found, RunResult(
+            exit_code=None,
+            log_path=str(files.log),
+            run_dir=str(files.run_dir),
+            result_json=found.text() if found.ok else "",
+            output=readback.read(files.log, self.ctx.config.agent.max_log_bytes).text(),
+        )
+
     def _so_far(self, it: Iteration, files: _Files) -> AgentReport:
         """The iteration's usage so far: the run's partial output read by the adapter (its
         answer validated as every answer), priced as the run's end prices it, plus the earlier
         rounds'. For the screen only: the ledger, the budget and the verdicts never see it."""
         ctx = self.ctx
-        found = readback.read(Path(files.result.name), RESULT_CAP, within=files.run_dir)
-        partial = RunResult(
-            exit_code=None,  # still running
-            log_path=str(files.log),
-            run_dir=str(files.run_dir),
-            result_json=found.text() if found.ok else "",
-            output=readback.read(files.log, ctx.config.agent.max_log_bytes).text(),
-        )
+        _, partial = self._output(files)
         report = ctx.host.agent_parse(it.backend.name, it.plan, partial)
         priced, _ = budget.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
         return _plus(it.agent, priced)

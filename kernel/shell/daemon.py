@@ -341,6 +341,8 @@ class Daemon:
         ctx.inbox_ready = self.wake.snapshot
         ctx.used_so_far = self.status.used
         self.passed_over: Mapping[str, str] = {}
+        self.blocked: tuple[str, ...] = ()
+        """The checkout's files that block a gap, as watched now (blocked_paths)."""
         """The gaps the latest analysis passed over, and why (waiting, quarantined)."""
 
     def _start(self) -> None:
@@ -512,13 +514,18 @@ class Daemon:
         """Changes seen while the loop slept: another branch and the files that block a gap
         to watch, seed.toml to read."""
         news = self.wake.take_news()
-        self._watch_blocked(watch)
+        if HEAD in news:
+            watch(self.blocked)  # the ref of the branch HEAD names now
         if CONFIG in news:
             self._reload_config()
 
     def _watch_blocked(self, watch: Callable[[Sequence[str]], None]) -> None:
-        """Watch the files that block a gap now (and the branch HEAD names)."""
-        watch(blocked_paths(self.ctx.store.recent(_BLOCKED_LOOKBACK, brief=True)))
+        """Watch the files that block a gap now, when they are not the ones watched already
+        (an idle pass reads the record index once and runs no git)."""
+        blocked = blocked_paths(self.ctx.store.recent(_BLOCKED_LOOKBACK, brief=True))
+        if blocked != self.blocked:
+            self.blocked = blocked
+            watch(blocked)
 
     def _reload_config(self) -> bool:
         """seed.toml changed: use it from now on (a broken one is named, the old one kept).
