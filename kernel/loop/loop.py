@@ -37,6 +37,7 @@ from kernel.judging import landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.judging.judge import Judge, Passed
+from kernel.loop import modelrun
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
@@ -534,7 +535,9 @@ class Loop:
             options={
                 "max_turns": agent.max_turns,
                 "allowed_tools": list(agent.allowed_tools),
-                "api_base": agent.api_base,
+                "api_base": modelrun.agent_base(
+                    agent, agent.backend, jails.active(self.ctx.config.guard)
+                ),
                 "extra_args": list(agent.extra_args),
                 "sandboxed": jails.active(self.ctx.config.guard),
             },

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kernel.bounds import MODEL_BODY_MAX
-from kernel.config import AgentConfig, ModelPrice
+from kernel.config import API_OF, AgentConfig, ModelPrice
 from kernel.host.context import Context
 from kernel.isolation import gateway, jails
 from kernel.judging.iteration import Iteration
@@ -26,7 +26,7 @@ PLACEHOLDER = "seed-placeholder-key"
 def network(agent: AgentConfig, backend: str, sandboxed: bool) -> jails.Network:
     """The network this run gets: model-only where the gateway serves it (a sandboxed `command`
     agent with an api_base; the other backends are not wired to it yet), else full."""
-    wired = backend == "command" and bool(agent.api_base)
+    wired = backend in ("command", *API_OF) and bool(agent.api_base)
     return "model-only" if agent.network == "model-only" and wired and sandboxed else "full"
 
 
@@ -250,3 +250,12 @@ class ModelRun:
                 note=flow.note,
             )
         )
+
+
+def agent_base(agent: AgentConfig, backend: str, sandboxed: bool) -> str:
+    """The api_base the adapter points its tool at: the forwarder's, with the path kept."""
+    if network(agent, backend, sandboxed) != "model-only":
+        return agent.api_base
+    from urllib.parse import urlsplit
+
+    return jails.MODEL_URL + urlsplit(agent.api_base).path.rstrip("/")
