@@ -46,6 +46,9 @@ class DaemonStatus(Fact):
     no agent can run."""
     network: str = ""
     """The agent's network: model-only (the kernel's model gateway only), or full and why."""
+    network_notes: tuple[str, ...] = ()
+    """About the agent's keys and logins: a key [agent] env names that the gateway holds in
+    model-only (to move to [agent] keys), a login folder of HOME visible to the agent."""
     tools: tuple[str, ...] = ()
     """Which quality tools take part, one line each, and why (from HEAD's configuration)."""
     land_blocker: str = ""

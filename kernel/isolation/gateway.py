@@ -395,7 +395,9 @@ class Gateway:
         route, query = _split(handler.path)
         # Gemini's key in the query: the real one goes in a header, and no API sends the agent's
         query = [(n, v) for n, v in query if n != "key"]
-        out = {k: v for k, v in headers.items() if k not in hop and k not in _CREDENTIALS}
+        # holding no key, the gateway forwards the agent's own login (visible to it anyway)
+        own = _CREDENTIALS if self._keys else frozenset[str]()
+        out = {k: v for k, v in headers.items() if k not in hop and k not in own}
         out.update(self._keys)
         # identity: the hooks read the answer's bytes (usage) as the vendor wrote them
         out["accept-encoding"] = "identity"

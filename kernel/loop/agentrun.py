@@ -61,6 +61,7 @@ class AgentRunner:
         self.ctx = ctx
         self.phase = phase
         self._network: jails.Network = "full"
+        self._backend = ""
         self._wire: modelrun.Used | None = None
         """The latest run's usage read from its model exchanges (model-only runs)."""
 
@@ -80,6 +81,7 @@ class AgentRunner:
         files = self._inputs(it, spec)
         agent_config = ctx.config.agent
         self._network = modelrun.network(agent_config, it.backend.name, it.sandboxed)
+        self._backend = it.backend.name
         it.network = modelrun.said(agent_config, it.backend.name, it.sandboxed)
         argv, env = self._command(it, spec, files)
         used = f" (round {files.turn}; {it.used()})" if it.used() else ""
@@ -160,10 +162,13 @@ class AgentRunner:
 
     def _agent_env(self, spec: RunSpec, values: dict[str, str]) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k in _ENV_PASS}
-        for name in self.ctx.config.agent.env:
-            if name in os.environ:
+        agent = self.ctx.config.agent
+        # in model-only a key variable of the tool's is the gateway's, never the agent's
+        held = modelrun.held_keys(agent, self._backend) if self._network == "model-only" else ()
+        for name in agent.env:
+            if name in os.environ and name not in held:
                 env[name] = os.environ[name]
-        env.update(modelrun.agent_env(self.ctx.config.agent, self._network, os.environ))
+        env.update(modelrun.agent_env(agent, self._network, os.environ, self._backend))
         env.update(spec.env)
         env.update(values)
         return procs.child_env(env)

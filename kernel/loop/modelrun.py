@@ -4,6 +4,7 @@ every exchange recorded to history/<id>/model.jsonl, and the iteration's caps he
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -11,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from kernel.bounds import MODEL_BODY_MAX
 from kernel.config import API_OF, AgentConfig, ModelPrice
@@ -23,10 +25,73 @@ PLACEHOLDER = "seed-placeholder-key"
 """What the agent finds in each variable [agent] keys names: the real key stays with the gateway."""
 
 
+VENDOR_BASE = {
+    "claude": "https://api.anthropic.com",
+    "codex": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+"""The upstream when [agent] api_base is empty, for the tools that speak to one vendor (each
+keeps its own path: claude adds /v1/messages, gemini /v1beta/..., codex /responses)."""
+
+KEY_VARIABLES = {
+    "claude": ("ANTHROPIC_API_KEY",),
+    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "opencode": ("OPENAI_API_KEY",),
+    "aider": ("OPENAI_API_KEY",),
+    "mini": ("OPENAI_API_KEY",),
+}
+"""The key variables each backend's tool reads for the endpoint seed points it at: named in
+[agent] env, in model-only the gateway holds them as if named in [agent] keys."""
+
+LOGINS = {"claude": ".claude", "codex": ".codex", "gemini": ".gemini"}
+"""The folder of HOME where each tool keeps a login of its own (bound into its sandbox)."""
+
+_LOGIN_ELSEWHERE = {
+    "codex": "a ChatGPT login in ~/.codex goes to chatgpt.com",
+    "gemini": "a Google login in ~/.gemini goes to cloudcode-pa.googleapis.com",
+}
+"""Why a tool on its login (no key held) cannot go through the gateway, which serves the
+vendor's API endpoint only. Claude Code's subscription login goes to the API's own host: the
+gateway forwards its credential there."""
+
+
+def held_keys(agent: AgentConfig, backend: str) -> list[str]:
+    """The key variables the gateway holds: [agent] keys, and those of the backend's tool that
+    [agent] env names (moved to the gateway: the agent never gets them in model-only)."""
+    known = KEY_VARIABLES.get(backend, ())
+    return [*agent.keys, *(n for n in agent.env if n in known and n not in agent.keys)]
+
+
+def misplaced_keys(agent: AgentConfig, backend: str) -> list[str]:
+    """Key variables [agent] env names that the gateway holds in model-only (to move to keys)."""
+    known = KEY_VARIABLES.get(backend, ())
+    return [n for n in agent.env if n in known and n not in agent.keys]
+
+
+def upstream(agent: AgentConfig, backend: str) -> str:
+    """Where the gateway sends the run's requests: api_base, else the tool's vendor."""
+    return agent.api_base or VENDOR_BASE.get(backend, "")
+
+
+def _unserved(agent: AgentConfig, backend: str) -> str:
+    """Why the gateway cannot serve this backend ('' when it can)."""
+    if backend == "command" or backend not in API_OF:
+        return "" if agent.api_base else "no api_base for the gateway"
+    if agent.api_base:
+        return ""
+    if backend not in VENDOR_BASE:
+        return f"{backend} picks its vendor by the model's name: set api_base for the gateway"
+    if backend in _LOGIN_ELSEWHERE and not held_keys(agent, backend):
+        elsewhere = _LOGIN_ELSEWHERE[backend]
+        return f"no key in [agent] keys: {elsewhere}, which the gateway does not serve"
+    return ""
+
+
 def network(agent: AgentConfig, backend: str, sandboxed: bool) -> jails.Network:
-    """The network this run gets: model-only where the gateway serves it (a sandboxed `command`
-    agent with an api_base; the other backends are not wired to it yet), else full."""
-    wired = backend in ("command", *API_OF) and bool(agent.api_base)
+    """The network this run gets: model-only where the gateway serves it (every backend with
+    an endpoint, its vendor's when api_base is empty; `command` only with an api_base), else full."""
+    wired = backend in ("command", *API_OF) and not _unserved(agent, backend)
     return "model-only" if agent.network == "model-only" and wired and sandboxed else "full"
 
 
@@ -40,9 +105,24 @@ def said(agent: AgentConfig, backend: str, sandboxed: bool) -> str:
         return "full (opt-out)"
     if not sandboxed:
         return "full (the sandbox is off)"
-    if backend == "command":
-        return "full (no api_base for the gateway)"
+    if backend in ("command", *API_OF):
+        return f"full ({_unserved(agent, backend)})"
     return f"full (the gateway does not serve {backend or 'this backend'} yet)"
+
+
+def warnings(agent: AgentConfig, backend: str, sandboxed: bool, home: Path) -> list[str]:
+    """What status and the log say once about the agent's keys and logins."""
+    notes: list[str] = []
+    if network(agent, backend, sandboxed) == "model-only":
+        notes += [
+            f"{name} is named in [agent] env; in model-only the gateway holds it: move it to "
+            "[agent] keys"
+            for name in misplaced_keys(agent, backend)
+        ]
+    login = LOGINS.get(backend)
+    if login and sandboxed and (home / login).exists():
+        notes.append(f"~/{login} is bound into the agent's sandbox: a login there is visible to it")
+    return notes
 
 
 def upstream_keys(names: Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
@@ -62,13 +142,16 @@ def upstream_keys(names: Sequence[str], environ: Mapping[str, str]) -> dict[str,
     return keys
 
 
-def agent_env(agent: AgentConfig, net: jails.Network, environ: Mapping[str, str]) -> dict[str, str]:
-    """What the agent gets for its model: each key [agent] keys names (a placeholder when the
-    gateway holds it), and a command agent's SEED_MODEL_BASE_URL with the network kept
-    (model-only: the sandbox's own, the gateway)."""
+def agent_env(
+    agent: AgentConfig, net: jails.Network, environ: Mapping[str, str], backend: str = ""
+) -> dict[str, str]:
+    """What the agent gets for its model: each key the gateway holds (a placeholder in
+    model-only; [agent] keys passed through with full), and a command agent's
+    SEED_MODEL_BASE_URL with the network kept (model-only: the sandbox's own, the gateway)."""
+    names = held_keys(agent, backend) if net == "model-only" else agent.keys
     env = {
         name: PLACEHOLDER if net == "model-only" else environ[name]
-        for name in agent.keys
+        for name in names
         if name in environ
     }
     if agent.backend == "command" and agent.api_base:
@@ -81,8 +164,8 @@ def for_run(ctx: Context, it: Iteration) -> ModelRun:
     environment, the exchanges to history/<id>/, the iteration's caps on the wire's usage."""
     agent, limits = ctx.config.agent, it.plan.budget
     return ModelRun(
-        upstream=agent.api_base,
-        keys=upstream_keys(agent.keys, os.environ),
+        upstream=gateway_base(agent, it.backend.name),
+        keys=upstream_keys(held_keys(agent, it.backend.name), os.environ),
         folder=ctx.store.folder(it.plan.iteration_id),
         state=ctx.paths.state,
         caps=wire.Caps(limits.max_tokens, limits.max_cost_usd),
@@ -252,10 +335,27 @@ class ModelRun:
         )
 
 
+_VERSION = re.compile(r"/v1(?:beta|alpha)?$")
+"""An API version ending a base URL: the tool adds its paths after it."""
+
+
+def _version_of(base: str) -> str:
+    match = _VERSION.search(urlsplit(base).path.rstrip("/"))
+    return match.group(0) if match else ""
+
+
 def agent_base(agent: AgentConfig, backend: str, sandboxed: bool) -> str:
-    """The api_base the adapter points its tool at: the forwarder's, with the path kept."""
+    """The api_base the adapter points its tool at: the forwarder's (with the upstream's API
+    version kept, as the tool expects it) in model-only; else api_base (empty: the vendor's)."""
     if network(agent, backend, sandboxed) != "model-only":
         return agent.api_base
-    from urllib.parse import urlsplit
+    return jails.MODEL_URL + _version_of(upstream(agent, backend))
 
-    return jails.MODEL_URL + urlsplit(agent.api_base).path.rstrip("/")
+
+def gateway_base(agent: AgentConfig, backend: str) -> str:
+    """The gateway's upstream: the tool sends its paths with the API version in them (the
+    forwarder's URL keeps it), so a version ending the upstream is taken off it, not doubled."""
+    base = upstream(agent, backend).rstrip("/")
+    if backend == "command":
+        return base  # SEED_MODEL_BASE_URL stands for api_base whole
+    return base.removesuffix(_version_of(base)) if _version_of(base) else base

@@ -26,6 +26,7 @@ from kernel.errors import HostError, Interrupted, SeedError
 from kernel.host.context import Context
 from kernel.isolation import blockers, gitops, jails, procs
 from kernel.isolation.daemonlock import DaemonLock
+from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
 from kernel.loop.loop import Loop, for_planner, planning_history
 from kernel.loop.quarantine import quarantined, tree_digest
@@ -372,6 +373,10 @@ class Daemon:
         )
         guard, python = self.ctx.config.guard, Path(self.ctx.target.python)
         self.ctx.log(f"sandbox: {jails.describe(guard, self.ctx.paths, python)}")
+        home = Path(os.environ.get("HOME") or "/nonexistent")
+        agent, sandboxed = self.ctx.config.agent, jails.active(guard)
+        for note in modelrun.warnings(agent, backend.name, sandboxed, home):
+            self.ctx.log(f"agent: {note}")
 
     def _refresh_metrics(self) -> None:
         """Render the metrics page in this (the main) thread; the server only serves it."""

@@ -170,6 +170,14 @@ def read_status(ctx: Context) -> DaemonStatus:
         backend_reason=backend.reason,
         sandbox=jails.describe(ctx.config.guard, ctx.paths, Path(ctx.target.python)),
         network=modelrun.said(ctx.config.agent, backend.name, jails.active(ctx.config.guard)),
+        network_notes=tuple(
+            modelrun.warnings(
+                ctx.config.agent,
+                backend.name,
+                jails.active(ctx.config.guard),
+                Path(os.environ.get("HOME") or "/nonexistent"),
+            )
+        ),
         tools=_tools(ctx),
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,

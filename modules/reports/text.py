@@ -112,6 +112,7 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         out.append(f"sandbox:     {status.sandbox}")
     if status.network:
         out.append(f"network:     {status.network}")
+    out += [f"             {note}" for note in status.network_notes]
     if status.python:
         out.append(f"python:      {status.python} ({status.python_reason})")
     for i, line in enumerate(status.tools):
