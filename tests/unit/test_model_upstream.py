@@ -4,13 +4,17 @@ model-only by default for every backend with an endpoint)."""
 
 from __future__ import annotations
 
+import http.client
+import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from kernel.config import AgentConfig
-from kernel.isolation import jails
+from kernel.isolation import gateway, jails
 from kernel.loop import modelrun
+from tests.agents_real.model import say, serving
 
 LOCAL = {
     "claude": "http://10.0.0.5:4000",
@@ -128,3 +132,24 @@ def test_status_warns_of_a_key_in_env_and_names_a_login_folder(tmp_path: Path) -
     # with the full network the key in env is the agent's, as before: nothing to move
     full = _agent("claude", env=["ANTHROPIC_API_KEY"], network="full")
     assert "ANTHROPIC_API_KEY" not in " ".join(modelrun.warnings(full, "claude", True, tmp_path))
+
+
+def test_a_gateway_holding_no_key_forwards_the_agents_own_login_and_drops_nothing_else() -> None:
+    body = json.dumps({"model": "claude-x", "messages": [], "tools": [{}]}).encode()
+    login = {"authorization": "Bearer sk-ant-oat-login", "anthropic-version": "2023-06-01"}
+    with serving([say("a"), say("b")]) as model:
+        for keys in ({}, {"x-api-key": "sk-real"}):
+            gate = gateway.Gateway(model.origin, keys)
+            where = urlsplit(gate.start())
+            try:
+                connection = http.client.HTTPConnection(where.hostname or "", where.port)
+                connection.request("POST", "/v1/messages", body, login)
+                assert connection.getresponse().status == 200
+                connection.close()
+            finally:
+                gate.stop()
+        login_run, key_run = model.requests
+    # on a login (no key held) its credential goes on; with a key held, only the key does
+    assert login_run.headers["authorization"] == "Bearer sk-ant-oat-login"
+    assert "authorization" not in key_run.headers
+    assert key_run.headers["x-api-key"] == "sk-real"
