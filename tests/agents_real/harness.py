@@ -9,12 +9,14 @@ cache the tests skip, unless SEED_REQUIRE_AGENT_CLIS=1 (CI), where they fail.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import threading
 import tomllib
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from typing import Any
 import pytest
 import tomli_w
 
+from kernel.loop import modelrun
+from kernel.records import exchanges
 from tests.agents_real import install
 from tests.agents_real.model import (
     CACHED_TOKENS,
@@ -33,6 +37,8 @@ from tests.agents_real.model import (
 )
 from tests.support import BROKEN_ADD, SEED_HOME, git, make_repo, records, seed
 
+LOOPBACK_KEY = "sk-loopback-test"
+"""The real key, in the daemon's environment only: the gateway adds it upstream."""
 FIXED = "    return a + b\n"
 WRONG = "    return b - a\n"
 """calc.py's add() after the right fix, and after a wrong one (test_add still fails)."""
@@ -96,8 +102,8 @@ class Cli:
 
     def keys(self) -> dict[str, str]:
         """The key variables README's example lists, with a loopback value."""
-        names = endpoint_example(self.backend)["agent"].get("env", [])
-        return {name: "sk-loopback-test" for name in names}
+        names = endpoint_example(self.backend)["agent"].get("keys", [])
+        return {name: LOOPBACK_KEY for name in names}
 
     def run(
         self, tmp: Path, config: str, files: Mapping[str, str] = BROKEN_ADD, timeout: float = 600
@@ -127,10 +133,45 @@ def expected_cost(cli: Cli, answered: int) -> float:
     return (usd + outputs * price["output"]) / 1e6
 
 
+@contextlib.contextmanager
+def agents_keys(names: Collection[str]) -> Iterator[set[str]]:
+    """The values the agent's processes (those whose environment names a seed iteration) held
+    in these variables while it ran, read from /proc as the run goes."""
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def look() -> None:
+        while not done.wait(0.05):
+            for environ in Path("/proc").glob("[0-9]*/environ"):
+                with contextlib.suppress(OSError):
+                    pairs = dict(
+                        item.split(b"=", 1)
+                        for item in environ.read_bytes().split(b"\0")
+                        if b"=" in item
+                    )
+                    if b"SEED_ITERATION_ID" in pairs:
+                        seen.update(
+                            pairs[n.encode()].decode() for n in names if n.encode() in pairs
+                        )
+
+    watcher = threading.Thread(target=look, daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        watcher.join()
+
+
 def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedModel]:
-    """The real program fixes add() through `seed.py once`: landed, recorded, priced."""
+    """The real program fixes add() through `seed.py once`: landed, recorded, priced, its model
+    reached through the kernel's gateway only (network model-only): the upstream got the real
+    key, the agent held the placeholder, and the record has the wire's usage."""
     program(cli.backend)
-    with serving(cli.fix, text_only=cli.text_only, log=tmp / "model.jsonl") as model:
+    with (
+        serving(cli.fix, text_only=cli.text_only, log=tmp / "model.jsonl") as model,
+        agents_keys(cli.keys()) as held,
+    ):
         repo, result = cli.run(tmp, cli.config(model))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     [record] = records(repo)
@@ -147,12 +188,21 @@ def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedMode
     assert answered == len(cli.fix)
     assert record["input_tokens"] == INPUT_TOKENS * answered
     assert record["output_tokens"] == OUTPUT_TOKENS * answered
-    assert record["cost_basis"] == "prices"
-    assert record["cost_usd"] == pytest.approx(expected_cost(cli, answered))
-    # every request came to the loopback server, with the key seed passed through
+    if endpoint_example(cli.backend)["agent"].get("prices"):
+        assert record["cost_basis"] == "prices"
+        assert record["cost_usd"] == pytest.approx(expected_cost(cli, answered))
+    # every request came to the loopback server through the gateway, which added the real key
     assert model.requests and all(r.path.startswith(("/v1", "/v1beta")) for r in model.requests)
-    assert any("sk-loopback-test" in json.dumps(r.headers) for r in model.requests)
+    assert all(LOOPBACK_KEY in json.dumps(r.headers) for r in model.requests)
     assert "test_add" in json.dumps(model.answered()[0].body)
+    # model-only: the agent held the placeholder; the wire's usage is recorded beside the tool's
+    assert record["network"] == "model-only"
+    assert held == {modelrun.PLACEHOLDER}, held
+    lines = exchanges.read(folder, repo / ".git" / "seed")  # sealed: read checks the seal
+    assert len(lines) == record["wire_requests"] == len(model.requests)
+    per_answer = INPUT_TOKENS + OUTPUT_TOKENS
+    assert record["wire_tokens"] == sum(x.usage.tokens for x in lines) == per_answer * len(lines)
+    assert LOOPBACK_KEY not in (folder / "model.jsonl").read_text()
     return repo, record, model
 
 

@@ -38,6 +38,9 @@ def example_config(backend: str) -> tuple[str, float, str]:
     agent = document["agent"]
     assert agent["backend"] == backend
     agent["env"] = [*agent.get("env", []), "FAKE_AGENT_SCRIPT", "FAKE_AGENT_TRACE"]
+    # a fake asks no model: its reported usage is the run's, not the wire's (tests/agents_real
+    # runs the real tools model-only); with full, [agent] keys pass through as env does
+    agent["network"] = "full"
     price = agent.get("prices", {}).get(agent.get("model", ""))
     if price is None:
         return tomli_w.dumps(document), 0.0, "none"
@@ -53,7 +56,7 @@ def test_adapter_fixes_a_failing_test_and_records_its_usage(tmp_path: Path, back
     repo = make_repo(tmp_path / "repo", BROKEN_ADD, config)
     behaviour = {"edits": FIX_ADD, "usage": {"input": 1200, "output": 300, "cost": reported}}
     env = fake_cli_env(tmp_path, behaviour)
-    keys = readme_example(backend)["agent"].get("env", [])
+    keys = readme_example(backend)["agent"].get("keys", [])
     env.update({name: "test-key" for name in keys})
     env["SEED_TEST_SECRET"] = "must not reach the agent"
 
