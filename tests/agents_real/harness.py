@@ -10,6 +10,7 @@ cache the tests skip, unless SEED_REQUIRE_AGENT_CLIS=1 (CI), where they fail.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import json
 import os
 import re
@@ -204,6 +205,37 @@ def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedMode
     assert record["wire_tokens"] == sum(x.usage.tokens for x in lines) == per_answer * len(lines)
     assert LOOPBACK_KEY not in (folder / "model.jsonl").read_text()
     return repo, record, model
+
+
+class _Anywhere(http.server.BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "8")
+        self.end_headers()
+        self.wfile.write(b"anywhere")
+
+
+@contextlib.contextmanager
+def anywhere() -> Iterator[str]:
+    """A second loopback server, standing for any host but the model: its URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Anywhere)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def probe_command(url: str) -> str:
+    """A shell command that looks for the real key everywhere the agent can read (its
+    environment, HOME, the checkout, /tmp, /proc/*/environ and cmdline) and tries `url` over
+    HTTP and raw TCP, and a DNS lookup; it prints what it found (model_agent.py --probe)."""
+    source = (Path(__file__).parent / "model_agent.py").read_text(encoding="utf-8")
+    return f"python3 - --probe {LOOPBACK_KEY[::-1]} {url} <<'SEED_PROBE'\n{source}SEED_PROBE"
 
 
 def reports_an_api_error(cli: Cli, tmp: Path) -> dict[str, Any]:

@@ -4,7 +4,8 @@ the model stops calling tools, applies `replace` calls to the checkout, then loo
 tries to reach the host named by its second argument. It writes what it found to
 SEED_RESULT_FILE's summary; exit 0 when the model said it was done.
 
-argv: KEY_REVERSED PROBE_URL (the key reversed: its value is never in this process's argv).
+argv: KEY_REVERSED PROBE_URL (the key reversed: its value is never in this process's argv);
+`--probe KEY_REVERSED PROBE_URL` only looks around and prints what it found.
 """
 
 from __future__ import annotations
@@ -114,6 +115,10 @@ def _reach(url: str) -> str:
 
 
 def main() -> int:
+    if sys.argv[1] == "--probe":  # a real CLI's shell tool runs it: it only looks around
+        key, probe = sys.argv[2][::-1].encode(), sys.argv[3]
+        print(f"key found in: {_holders(key) or 'nowhere'}; other host: {_reach(probe)}")
+        return 0
     key, probe = sys.argv[1][::-1].encode(), sys.argv[2]
     base = os.environ["SEED_MODEL_BASE_URL"]
     done = True

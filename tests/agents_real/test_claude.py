@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,14 @@ from modules.agents import claude
 from tests.agents_real.harness import (
     Cli,
     ScriptedModel,
+    anywhere,
     is_ended_at_the_timeout,
     lands_a_fix,
+    probe_command,
     program,
     reports_an_api_error,
     resumes_its_session,
+    text_of,
 )
 from tests.agents_real.model import Turn, call, say, serving
 from tests.support import records
@@ -101,3 +105,33 @@ def test_claude_denied_a_tool_is_an_agent_error_quoting_the_denial(tmp_path: Pat
     assert (record["outcome"], record["failure_category"]) == ("FAILURE", "AGENT_ERROR")
     assert "refused" in record["reason"] and "Bash" in record["reason"], record["reason"]
     assert any('"tool_name":"Bash"' in line and line in log for line in record["evidence"])
+
+
+@pytest.mark.parametrize("network", ["model-only", "full"])
+def test_claude_running_a_shell_command_reaches_no_other_host_and_finds_no_key(
+    tmp_path: Path, network: str
+) -> None:
+    # Claude Code runs its Bash tool's command as given, a shell child of the CLI with its
+    # environment, files and process table: the probe sees what any command of the agent sees.
+    # network = "full" is the positive control: the same probe reaches the other host and
+    # finds the key (the key is the agent's there), so a probe that saw nothing could not pass
+    program("claude")
+    with anywhere() as url:
+        turns = [call("Bash", command=probe_command(url)), say("Looked around.")]
+        with serving(turns) as model:
+            repo, result = CLI.run(tmp_path, CLI.config(model, network=network))
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    [record] = records(repo)
+    log = (repo / "history" / record["iteration_id"] / "agent.log").read_text()
+    [probed] = set(re.findall(r"key found in: [^\n]*?dns \w+", log))  # content and stdout
+    if network == "model-only":
+        assert record["network"] == "model-only"
+        assert probed.startswith("key found in: nowhere;"), probed
+        assert "http unreachable" in probed and "tcp unreachable" in probed, probed
+        assert "dns unresolved" in probed, probed
+    else:
+        assert record["network"] == "full (opt-out)"
+        assert "env ANTHROPIC_API_KEY" in probed, probed
+        assert "http anywhere; tcp connected" in probed, probed
+    # the tool's result went back to the model: what the agent could tell anyone
+    assert any(probed in text_of(r.body) for r in model.requests[1:]), probed
