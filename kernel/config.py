@@ -73,7 +73,8 @@ class AgentConfig(_Section):
     model: str = ""
     """Model name handed to backends that take one."""
     env: list[str] = Field(default_factory=list[str])
-    """Names of extra environment variables passed to the agent (API keys)."""
+    """Names of extra environment variables passed to the agent (in model-only a key variable
+    of the backend's tool among them is held by the gateway instead, as if named in keys)."""
     max_log_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=1 << 30)
     """Cap on the agent output kept in history/<id>/agent.log."""
     max_turns: int = Field(default=30, ge=0, le=10_000)
@@ -94,8 +95,9 @@ class AgentConfig(_Section):
     """Extra flags for the named backend's command line, placed before the prompt."""
     network: Literal["model-only", "full"] = "model-only"
     """model-only: the agent's sandbox has no network but the kernel's model gateway, which
-    forwards to api_base, adds the keys, records every exchange and holds the budget per
-    request (for command only when api_base is set; SEED_MODEL_BASE_URL names it). full: the
+    forwards to api_base (empty: claude's, codex's or gemini's vendor), adds the keys, records
+    every exchange and holds the budget per request (for command, opencode, aider and mini
+    only when api_base is set; SEED_MODEL_BASE_URL names it for command). full: the
     agent keeps the whole network, as before (an opt-out, said in status and every report)."""
     keys: list[str] = Field(default_factory=list[str])
     """Names of environment variables holding the model API's keys: the gateway adds them to

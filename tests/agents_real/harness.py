@@ -164,7 +164,7 @@ def agents_keys(names: Collection[str]) -> Iterator[set[str]]:
         watcher.join()
 
 
-def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedModel]:
+def lands_a_fix(cli: Cli, tmp: Path, **agent: Any) -> tuple[Path, dict[str, Any], ScriptedModel]:
     """The real program fixes add() through `seed.py once`: landed, recorded, priced, its model
     reached through the kernel's gateway only (network model-only): the upstream got the real
     key, the agent held the placeholder, and the record has the wire's usage."""
@@ -173,7 +173,7 @@ def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedMode
         serving(cli.fix, text_only=cli.text_only, log=tmp / "model.jsonl") as model,
         agents_keys(cli.keys()) as held,
     ):
-        repo, result = cli.run(tmp, cli.config(model))
+        repo, result = cli.run(tmp, cli.config(model, **agent))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     [record] = records(repo)
     folder = repo / "history" / record["iteration_id"]
@@ -194,6 +194,7 @@ def lands_a_fix(cli: Cli, tmp: Path) -> tuple[Path, dict[str, Any], ScriptedMode
         assert record["cost_usd"] == pytest.approx(expected_cost(cli, answered))
     # every request came to the loopback server through the gateway, which added the real key
     assert model.requests and all(r.path.startswith(("/v1", "/v1beta")) for r in model.requests)
+    assert not any(r.path.startswith(("/v1/v1", "/v1beta/v1beta")) for r in model.requests)
     assert all(LOOPBACK_KEY in json.dumps(r.headers) for r in model.requests)
     assert "test_add" in json.dumps(model.answered()[0].body)
     # model-only: the agent held the placeholder; the wire's usage is recorded beside the tool's
