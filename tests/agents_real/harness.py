@@ -101,13 +101,18 @@ class Cli:
         settings.update({"api_base": base, "repair_rounds": 0, **agent})
         return tomli_w.dumps(document)
 
-    def keys(self) -> dict[str, str]:
+    def keys(self, key: str = LOOPBACK_KEY) -> dict[str, str]:
         """The key variables README's example lists, with a loopback value."""
         names = endpoint_example(self.backend)["agent"].get("keys", [])
-        return {name: LOOPBACK_KEY for name in names}
+        return {name: key for name in names}
 
     def run(
-        self, tmp: Path, config: str, files: Mapping[str, str] = BROKEN_ADD, timeout: float = 600
+        self,
+        tmp: Path,
+        config: str,
+        files: Mapping[str, str] = BROKEN_ADD,
+        timeout: float = 600,
+        key: str = LOOPBACK_KEY,
     ) -> tuple[Path, Any]:
         """`seed.py once` on a fresh repository with the real program first on PATH."""
         bin_dir = tmp / "bin"
@@ -119,7 +124,7 @@ class Cli:
             (home / name).parent.mkdir(parents=True, exist_ok=True)
             (home / name).write_text(text, encoding="utf-8")
         env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(home)}
-        env.update(self.keys())
+        env.update(self.keys(key))
         repo = make_repo(tmp / "repo", files, config)
         return repo, seed(repo, "once", env=env, timeout=timeout)
 
@@ -231,12 +236,12 @@ def anywhere() -> Iterator[str]:
         server.server_close()
 
 
-def probe_command(url: str) -> str:
+def probe_command(url: str, key: str) -> str:
     """A shell command that looks for the real key everywhere the agent can read (its
     environment, HOME, the checkout, /tmp, /proc/*/environ and cmdline) and tries `url` over
     HTTP and raw TCP, and a DNS lookup; it prints what it found (model_agent.py --probe)."""
     source = (Path(__file__).parent / "model_agent.py").read_text(encoding="utf-8")
-    return f"python3 - --probe {LOOPBACK_KEY[::-1]} {url} <<'SEED_PROBE'\n{source}SEED_PROBE"
+    return f"python3 - --probe {key[::-1]} {url} <<'SEED_PROBE'\n{source}SEED_PROBE"
 
 
 def reports_an_api_error(cli: Cli, tmp: Path) -> dict[str, Any]:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -116,10 +117,11 @@ def test_claude_running_a_shell_command_reaches_no_other_host_and_finds_no_key(
     # network = "full" is the positive control: the same probe reaches the other host and
     # finds the key (the key is the agent's there), so a probe that saw nothing could not pass
     program("claude")
+    key = f"sk-real-{uuid.uuid4().hex}"  # in no file: only in the daemon's environment
     with anywhere() as url:
-        turns = [call("Bash", command=probe_command(url)), say("Looked around.")]
+        turns = [call("Bash", command=probe_command(url, key)), say("Looked around.")]
         with serving(turns) as model:
-            repo, result = CLI.run(tmp_path, CLI.config(model, network=network))
+            repo, result = CLI.run(tmp_path, CLI.config(model, network=network), key=key)
     assert result.returncode in (0, 1), result.stderr[-3000:]
     [record] = records(repo)
     log = (repo / "history" / record["iteration_id"] / "agent.log").read_text()
