@@ -140,11 +140,12 @@ def expected_cost(cli: Cli, answered: int) -> float:
 
 
 @contextlib.contextmanager
-def agents_keys(names: Collection[str]) -> Iterator[set[str]]:
-    """The values the agent's processes (those whose environment names a seed iteration) held
-    in these variables while it ran, read from /proc as the run goes."""
+def agents_keys(names: Collection[str], under: Path) -> Iterator[set[str]]:
+    """The values the agent's processes (those whose run folder is under `under`: not another
+    test's) held in these variables while it ran, read from /proc as the run goes."""
     seen: set[str] = set()
     done = threading.Event()
+    mine = str(under.resolve()).encode()
 
     def look() -> None:
         while not done.wait(0.05):
@@ -155,7 +156,7 @@ def agents_keys(names: Collection[str]) -> Iterator[set[str]]:
                         for item in environ.read_bytes().split(b"\0")
                         if b"=" in item
                     )
-                    if b"SEED_ITERATION_ID" in pairs:
+                    if pairs.get(b"SEED_RUN_DIR", b"").startswith(mine):
                         seen.update(
                             pairs[n.encode()].decode() for n in names if n.encode() in pairs
                         )
@@ -176,7 +177,7 @@ def lands_a_fix(cli: Cli, tmp: Path, **agent: Any) -> tuple[Path, dict[str, Any]
     program(cli.backend)
     with (
         serving(cli.fix, text_only=cli.text_only, log=tmp / "model.jsonl") as model,
-        agents_keys(cli.keys()) as held,
+        agents_keys(cli.keys(), tmp) as held,
     ):
         repo, result = cli.run(tmp, cli.config(model, **agent))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
