@@ -135,6 +135,9 @@ class CodexAgent(CliAgent):
         api_base = option_str(context, "api_base")
         if api_base:
             argv += provider_overrides(api_base)
+            # its metrics go to ab.chatgpt.com as it exits; behind the gateway (or a server of
+            # the person's) they cannot, and codex waited ~5 s for them at every run's end
+            argv += ["-c", 'otel.metrics_exporter="none"']
         argv += option_list(context, "extra_args")
         if resumes:
             argv += ["resume", context.resume]

@@ -136,6 +136,7 @@ def test_api_base_reaches_each_backend_in_the_form_it_takes() -> None:
         'model_providers.seed.base_url="http://127.0.0.1:8000/v1"',
         'model_providers.seed.env_key="OPENAI_API_KEY"',
         'model_providers.seed.wire_api="responses"',
+        'otel.metrics_exporter="none"',
     ]
     assert not spec.env  # never a key in the spec
     spec = gemini.AGENT.run_spec(plan, make_context(api_base="http://127.0.0.1:8080"))
