@@ -35,6 +35,9 @@ _CONTENT = frozenset({"content-type", "content-encoding"})
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
 _UUID = re.compile(rb"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _MODEL_MAX = 200
+VOLATILE: dict[str, tuple[re.Pattern[bytes], ...]] = {}
+"""Per backend, what its requests hold that differs on every run beyond UUIDs and the
+checkout's path (a date, a temp path): masked for the match, each named and narrow."""
 
 
 @dataclass(frozen=True)
