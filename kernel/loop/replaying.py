@@ -63,8 +63,13 @@ class Replayed:
 
     @property
     def same(self) -> bool:
-        """The replay reproduced the recorded tree."""
+        """The replay reached the recorded tree."""
         return bool(self.recorded) and self.tree == self.recorded
+
+    @property
+    def reproduced(self) -> bool:
+        """The recorded tree, reached the recorded way: every request was the recorded one."""
+        return self.same and self.divergence is None
 
 
 class _Runner(AgentRunner):

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import select
+import signal
 import sys
 import tempfile
 import time
@@ -22,7 +23,7 @@ from kernel.errors import SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context, open_context
 from kernel.host.selfcheck import run_selfcheck
-from kernel.isolation import gitops
+from kernel.isolation import gitops, procs
 from kernel.isolation.paths import SEED_HOME
 from kernel.judging import landing
 from kernel.loop import replaying, reporting
@@ -402,6 +403,10 @@ def _iteration_id(ctx: Context, given: str) -> str:
     return ""
 
 
+def _stop(signum: int, frame: object) -> None:
+    procs.STOP.set()
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     try:
@@ -410,6 +415,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if record is None:
             return EXIT_USAGE
         number: int = args.round
+        # Ctrl-C or SIGTERM ends the agent's process group (procs.STOP): the run stops there
+        # (Interrupted) and its checkout, home and gateway are removed on the way out
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _stop)
         try:
             rounds = replaying.load(ctx, record, number)
             print(
@@ -434,7 +443,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"the agent asked {done.answered} of {done.turns} recorded turns")
         category = f" ({done.category})" if done.category else ""
         print(f"verdict: {done.outcome}{category}: {done.reason}")
-        return EXIT_OK if done.same else EXIT_FAILED
+        return EXIT_OK if done.reproduced else EXIT_FAILED
     finally:
         ctx.host.stop()
 
