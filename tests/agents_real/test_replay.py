@@ -14,7 +14,7 @@ from tests.agents_real.harness import Cli
 from tests.agents_real.model import serving
 from tests.support import records, seed
 
-REPLAYED = ("claude", "codex", "gemini")
+REPLAYED = ("claude", "codex", "gemini", "opencode")
 """The CLIs whose sessions replay whole (report h-replay2.md says why not the others)."""
 
 

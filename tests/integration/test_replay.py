@@ -10,8 +10,10 @@ import json
 import queue
 import re
 import shutil
+import socket
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -436,7 +438,13 @@ def test_seed_replay_runs_the_agent_again_offline_to_the_recorded_tree_and_chang
 ) -> None:
     repo, record = ran
     before = _unchanged(repo)
-    done = seed(repo, "replay", record["iteration_id"])
+    # a listener where the model was: a replay has no upstream, so nothing connects to it
+    port = int(tomllib.loads((repo / "seed.toml").read_text())["agent"]["api_base"].split(":")[-1])
+    with socket.create_server(("127.0.0.1", port)) as upstream:
+        upstream.setblocking(False)
+        done = seed(repo, "replay", record["iteration_id"])
+        with pytest.raises(BlockingIOError):
+            upstream.accept()  # no connection came
     assert done.returncode == 0, done.stdout + done.stderr
     tree = record["agent_tree"]
     assert (
@@ -512,3 +520,29 @@ def test_a_recording_changed_and_sealed_again_gives_another_tree_and_names_the_t
     assert f"recorded tree {record['agent_tree'][:12]}" in done.stdout
     assert "diverged at turn 2: the body differs" in done.stdout
     assert "verdict: " in done.stdout
+
+
+def test_round_two_is_replayed_after_round_one_with_the_judges_feedback(
+    tmp_path: Path, bwrap: None
+) -> None:
+    """Round 1 breaks add() another way and is refused; round 2 fixes it. `--round 2` replays
+    round 1 first (its tree, the judge's refusal), then round 2 to the landed tree."""
+    wrong = call("replace", path="calc.py", old="return a - b", new="return b - a")
+    right = call("replace", path="calc.py", old="return b - a", new="return a + b")
+    with serving([wrong, say("done"), right, say("fixed")], text_only=True) as model:
+        argv = json.dumps([sys.executable, str(AGENT), "olleh", "http://127.0.0.1:9/"])
+        config = (
+            f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 1\n'
+            f'api_base = "{model.origin}"\n'
+        )
+        repo = make_repo(tmp_path / "repo", BROKEN_ADD, config)
+        assert seed(repo, "once").returncode == 0
+    [record] = records(repo)
+    assert record["outcome"] == "SUCCESS" and len(record["rounds"]) == 2, record["reason"]
+    done = seed(repo, "replay", record["iteration_id"], "--round", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    tree = record["agent_tree"][:12]
+    assert "round 2: 2 model turns recorded" in done.stdout
+    assert f"recorded tree {tree}, replayed tree {tree}: same tree" in done.stdout
+    folder = repo / "history" / record["iteration_id"] / "replay-1"
+    assert {p.name for p in folder.glob("agent*.log")} == {"agent.log", "agent-round-2.log"}
