@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,6 +60,8 @@ class Replayed:
     reason: str
     folder: Path
     seconds: float
+    agent_s: float
+    """Of which the agent's runs (the rest: the base measured, the checkout, the judge)."""
 
     @property
     def same(self) -> bool:
@@ -160,7 +162,8 @@ def run(
             tree = it.agent_tree or _tree(ctx, it, baseline)
             recorded = recorded_tree(record, number)
             if last or not isinstance(verdict, Retry) or tree != recorded:
-                return _replayed(number, recorded, tree, recording, verdict, into, started)
+                done = _replayed(number, recorded, tree, recording, verdict, into, started)
+                return replace(done, agent_s=it.durations.get("execute", 0.0))
             spec = _next_round(ctx, loop, it, verdict, backend.name)
         raise AssertionError("no round replayed")  # rounds holds round 1 at least
     finally:
@@ -246,4 +249,5 @@ def _replayed(
         reason,
         into,
         time.monotonic() - started,
+        0.0,
     )

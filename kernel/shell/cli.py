@@ -431,7 +431,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         except replaying.Refused as refused:
             print(f"seed: {refused}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"replayed offline in {done.seconds:.1f}s; its files: {done.folder}")
+        print(
+            f"replayed offline in {done.seconds:.1f}s (the agent {done.agent_s:.1f}s); "
+            f"its files: {done.folder}"
+        )
         alike = "same tree" if done.same else "the trees differ"
         print(
             f"recorded tree {done.recorded[:12] or '(none)'}, "
