@@ -139,6 +139,8 @@ OnDone = Callable[[Exchange, int, float], None]
 """The upstream's status (502 when it failed, before or during the answer) and the seconds."""
 AnswerFrom = Callable[[Exchange], "Answer | Refusal"]
 """In place of the upstream: each request answered by the kernel (a replay); no network."""
+OnHead = Callable[[Exchange, int, "tuple[tuple[str, str], ...]"], None]
+"""The answer's status and headers as the agent gets them (a Content-Length when framed)."""
 
 
 def error_body(api: Api, status: int, message: str) -> bytes:
@@ -240,6 +242,7 @@ class Gateway:
         on_chunk: OnChunk | None = None,
         on_done: OnDone | None = None,
         answer_from: AnswerFrom | None = None,
+        on_head: OnHead | None = None,
     ) -> None:
         """`keys`: header name to the whole value sent upstream, replacing the agent's own.
 
@@ -259,6 +262,7 @@ class Gateway:
         self._on_request = on_request
         self._on_chunk = on_chunk
         self._on_done = on_done
+        self._on_head = on_head
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
@@ -515,9 +519,9 @@ class Gateway:
         """The upstream's answer to the agent, each piece as it arrives; whether it all came."""
         hop = _HOP_BY_HOP | _connection_names(dict(answer.getheaders()))
         handler.send_response_only(answer.status, answer.reason)
-        for name, value in answer.getheaders():
-            if name.lower() not in hop:
-                handler.send_header(name, value)
+        sent = [(n, v) for n, v in answer.getheaders() if n.lower() not in hop]
+        for name, value in sent:
+            handler.send_header(name, value)
         bodiless = exchange.method == "HEAD" or answer.status in (204, 304) or answer.status < 200
         length = answer.getheader("Content-Length")
         framed = not answer.chunked and length is not None and length.strip().isdigit()
@@ -525,9 +529,12 @@ class Gateway:
             handler.send_header("Content-Length", "0")
         elif framed:
             handler.send_header("Content-Length", str(length).strip())
+            sent.append(("content-length", str(length).strip()))
         else:
             handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
+        if self._on_head is not None:
+            self._on_head(exchange, answer.status, tuple(sent))
         if bodiless:
             answer.read()
             return answer.status, True
@@ -567,14 +574,17 @@ class Gateway:
             self._answer(handler, answer)
             return answer.status
         handler.send_response_only(answer.status)
-        for name, value in answer.headers:
-            if name.lower() not in _HOP_BY_HOP:
-                handler.send_header(name, value)
+        sent = [(n, v) for n, v in answer.headers if n.lower() not in _HOP_BY_HOP]
+        for name, value in sent:
+            handler.send_header(name, value)
         if answer.framed:
             handler.send_header("Content-Length", str(sum(map(len, answer.pieces))))
+            sent.append(("content-length", str(sum(map(len, answer.pieces)))))
         else:
             handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
+        if self._on_head is not None:
+            self._on_head(exchange, answer.status, tuple(sent))
         for piece in filter(None, answer.pieces):  # an empty chunk would end the answer
             if self._on_chunk is not None and self._on_chunk(exchange, piece) is False:
                 handler.close_connection = True

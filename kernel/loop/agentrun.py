@@ -69,9 +69,7 @@ class AgentRunner:
         """Run the agent; the Ending when the iteration ends here, None when its work is to be judged."""
         ctx = self.ctx
         plan = it.plan
-        # the most this run may cost must still fit in the day's budget, before it starts
-        reserve = budget.reservation(ctx.config.budget, plan.budget.max_cost_usd)
-        refused = budget.budget_problem(ctx.store, ctx.config.budget, reserve_usd=reserve)
+        reserve, refused = self._reserve(it)
         if refused:
             return Ending(
                 IterationOutcome.FAILURE,
@@ -99,6 +97,24 @@ class AgentRunner:
         agent = self._read(it, spec, completed, files)
         return self._judge_run(it, completed, agent)
 
+    def _reserve(self, it: Iteration) -> tuple[float, str]:
+        """The most this run may cost, and why the day's budget refuses it ('' when it fits)."""
+        budgets = self.ctx.config.budget
+        reserve = budget.reservation(budgets, it.plan.budget.max_cost_usd)
+        return reserve, budget.budget_problem(self.ctx.store, budgets, reserve_usd=reserve)
+
+    def _folder(self, iteration_id: str) -> Path:
+        """Where the run's log, prompt, artifacts and model exchanges are kept."""
+        return self.ctx.store.folder(iteration_id)
+
+    def _model(self, it: Iteration) -> modelrun.ModelRun:
+        """The run's model gateway, forwarding upstream."""
+        return modelrun.for_run(self.ctx, it)
+
+    def _ledger(self, entry: budget.LedgerEntry) -> None:
+        """The run's line in the spend ledger."""
+        budget.append(self.ctx.paths.history, entry)
+
     def _inputs(self, it: Iteration, spec: RunSpec) -> _Files:
         """The run's folder with its prompt (plan.json is written once, when the journal begins)."""
         iteration_id = it.plan.iteration_id
@@ -110,8 +126,7 @@ class AgentRunner:
             run_dir / "prompt.md",
             run_dir / "plan.json",
             run_dir / "result.json",
-            self.ctx.store.folder(iteration_id)
-            / f"agent{'' if turn == 1 else f'-round-{turn}'}.log",
+            self._folder(iteration_id) / f"agent{'' if turn == 1 else f'-round-{turn}'}.log",
             turn,
         )
         remove_any(files.result)
@@ -122,7 +137,7 @@ class AgentRunner:
                 remove_any(run_dir / name)
         atomic_write_text(files.prompt, spec.prompt)
         if spec.prompt:
-            self.ctx.store.write_file(iteration_id, f"prompt{files.suffix}.md", spec.prompt)
+            atomic_write_text(self._folder(iteration_id) / f"prompt{files.suffix}.md", spec.prompt)
         return files
 
     def _command(
@@ -221,7 +236,7 @@ class AgentRunner:
         self._wire, model = None, None
         try:
             if self._network == "model-only":
-                model = modelrun.for_run(self.ctx, it)
+                model = self._model(it)
             if it.sandboxed:
                 jailed = self._jailed(spec, argv, files, writable, it, model)
                 argv, env = jailed.argv, {**env, **jailed.env}
@@ -240,7 +255,7 @@ class AgentRunner:
         finally:
             if model is not None:
                 self._wire = model.close(it)
-            check_checkout(ctx, it, checkout, snapshot)
+            check_checkout(ctx, it, checkout, snapshot, self._folder(it.plan.iteration_id))
         it.timed("execute", t0)
         if completed.truncated:
             with files.log.open("ab") as handle:
@@ -419,7 +434,7 @@ class AgentRunner:
                     self.ctx.log(f"{iteration_id}: artifact {name} not read: {found.problem}")
                 continue
             text = found.text()
-            self.ctx.store.write_file(iteration_id, Path(name).name, text)
+            atomic_write_text(self._folder(iteration_id) / Path(name).name, text)
             kept[name] = text
         return kept
 
@@ -445,19 +460,22 @@ class AgentRunner:
             cost_usd=priced.cost_usd,
             cost_basis=basis,
         )
-        budget.append(ctx.paths.history, modelrun.on_the_wire(entry, self._wire))
+        self._ledger(modelrun.on_the_wire(entry, self._wire))
         return priced
 
 
-def check_checkout(ctx: Context, it: Iteration, checkout: Checkout, snapshot: Snapshot) -> None:
+def check_checkout(
+    ctx: Context, it: Iteration, checkout: Checkout, snapshot: Snapshot, folder: Path | None = None
+) -> None:
     """Compare the user's checkout with its snapshot.
 
     Sandboxed, nothing the agent ran could write there: every change is the person's, listed
     and never undone. Unsandboxed, a change to what is protected is put back and is a
     SANDBOX_VIOLATION. Either way, git configuration that gained a program to run is one.
     """
-    folder = ctx.store.folder(it.plan.iteration_id)
-    found = checkout.check(snapshot, folder, person=it.sandboxed)
+    found = checkout.check(
+        snapshot, folder or ctx.store.folder(it.plan.iteration_id), person=it.sandboxed
+    )
     checkout.done()
     it.note(stage="checked")
     it.checkout_changes = found.changes

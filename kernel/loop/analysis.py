@@ -11,7 +11,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from domain import AnalysisInput, Diagnostic, InboxItem, IterationOutcome, Measurements, Tool
+from domain import (
+    AnalysisInput,
+    Diagnostic,
+    GapReport,
+    InboxItem,
+    IterationOutcome,
+    Measurements,
+    Tool,
+)
 from kernel.bounds import (
     INBOX_MAX_QUEUED,
     INBOX_MAX_QUEUED_BYTES,
@@ -226,11 +234,9 @@ def _parent_tree(root: Path, head: str) -> str:
     return result.text().strip() if result.ok else ""
 
 
-def analyse(
-    ctx: Context, worktree: Path, head: str, now: datetime, quarantined: tuple[str, ...] = ()
-) -> Baseline:
-    """Measure an export of head (never the agent's worktree), read inbox and roadmap from
-    HEAD, and rank the gaps."""
+def measure_base(ctx: Context, worktree: Path, head: str) -> Baseline:
+    """The measurements of an export of head (cached), and nothing else: no inbox read, no
+    gaps ranked (its report is empty). What a replay judges against."""
     root = ctx.paths.root
     tree = gitops.tree_of(root, head)
     # a ruff version HEAD pins is installed here, once, never while measuring
@@ -251,6 +257,18 @@ def analyse(
         )
     finally:
         place.close()
+    return Baseline(worktree, head, tree, gate, measurements, GapReport(tree=tree), written=written)
+
+
+def analyse(
+    ctx: Context, worktree: Path, head: str, now: datetime, quarantined: tuple[str, ...] = ()
+) -> Baseline:
+    """Measure an export of head (never the agent's worktree), read inbox and roadmap from
+    HEAD, and rank the gaps."""
+    root = ctx.paths.root
+    measured_only = measure_base(ctx, worktree, head)
+    tree, gate, measurements = measured_only.tree, measured_only.gate, measured_only.measurements
+    written = measured_only.written
     items = read_inbox(ctx, now)
     roadmap, left_out = read_roadmap(root, head)
     for note in left_out:

@@ -159,19 +159,26 @@ def agent_env(
     return env
 
 
-def for_run(ctx: Context, it: Iteration) -> ModelRun:
+def for_run(
+    ctx: Context,
+    it: Iteration,
+    answer_from: gateway.AnswerFrom | None = None,
+    folder: Path | None = None,
+) -> ModelRun:
     """The model gateway for this run: upstream api_base, the keys from the daemon's
-    environment, the exchanges to history/<id>/, the iteration's caps on the wire's usage."""
+    environment, the exchanges to history/<id>/, the iteration's caps on the wire's usage.
+    A replay's (`answer_from`): no upstream and no key, its exchanges to its own `folder`."""
     agent, limits = ctx.config.agent, it.plan.budget
     return ModelRun(
-        upstream=gateway_base(agent, it.backend.name),
-        keys=upstream_keys(held_keys(agent, it.backend.name), os.environ),
-        folder=ctx.store.folder(it.plan.iteration_id),
+        upstream="" if answer_from else gateway_base(agent, it.backend.name),
+        keys={} if answer_from else upstream_keys(held_keys(agent, it.backend.name), os.environ),
+        folder=folder or ctx.store.folder(it.plan.iteration_id),
         state=ctx.paths.state,
         caps=wire.Caps(limits.max_tokens, limits.max_cost_usd),
         before=(it.wire_tokens, it.wire_cost_usd),
         prices=agent.prices,
         model=agent.model,
+        answer_from=answer_from,
     )
 
 
@@ -199,6 +206,7 @@ class _Flow:
     started: float
     answer: bytearray = field(default_factory=bytearray)
     note: str = ""
+    head: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,6 +239,7 @@ class ModelRun:
         before: tuple[int, float],
         prices: Mapping[str, ModelPrice],
         model: str,
+        answer_from: gateway.AnswerFrom | None = None,
     ) -> None:
         self._recording = exchanges.Recording(folder, state)
         self._caps, self._before = caps, before
@@ -239,7 +248,13 @@ class ModelRun:
         self._flows: dict[int, _Flow] = {}
         self._used = Used()
         self._gateway = gateway.Gateway(
-            upstream, keys, self._on_request, self._on_chunk, self._on_done
+            upstream,
+            keys,
+            self._on_request,
+            self._on_chunk,
+            self._on_done,
+            answer_from=answer_from,
+            on_head=self._on_head,
         )
         self._home = Path(tempfile.mkdtemp(prefix="seed-gateway-"))
         self.socket = Path(self._gateway.start(self._home))
@@ -270,6 +285,11 @@ class ModelRun:
         flow = _Flow(wire.UsageReader(exchange.api), time.time(), note=reason)
         self._record(exchange, flow, refusal.status, 0.0, wire.Usage(), 0.0, refusal.body)
         return refusal
+
+    def _on_head(
+        self, exchange: gateway.Exchange, status: int, headers: tuple[tuple[str, str], ...]
+    ) -> None:
+        self._flows[exchange.seq].head = headers  # kept by allow-list when recorded
 
     def _on_chunk(self, exchange: gateway.Exchange, piece: bytes) -> bool:
         flow = self._flows[exchange.seq]
@@ -329,6 +349,7 @@ class ModelRun:
                 started=flow.started,
                 seconds=seconds,
                 usage=usage,
+                answer_headers=flow.head,
                 cost_usd=usd,
                 note=flow.note,
             )

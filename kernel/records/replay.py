@@ -35,6 +35,29 @@ _CONTENT = frozenset({"content-type", "content-encoding"})
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
 _UUID = re.compile(rb"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _MODEL_MAX = 200
+VOLATILE: dict[str, tuple[re.Pattern[bytes], ...]] = {
+    "claude": (
+        re.compile(rb"Today's date is [0-9]{4}-[0-9]{2}-[0-9]{2}\."),  # its system prompt
+        # metadata.user_id's device id: made afresh in each run's fresh HOME
+        re.compile(rb'device_id\\":\\"[0-9a-f]{64}\\"'),
+    ),
+    "codex": (
+        # ids and the turn's start time, its keys in a hash map's order (new on every run): the
+        # object of string values only, up to its own closing brace
+        re.compile(rb'"client_metadata":\{(?:"[^"\\]*":"(?:[^"\\]|\\.)*",?)*\}'),
+        # its shell tool's output header: a random chunk id and the command's own wall time
+        re.compile(rb"Chunk ID: [0-9a-f]{6}"),
+        re.compile(rb"Wall time: [0-9]+\.[0-9]+ seconds"),
+    ),
+    "gemini": (
+        # its project temp folder, named after the checkout's folder
+        re.compile(rb"\.gemini/tmp/wt-[0-9]+-[0-9]{20}"),
+        # the id it gives a function call: the tool's name, the time in ms, a counter
+        re.compile(rb'"id":"[A-Za-z0-9_]+?_[0-9]{13}_[0-9]+"'),
+    ),
+}
+"""Per backend, what its requests hold that differs on every run beyond UUIDs and the
+checkout's path (a date, a temp path): masked for the match, each named and narrow."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +90,11 @@ class _Turn:
 
 def checkouts(folder: Path) -> re.Pattern[bytes]:
     """The path of any agent checkout in the kernel's folder of them (wt-PID-TIME, loop.prepare):
-    a replay runs in a fresh one, and the CLIs tell the model where they work."""
-    return re.compile(re.escape(os.fsencode(folder)) + rb"/wt-[0-9]+-[0-9]+")
+    a replay runs in a fresh one, and the CLIs tell the model where they work; also spelled as
+    a folder name (every character but a letter or digit a dash: Claude Code's project folder)."""
+    path = os.fsencode(folder)
+    slug = re.sub(rb"[^A-Za-z0-9]", b"-", path)
+    return re.compile(rb"(?:%s/|%s-)wt-[0-9]+-[0-9]+" % (re.escape(path), re.escape(slug)))
 
 
 def rounds(lines: Sequence[ExchangeLine]) -> list[list[ExchangeLine]]:

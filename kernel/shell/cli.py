@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import select
+import signal
 import sys
 import tempfile
 import time
@@ -22,11 +23,11 @@ from kernel.errors import SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context, open_context
 from kernel.host.selfcheck import run_selfcheck
-from kernel.isolation import gitops
+from kernel.isolation import gitops, procs
 from kernel.isolation.paths import SEED_HOME
 from kernel.judging import landing
-from kernel.loop import reporting
-from kernel.records import exchanges, halt, replay
+from kernel.loop import replaying, reporting
+from kernel.records import halt
 from kernel.records.inbox import write_task
 from kernel.shell.daemon import (
     EXIT_FAILED,
@@ -402,6 +403,10 @@ def _iteration_id(ctx: Context, given: str) -> str:
     return ""
 
 
+def _stop(signum: int, frame: object) -> None:
+    procs.STOP.set()
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     try:
@@ -409,31 +414,39 @@ def cmd_replay(args: argparse.Namespace) -> int:
         record = ctx.store.get(found) if found else None
         if record is None:
             return EXIT_USAGE
+        number: int = args.round
+        # Ctrl-C or SIGTERM ends the agent's process group (procs.STOP): the run stops there
+        # (Interrupted) and its checkout, home and gateway are removed on the way out
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _stop)
         try:
-            recorded = replay.Replay.load(
-                ctx.paths.history / record.iteration_id,
-                ctx.paths.state,
-                args.round,
-                (replay.checkouts(ctx.paths.checkouts),),
+            rounds = replaying.load(ctx, record, number)
+            print(
+                f"{record.iteration_id} round {number}: {rounds[-1].turns} model turns recorded, "
+                f"base {record.base[:12] or '(none)'}, backend {record.backend or '(none)'}, "
+                f"the agent's tree {replaying.recorded_tree(record, number)[:12] or '(not recorded)'}",
+                flush=True,
             )
-        except exchanges.RecordingRefused as refused:
-            raise SeedError(
-                f"the recording of {record.iteration_id} is refused: {refused}"
-            ) from None
-        number: int = args.round  # 1 or more: the recording has that round
-        rounds = record.rounds  # a repair round's record keeps every round's tree
-        tree = rounds[number - 1].tree if number <= len(rounds) else record.agent_tree
+            done = replaying.run(ctx, record, rounds)
+        except replaying.Refused as refused:
+            print(f"seed: {refused}", file=sys.stderr)
+            return EXIT_USAGE
         print(
-            f"{record.iteration_id} round {number}: {recorded.turns} model turns recorded, "
-            f"base {record.base[:12] or '(none)'}, backend {record.backend or '(none)'}, "
-            f"the agent's tree {tree[:12] or '(not recorded)'}"
+            f"replayed offline in {done.seconds:.1f}s (the agent {done.agent_s:.1f}s); "
+            f"its files: {done.folder}"
         )
-        # the run itself: a fresh checkout at the base, the same backend, the agent's model
-        # endpoint the replaying gateway (Gateway(answer_from=recorded.answer)), judged as any
-        # iteration and recorded nowhere (no ledger line); it needs the gateway's wiring
-        raise SeedError(
-            "replay cannot run the agent yet: the model gateway is not wired into the run"
+        alike = "same tree" if done.same else "the trees differ"
+        print(
+            f"recorded tree {done.recorded[:12] or '(none)'}, "
+            f"replayed tree {done.tree[:12] or '(none)'}: {alike}"
         )
+        if done.divergence is not None:
+            print(f"diverged at {done.divergence}")
+        else:
+            print(f"the agent asked {done.answered} of {done.turns} recorded turns")
+        category = f" ({done.category})" if done.category else ""
+        print(f"verdict: {done.outcome}{category}: {done.reason}")
+        return EXIT_OK if done.reproduced else EXIT_FAILED
     finally:
         ctx.host.stop()
 

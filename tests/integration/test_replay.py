@@ -9,7 +9,11 @@ import http.client
 import json
 import queue
 import re
+import shutil
+import socket
+import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,7 +28,7 @@ from kernel.records.replay import Replay, checkouts
 from kernel.records.store import RecordStore
 from kernel.shell import cli
 from tests.agents_real.model import call, say, serving
-from tests.support import git, make_repo
+from tests.support import BROKEN_ADD, git, make_repo, records, seed, worktrees
 from tests.unit import factories
 
 SCRIPT = [call("shell", cmd="true"), say("Done.")]
@@ -307,7 +311,8 @@ def test_a_recording_changed_on_purpose_and_sealed_again_diverges_at_the_next_tu
 def test_seed_replay_refuses_an_edited_recording_and_names_the_line(
     recorded: tuple[Path, Path, list[Got]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"}, '[agent]\nbackend = "command"\n')
+    config = '[agent]\nbackend = "command"\ncommand = ["true"]\n'
+    root = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"}, config)
     argv = ["--no-bootstrap", "--root", str(root), "replay"]
     assert cli.main([*argv, "1"]) == cli.EXIT_USAGE
     assert "no iteration 1" in capsys.readouterr().err
@@ -323,20 +328,22 @@ def test_seed_replay_refuses_an_edited_recording_and_names_the_line(
     resealed = Recording(folder, root / ".git" / "seed")
     for line in exchanges.read(recorded[0], recorded[1]):
         resealed.append(_exchanged(recorded[0], line, exchanges.body(recorded[0], line.answer)))
-    assert cli.main([*argv, "1", "--round", "1"]) == cli.EXIT_FAILED
+    # with no api_base the agent would not run model-only: refused before anything runs (exit 2)
+    assert cli.main([*argv, "1", "--round", "1"]) == cli.EXIT_USAGE
     out, err = capsys.readouterr()
     assert (
         f"{it.iteration_id} round 1: 6 model turns recorded, base {base[:12]}, backend command, "
         f"the agent's tree {tree[:12]}"
-    ) in out
-    assert "replay cannot run the agent yet" in err
-    assert cli.main([*argv, "1", "--round", "2"]) == cli.EXIT_FAILED
+    ) in out, err
+    assert "a replay runs with network model-only only; here it would be full (no api_base" in err
+    assert not (folder / "replay-1").exists()
+    assert cli.main([*argv, "1", "--round", "2"]) == cli.EXIT_USAGE
     assert "no round 2 recorded (rounds: 1)" in capsys.readouterr().err
     # edited by hand: refused, the line named
     text = (folder / exchanges.MODEL_FILE).read_text().splitlines(keepends=True)
     text[1] = text[1].replace('"status":200', '"status":500', 1)
     (folder / exchanges.MODEL_FILE).write_text("".join(text))
-    assert cli.main([*argv, it.iteration_id]) == cli.EXIT_FAILED
+    assert cli.main([*argv, it.iteration_id]) == cli.EXIT_USAGE
     assert "model.jsonl line 2: differs from its seal" in capsys.readouterr().err
 
 
@@ -391,3 +398,151 @@ def test_requests_recorded_in_flight_together_may_come_in_either_order(
         else:
             assert replay.divergence is not None
             assert (replay.divergence.turn, replay.divergence.what) == diverged
+
+
+AGENT = Path(__file__).parents[1] / "agents_real" / "model_agent.py"
+FIX = [call("replace", path="calc.py", old="return a - b", new="return a + b"), say("fixed")]
+
+
+def _unchanged(repo: Path) -> dict[str, bytes]:
+    """What a replay must leave as it was: history/ but its replay-N/ folders, and git's refs."""
+    kept = {
+        path.relative_to(repo).as_posix(): path.read_bytes()
+        for path in sorted((repo / "history").rglob("*"))
+        if path.is_file() and not any(part.startswith("replay-") for part in path.parts)
+    }
+    return {**kept, "<refs>": git(repo, "show-ref", "--head").encode()}
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A real `seed.py once`: the command agent fixes calc.py through the gateway, recorded."""
+    tmp = tmp_path_factory.mktemp("ran")
+    with serving(FIX) as model:
+        argv = json.dumps([sys.executable, str(AGENT), "olleh", "http://127.0.0.1:9/"])
+        config = (
+            f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 0\n'
+            f'api_base = "{model.origin}"\n'
+        )
+        repo = make_repo(tmp / "repo", BROKEN_ADD, config)
+        done = seed(repo, "once")
+    # the scripted server is stopped: nothing answers at api_base any more
+    assert done.returncode == 0, done.stderr
+    [record] = records(repo)
+    assert record["outcome"] == "SUCCESS" and record["network"] == "model-only", record["reason"]
+    return repo, record
+
+
+def test_seed_replay_runs_the_agent_again_offline_to_the_recorded_tree_and_changes_nothing(
+    ran: tuple[Path, dict[str, Any]], bwrap: None
+) -> None:
+    repo, record = ran
+    before = _unchanged(repo)
+    # a listener where the model was: a replay has no upstream, so nothing connects to it
+    port = int(tomllib.loads((repo / "seed.toml").read_text())["agent"]["api_base"].split(":")[-1])
+    with socket.create_server(("127.0.0.1", port)) as upstream:
+        upstream.setblocking(False)
+        done = seed(repo, "replay", record["iteration_id"])
+        with pytest.raises(BlockingIOError):
+            upstream.accept()  # no connection came
+    assert done.returncode == 0, done.stdout + done.stderr
+    tree = record["agent_tree"]
+    assert (
+        tree and f"recorded tree {tree[:12]}, replayed tree {tree[:12]}: same tree" in done.stdout
+    )
+    assert "verdict: SUCCESS" in done.stdout
+    assert _unchanged(repo) == before  # no ledger line, no record, no landing, no branch
+    folder = repo / "history" / record["iteration_id"] / "replay-1"
+    replayed = exchanges.read(folder, repo / ".git" / "seed")
+    assert [line.status for line in replayed] == [200, 200]
+    recorded = exchanges.read(folder.parent, repo / ".git" / "seed")
+    # answered with the recorded content type and framing
+    assert [line.answer_headers for line in replayed] == [
+        {k: v for k, v in line.answer_headers.items() if k.startswith("content-")}
+        for line in recorded
+    ]
+    assert (folder / "agent.log").is_file()
+    assert worktrees(repo) == [str(repo)]  # the replay's checkout is gone
+    again = seed(repo, "replay", record["iteration_id"])  # never over an earlier replay's files
+    assert again.returncode == 0 and (folder.parent / "replay-2" / "model.jsonl").is_file()
+
+
+def test_the_recording_holds_the_upstreams_answer_headers(
+    ran: tuple[Path, dict[str, Any]],
+) -> None:
+    repo, record = ran
+    lines = exchanges.read(repo / "history" / record["iteration_id"], repo / ".git" / "seed")
+    heads = [line.answer_headers for line in lines]
+    assert [h.get("content-type") for h in heads] == ["text/event-stream"] * 2
+    # framed by its length as the scripted server frames it; any other value kept by allow-list
+    assert [h.get("content-length") for h in heads] == [str(line.answer.size) for line in lines]
+    assert heads[0]["date"] == exchanges.REDACTED
+
+
+def _copied(ran: tuple[Path, dict[str, Any]], tmp: Path) -> tuple[Path, dict[str, Any]]:
+    """The recorded repository copied whole (its kernel state and key with it)."""
+    repo = tmp / "repo"
+    shutil.copytree(ran[0], repo, symlinks=True)
+    return repo, ran[1]
+
+
+def test_a_recording_edited_by_hand_is_refused_naming_the_line(
+    ran: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    repo, record = _copied(ran, tmp_path)
+    model = repo / "history" / record["iteration_id"] / exchanges.MODEL_FILE
+    lines = model.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace("fixed", "fixes", 1)
+    model.write_text("".join(lines))
+    done = seed(repo, "replay", record["iteration_id"])
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "model.jsonl line 2: differs from its seal" in done.stderr
+
+
+def test_a_recording_changed_and_sealed_again_gives_another_tree_and_names_the_turn(
+    ran: tuple[Path, dict[str, Any]], tmp_path: Path, bwrap: None
+) -> None:
+    repo, record = _copied(ran, tmp_path)
+    folder = repo / "history" / record["iteration_id"]
+    state = repo / ".git" / "seed"
+    lines = exchanges.read(folder, state)
+    for name in (exchanges.MODEL_FILE, exchanges.SEAL_FILE):
+        (folder / name).unlink()
+    again = Recording(folder, state)  # sealed again with the kernel's key, as the issue decided
+    for line in lines:
+        answer = exchanges.body(folder, line.answer)
+        if line.seq == 1:  # the model proposes another fix
+            answer = answer.replace(b"return a + b", b"return b + a")
+        again.append(_exchanged(folder, line, answer))
+    done = seed(repo, "replay", record["iteration_id"])
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "same tree" not in done.stdout
+    assert f"recorded tree {record['agent_tree'][:12]}" in done.stdout
+    assert "diverged at turn 2: the body differs" in done.stdout
+    assert "verdict: " in done.stdout
+
+
+def test_round_two_is_replayed_after_round_one_with_the_judges_feedback(
+    tmp_path: Path, bwrap: None
+) -> None:
+    """Round 1 breaks add() another way and is refused; round 2 fixes it. `--round 2` replays
+    round 1 first (its tree, the judge's refusal), then round 2 to the landed tree."""
+    wrong = call("replace", path="calc.py", old="return a - b", new="return b - a")
+    right = call("replace", path="calc.py", old="return b - a", new="return a + b")
+    with serving([wrong, say("done"), right, say("fixed")], text_only=True) as model:
+        argv = json.dumps([sys.executable, str(AGENT), "olleh", "http://127.0.0.1:9/"])
+        config = (
+            f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 1\n'
+            f'api_base = "{model.origin}"\n'
+        )
+        repo = make_repo(tmp_path / "repo", BROKEN_ADD, config)
+        assert seed(repo, "once").returncode == 0
+    [record] = records(repo)
+    assert record["outcome"] == "SUCCESS" and len(record["rounds"]) == 2, record["reason"]
+    done = seed(repo, "replay", record["iteration_id"], "--round", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    tree = record["agent_tree"][:12]
+    assert "round 2: 2 model turns recorded" in done.stdout
+    assert f"recorded tree {tree}, replayed tree {tree}: same tree" in done.stdout
+    folder = repo / "history" / record["iteration_id"] / "replay-1"
+    assert {p.name for p in folder.glob("agent*.log")} == {"agent.log", "agent-round-2.log"}
