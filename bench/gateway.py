@@ -161,16 +161,21 @@ def _one_run(backend: str, network: str, think_ms: float) -> dict[str, float]:
     finally:
         model.stop()
     [record] = records(repo)
-    if done.returncode != 0 or record["outcome"] != "SUCCESS" or record["network"] != network:
+    if (
+        done.returncode != 0
+        or record["outcome"] != "SUCCESS"
+        or not record["network"].startswith(network)
+    ):
         raise SystemExit(f"bench: {backend} {network}: {record['outcome']} {record['reason']}")
     recording = repo / "history" / record["iteration_id"] / "model.jsonl"
     turns = len(model.requests)
+    size = recording.stat().st_size if recording.exists() else 0
     shutil.rmtree(tmp, ignore_errors=True)
     return {
         "wall_s": wall,
         "execute_s": float(record["durations"]["execute"]),
         "turns": turns,
-        "bytes_per_turn": recording.stat().st_size / turns if recording.exists() else 0.0,
+        "bytes_per_turn": size / turns,
     }
 
 
@@ -191,6 +196,7 @@ def whole_run(backend: str, pairs: int, think_ms: float) -> dict[str, Any]:
     figures["execute_ratio"] = gated["execute_s"] / direct["execute_s"]
     figures["wall_ratio"] = gated["wall_s"] / direct["wall_s"]
     figures["bytes_per_turn"] = statistics.median(r["bytes_per_turn"] for r in runs["model-only"])
+    figures["all_bytes_per_turn"] = [round(r["bytes_per_turn"]) for r in runs["model-only"]]
     figures["turns"] = runs["model-only"][0]["turns"]
     return figures
 
@@ -217,7 +223,7 @@ def main() -> None:
             )
         print(
             f"  ratio: agent run {found['execute_ratio']:.3f}, seed once {found['wall_ratio']:.3f};"
-            f" model.jsonl {found['bytes_per_turn']:.0f} bytes a turn"
+            f" model.jsonl {found['bytes_per_turn']:.0f} bytes a turn {found['all_bytes_per_turn']}"
         )
         print(f"load average at the end {os.getloadavg()[0]:.2f}")
         return

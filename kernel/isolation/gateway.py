@@ -609,16 +609,19 @@ class Gateway:
 
 
 def _cut(handler: BaseHTTPRequestHandler, last: bytes, room: int | None) -> None:
-    """End an answer the hooks cut: `last` sent as its last piece, then the connection closed.
-    Chunked (`room` None), the answer ends whole after it; framed, it goes only if it fits the
-    length already promised (the client then sees the answer end short, after it)."""
-    handler.close_connection = True
-    if not last:
-        return  # the answer breaks off: no clean end the client could take for a whole answer
-    with contextlib.suppress(OSError):  # the agent may have hung up
-        if room is None:
+    """End an answer the hooks cut, with `last` as its last piece. Chunked (`room` None), the
+    answer ends whole after it and the connection stays open: a client that retries on it
+    gets the next request's answer (the cap's refusal), not a reset. Framed, `last` goes only
+    if it fits the length already promised, and the connection closes (the answer is short)."""
+    if last and room is None:
+        try:
             handler.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
-        elif len(last) <= room:
+            return
+        except OSError:
+            pass  # the agent hung up
+    handler.close_connection = True
+    if last and room is not None and len(last) <= room:
+        with contextlib.suppress(OSError):
             handler.wfile.write(last)
 
 
