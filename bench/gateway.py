@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.gateway                      # loopback, the worst case
     .venv/bin/python -m bench.gateway --think-ms 200       # a model that takes 200 ms to answer
+    .venv/bin/python -m bench.gateway --whole-run claude --pairs 5 --think-ms 200
 
 For a non-streamed answer (chat completions, JSON) and a streamed one (Anthropic Messages,
 SSE) it times, median of --requests requests in rotating order, each on a fresh connection:
@@ -11,14 +12,23 @@ SSE) it times, median of --requests requests in rotating order, each on a fresh 
 and prints the medians, the ratios to `direct` and the load average. The issue aims at 1.05
 for a whole run; a loopback request that the server answers at once is the worst case (all
 of it is overhead), --think-ms shows a request whose answer takes the model some time.
+
+--whole-run BACKEND times whole runs of a real CLI (tests/agents_real, installed by
+`python -m tests.agents_real.install`): `seed.py once` landing its fix, sandboxed, through
+the gateway (network model-only) and straight to the scripted server (network full), in
+--pairs interleaved pairs (the order alternating), and prints the medians of the agent's run
+(the record's `execute`) and of the whole `seed.py once`, their ratios, the load average
+and the bytes of model.jsonl per turn.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import importlib
 import json
 import os
+import shutil
 import socket
 import statistics
 import tempfile
@@ -120,12 +130,103 @@ def measure(requests: int, think_ms: float) -> dict[str, dict[str, float]]:
     return figures
 
 
+def _thinking(model: ScriptedModel, think_ms: float) -> None:
+    """The model takes think_ms before each answer."""
+    if not think_ms:
+        return
+    answer = model.handle
+
+    def slow(handler: BaseHTTPRequestHandler) -> None:
+        time.sleep(think_ms / 1000)
+        answer(handler)
+
+    model.handle = slow
+
+
+def _one_run(backend: str, network: str, think_ms: float) -> dict[str, float]:
+    """One `seed.py once` of the real CLI landing its fix: seconds, and model.jsonl's bytes."""
+    from tests.agents_real import harness
+    from tests.support import records
+
+    cli: harness.Cli = importlib.import_module(f"tests.agents_real.test_{backend}").CLI
+    tmp = Path(tempfile.mkdtemp(prefix=f"seed-bench-run-{network}-"))
+    model = ScriptedModel(cli.fix, text_only=cli.text_only, lifetime_s=900)
+    _thinking(model, think_ms)
+    model.start()
+    try:
+        agent = {"network": network, "keys": list(cli.keys())}
+        started = time.perf_counter()
+        repo, done = cli.run(tmp, cli.config(model, **agent))
+        wall = time.perf_counter() - started
+    finally:
+        model.stop()
+    [record] = records(repo)
+    if (
+        done.returncode != 0
+        or record["outcome"] != "SUCCESS"
+        or not record["network"].startswith(network)
+    ):
+        raise SystemExit(f"bench: {backend} {network}: {record['outcome']} {record['reason']}")
+    recording = repo / "history" / record["iteration_id"] / "model.jsonl"
+    turns = len(model.requests)
+    size = recording.stat().st_size if recording.exists() else 0
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "wall_s": wall,
+        "execute_s": float(record["durations"]["execute"]),
+        "turns": turns,
+        "bytes_per_turn": size / turns,
+    }
+
+
+def whole_run(backend: str, pairs: int, think_ms: float) -> dict[str, Any]:
+    """Medians of `pairs` interleaved runs through the gateway and straight to the server."""
+    runs: dict[str, list[dict[str, float]]] = {"model-only": [], "full": []}
+    for n in range(pairs):
+        order = ["model-only", "full"] if n % 2 == 0 else ["full", "model-only"]
+        for network in order:
+            runs[network].append(_one_run(backend, network, think_ms))
+    figures: dict[str, Any] = {}
+    for network, rows in runs.items():
+        figures[network] = {
+            key: statistics.median(row[key] for row in rows) for key in ("wall_s", "execute_s")
+        }
+        figures[network]["all_execute_s"] = [round(row["execute_s"], 2) for row in rows]
+    gated, direct = figures["model-only"], figures["full"]
+    figures["execute_ratio"] = gated["execute_s"] / direct["execute_s"]
+    figures["wall_ratio"] = gated["wall_s"] / direct["wall_s"]
+    figures["bytes_per_turn"] = statistics.median(r["bytes_per_turn"] for r in runs["model-only"])
+    figures["all_bytes_per_turn"] = [round(r["bytes_per_turn"]) for r in runs["model-only"]]
+    figures["turns"] = runs["model-only"][0]["turns"]
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--think-ms", type=float, default=0.0)
+    parser.add_argument("--whole-run", default="", help="a real CLI's backend (claude, codex)")
+    parser.add_argument("--pairs", type=int, default=5)
     args = parser.parse_args()
     load = os.getloadavg()[0]
+    if args.whole_run:
+        found = whole_run(args.whole_run, args.pairs, args.think_ms)
+        print(
+            f"{args.whole_run}: {args.pairs} pairs, model thinks {args.think_ms:g} ms, "
+            f"{found['turns']} requests a run, load {load:.2f} at the start"
+        )
+        for network in ("model-only", "full"):
+            row = found[network]
+            print(
+                f"  {network:10} agent run {row['execute_s']:6.2f} s  seed once "
+                f"{row['wall_s']:6.2f} s  (runs {row['all_execute_s']})"
+            )
+        print(
+            f"  ratio: agent run {found['execute_ratio']:.3f}, seed once {found['wall_ratio']:.3f};"
+            f" model.jsonl {found['bytes_per_turn']:.0f} bytes a turn {found['all_bytes_per_turn']}"
+        )
+        print(f"load average at the end {os.getloadavg()[0]:.2f}")
+        return
     figures = measure(args.requests, args.think_ms)
     print(f"{args.requests} requests each way, model thinks {args.think_ms:g} ms, load {load:.2f}")
     for kind, row in figures.items():

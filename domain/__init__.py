@@ -37,7 +37,14 @@ from domain.plans import (
     PlanDocument,
     PlannedAction,
 )
-from domain.records import AgentRound, CriterionVerdict, DiffStat, Event, IterationRecord
+from domain.records import (
+    AgentRound,
+    CriterionVerdict,
+    DiffStat,
+    Event,
+    IterationRecord,
+    ModelTurn,
+)
 from domain.state import OutcomeTally, ProjectState
 from domain.status import DaemonStatus, QueuedTask
 from domain.views import HistoryLine, HistoryListing, MetricsSnapshot, PhaseTotal
@@ -80,6 +87,7 @@ __all__ = [
     "Measurement",
     "Measurements",
     "MetricsSnapshot",
+    "ModelTurn",
     "OutcomeTally",
     "PhaseTotal",
     "PlanBudget",

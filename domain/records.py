@@ -49,6 +49,23 @@ class AgentRound(Fact):
     """The tree the agent left, before the kernel's repairs: what a replay of it must give."""
 
 
+class ModelTurn(Fact):
+    """One request the model gateway served (model-only), as the report's per-turn table shows it."""
+
+    round: int = 1
+    seq: int
+    """The run's request number, from 1."""
+    status: str
+    """answered, refused (the cap was reached), cut (its answer passed the cap) or failed (the
+    upstream answered an error or broke off)."""
+    input: int = 0
+    """Input tokens (cached ones included)."""
+    output: int = 0
+    cached: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+
+
 class IterationRecord(Fact):
     """The outcome of one iteration, as the kernel saw it."""
 
@@ -97,6 +114,8 @@ class IterationRecord(Fact):
     wire_requests: int = 0
     """Usage the model gateway read from the upstream's answers (model-only), beside what the
     agent reported (tokens_used, cost_usd)."""
+    model_turns: tuple[ModelTurn, ...] = ()
+    """The gateway's requests, in order (the first MODEL_TURNS_KEPT of the iteration)."""
     agent_version: str = ""
     agent_summary: str = ""
     agent_exit_code: int | None = None

@@ -47,6 +47,9 @@ MODEL_BODY_INLINE = 16 * KIB
 (or one that is not UTF-8) once under history/<id>/bodies/, named by its sha256."""
 MODEL_BODY_MAX = 64 * MIB
 """Bytes of one body kept; the rest is cut (and said in its line)."""
+MODEL_TURNS_KEPT = 500
+"""Model requests of one iteration summed up in its record's per-turn table (the rest are
+counted in its wire totals and read from model.jsonl)."""
 WIRE_EVENT_MAX = 8 * MIB
 """One server-sent event, or a whole JSON answer, read for its usage (a bigger one is skipped)."""
 WIRE_DECODED_MAX = 256 * MIB

@@ -133,8 +133,10 @@ class Answer:
 
 
 OnRequest = Callable[[Exchange], "Refusal | None"]
-OnChunk = Callable[[Exchange, bytes], "bool | None"]
-"""Returning False cuts the answer there (the piece is not sent; both connections close)."""
+OnChunk = Callable[[Exchange, bytes], "bool | bytes | None"]
+"""Returning False cuts the answer there (the piece is not sent; both connections close);
+returning bytes cuts it too, with them sent last (the API's error event, so the client reads
+an error and not a short clean answer)."""
 OnDone = Callable[[Exchange, int, float], None]
 """The upstream's status (502 when it failed, before or during the answer) and the seconds."""
 AnswerFrom = Callable[[Exchange], "Answer | Refusal"]
@@ -550,8 +552,10 @@ class Gateway:
                     return 502, False
                 answer.close()  # read to its end: the connection may carry the next request
                 break
-            if self._on_chunk is not None and self._on_chunk(exchange, piece) is False:
-                handler.close_connection = True
+            verdict = self._on_chunk(exchange, piece) if self._on_chunk is not None else None
+            if verdict is False or isinstance(verdict, bytes):
+                room = (answer.length or 0) + len(piece) if framed else None
+                _cut(handler, verdict or b"", room)
                 return answer.status, False
             try:
                 handler.wfile.write(piece if framed else b"%x\r\n%s\r\n" % (len(piece), piece))
@@ -585,10 +589,14 @@ class Gateway:
         handler.end_headers()
         if self._on_head is not None:
             self._on_head(exchange, answer.status, tuple(sent))
+        sent = 0
         for piece in filter(None, answer.pieces):  # an empty chunk would end the answer
-            if self._on_chunk is not None and self._on_chunk(exchange, piece) is False:
-                handler.close_connection = True
+            verdict = self._on_chunk(exchange, piece) if self._on_chunk is not None else None
+            if verdict is False or isinstance(verdict, bytes):
+                room = sum(map(len, answer.pieces)) - sent if answer.framed else None
+                _cut(handler, verdict or b"", room)
                 return answer.status
+            sent += len(piece)
             try:
                 handler.wfile.write(
                     piece if answer.framed else b"%x\r\n%s\r\n" % (len(piece), piece)
@@ -610,6 +618,23 @@ class Gateway:
             handler.send_header("Connection", "close")
         handler.end_headers()
         handler.wfile.write(refusal.body)
+
+
+def _cut(handler: BaseHTTPRequestHandler, last: bytes, room: int | None) -> None:
+    """End an answer the hooks cut, with `last` as its last piece. Chunked (`room` None), the
+    answer ends whole after it and the connection stays open: a client that retries on it
+    gets the next request's answer (the cap's refusal), not a reset. Framed, `last` goes only
+    if it fits the length already promised, and the connection closes (the answer is short)."""
+    if last and room is None:
+        try:
+            handler.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
+            return
+        except OSError:
+            pass  # the agent hung up
+    handler.close_connection = True
+    if last and room is not None and len(last) <= room:
+        with contextlib.suppress(OSError):
+            handler.wfile.write(last)
 
 
 def _chunked(handler: BaseHTTPRequestHandler, too_big: Refusal) -> bytes | Refusal:

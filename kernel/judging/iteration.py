@@ -15,6 +15,7 @@ from domain import (
     FailureCategory,
     IterationOutcome,
     IterationPlan,
+    ModelTurn,
 )
 from kernel import faults
 from kernel.host.answers import Backend
@@ -106,6 +107,8 @@ class Iteration:
     """What the model gateway read from the upstream's answers, all rounds (model-only)."""
     model_cut: str = ""
     """Why the gateway refused a request or cut an answer (a cap): the run ends BUDGET_EXCEEDED."""
+    model_turns: list[ModelTurn] = field(default_factory=list[ModelTurn])
+    """The gateway's requests, all rounds (the first MODEL_TURNS_KEPT)."""
     watch: Watch | None = None
     """Git settings and interpreter start-up files as they were when the iteration began."""
 

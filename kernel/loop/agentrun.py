@@ -228,6 +228,7 @@ class AgentRunner:
             sandboxed=it.sandboxed,
             accounted=False,
             ledger_runs=ledger_runs,
+            wire=self._network == "model-only",  # the gateway counts each answer in the ledger
         )
         # tokens and cost so far on the person's screen, from the run's own output
         watch = liveuse.UsageWatch(

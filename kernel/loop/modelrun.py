@@ -11,10 +11,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kernel.bounds import MODEL_BODY_MAX
+from domain import ModelTurn
+from kernel.bounds import MODEL_BODY_MAX, MODEL_TURNS_KEPT
 from kernel.config import API_OF, AgentConfig, ModelPrice
 from kernel.host.context import Context
 from kernel.isolation import gateway, jails
@@ -179,23 +181,38 @@ def for_run(
         prices=agent.prices,
         model=agent.model,
         answer_from=answer_from,
+        ledger=None
+        if answer_from
+        else Ledger(ctx.paths.history, it.plan.iteration_id, it.backend.name),
+        turns=(len(it.rounds) + 1, MODEL_TURNS_KEPT - len(it.model_turns)),
     )
 
 
 def on_the_wire(entry: budget.LedgerEntry, used: Used | None) -> budget.LedgerEntry:
-    """The run's ledger line: what the upstream said where the gateway read every exchange."""
+    """The run's ledger line: where the gateway read every exchange, the upstream's answers are
+    each in a line of their own already (written as they ended), so this one adds nothing."""
     if used is None:
         return entry
     return entry.model_copy(
         update={
             "model": used.model or entry.model,
-            "tokens_used": used.tokens,
-            "input_tokens": used.input,
-            "output_tokens": used.output,
-            "cost_usd": used.cost_usd,
+            "tokens_used": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": 0.0,
             "cost_basis": used.basis or budget.NONE,
         }
     )
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """Where each answer's usage is counted as it ends: a line of history/ledger.jsonl each, so
+    a daemon killed mid-run has counted every answer up to the kill."""
+
+    history: Path
+    iteration_id: str
+    backend: str
 
 
 @dataclass
@@ -223,6 +240,8 @@ class Used:
     basis: str = ""
     ended: str = ""
     """Why the gateway refused or cut a request (the caps): the run ends BUDGET_EXCEEDED."""
+    turns: tuple[ModelTurn, ...] = ()
+    """Each request, in the order they ended (refused ones too), up to the bound given."""
 
 
 class ModelRun:
@@ -240,8 +259,12 @@ class ModelRun:
         prices: Mapping[str, ModelPrice],
         model: str,
         answer_from: gateway.AnswerFrom | None = None,
+        ledger: Ledger | None = None,
+        turns: tuple[int, int] = (1, MODEL_TURNS_KEPT),
     ) -> None:
+        """`turns`: the agent's round, and how many of its requests to keep as turns."""
         self._recording = exchanges.Recording(folder, state)
+        self._ledger, (self._round, self._turns_left) = ledger, turns
         self._caps, self._before = caps, before
         self._prices, self._model = prices, model
         self._lock = threading.Lock()
@@ -261,14 +284,20 @@ class ModelRun:
 
     def close(self, it: Iteration) -> Used:
         """Stop serving (a stream under way ends); what the run used, added to the iteration's."""
-        self._gateway.stop()
-        shutil.rmtree(self._home, ignore_errors=True)
-        used = self._used
+        used = self.stop()
         it.wire_tokens += used.tokens
         it.wire_cost_usd += used.cost_usd
         it.wire_requests += used.requests
         it.model_cut = used.ended
+        it.model_turns += used.turns
         return used
+
+    def stop(self) -> Used:
+        """Stop serving (a stream under way ends) and remove the socket's folder; what was used."""
+        self._gateway.stop()
+        shutil.rmtree(self._home, ignore_errors=True)
+        with self._lock:
+            return self._used
 
     def _spent(self) -> tuple[int, float]:
         return self._before[0] + self._used.tokens, self._before[1] + self._used.cost_usd
@@ -281,6 +310,7 @@ class ModelRun:
                 self._flows[exchange.seq] = _Flow(reader, time.time())
                 return None
             self._used = replace(self._used, ended=reason)
+            self._turn(exchange.seq, "refused", wire.Usage(), 0.0, 0.0)
         refusal = wire.refusal(exchange.api, reason)
         flow = _Flow(wire.UsageReader(exchange.api), time.time(), note=reason)
         self._record(exchange, flow, refusal.status, 0.0, wire.Usage(), 0.0, refusal.body)
@@ -291,7 +321,7 @@ class ModelRun:
     ) -> None:
         self._flows[exchange.seq].head = headers  # kept by allow-list when recorded
 
-    def _on_chunk(self, exchange: gateway.Exchange, piece: bytes) -> bool:
+    def _on_chunk(self, exchange: gateway.Exchange, piece: bytes) -> bool | bytes:
         flow = self._flows[exchange.seq]
         flow.reader.feed(piece)
         if len(flow.answer) <= MODEL_BODY_MAX:
@@ -303,7 +333,14 @@ class ModelRun:
             if reason:
                 flow.note = reason
                 self._used = replace(self._used, ended=reason)
-        return not reason
+        if not reason:
+            return True
+        # a stream ends with its API's own error event, so the CLI reads an error (a JSON answer
+        # just breaks off: no client reads a piece after its object as anything but junk)
+        last = wire.stream_error(exchange.api, reason) if flow.reader.streaming else b""
+        if last and len(flow.answer) <= MODEL_BODY_MAX:
+            flow.answer += last  # the recording holds what the agent got
+        return last or False
 
     def _on_done(self, exchange: gateway.Exchange, status: int, seconds: float) -> None:
         flow = self._flows.pop(exchange.seq)
@@ -324,7 +361,41 @@ class ModelRun:
                 model=usage.model or used.model,
                 basis=basis if basis == budget.PRICES else used.basis or basis,
             )
+            ended = "cut" if flow.note else "failed" if status >= 400 else "answered"
+            self._turn(exchange.seq, ended, usage, usd, seconds)
+            if self._ledger is not None:  # counted now: a daemon killed later keeps this answer
+                budget.append(
+                    self._ledger.history,
+                    budget.LedgerEntry(
+                        at=datetime.now(UTC),
+                        iteration_id=self._ledger.iteration_id,
+                        backend=self._ledger.backend,
+                        model=usage.model or self._model,
+                        tokens_used=usage.tokens,
+                        input_tokens=usage.input,
+                        output_tokens=usage.output,
+                        cost_usd=usd,
+                        cost_basis=basis,
+                        request=exchange.seq,
+                    ),
+                )
         self._record(exchange, flow, status, seconds, usage, usd, bytes(flow.answer))
+
+    def _turn(self, seq: int, status: str, usage: wire.Usage, usd: float, seconds: float) -> None:
+        """One request's line of the report's table (under the lock), while the bound allows."""
+        if len(self._used.turns) >= self._turns_left:
+            return
+        turn = ModelTurn(
+            round=self._round,
+            seq=seq,
+            status=status,
+            input=usage.input,
+            output=usage.output,
+            cached=usage.cached,
+            cost_usd=round(usd, 6),
+            seconds=round(seconds, 3),
+        )
+        self._used = replace(self._used, turns=(*self._used.turns, turn))
 
     def _record(
         self,

@@ -157,6 +157,7 @@ class Recorder:
             wire_tokens=it.wire_tokens,
             wire_cost_usd=it.wire_cost_usd,
             wire_requests=it.wire_requests,
+            model_turns=tuple(it.model_turns),
             agent_version=it.agent_version,
             agent_tree=it.agent_tree,
             agent_exit_code=it.exit_code,

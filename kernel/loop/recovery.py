@@ -303,6 +303,17 @@ def _settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
     held = budget.unsettled(ctx.paths.history, journal)
     if held is None:
         return []
+    if held.wire:  # each answer is in the ledger already; the gateway died with the daemon
+        budget.append(
+            ctx.paths.history,
+            budget.LedgerEntry(
+                at=datetime.now(UTC),
+                iteration_id=held.iteration_id,
+                backend=held.backend,
+                cost_basis=budget.WIRE,
+            ),
+        )
+        return [f"{held.iteration_id}: its spend is what the gateway counted, answer by answer"]
     budget.append(
         ctx.paths.history,
         budget.LedgerEntry(

@@ -29,6 +29,8 @@ REPORTED = "reported"
 PRICES = "prices"
 NONE = "none"
 """Where a run's cost comes from: the tool's report, the [agent.prices] table, or nowhere."""
+WIRE = "wire"
+"""The basis of a killed run's line when the gateway counted its answers (its request lines)."""
 _FIELD_MAX = 500
 """Characters of each text field of an entry: a line always fits LEDGER_LINE_MAX."""
 
@@ -47,6 +49,9 @@ class LedgerEntry(BaseModel):
     output_tokens: int = 0
     cost_usd: float = 0.0
     cost_basis: str = ""
+    request: int = 0
+    """The model request (the gateway's number, from 1) this line counts, written as its answer
+    ended; 0 for a run's line, which then counts only what its request lines did not."""
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,8 @@ def accounted(history: Path, iteration_id: str) -> bool:
 
 
 def runs_of(history: Path, iteration_id: str) -> int:
-    """How many of this iteration's agent runs the ledger has."""
-    return sum(1 for e in entries(history) if e.iteration_id == iteration_id)
+    """How many of this iteration's agent runs the ledger has (not their request lines)."""
+    return sum(1 for e in entries(history) if e.iteration_id == iteration_id and not e.request)
 
 
 def iteration_cost(history: Path, iteration_id: str) -> tuple[float, str]:
@@ -124,11 +129,16 @@ class Held:
     usd: float = 0.0
     iteration_id: str = ""
     backend: str = ""
+    wire: bool = False
+    """The run's model went through the kernel's gateway, which wrote each answer's usage to the
+    ledger as it ended: held is only the rest of the reservation, and a killed run is settled at
+    what its request lines count (the gateway died with the daemon: nothing more went out)."""
 
 
 def unsettled(history: Path, journal: Mapping[str, Any] | None) -> Held | None:
     """The run running.json names, if it started and the ledger has not counted it: the run
-    under way, or one a killed daemon left (the next start settles it at its reservation)."""
+    under way, or one a killed daemon left (the next start settles it at its reservation, or
+    at its request lines when the gateway counted them)."""
     if not journal:
         return None
     iteration_id = str(journal.get("iteration_id", ""))
@@ -140,7 +150,23 @@ def unsettled(history: Path, journal: Mapping[str, Any] | None) -> Held | None:
     backend = str(journal.get("backend", ""))
     amount = journal.get("reserve_usd") or 0.0
     free = backend in FREE_BACKENDS or not isinstance(amount, int | float)
-    return Held(0.0 if free else round(float(amount), 6), iteration_id, backend)
+    held = 0.0 if free else round(float(amount), 6)
+    if journal.get("wire") is True:
+        held = max(round(held - _requests_since_the_last_run(history, iteration_id), 6), 0.0)
+        return Held(held, iteration_id, backend, wire=True)
+    return Held(held, iteration_id, backend)
+
+
+def _requests_since_the_last_run(history: Path, iteration_id: str) -> float:
+    """Dollars of this iteration's request lines after its latest run's line: the run under way."""
+    counted = 0.0
+    for entry in entries(history):
+        if entry.iteration_id != iteration_id:
+            continue
+        if not entry.request:
+            break
+        counted += entry.cost_usd
+    return counted
 
 
 def repair(history: Path) -> str:
@@ -159,7 +185,7 @@ def day_spend(history: Path, day: str) -> Spend:
         if entry_day == day:
             cost += entry.cost_usd
             tokens += entry.tokens_used
-            runs += 1
+            runs += not entry.request
         elif entry_day < day:
             older += 1
             if older > 50:  # appended in time order: well past the day, stop reading

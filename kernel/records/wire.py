@@ -150,6 +150,11 @@ class UsageReader:
         return Usage(model, inputs, output, min(cached, inputs), True)
 
     @property
+    def streaming(self) -> bool:
+        """The answer is server-sent events (known from its first byte that is not space)."""
+        return self._mode == "sse"
+
+    @property
     def estimate(self) -> Usage:
         """The usage so far, with output at least what the text written so far suggests (a
         stream says its output tokens only at its end)."""
@@ -420,9 +425,12 @@ def refusal(api: str, reason: str) -> Refusal:
 
 def stream_error(api: str, reason: str) -> bytes:
     """The event that ends a stream the cap cut, in the API's format (the connection is
-    closed after it): Anthropic's `error` event, a `response.failed` with the code Codex
-    takes as quota (not retried), an error chunk for chat and Gemini. A CLI that retries a
-    broken stream meets the refusal: the cap is passed, so its next request is refused."""
+    closed after it), as each SDK reads an error in a stream: Anthropic's `error` event (its
+    SDKs throw an APIError), a `response.failed` with the code Codex takes as quota (not
+    retried), an error chunk for chat (the OpenAI SDKs throw on a chunk with `error`), and for
+    Gemini the error object alone, not an SSE event: @google/genai (Gemini CLI) throws an
+    ApiError with its code only for a piece that parses whole as JSON with `error` in it. A
+    CLI that retries a broken stream meets the refusal: the cap is passed."""
     body = _error(api, reason)
     if api == ANTHROPIC:
         return b"event: error\ndata: " + body + b"\n\n"
@@ -431,4 +439,6 @@ def stream_error(api: str, reason: str) -> bytes:
         error = {"code": "insufficient_quota", "message": message}
         failed = {"type": "response.failed", "response": {"status": "failed", "error": error}}
         return b"event: response.failed\ndata: " + json.dumps(failed).encode() + b"\n\n"
+    if api == GEMINI:
+        return body + b"\n\n"
     return b"data: " + body + b"\n\n"

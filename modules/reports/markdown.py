@@ -289,6 +289,38 @@ def _rounds(record: IterationRecord) -> list[str]:
     return lines
 
 
+def _turns(record: IterationRecord) -> list[str]:
+    turns = record.model_turns
+    if not turns:
+        return []
+    rounds = len({t.round for t in turns}) > 1
+    lines = [
+        "",
+        "## The model, turn by turn",
+        "",
+        "Each request through the kernel's gateway, with the usage read from the answer:",
+        "",
+        "| Turn | Status | Input | Output | Cached | Cost | Seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in turns:
+        turn = f"{t.round}.{t.seq}" if rounds else str(t.seq)
+        lines.append(
+            f"| {turn} | {md(t.status)} | {t.input:,} | {t.output:,} | {t.cached:,} | "
+            f"${t.cost_usd:.4f} | {t.seconds:.2f} |"
+        )
+    lines.append(
+        f"| **all** | | **{sum(t.input for t in turns):,}** | **{sum(t.output for t in turns):,}** | "
+        f"**{sum(t.cached for t in turns):,}** | **${sum(t.cost_usd for t in turns):.4f}** | "
+        f"**{sum(t.seconds for t in turns):.2f}** |"
+    )
+    if record.wire_requests > len(turns):
+        lines.append(
+            f"\n... and {record.wire_requests - len(turns)} more (model.jsonl has them all)"
+        )
+    return lines
+
+
 def _proof(record: IterationRecord) -> list[str]:
     lines: list[str] = []
     if record.verdicts:
@@ -352,6 +384,7 @@ def render_record(record: IterationRecord) -> str:
         lines += _plan(record.plan)
     lines += _agent(record)
     lines += _rounds(record)
+    lines += _turns(record)
     lines += _proof(record)
     lines += _time(record)
     lines += _files(record)

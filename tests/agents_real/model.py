@@ -78,8 +78,11 @@ class ScriptedModel:
         lifetime_s: float = 900.0,
         log: Path | None = None,
         gate: threading.Event | None = None,
+        hold_from: int = 0,
     ) -> None:
         self.turns = turns
+        self.hold_from = hold_from
+        """When given, the requests from this one on (counting from 1) are held, as `hold` does."""
         self.gate = gate
         """When given, event streams go out chunked, one event at a time, the last once it is set."""
         self.text_only = text_only
@@ -147,7 +150,7 @@ class ScriptedModel:
             entry.turn = -1
             self.answer_json(handler, 500, {"error": {"message": "too many requests"}})
             return
-        if self.hold:
+        if self.hold or 0 < self.hold_from <= count:
             entry.turn = -1
             self._stopping.wait(self.lifetime_s)
             return

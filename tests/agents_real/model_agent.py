@@ -2,7 +2,8 @@
 (OpenAI chat completions, streamed; a broken answer asked once more) for its next step until
 the model stops calling tools, applies `replace` calls to the checkout, then looks everywhere it can for the real key and
 tries to reach the host named by its second argument. It writes what it found to
-SEED_RESULT_FILE's summary; exit 0 when the model said it was done.
+SEED_RESULT_FILE's summary; exit 0 when the model said it was done. It reports the tokens of
+its first answer only, as a CLI that under-reports (side calls, retries) would.
 
 argv: KEY_REVERSED PROBE_URL (the key reversed: its value is never in this process's argv);
 `--probe KEY_REVERSED PROBE_URL` only looks around and prints what it found.
@@ -19,6 +20,8 @@ import urllib.request
 from pathlib import Path
 
 _READ_MAX = 4 * 1024 * 1024
+_USED: list[int] = []
+"""The tokens each answer said it used, in order."""
 
 
 def _ask(base: str, messages: list[dict[str, object]]) -> dict[str, object]:
@@ -50,6 +53,9 @@ def _ask(base: str, messages: list[dict[str, object]]) -> dict[str, object]:
                 delta = choice.get("delta", {})
                 message["content"] = str(message["content"]) + (delta.get("content") or "")
                 calls += delta.get("tool_calls") or []
+            usage = json.loads(line[6:]).get("usage") or {}
+            if usage.get("total_tokens"):
+                _USED.append(int(usage["total_tokens"]))
     if not ended:  # a stream cut before its end (urllib says nothing)
         raise ConnectionError("the answer broke off")
     if calls:
@@ -130,7 +136,8 @@ def main() -> int:
     holders = _holders(key)
     summary = f"key found in: {holders or 'nowhere'}; other host: {_reach(probe)}"
     print(summary, flush=True)
-    Path(os.environ["SEED_RESULT_FILE"]).write_text(json.dumps({"summary": summary}))
+    reported = {"summary": summary, "tokens_used": _USED[0] if _USED else 0}
+    Path(os.environ["SEED_RESULT_FILE"]).write_text(json.dumps(reported))
     return 0 if done else 1
 
 

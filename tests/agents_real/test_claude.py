@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from pathlib import Path
 
@@ -137,3 +138,23 @@ def test_claude_running_a_shell_command_reaches_no_other_host_and_finds_no_key(
         assert "http anywhere; tcp connected" in probed, probed
     # the tool's result went back to the model: what the agent could tell anyone
     assert any(probed in text_of(r.body) for r in model.requests[1:]), probed
+
+
+def test_claude_reads_an_answer_cut_at_the_cap_as_an_error_and_its_retry_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Through the gateway (model-only), the second answer passes a cap of 1,500 tokens: its
+    stream ends with Anthropic's `error` event, claude asks once more and gets the 403."""
+    program("claude")
+    gate = threading.Event()
+    gate.set()  # a chunk an event, as Anthropic streams
+    with serving(CLI.fix, gate=gate) as model:
+        config = CLI.config(model, keys=list(CLI.keys()))
+        repo, result = CLI.run(tmp_path, config + "\n[budget]\nmax_tokens_per_iteration = 1500\n")
+    assert result.returncode == 3, result.stderr[-3000:]  # BUDGET_EXCEEDED halts
+    [record] = records(repo)
+    assert (record["network"], record["failure_category"]) == ("model-only", "BUDGET_EXCEEDED")
+    log = (repo / "history" / record["iteration_id"] / "agent.log").read_text()
+    assert '"api_error_status":403' in log and "BUDGET_EXCEEDED" in log
+    assert "ECONNRESET" not in log  # the retry met the refusal, not a dropped connection
+    assert len(model.requests) == 2  # the refused third request never left the gateway
