@@ -19,11 +19,12 @@ from typing import Any
 
 from domain import GapReport, IterationOutcome, IterationPlan
 from kernel.config import Config
-from kernel.errors import SeedError, UsageError
+from kernel.errors import LockHeld, SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context, open_context
 from kernel.host.selfcheck import run_selfcheck
 from kernel.isolation import gitops, procs
+from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import SEED_HOME
 from kernel.judging import landing
 from kernel.loop import replaying, reporting
@@ -409,6 +410,8 @@ def _stop(signum: int, frame: object) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
+    # the replay uses the loop's run folder and integrity snapshot: never beside a daemon
+    lock = DaemonLock(ctx.paths.lock)
     try:
         found = _iteration_id(ctx, args.id)
         record = ctx.store.get(found) if found else None
@@ -419,6 +422,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         # (Interrupted) and its checkout, home and gateway are removed on the way out
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, _stop)
+        try:
+            lock.acquire()
+        except LockHeld as held:
+            print(f"seed: {held}: replay when it has stopped", file=sys.stderr)
+            return EXIT_USAGE
         try:
             rounds = replaying.load(ctx, record, number)
             print(
@@ -448,6 +456,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"verdict: {done.outcome}{category}: {done.reason}")
         return EXIT_OK if done.reproduced else EXIT_FAILED
     finally:
+        lock.release()
         ctx.host.stop()
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.gateway import Api, Exchange, Gateway
 from kernel.records import exchanges
 from kernel.records.exchanges import Exchanged, Recording, RecordingRefused
@@ -497,6 +498,26 @@ def test_a_recording_edited_by_hand_is_refused_naming_the_line(
     done = seed(repo, "replay", record["iteration_id"])
     assert done.returncode == 2, done.stdout + done.stderr
     assert "model.jsonl line 2: differs from its seal" in done.stderr
+
+
+def test_a_replay_waits_for_no_daemon_it_refuses_while_one_runs_on_the_repository(
+    ran: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    # a replay shares the loop's run folder and integrity snapshot: beside a running daemon
+    # it could disturb the daemon's agent run, so it takes the daemon's lock or refuses
+    repo, record = _copied(ran, tmp_path)
+    folder = repo / "history" / record["iteration_id"]
+    replays = sorted(folder.glob("replay-*"))
+    daemon = DaemonLock(repo / ".git" / "seed" / "daemon.lock")
+    daemon.acquire()
+    try:
+        done = seed(repo, "replay", record["iteration_id"])
+    finally:
+        daemon.release()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "another seed daemon" in done.stderr and "replay when it has stopped" in done.stderr
+    assert sorted(folder.glob("replay-*")) == replays  # nothing of a run was made
+    assert worktrees(repo) == [str(repo)]
 
 
 def test_a_recording_changed_and_sealed_again_gives_another_tree_and_names_the_turn(
