@@ -14,8 +14,9 @@ from tests.agents_real.harness import Cli
 from tests.agents_real.model import serving
 from tests.support import records, seed
 
-REPLAYED = ("claude", "codex", "gemini", "opencode")
-"""The CLIs whose sessions replay whole (report h-replay2.md says why not the others)."""
+REPLAYED = ("claude", "codex", "gemini", "opencode", "mini")
+"""The CLIs whose sessions replay whole. Not aider: it sends its chat's files in the order of a
+set of absolute paths, and a replay's checkout has another path (README, replay)."""
 
 
 @pytest.mark.parametrize("backend", REPLAYED)
