@@ -12,6 +12,7 @@ output handed to the model when it fails: that is the probe's way in for aider h
 
 from __future__ import annotations
 
+import base64
 import re
 import uuid
 from collections.abc import Callable
@@ -49,7 +50,9 @@ _SHELLS = {
     "codex": _Shell(test_codex.CLI, lambda c: call("exec_command", cmd=c), say("Looked around.")),
     # gemini -p --approval-mode=yolo: run_shell_command, argument `command`
     "gemini": _Shell(
-        test_gemini.CLI, lambda c: call("run_shell_command", command=c), say("Looked around.")
+        test_gemini.CLI,
+        lambda c: call("run_shell_command", command=_encoded(c)),
+        say("Looked around."),
     ),
     # opencode run --auto: the bash tool, arguments `command` and `description`
     "opencode": _Shell(
@@ -60,6 +63,14 @@ _SHELLS = {
     # mini: every action is a bash command; the run ends on its submit line
     "mini": _Shell(test_mini.CLI, lambda c: call("bash", command=c), test_mini.SUBMIT),
 }
+
+
+def _encoded(command: str) -> str:
+    """The probe's source in base64: gemini refuses a command holding a backtick (or `$(`) even
+    inside a quoted heredoc ("Command injection detected"), and the probe's source has backticks."""
+    head, source = command.split(" <<'SEED_PROBE'\n", 1)
+    blob = base64.b64encode(source.removesuffix("SEED_PROBE").encode()).decode()
+    return f"echo {blob} | base64 -d | {head}"
 
 
 def _probed(requests: list[Request]) -> set[str]:
