@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents_real import test_aider, test_codex, test_gemini, test_mini, test_opencode
-from tests.agents_real.harness import FIXED, Cli, anywhere, probe_command, program, text_of
+from tests.agents_real.harness import Cli, anywhere, probe_command, program, text_of
 from tests.agents_real.model import Request, Turn, call, say, serving
 from tests.support import records
 
@@ -121,19 +121,24 @@ def test_aider_running_its_test_command_reaches_no_other_host_and_finds_no_key(
     key = f"sk-real-{uuid.uuid4().hex}"
     with anywhere() as url:
         probe = probe_command(url, key) + "\nexit 1\n"
-        with serving([*cli.fix, say("Looked around.")], text_only=True) as model:
+        # an edit that leaves test_add failing: aider tests after it, and the run is not
+        # verified and landed (16 s less)
+        edit = cli.wrong_then_right[0]
+        with serving([edit, say("Looked around.")], text_only=True) as model:
             config = cli.config(model, extra_args=["--test-cmd", probe, "--auto-test"])
             repo, result = cli.run(tmp_path, config, key=key)
     assert result.returncode in (0, 1), result.stderr[-3000:]
     [record] = records(repo)
-    assert FIXED in (repo / "calc.py").read_text() or record["outcome"] != "SUCCESS"
     found = _probed(model.requests)
     assert len(found) == 1, (found, record["reason"], result.stderr[-2000:])
     [probed] = found
     _says_nothing_was_reached(record, probed, "model-only", cli)
 
 
-def _says_nothing_was_reached(record: dict[str, object], probed: str, network: str, cli: Cli) -> None:
+def _says_nothing_was_reached(
+    record: dict[str, object], probed: str, network: str, cli: Cli
+) -> None:
+    """model-only: the record says so and the probe found nothing; full: it found both."""
     if network == "model-only":
         assert record["network"] == "model-only"
         assert probed.startswith("key found in: nowhere;"), probed
@@ -141,5 +146,6 @@ def _says_nothing_was_reached(record: dict[str, object], probed: str, network: s
         assert "dns unresolved" in probed, probed
     else:
         assert record["network"] == "full (opt-out)"
-        assert any(f"env {name}" in probed for name in cli.keys()), probed
+        held = cli.keys()  # the tool's key variables: the agent's own with full
+        assert any(f"env {name}" in probed for name in held), probed
         assert "http anywhere; tcp connected" in probed, probed
