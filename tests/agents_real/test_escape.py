@@ -111,6 +111,10 @@ def test_a_cli_running_a_shell_command_reaches_no_other_host_and_finds_no_key(
     _says_nothing_was_reached(record, probed, network, shell.cli)
 
 
+SUGGESTED = "echo suggested-ran-$((6*7))"
+"""A command aider's model suggests: it prints suggested-ran-42 only if run."""
+
+
 def test_aider_running_its_test_command_reaches_no_other_host_and_finds_no_key(
     tmp_path: Path,
 ) -> None:
@@ -122,8 +126,9 @@ def test_aider_running_its_test_command_reaches_no_other_host_and_finds_no_key(
     with anywhere() as url:
         probe = probe_command(url, key) + "\nexit 1\n"
         # an edit that leaves test_add failing: aider tests after it, and the run is not
-        # verified and landed (16 s less)
-        edit = cli.wrong_then_right[0]
+        # verified and landed (16 s less); with it, a shell command the model suggests, which
+        # aider declines unattended
+        edit = say(cli.wrong_then_right[0].text + f"\n```bash\n{SUGGESTED}\n```\n")
         with serving([edit, say("Looked around.")], text_only=True) as model:
             config = cli.config(model, extra_args=["--test-cmd", probe, "--auto-test"])
             repo, result = cli.run(tmp_path, config, key=key)
@@ -133,6 +138,9 @@ def test_aider_running_its_test_command_reaches_no_other_host_and_finds_no_key(
     assert len(found) == 1, (found, record["reason"], result.stderr[-2000:])
     [probed] = found
     _says_nothing_was_reached(record, probed, "model-only", cli)
+    log = (repo / "history" / record["iteration_id"] / "agent.log").read_text()
+    assert SUGGESTED in log  # aider read it as a command to offer, and declined it
+    assert "ran-42" not in log and not any("ran-42" in text_of(r.body) for r in model.requests)
 
 
 def _says_nothing_was_reached(
