@@ -14,7 +14,7 @@ from tests.agents_real.harness import Cli
 from tests.agents_real.model import serving
 from tests.support import records, seed
 
-REPLAYED = ("claude", "codex", "gemini", "opencode", "mini")
+REPLAYED = ("claude", "codex", "gemini", "opencode", "mini", "aider")
 """The CLIs whose sessions replay whole. Not aider: it sends its chat's files in the order of a
 set of absolute paths, and a replay's checkout has another path (README, replay)."""
 
