@@ -470,8 +470,13 @@ def test_seed_replay_runs_the_agent_again_offline_to_the_recorded_tree_and_chang
     assert re.fullmatch(r"wt-[0-9]+-[0-9]+", record.get("checkout", "")), record.get("checkout")
     assert (folder / "agent.log").is_file()
     assert worktrees(repo) == [str(repo)]  # the replay's checkout is gone
+    # a checkout left there (a replay killed outright) is the kernel's own: made afresh
+    leftover = Path(where[0].removeprefix("working in ")) / "calc.py"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_text("left over\n")
     again = seed(repo, "replay", record["iteration_id"])  # never over an earlier replay's files
     assert again.returncode == 0 and (folder.parent / "replay-2" / "model.jsonl").is_file()
+    assert not leftover.parent.exists()
 
 
 def test_the_recording_holds_the_upstreams_answer_headers(
