@@ -14,6 +14,9 @@ from domain.gaps import GapRef
 from domain.history import RankedGap
 from domain.plans import IterationPlan
 
+CHECKOUT_PATTERN = r"^(wt-[0-9]+-[0-9]+)?$"
+"""An agent checkout's name as the loop makes it (one folder name: never a path)."""
+
 
 class CriterionVerdict(Fact):
     """The kernel's verdict on one acceptance criterion."""
@@ -129,6 +132,9 @@ class IterationRecord(Fact):
     agent_turns: int = 0
     agent_tree: str = ""
     """The tree the agent's last round left, before the kernel's repairs (`seed.py replay`)."""
+    checkout: str = Field(default="", pattern=CHECKOUT_PATTERN)
+    """The name of the agent's checkout (wt-PID-TIME): a replay runs in one of the same path,
+    as the agent's requests may carry it ('' in a record from before it was kept)."""
     agent_note: str = ""
     """What the record should know about the backend (e.g. aider exits 0 on API errors)."""
     durations: dict[str, float] = Field(default_factory=dict[str, float])

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from domain import (
@@ -160,6 +161,7 @@ class Recorder:
             model_turns=tuple(it.model_turns),
             agent_version=it.agent_version,
             agent_tree=it.agent_tree,
+            checkout=_checkout(self.ctx, it.worktree),
             agent_exit_code=it.exit_code,
             agent_note=it.agent_note,
             cost_basis=it.cost_basis,
@@ -300,6 +302,11 @@ class Recovered:
     """What the ledger counts for the iteration (a killed run at its reservation)."""
     cost_basis: str = ""
     backend: str = ""
+
+
+def _checkout(ctx: Context, worktree: Path) -> str:
+    """The agent's checkout's name, when it is one the kernel made in its folder of them."""
+    return worktree.name if worktree.parent == ctx.paths.checkouts else ""
 
 
 def _verdicts(verification: Verification | None) -> tuple[CriterionVerdict, ...]:

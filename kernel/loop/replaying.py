@@ -1,12 +1,13 @@
 """`seed.py replay`: a recorded iteration's agent run again, offline, judged, recorded nowhere.
 
-A fresh checkout at the record's base, the recorded plan and backend, the base measured (as
-cached); the agent runs in its sandbox with network "model-only", and the gateway behind its
-one route answers from history/<id>/model.jsonl (records/replay.py): no upstream, no key,
-nothing reaches the network. The kernel then judges the agent's tree as it judged the
-iteration's and compares it with the recorded one. No ledger line, no budget reserved, no
-inbox task claimed, no journal, no record, no landing: the run's log, prompt and its own
-model.jsonl go to history/<id>/replay-<n>/, never over the recorded files.
+A fresh checkout at the record's base, at the recorded checkout's path; the recorded plan and
+backend, the base measured (as cached); the agent runs in its sandbox with network
+"model-only", and the gateway behind its one route answers from history/<id>/model.jsonl
+(records/replay.py): no upstream, no key, nothing reaches the network. The kernel then judges
+the agent's tree as it judged the iteration's and compares it with the recorded one. No ledger
+line, no budget reserved, no inbox task claimed, no journal, no record, no landing: the run's
+log, prompt and its own model.jsonl go to history/<id>/replay-<n>/, never over the recorded
+files.
 """
 
 from __future__ import annotations
@@ -138,9 +139,11 @@ def run(
     started = time.monotonic()
     loop = Loop(ctx, phase)
     into = _next_folder(ctx.paths.history / record.iteration_id)
-    worktree = agentgit.create(
-        ctx.paths, f"wt-{os.getpid()}-{datetime.now(UTC):%Y%m%d%H%M%S%f}", record.base
-    )
+    # the recorded checkout's own path, as its agent's requests may carry it (aider sends its
+    # files in a set's order of their absolute paths): that run is over and this replay holds
+    # the daemon's lock, so a checkout there is the kernel's own leftover, which create removes
+    name = record.checkout or f"wt-{os.getpid()}-{datetime.now(UTC):%Y%m%d%H%M%S%f}"
+    worktree = agentgit.create(ctx.paths, name, record.base)
     run_dir = ctx.paths.runs / plan.iteration_id
     made = not run_dir.exists()
     try:

@@ -131,6 +131,9 @@ class AiderAgent(CliAgent):
         prompt = prompt_for(plan, context, resumes=resumes)
         env = {
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # never fetch litellm's price map
+            # aider sends the chat's files in the order of a set of their paths: with a fixed
+            # hash seed that order is the same run to run, so a replay asks what was recorded
+            "PYTHONHASHSEED": "0",
             # a git identity: without one aider writes a placeholder into the repository's
             # .git/config, which the sandbox shows read-only (aider then crashes); it never
             # commits here, so the identity is never used

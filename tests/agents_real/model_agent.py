@@ -127,6 +127,7 @@ def main() -> int:
         return 0
     key, probe = sys.argv[1][::-1].encode(), sys.argv[2]
     base = os.environ["SEED_MODEL_BASE_URL"]
+    print(f"working in {Path.cwd()}", flush=True)  # as a CLI tells its model where it works
     done = True
     try:
         _work(base)

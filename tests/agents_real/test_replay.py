@@ -14,9 +14,10 @@ from tests.agents_real.harness import Cli
 from tests.agents_real.model import serving
 from tests.support import records, seed
 
-REPLAYED = ("claude", "codex", "gemini", "opencode", "mini")
-"""The CLIs whose sessions replay whole. Not aider: it sends its chat's files in the order of a
-set of absolute paths, and a replay's checkout has another path (README, replay)."""
+REPLAYED = ("claude", "codex", "gemini", "opencode", "mini", "aider")
+"""The CLIs whose sessions replay whole: all six. Aider sends its chat's files in the order of a
+set of their absolute paths: the same order only in the recorded checkout's path (the replay
+runs there) with a fixed hash seed (its adapter sets PYTHONHASHSEED)."""
 
 
 @pytest.mark.parametrize("backend", REPLAYED)

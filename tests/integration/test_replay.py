@@ -462,10 +462,21 @@ def test_seed_replay_runs_the_agent_again_offline_to_the_recorded_tree_and_chang
         {k: v for k, v in line.answer_headers.items() if k.startswith("content-")}
         for line in recorded
     ]
+    # in the recorded checkout's path, as the agent's requests may carry it (aider's do)
+    where = [
+        line for line in (folder / "agent.log").read_text().splitlines() if "working in" in line
+    ]
+    assert where and where[0] in (folder.parent / "agent.log").read_text().splitlines()
+    assert re.fullmatch(r"wt-[0-9]+-[0-9]+", record.get("checkout", "")), record.get("checkout")
     assert (folder / "agent.log").is_file()
     assert worktrees(repo) == [str(repo)]  # the replay's checkout is gone
+    # a checkout left there (a replay killed outright) is the kernel's own: made afresh
+    leftover = Path(where[0].removeprefix("working in ")) / "calc.py"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_text("left over\n")
     again = seed(repo, "replay", record["iteration_id"])  # never over an earlier replay's files
     assert again.returncode == 0 and (folder.parent / "replay-2" / "model.jsonl").is_file()
+    assert not leftover.parent.exists()
 
 
 def test_the_recording_holds_the_upstreams_answer_headers(

@@ -246,6 +246,17 @@ def test_iteration_id_format_is_enforced() -> None:
     assert IterationPlan.model_validate({**data, "iteration_id": "iter-12345-20261122-123005"})
 
 
+def test_a_records_checkout_is_one_folder_name_the_loop_makes_or_none() -> None:
+    # a replay makes its checkout under this name in the kernel's folder of them
+    data = _record().model_dump()
+    for bad in ("../wt-1-2", "wt-1-2/..", "/tmp/x", "wt-1-2\n", "x", ".."):
+        with pytest.raises(ValidationError):
+            IterationRecord.model_validate({**data, "checkout": bad})
+    made = IterationRecord.model_validate({**data, "checkout": "wt-4242-20261127162442123456"})
+    assert made.checkout == "wt-4242-20261127162442123456"
+    assert IterationRecord.model_validate(data).checkout == ""  # a record from before it
+
+
 def test_most_critical_is_the_first_ranked_gap() -> None:
     assert GapReport().most_critical is None
     assert GapReport(gaps=(_gap(),)).most_critical == _gap()
