@@ -10,11 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents_real.harness import Cli
+from tests.agents_real.harness import Cli, every_cli
 from tests.agents_real.model import serving
 from tests.support import records, seed
 
-REPLAYED = ("claude", "codex", "gemini", "opencode", "mini", "aider")
+REPLAYED = (
+    "claude",  # Anthropic Messages
+    "codex",  # OpenAI Responses
+    "aider",  # chat completions, and the replay in the recorded checkout's path
+    every_cli("gemini"),
+    every_cli("opencode"),
+    every_cli("mini"),
+)
 """The CLIs whose sessions replay whole: all six. Aider sends its chat's files in the order of a
 set of their absolute paths: the same order only in the recorded checkout's path (the replay
 runs there) with a fixed hash seed (its adapter sets PYTHONHASHSEED)."""
