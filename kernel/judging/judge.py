@@ -66,6 +66,22 @@ class Retry:
     feedback: str
 
 
+def build_candidate(
+    ctx: Context, it: Iteration, baseline: Baseline
+) -> tuple[trees.Candidate, trees.ObjectStore]:
+    """The agent's tree from its worktree's files, in the iteration's own object store."""
+    store = trees.ObjectStore(ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects")
+    candidate = trees.build_candidate(
+        ctx.paths.root,
+        it.worktree,
+        it.base,
+        store,
+        leave_out=baseline.written,
+        max_file_bytes=ctx.config.guard.max_file_bytes,
+    )
+    return candidate, store
+
+
 def _feedback(
     category: FailureCategory | None,
     reason: str,
@@ -127,17 +143,7 @@ class Judge:
         self.phase("inspecting", it.used())
         t0 = mono()
         # the agent's processes are gone: from here on the kernel works with a tree id only
-        store = trees.ObjectStore(
-            ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects"
-        )
-        candidate = trees.build_candidate(
-            ctx.paths.root,
-            it.worktree,
-            it.base,
-            store,
-            leave_out=baseline.written,
-            max_file_bytes=ctx.config.guard.max_file_bytes,
-        )
+        candidate, store = build_candidate(ctx, it, baseline)
         faults.fault("inspect")
         it.agent_tree = candidate.tree  # as the agent left it: the kernel's repairs come later
         _took(it, candidate)

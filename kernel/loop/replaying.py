@@ -24,9 +24,9 @@ from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text, plain_file
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import agentgit, jails, trees, watch
+from kernel.isolation import agentgit, jails, watch
 from kernel.judging.iteration import Ending, Iteration, Phase, noop_phase
-from kernel.judging.judge import Judge, Passed, Retry
+from kernel.judging.judge import Judge, Passed, Retry, build_candidate
 from kernel.loop import modelrun
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import measure_base
@@ -195,15 +195,7 @@ def _next_folder(history: Path) -> Path:
 
 def _tree(ctx: Context, it: Iteration, baseline: Baseline) -> str:
     """The agent's tree where the run ended before the judge read it, read as the judge reads it."""
-    store = trees.ObjectStore(ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects")
-    return trees.build_candidate(
-        ctx.paths.root,
-        it.worktree,
-        it.base,
-        store,
-        leave_out=baseline.written,
-        max_file_bytes=ctx.config.guard.max_file_bytes,
-    ).tree
+    return build_candidate(ctx, it, baseline)[0].tree
 
 
 def _next_round(ctx: Context, loop: Loop, it: Iteration, verdict: Retry, name: str) -> RunSpec:
