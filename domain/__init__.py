@@ -39,6 +39,7 @@ from domain.plans import (
 )
 from domain.records import (
     AgentRound,
+    Candidate,
     CriterionVerdict,
     DiffStat,
     Event,
@@ -59,6 +60,7 @@ __all__ = [
     "AgentRound",
     "AnalysisInput",
     "AttemptNote",
+    "Candidate",
     "CheckName",
     "CriterionVerdict",
     "DaemonNote",

@@ -10,7 +10,8 @@ from domain.base import Fact
 from domain.enums import ActionType, CheckName, FailureCategory, IterationOutcome, Risk, TaskKind
 from domain.gaps import Gap
 
-ITERATION_ID_PATTERN = r"^iter-\d{4,}-\d{8}-\d{6}$"
+ITERATION_ID_PATTERN = r"^iter-\d{4,}-\d{8}-\d{6}(-c\d{1,2})?$"
+"""An iteration's id as the kernel allocates it; -cK names its candidate K's run ([candidates])."""
 
 
 class PlannedAction(Fact):

@@ -14,8 +14,9 @@ from domain.gaps import GapRef
 from domain.history import RankedGap
 from domain.plans import IterationPlan
 
-CHECKOUT_PATTERN = r"^(wt-[0-9]+-[0-9]+)?$"
-"""An agent checkout's name as the loop makes it (one folder name: never a path)."""
+CHECKOUT_PATTERN = r"^(wt-[0-9]+-[0-9]+(-c[0-9]+)?)?$"
+"""An agent checkout's name as the loop makes it (one folder name: never a path; -cK for a
+candidate's)."""
 
 
 class CriterionVerdict(Fact):
@@ -67,6 +68,41 @@ class ModelTurn(Fact):
     cached: int = 0
     cost_usd: float = 0.0
     seconds: float = 0.0
+
+
+class Candidate(Fact):
+    """One of several agent runs that tried the same gap, and the facts the kernel chose by."""
+
+    number: int
+    """1..n, in the order the runs were dealt (the last tie-break)."""
+    backend: str
+    model: str = ""
+    outcome: IterationOutcome
+    """SUCCESS when it passed everything a change must pass (eligible), else how it ended."""
+    failure_category: FailureCategory | None = None
+    reason: str = ""
+    eligible: bool = False
+    won: bool = False
+    needs_person: bool = False
+    """It edits base tests or has lines no passing test ran: it would wait for a person."""
+    outside_suspects: int = 0
+    """Changed lines in files the plan did not name as suspects."""
+    uncovered: int = 0
+    """Changed places no passing test ran."""
+    rounds: int = 1
+    """Agent runs it took (1 + its repair rounds)."""
+    diff: DiffStat = Field(default_factory=DiffStat)
+    tokens_used: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    host: str = ""
+    """Where its agent ran (this machine's name for a local run)."""
+    usage_from: str = ""
+    """Who counted its usage: the gateway, the tool's own report, or the worker (remote)."""
+    folder: str = ""
+    """Its files (agent log, prompt, model exchanges): history/<folder>/."""
+    branch: str = ""
+    """The branch its work was kept on ([candidates] keep = true), else ''."""
 
 
 class IterationRecord(Fact):
@@ -151,6 +187,10 @@ class IterationRecord(Fact):
     chosen gap wherever it stood)."""
     open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
     """Open gaps at the baseline, by source (ruff, pytest, inbox, roadmap, ...)."""
+    candidates: tuple[Candidate, ...] = ()
+    """The agent runs that tried this gap side by side ([candidates] n > 1), the winner marked."""
+    choice: str = ""
+    """Why the winner won, by the kernel's order of facts (judging/choice.py)."""
 
 
 class Event(Fact):

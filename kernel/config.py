@@ -317,6 +317,36 @@ class DaemonConfig(_Section):
     """Stop `run` after this many iterations (0: run forever)."""
 
 
+class CandidateAgent(_Section):
+    """[[candidates.agent]]: one entry of the portfolio that tries a gap."""
+
+    backend: str = ""
+    """The backend of this entry (as [agent] backend; empty: [agent]'s)."""
+    model: str = ""
+    """Its model (empty: [agent] model)."""
+    extra_args: list[str] | None = None
+    """Its extra flags (unset: [agent] extra_args)."""
+    weight: int = Field(default=1, ge=1, le=1000)
+    """How many of each n candidates this entry takes, relative to the others' weights."""
+
+
+class CandidatesConfig(_Section):
+    """[candidates]: how many agent runs try each gap, judged side by side."""
+
+    n: int = Field(default=1, ge=1, le=16)
+    """Agent runs per gap, each in its own checkout, sandbox, HOME and repair rounds; the
+    kernel lands the best that passes everything (1: one run, as without candidates)."""
+    agent: list[CandidateAgent] = Field(default_factory=list[CandidateAgent])
+    """The portfolio the n runs are dealt from by weight, in order (empty: n runs of [agent])."""
+    parallel: int = Field(default=0, ge=0, le=64)
+    """Candidates run at once (0: what the machine holds, by cores and by memory per sandbox)."""
+    keep: bool = False
+    """Keep every candidate that changed something on `seed/candidates/<id>-c<k>` (else discarded)."""
+    first_wins: bool = False
+    """Land the first candidate that passes and cancel the rest (cheaper; the choice among
+    several is given up)."""
+
+
 class Config(_Section):
     """The whole of seed.toml."""
 
@@ -328,6 +358,7 @@ class Config(_Section):
     git: GitConfig = Field(default_factory=GitConfig)
     landing: LandingConfig = Field(default_factory=LandingConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    candidates: CandidatesConfig = Field(default_factory=CandidatesConfig)
 
 
 REMOVED: dict[tuple[str, str], str] = {

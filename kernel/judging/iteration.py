@@ -11,6 +11,7 @@ from pathlib import Path
 from domain import (
     AgentReport,
     AgentRound,
+    Candidate,
     DiffStat,
     FailureCategory,
     IterationOutcome,
@@ -111,6 +112,10 @@ class Iteration:
     """The gateway's requests, all rounds (the first MODEL_TURNS_KEPT)."""
     watch: Watch | None = None
     """Git settings and interpreter start-up files as they were when the iteration began."""
+    candidates: list[Candidate] = field(default_factory=list[Candidate])
+    """The candidates that tried the gap side by side ([candidates] n > 1), as judged."""
+    choice: str = ""
+    """Why the winner among them won (judging/choice.py)."""
 
     def violation(self) -> FailureCategory | None:
         """SANDBOX_VIOLATION when the checkout's integrity check refused something."""

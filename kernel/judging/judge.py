@@ -66,11 +66,16 @@ class Retry:
     feedback: str
 
 
+def store_of(ctx: Context, it: Iteration) -> trees.ObjectStore:
+    """The kernel's object store of the iteration's checkout (its candidate trees)."""
+    return trees.ObjectStore(ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects")
+
+
 def build_candidate(
     ctx: Context, it: Iteration, baseline: Baseline
 ) -> tuple[trees.Candidate, trees.ObjectStore]:
     """The agent's tree from its worktree's files, in the iteration's own object store."""
-    store = trees.ObjectStore(ctx.paths.objects / it.worktree.name, ctx.paths.common / "objects")
+    store = store_of(ctx, it)
     candidate = trees.build_candidate(
         ctx.paths.root,
         it.worktree,

@@ -100,6 +100,14 @@ def land(
     return _fast_forward(ctx, it, commit, verification, t0)
 
 
+def keep_tree(ctx: Context, it: Iteration, tree: str, store: trees.ObjectStore, branch: str) -> str:
+    """Commit a candidate's tree on the base under branch, for a person to look at (never
+    landed by this); the commit."""
+    commit = _commit(ctx, tree, it.base, commitmsg.message(it.plan, ""), store)
+    gitops.git(ctx.paths.root, "branch", "--force", branch, commit)
+    return commit
+
+
 def _keeps_uncovered(ctx: Context, it: Iteration) -> bool:
     """Whether a change with lines no passing test ran waits for a person: unless [landing]
     says land, or it is ruff-fix's own fix of a lint finding."""

@@ -364,7 +364,7 @@ class AgentRunner:
         _, partial = self._output(files)
         report = ctx.host.agent_parse(it.backend.name, it.plan, partial)
         priced, _ = budget.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
-        return _plus(it.agent, priced)
+        return plus(it.agent, priced)
 
     def _judge_run(
         self, it: Iteration, completed: procs.Completed, agent: AgentReport
@@ -443,7 +443,7 @@ class AgentRunner:
         """Price the run when the tool gave no cost, note its version, and append it to the ledger."""
         ctx = self.ctx
         priced, basis = budget.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
-        it.agent = _plus(it.agent, priced)
+        it.agent = plus(it.agent, priced)
         it.cost_basis = basis
         it.session = report.session or it.session
         if not it.agent_version and report.version:
@@ -484,7 +484,7 @@ def check_checkout(
     it.integrity_evidence += it.watched(ctx.paths.root, ctx.target.python)
 
 
-def _plus(before: AgentReport | None, run: AgentReport) -> AgentReport:
+def plus(before: AgentReport | None, run: AgentReport) -> AgentReport:
     """The latest run's report with the usage of the earlier rounds added."""
     if before is None:
         return run

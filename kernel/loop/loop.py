@@ -33,18 +33,19 @@ from kernel.fsutil import plain_file
 from kernel.host.answers import Backend
 from kernel.host.context import Context
 from kernel.isolation import agentgit, blockers, gitops, jails, watch
-from kernel.judging import landing
+from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
-from kernel.judging.judge import Judge, Passed
-from kernel.loop import modelrun
+from kernel.judging.judge import Judge, Passed, store_of
+from kernel.loop import modelrun, tournament
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
 from kernel.loop.recording import QUARANTINED, WAITING, Recorder, round_of
+from kernel.loop.tournament import Dealt
 from kernel.measuring.baseline import Baseline
 from kernel.measuring.measure import ruff_binary
-from kernel.records import halt, inbox
+from kernel.records import budget, halt, inbox
 from kernel.records.journal import Journal
 from kernel.records.store import RecordStore
 
@@ -198,7 +199,13 @@ class Loop:
                 plan, ctx.paths.runs / plan.iteration_id / "plan.json", head, worktree, name
             )
             faults.fault("plan")
-            record = self._record(it, self._rounds(it, spec, ranked.baseline, name))
+            many = ctx.config.candidates.n > 1 and name not in UNSANDBOXED
+            ending = (
+                self._tournament(it, ranked.baseline, name, journal)
+                if many
+                else self._rounds(it, spec, ranked.baseline, name)
+            )
+            record = self._record(it, ending)
             if record.outcome == IterationOutcome.SUCCESS:
                 self.phase("reloading modules", "")
                 ctx.reload_host(record.touched_files)
@@ -407,11 +414,144 @@ class Loop:
         journal.end()
 
     def _rounds(self, it: Iteration, spec: RunSpec, baseline: Baseline, name: str) -> Ending:
-        """The agent's run, then up to [agent] repair_rounds more in the same worktree while
-        the kernel refuses the change; the Ending is the last round's."""
+        """The agent's rounds (`_attempt`), then the landing of what passed."""
+        judge = Judge(self.ctx, self.phase)
+        verdict = self._attempt(it, spec, baseline, name, self.phase)
+        if isinstance(verdict, Passed):
+            return landing.land(self.ctx, self.phase, it, baseline, verdict, judge.verify)
+        return verdict
+
+    def _tournament(self, it: Iteration, baseline: Baseline, name: str, journal: Journal) -> Ending:
+        """[candidates] n runs of the gap, each judged as a single run; the kernel's choice
+        among those that passed lands (`judging/choice.py`). The day's budget must hold all n
+        before any starts; the iteration is recorded once, with every candidate's facts."""
         ctx = self.ctx
-        runner = AgentRunner(ctx, self.phase)
+        config = ctx.config.candidates
+        dealt = tournament.deal(config, name, ctx.config.agent.model)
+        each = budget.reservation(ctx.config.budget, it.plan.budget.max_cost_usd)
+        refused = budget.budget_problem(ctx.store, ctx.config.budget, reserve_usd=each * len(dealt))
+        if refused:
+            return Ending(
+                IterationOutcome.FAILURE,
+                FailureCategory.BUDGET_EXCEEDED,
+                f"budget exhausted before the {len(dealt)} candidates ran "
+                f"(${each:.2f} reserved for each): {refused}",
+            )
+        runs: dict[int, Iteration] = {}
+        verdicts: dict[int, Passed | Ending] = {}
         judge = Judge(ctx, self.phase)
+        keeps = ctx.config.landing.uncovered == "keep"
+        try:
+            for deal in dealt:
+                won = next((c.number for c in it.candidates if c.eligible), 0)
+                if won and config.first_wins:
+                    why = f"not run: candidate {won} passed first ([candidates] first_wins)"
+                    it.candidates.append(tournament.not_run(deal, why))
+                    continue
+                run = runs[deal.number] = self._candidate(it, deal, journal)
+                t0 = mono()
+                verdict = verdicts[deal.number] = self._candidate_attempt(
+                    run, baseline, deal, len(dealt)
+                )
+                found = tournament.facts(run, deal, verdict, mono() - t0, keeps)
+                if isinstance(verdict, Passed):
+                    found = tournament.with_outside(found, ctx.paths.root, run, verdict)
+                it.candidates.append(found)
+                tournament.add_usage(it, list(runs.values()))  # an interrupted one records it
+                if run.claimed_inbox and not it.claimed_inbox:  # released with the record
+                    it.claimed_inbox = run.claimed_inbox
+                    journal.update(inbox=run.claimed_inbox)
+            winner, it.choice = choice.choose(it.candidates)
+            if config.keep:
+                self._keep_candidates(it, runs, verdicts)
+            number = winner.number if winner is not None else 1
+            tournament.carry(it, runs[number])
+            tournament.add_usage(it, list(runs.values()))
+            verdict = verdicts[number]
+            if not isinstance(verdict, Passed):
+                return tournament.none_passed(it.candidates, verdict)
+            it.candidates = [
+                c.model_copy(update={"won": c.number == number}) for c in it.candidates
+            ]
+            ctx.log(f"{it.plan.iteration_id}: {it.choice}")
+            return landing.land(ctx, self.phase, it, baseline, verdict, judge.verify)
+        finally:
+            for run in runs.values():
+                self.discard(run.worktree)
+                shutil.rmtree(ctx.paths.homes / run.plan.iteration_id, ignore_errors=True)
+
+    def _candidate(self, it: Iteration, deal: Dealt, journal: Journal) -> Iteration:
+        """A candidate's run: the plan under its own id (ID-cK: its folder, HOME, ledger lines
+        and journal entry), a fresh checkout of the base, the iteration's sandbox setting."""
+        ctx = self.ctx
+        run_id = f"{it.plan.iteration_id}-c{deal.number}"
+        plan = it.plan.model_copy(update={"iteration_id": run_id})
+        worktree = agentgit.create(ctx.paths, f"{it.worktree.name}-c{deal.number}", it.base)
+        backend = Backend(deal.backend, f"candidate {deal.number}", it.backend.sources)
+        run = Iteration(plan, it.base, datetime.now(UTC), backend, worktree)
+        run.sandboxed, run.watch = it.sandboxed, it.watch
+        run.journal = journal.candidate(run_id, deal.backend, worktree)
+        run.claimed_inbox = it.claimed_inbox
+        return run
+
+    def _candidate_attempt(
+        self, run: Iteration, baseline: Baseline, deal: Dealt, n: int
+    ) -> Passed | Ending:
+        """One candidate's rounds, its progress shown as its own."""
+        ctx = self.ctx
+        label = f"candidate {deal.number} of {n} ({deal.backend})"
+
+        def phase(name: str, detail: str) -> None:
+            self.phase(name, f"{label}: {detail}" if detail else label)
+
+        unjailed = jails.why_not(ctx.config.guard, ctx.paths, Path(ctx.target.python))
+        spec = (
+            None
+            if unjailed
+            else ctx.host.agent_spec(deal.backend, run.plan, self.agent_context(run.worktree, deal))
+        )
+        why = unjailed or ("" if spec is not None else f"{deal.backend} cannot take this gap")
+        if spec is not None and spec.cannot:
+            why = f"{deal.backend} cannot run here: {spec.cannot[:500]}"
+        if spec is None or why:
+            return Ending(IterationOutcome.FAILURE, FailureCategory.AGENT_ERROR, why)
+        return self._attempt(run, spec, baseline, deal.backend, phase, deal)
+
+    def _keep_candidates(
+        self, it: Iteration, runs: dict[int, Iteration], verdicts: dict[int, Passed | Ending]
+    ) -> None:
+        """[candidates] keep: each candidate that changed something on seed/candidates/ID-cK
+        (a verified tree as verified, else the tree its agent left)."""
+        ctx = self.ctx
+        kept: dict[int, str] = {}
+        for number, run in runs.items():
+            verdict = verdicts.get(number)
+            store = store_of(ctx, run)
+            tree = verdict.tree if isinstance(verdict, Passed) else run.agent_tree
+            if not tree:
+                continue
+            branch = f"seed/candidates/{run.plan.iteration_id}"
+            with contextlib.suppress(SeedError):
+                landing.keep_tree(ctx, run, tree, store, branch)
+                kept[number] = branch
+        it.candidates = [
+            c.model_copy(update={"branch": kept.get(c.number, "")}) for c in it.candidates
+        ]
+
+    def _attempt(
+        self,
+        it: Iteration,
+        spec: RunSpec,
+        baseline: Baseline,
+        name: str,
+        phase: Phase,
+        dealt: Dealt | None = None,
+    ) -> Passed | Ending:
+        """The agent's run, then up to [agent] repair_rounds more in the same worktree while
+        the kernel refuses the change; what the last round's judging said."""
+        ctx = self.ctx
+        runner = AgentRunner(ctx, phase)
+        judge = Judge(ctx, phase)
         # ruff-fix is deterministic: another round would do the same again
         left = 0 if name in UNSANDBOXED else ctx.config.agent.repair_rounds
         while True:
@@ -423,9 +563,7 @@ class Loop:
             if ended is not None:
                 return ended
             verdict = judge.judge(it, baseline, retry=left > 0 and _room(it))
-            if isinstance(verdict, Passed):
-                return landing.land(ctx, self.phase, it, baseline, verdict, judge.verify)
-            if isinstance(verdict, Ending):
+            if isinstance(verdict, Passed | Ending):
                 return verdict
             left -= 1
             it.rounds.append(
@@ -440,7 +578,7 @@ class Loop:
                 if plain_file(it.worktree, path):
                     (it.worktree / path).write_bytes(data)
             it.repaired = {}
-            context = self.agent_context(it.worktree).model_copy(
+            context = self.agent_context(it.worktree, dealt).model_copy(
                 update={
                     "round": len(it.rounds) + 1,
                     "resume": it.session,
@@ -521,9 +659,11 @@ class Loop:
             selfhost=ctx.paths.selfhost,
         )
 
-    def agent_context(self, worktree: Path) -> AgentContext:
-        """What adapters may know."""
+    def agent_context(self, worktree: Path, dealt: Dealt | None = None) -> AgentContext:
+        """What adapters may know (a candidate's own backend, model and flags when dealt)."""
         agent = self.ctx.config.agent
+        backend = dealt.backend if dealt else agent.backend
+        extra = dealt.extra_args if dealt and dealt.extra_args is not None else agent.extra_args
         return AgentContext(
             worktree=str(worktree),
             home=str(Path.home().resolve()),
@@ -531,14 +671,14 @@ class Loop:
             python=sys.executable,
             ruff=ruff_binary(),
             command=tuple(agent.command),
-            model=agent.model,
+            model=dealt.model if dealt else agent.model,
             options={
                 "max_turns": agent.max_turns,
                 "allowed_tools": list(agent.allowed_tools),
                 "api_base": modelrun.agent_base(
-                    agent, agent.backend, jails.active(self.ctx.config.guard)
+                    agent, backend, jails.active(self.ctx.config.guard)
                 ),
-                "extra_args": list(agent.extra_args),
+                "extra_args": list(extra),
                 "sandboxed": jails.active(self.ctx.config.guard),
             },
         )

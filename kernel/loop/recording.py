@@ -174,6 +174,8 @@ class Recorder:
             if self.baseline
             else (),
             open_gaps=reporting.open_gaps(self.baseline) if self.baseline else {},
+            candidates=tuple(it.candidates),
+            choice=it.choice,
             **_usage(agent),
         )
 
@@ -209,6 +211,8 @@ class Recorder:
                 + "Changed in your checkout while the agent ran (listed, not undone):\n\n"
                 + "".join(f"- {line}\n" for line in record.checkout_changes)
             )
+        if record.candidates and "## Candidates" not in markdown:
+            markdown = markdown.rstrip("\n") + "\n\n" + reporting.candidates_table(record)
         return markdown
 
     def write_index(self) -> None:

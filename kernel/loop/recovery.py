@@ -39,7 +39,7 @@ from kernel.isolation.integrity import Checkout
 from kernel.judging.iteration import Ending
 from kernel.loop.recording import Recorder, Recovered
 from kernel.records import budget, halt, inbox
-from kernel.records.journal import read_journal, stage_at_least
+from kernel.records.journal import entries_of, read_journal, stage_at_least
 
 TOKEN_ENV = "SEED_DAEMON_TOKEN"
 """Every process a daemon starts inherits this; survivors of a dead daemon are found by it."""
@@ -102,9 +102,9 @@ def processes_with_token(token: str) -> list[int]:
 def end_leftovers(ctx: Context, journal: dict[str, Any] | None) -> list[str]:
     """End the agent's process group and every process of the dead daemon."""
     notes: list[str] = []
-    if journal:
-        pgid = int(journal.get("pgid") or 0)
-        if pgid and procs.process_start_time(pgid) == journal.get("start_time"):
+    for run in entries_of(journal) if journal else ():
+        pgid = int(run.get("pgid") or 0)
+        if pgid and procs.process_start_time(pgid) == run.get("start_time"):
             procs.end_group(pgid)
             notes.append(f"ended the agent process group {pgid} left running by a previous daemon")
     previous: dict[str, Any] = {}
@@ -223,7 +223,8 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
         plan = IterationPlan.model_validate_json(found.data) if found.ok else None
     recorder = Recorder(ctx)
     # settled first: the record carries what the ledger counts (one spend in every view)
-    notes += _settle(ctx, journal)
+    for run in entries_of(journal):  # each candidate's run is settled on its own
+        notes += _settle(ctx, run)
     if record is None:
         found = _unrecorded(ctx, journal, iteration_id, plan, violations, changes)
         cost, basis = budget.iteration_cost(ctx.paths.history, iteration_id)

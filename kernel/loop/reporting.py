@@ -26,6 +26,7 @@ from domain import (
     HistoryListing,
     HistoryRow,
     HistoryTotals,
+    IterationRecord,
     QueuedTask,
     RankedGap,
 )
@@ -297,3 +298,30 @@ def history_text(ctx: Context, rows: list[Summary], total: int, filtered: bool) 
     except SeedError as exc:
         lines = [f"{r.iteration_id} {r.outcome} {r.gap_key}" for r in listing.rows]
         return "\n".join([*lines, f"(the history view could not be rendered: {exc})"])
+
+
+def candidates_table(record: IterationRecord) -> str:
+    """The candidates that tried the gap, with the facts the kernel chose by (markdown)."""
+    lines = [
+        "## Candidates",
+        "",
+        record.choice or "No candidate passed everything a change must pass.",
+        "",
+        "| # | backend | outcome | needs a person | lines outside suspects | uncovered | runs "
+        "| +/- | tokens | cost | seconds | files |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in record.candidates:
+        outcome = c.outcome.value + (f" {c.failure_category.value}" if c.failure_category else "")
+        mark = " (landed)" if c.won else ""
+        who = c.backend + (f", {c.model}" if c.model else "")
+        lines.append(
+            f"| {c.number}{mark} | {who} | {outcome} | {'yes' if c.needs_person else 'no'} "
+            f"| {c.outside_suspects} | {c.uncovered} | {c.rounds} "
+            f"| +{c.diff.insertions}/-{c.diff.deletions} | {c.tokens_used:,} | ${c.cost_usd:.4f} "
+            f"| {c.seconds:.0f} | history/{c.folder}/"
+            + (f" (kept on `{c.branch}`)" if c.branch else "")
+            + " |"
+        )
+    reasons = [f"- candidate {c.number}: {c.reason}" for c in record.candidates if c.reason]
+    return "\n".join([*lines, "", *reasons]) + "\n"

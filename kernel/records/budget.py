@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -111,10 +111,18 @@ def runs_of(history: Path, iteration_id: str) -> int:
     return sum(1 for e in entries(history) if e.iteration_id == iteration_id and not e.request)
 
 
+def of_iteration(line_id: str, iteration_id: str) -> bool:
+    """Whether a ledger line's id is the iteration's, or one of its candidates' (ID-cK)."""
+    if line_id == iteration_id:
+        return True
+    tail = line_id.removeprefix(f"{iteration_id}-c")
+    return tail != line_id and tail.isdigit()
+
+
 def iteration_cost(history: Path, iteration_id: str) -> tuple[float, str]:
     """What the ledger counts for one iteration, and where the cost comes from (the last run's
     basis: "reserved" when a killed run was settled at its reservation)."""
-    mine = [e for e in entries(history) if e.iteration_id == iteration_id]
+    mine = [e for e in entries(history) if of_iteration(e.iteration_id, iteration_id)]
     return round(sum(e.cost_usd for e in mine), 6), (mine[0].cost_basis if mine else "")
 
 
@@ -155,6 +163,15 @@ def unsettled(history: Path, journal: Mapping[str, Any] | None) -> Held | None:
         held = max(round(held - _requests_since_the_last_run(history, iteration_id), 6), 0.0)
         return Held(held, iteration_id, backend, wire=True)
     return Held(held, iteration_id, backend)
+
+
+def held_now(history: Path, journal: Mapping[str, Any] | None) -> Held:
+    """What the runs under way hold: the iteration's own run, or the sum of its candidates'."""
+    runs = [journal, *dict(journal.get("candidates") or {}).values()] if journal else []
+    found = [h for r in runs if (h := unsettled(history, cast(Mapping[str, Any], r)))]
+    if not found:
+        return Held()
+    return Held(round(sum(h.usd for h in found), 6), found[0].iteration_id, found[0].backend)
 
 
 def _requests_since_the_last_run(history: Path, iteration_id: str) -> float:

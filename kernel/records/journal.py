@@ -63,6 +63,15 @@ class Journal:
         self.data.update(values)
         self._write()
 
+    def candidate(self, iteration_id: str, backend: str, worktree: Path) -> CandidateJournal:
+        """The journal of one candidate run of this iteration (its own stage, process group
+        and reservation, under "candidates"), so recovery settles each one."""
+        entry = {"iteration_id": iteration_id, "stage": "planned", "backend": backend}
+        entry["worktree"] = str(worktree)
+        self.data.setdefault("candidates", {})[iteration_id] = entry
+        self._write()
+        return CandidateJournal(self, iteration_id)
+
     def end(self) -> None:
         """The iteration is over and cleaned up."""
         self.data = {}
@@ -70,6 +79,30 @@ class Journal:
 
     def _write(self) -> None:
         atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n")
+
+
+class CandidateJournal(Journal):
+    """One candidate's entry in its iteration's running.json; written with the whole file."""
+
+    def __init__(self, parent: Journal, iteration_id: str) -> None:
+        super().__init__(parent.path)
+        self.parent = parent
+        self.data = parent.data["candidates"][iteration_id]
+
+    def update(self, **values: Any) -> None:
+        """Add facts to this candidate's entry."""
+        self.data.update(values)
+        self.parent.update()
+
+    def end(self) -> None:
+        """The candidate is over; the iteration's journal goes on."""
+
+
+def entries_of(journal: dict[str, Any]) -> list[dict[str, Any]]:
+    """The runs a journal names: the iteration's own, then each candidate's."""
+    found = cast(dict[str, Any], journal.get("candidates") or {})
+    runs = [cast(dict[str, Any], v) for v in found.values() if isinstance(v, dict)]
+    return [journal, *runs]
 
 
 def read_journal(path: Path) -> dict[str, Any] | None:

@@ -137,7 +137,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     hstate = halt.read_halt(ctx.paths.history)
     latest = ctx.store.summaries(limit=1)
     spent = budget.spent_on(ctx.store)
-    held = budget.unsettled(ctx.paths.history, read_journal(ctx.paths.running)) or budget.Held()
+    held = budget.held_now(ctx.paths.history, read_journal(ctx.paths.running))
     phase = str(live.get("phase", "stopped")) if running else "stopped"
     tail: tuple[str, ...] = ()
     detail = str(live.get("detail", "")) if running else ""

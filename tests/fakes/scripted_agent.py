@@ -19,6 +19,8 @@ It runs in the worktree (cwd) and performs the script's steps in order:
   {"mkfiles": "dir", "count": 500}        create COUNT small files in dir
   {"flood": 104857600}                    write this many bytes to stdout, in 1 MiB chunks
   {"sparse": "path", "size": N}           a sparse file of apparent size N (truncate)
+A script may hold "candidates": {"1": {...}, "2": {...}}: the candidate number at the end of
+SEED_ITERATION_ID (ID-cK; "1" for a single run) picks the script the run follows.
 A script may hold "rounds": [[steps of round 1], [steps of round 2], ...] instead of "steps":
 the kernel's SEED_ROUND picks the list (a repair round after the kernel refused the change).
 Any step with "may_fail": true goes on when it fails (an adversary trying what the sandbox
@@ -54,6 +56,9 @@ def main(argv: list[str]) -> int:
                 )
                 + "\n"
             )
+    if "candidates" in script:
+        number = os.environ.get("SEED_ITERATION_ID", "").rpartition("-c")[2]
+        script = script["candidates"][number if number.isdigit() else "1"]
     if "rounds" in script:
         turn = int(os.environ.get("SEED_ROUND", "1"))
         rounds: list[list[dict[str, Any]]] = script["rounds"]

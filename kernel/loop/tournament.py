@@ -1,0 +1,163 @@
+"""Several candidates for one gap ([candidates] n > 1): who is dealt which run, each one's
+facts as the kernel measured them, and the iteration's ending when none passed.
+
+The loop runs each candidate exactly as a single iteration's agent (its own checkout, sandbox,
+HOME, journal entry and repair rounds, judged by the same Judge); `judging/choice.py` picks
+the winner, whose verified tree alone is landed.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from domain import AgentReport, Candidate, IterationOutcome
+from kernel.config import CandidatesConfig
+from kernel.judging.choice import outside_suspects
+from kernel.judging.iteration import Ending, Iteration
+from kernel.judging.judge import Passed
+from kernel.loop.agentrun import plus
+
+_OWN = (
+    "plan",
+    "started",
+    "journal",
+    "recorded",
+    "watch",
+    "durations",
+    "claimed_inbox",
+    "candidates",
+    "choice",
+)
+"""Fields of the iteration that stay its own when a candidate's state is carried into it."""
+
+
+@dataclass(frozen=True)
+class Dealt:
+    """One candidate's run: its number, backend, model and extra flags (None: [agent]'s)."""
+
+    number: int
+    backend: str
+    model: str
+    extra_args: tuple[str, ...] | None
+
+
+def deal(config: CandidatesConfig, backend: str, model: str) -> list[Dealt]:
+    """The n runs, dealt from the portfolio by weight in its order (empty: n of [agent]'s)."""
+    cycle = [
+        Dealt(0, a.backend or backend, a.model or model, _args(a.extra_args))
+        for a in config.agent
+        for _ in range(a.weight)
+    ] or [Dealt(0, backend, model, None)]
+    return [
+        Dealt(k + 1, d.backend, d.model, d.extra_args)
+        for k, d in ((k, cycle[k % len(cycle)]) for k in range(config.n))
+    ]
+
+
+def _args(extra: list[str] | None) -> tuple[str, ...] | None:
+    return None if extra is None else tuple(extra)
+
+
+def facts(
+    it: Iteration,
+    dealt: Dealt,
+    verdict: Passed | Ending,
+    seconds: float,
+    keeps_uncovered: bool,
+) -> Candidate:
+    """What the kernel knows of one candidate once it is judged (nothing it said of itself)."""
+    agent = it.agent
+    tokens = max(agent.tokens_used if agent else 0, it.wire_tokens)
+    cost = max(agent.cost_usd if agent else 0.0, it.wire_cost_usd)
+    found = Candidate(
+        number=dealt.number,
+        backend=dealt.backend,
+        model=dealt.model,
+        outcome=IterationOutcome.SUCCESS,
+        rounds=len(it.rounds) + 1,
+        diff=it.diff,
+        tokens_used=tokens,
+        cost_usd=round(cost, 6),
+        seconds=round(seconds, 3),
+        host=socket.gethostname(),
+        usage_from="the gateway" if it.wire_requests else "the tool's own report",
+        folder=it.plan.iteration_id,
+    )
+    if isinstance(verdict, Ending):
+        return found.model_copy(
+            update={
+                "outcome": verdict.outcome,
+                "failure_category": verdict.category,
+                "reason": verdict.reason[:500],
+            }
+        )
+    verification = verdict.verification
+    return found.model_copy(
+        update={
+            "reason": verification.reason[:500],
+            "eligible": True,
+            "needs_person": bool(verification.changed_tests)
+            or (bool(verification.uncovered) and keeps_uncovered),
+            "uncovered": len(verification.uncovered),
+        }
+    )
+
+
+def with_outside(candidate: Candidate, root: Path, it: Iteration, passed: Passed) -> Candidate:
+    """The candidate with its changed lines outside the plan's suspect files counted."""
+    outside = outside_suspects(root, it.base, passed.tree, passed.store, it.plan.suspect_files)
+    return candidate.model_copy(update={"outside_suspects": outside})
+
+
+def not_run(dealt: Dealt, why: str) -> Candidate:
+    """A candidate that never ran (cancelled once another won first, or the iteration ended)."""
+    return Candidate(
+        number=dealt.number,
+        backend=dealt.backend,
+        model=dealt.model,
+        outcome=IterationOutcome.ABORTED,
+        reason=why,
+        rounds=0,
+    )
+
+
+def carry(into: Iteration, source: Iteration) -> None:
+    """Carry a candidate's state (its tree, usage, rounds, checkout) into the iteration that
+    records it; the iteration keeps its own plan, journal and start."""
+    for f in fields(Iteration):
+        if f.name not in _OWN:
+            setattr(into, f.name, getattr(source, f.name))
+
+
+def add_usage(into: Iteration, runs: list[Iteration]) -> None:
+    """The iteration's usage: every candidate's runs, summed (one record counts them all)."""
+    total: AgentReport | None = None
+    for run in runs:
+        if run.agent is not None:
+            total = plus(total, run.agent)
+    into.agent = total
+    into.wire_tokens = sum(r.wire_tokens for r in runs)
+    into.wire_cost_usd = round(sum(r.wire_cost_usd for r in runs), 6)
+    into.wire_requests = sum(r.wire_requests for r in runs)
+    into.model_turns = [t for r in runs for t in r.model_turns]
+
+
+def none_passed(candidates: list[Candidate], first: Ending) -> Ending:
+    """The iteration's one ending when no candidate passed: the first candidate's outcome and
+    category, every candidate's in the evidence (the next plan reads them all)."""
+    lines = [
+        f"candidate {c.number} ({c.backend}{f', {c.model}' if c.model else ''}): "
+        f"{c.outcome.value}"
+        + (f" {c.failure_category.value}" if c.failure_category else "")
+        + f": {c.reason}"
+        for c in candidates
+    ]
+    return Ending(
+        first.outcome,
+        first.category,
+        f"none of the {len(candidates)} candidates passed; candidate 1: {first.reason}",
+        evidence=[*lines, *first.evidence],
+        verification=first.verification,
+    )

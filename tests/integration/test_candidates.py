@@ -1,0 +1,156 @@
+"""Several candidates per gap ([candidates] n): each judged as a single run, the kernel's choice
+landed, the iteration recorded once with every candidate's facts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_ratchet import BUGGY, FIX, TOOLS
+from tests.support import AGENT, agent_checkouts, agent_io, git, make_repo, records, seed
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+WRONG = [{"replace": "calc.py", "old": "return a - b", "new": "return a * b"}]
+"""Leaves test_add failing: refused (TEST_REGRESSION)."""
+RIGHT = [FIX]
+RIGHT_UNCOVERED = [FIX, {"append": "calc.py", "text": "\n\ndef spare() -> int:\n    return 1\n"}]
+"""Right, and a function no test runs: it would wait for a person ([landing] uncovered)."""
+
+
+def _config(tmp: Path, scripts: dict[str, list[dict[str, Any]]], extra: str = "") -> str:
+    script = tmp / "candidates.json"
+    body = {"candidates": {k: {"steps": v} for k, v in scripts.items()}}
+    script.write_text(json.dumps(body), encoding="utf-8")
+    argv = json.dumps([sys.executable, str(AGENT), str(script)])
+    return (
+        f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = 120\nrepair_rounds = 0\n'
+        f"{TOOLS}\n[candidates]\nn = {len(scripts)}\n{extra}"
+    )
+
+
+def _left_behind(repo: Path) -> list[str]:
+    """Checkouts and seed branches an iteration left (none may be)."""
+    folder = agent_checkouts(repo)
+    found = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    branches = git(repo, "branch", "--list", "seed/iter-*").split()
+    return found + branches
+
+
+def test_of_three_candidates_the_one_that_is_right_lands_and_the_others_are_recorded(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path, {"1": WRONG, "2": RIGHT, "3": WRONG})
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = records(repo)  # one iteration, one record
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    table = {c["number"]: c for c in record["candidates"]}
+    assert [table[k]["outcome"] for k in (1, 2, 3)] == ["ROLLBACK", "SUCCESS", "ROLLBACK"]
+    assert [table[k]["won"] for k in (1, 2, 3)] == [False, True, False]
+    assert table[1]["failure_category"] == table[3]["failure_category"] == "TEST_REGRESSION"
+    assert "only one of 3" in record["choice"]
+    # the landed commit is exactly candidate 2's verified tree, on the base
+    assert git(repo, "rev-parse", "HEAD~1").strip() == head
+    assert "return a + b" in git(repo, "show", "HEAD:calc.py")
+    assert record["checkout"].endswith("-c2")
+    folder = repo / "history"
+    for k in (1, 2, 3):  # each candidate's own log, in its own folder
+        assert (folder / f"{record['iteration_id']}-c{k}" / "agent.log").is_file()
+    report = (folder / record["iteration_id"] / "report.md").read_text()
+    assert "## Candidates" in report and "| 2 (landed) | command |" in report
+    ledger = [json.loads(line) for line in (folder / "ledger.jsonl").read_text().splitlines()]
+    assert sorted(e["iteration_id"][-3:] for e in ledger) == ["-c1", "-c2", "-c3"]
+    assert _left_behind(repo) == []
+
+
+def test_of_two_right_candidates_the_one_that_lands_without_a_person_wins(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"1": RIGHT_UNCOVERED, "2": WRONG, "3": RIGHT})
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = records(repo)
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    table = {c["number"]: c for c in record["candidates"]}
+    assert table[1]["eligible"] and table[3]["eligible"] and not table[2]["eligible"]
+    assert table[1]["needs_person"] and table[1]["uncovered"] > 0
+    assert not table[3]["needs_person"] and table[3]["won"]
+    assert record["choice"].startswith("candidate 3 won over candidate 1")
+    assert "lands without a person" in record["choice"]
+    assert "spare" not in git(repo, "show", "HEAD:calc.py")
+
+
+def test_when_no_candidate_is_right_the_iteration_fails_once(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"1": WRONG, "2": WRONG, "3": WRONG})
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    [record] = records(repo)  # once in the halt table and the planner's history, not three times
+    assert record["outcome"] == "ROLLBACK"
+    assert record["failure_category"] == "TEST_REGRESSION"
+    assert record["reason"].startswith("none of the 3 candidates passed")
+    # every candidate's evidence is there for the next plan
+    assert [e.split(":")[0] for e in record["evidence"][:3]] == [
+        "candidate 1 (command)",
+        "candidate 2 (command)",
+        "candidate 3 (command)",
+    ]
+    assert record["choice"] == ""
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+    assert _left_behind(repo) == []
+
+
+def test_the_days_budget_must_hold_every_candidate_before_any_runs(tmp_path: Path) -> None:
+    trace = agent_io(tmp_path) / "ran"
+    touch = [{"append": str(trace), "text": "x"}]
+    money = "[budget]\nmax_cost_usd_per_day = 5\nmax_cost_usd_per_iteration = 2\n"
+    config = _config(tmp_path, {"1": touch + RIGHT, "2": touch + RIGHT, "3": touch + RIGHT})
+    repo = make_repo(tmp_path / "repo", BUGGY, config.replace(TOOLS, TOOLS + money))
+
+    result = seed(repo, "once")
+
+    [record] = records(repo)
+    assert record["failure_category"] == "BUDGET_EXCEEDED", record["reason"]
+    assert "3 candidates" in record["reason"] and "$2.00 reserved for each" in record["reason"]
+    assert not trace.exists()  # no candidate started: three would overshoot the day's $5
+    assert result.returncode == 3  # the budget's exit, as for a single run
+
+
+def test_first_wins_lands_the_first_that_passes_and_never_starts_the_rest(tmp_path: Path) -> None:
+    trace = agent_io(tmp_path) / "ran"
+    touch = [{"append": str(trace), "text": "x"}]
+    config = _config(
+        tmp_path,
+        {"1": touch + WRONG, "2": touch + RIGHT, "3": touch + RIGHT},
+        extra="first_wins = true\nkeep = true\n",
+    )
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = records(repo)
+    table = {c["number"]: c for c in record["candidates"]}
+    assert table[2]["won"] and record["outcome"] == "SUCCESS"
+    assert table[3]["outcome"] == "ABORTED" and "passed first" in table[3]["reason"]
+    assert trace.read_text() == "xx"  # candidate 3 never ran
+    ledger = (repo / "history" / "ledger.jsonl").read_text()
+    assert "-c3" not in ledger  # nothing held or spent for it
+    # keep: every candidate that changed something is on a branch of its own
+    kept = git(repo, "branch", "--list", "seed/candidates/*").split()
+    assert kept == [f"seed/candidates/{record['iteration_id']}-c{k}" for k in (1, 2)]
+    assert table[1]["branch"] == kept[0]
+    assert "return a * b" in git(repo, "show", f"{kept[0]}:calc.py")
