@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -383,6 +383,27 @@ def _watch(
     return selector, streams
 
 
+_CANCEL = threading.local()
+"""The event that ends this thread's runs, besides STOP (a candidate cancelled by the kernel)."""
+
+
+@contextlib.contextmanager
+def cancelled_by(event: threading.Event) -> Generator[None]:
+    """Within this, every run of this thread ends its group when event is set, as on a stop
+    (the run raises Interrupted): the kernel cancels one candidate and no other."""
+    _CANCEL.event = event
+    try:
+        yield
+    finally:
+        _CANCEL.event = None
+
+
+def stopped() -> bool:
+    """Whether this thread's runs are to end: the daemon stops, or its candidate was cancelled."""
+    own: threading.Event | None = getattr(_CANCEL, "event", None)
+    return STOP.is_set() or (own is not None and own.is_set())
+
+
 def _pump(
     proc: subprocess.Popen[bytes],
     selector: selectors.BaseSelector,
@@ -397,7 +418,7 @@ def _pump(
     drain_until: float | None = None
     while True:
         if drain_until is None:
-            if interruptible and STOP.is_set():
+            if interruptible and stopped():
                 ended.interrupted = True
                 end_group(pgid)
             elif time.monotonic() > deadline:

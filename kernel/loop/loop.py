@@ -11,7 +11,9 @@ import contextlib
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +34,7 @@ from kernel.errors import HostError, Interrupted, SeedError
 from kernel.fsutil import plain_file
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import agentgit, blockers, gitops, jails, watch
+from kernel.isolation import agentgit, blockers, gitops, jails, procs, watch
 from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
@@ -42,6 +44,7 @@ from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
 from kernel.loop.recording import QUARANTINED, WAITING, Recorder, round_of
+from kernel.loop.recovery import settle
 from kernel.loop.tournament import Dealt
 from kernel.measuring.baseline import Baseline
 from kernel.measuring.measure import ruff_binary
@@ -87,6 +90,8 @@ class Loop:
         """What this pass recorded, in order."""
         self.current: Iteration | None = None
         """The iteration under way (recorded as ABORTED if the pass is cut short)."""
+        self._verifying: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+        """Held around each judging: candidates' verifications share the cores."""
 
     def run(self, *, execute: bool = True, single: bool = False) -> list[IterationRecord]:
         """Analyse, then plan and run gaps until one runs an agent or none is left.
@@ -422,9 +427,10 @@ class Loop:
         return verdict
 
     def _tournament(self, it: Iteration, baseline: Baseline, name: str, journal: Journal) -> Ending:
-        """[candidates] n runs of the gap, each judged as a single run; the kernel's choice
-        among those that passed lands (`judging/choice.py`). The day's budget must hold all n
-        before any starts; the iteration is recorded once, with every candidate's facts."""
+        """[candidates] n runs of the gap, each judged as a single run, up to `parallel` at
+        once (their verifications up to the cores); the kernel's choice among those that
+        passed lands (`judging/choice.py`). The day's budget must hold all n before any
+        starts; the iteration is recorded once, with every candidate's facts."""
         ctx = self.ctx
         config = ctx.config.candidates
         dealt = tournament.deal(config, name, ctx.config.agent.model)
@@ -437,48 +443,79 @@ class Loop:
                 f"budget exhausted before the {len(dealt)} candidates ran "
                 f"(${each:.2f} reserved for each): {refused}",
             )
-        runs: dict[int, Iteration] = {}
-        verdicts: dict[int, Passed | Ending] = {}
-        judge = Judge(ctx, self.phase)
-        keeps = ctx.config.landing.uncovered == "keep"
+        field = tournament.Field(dealt, self.phase, config.first_wins)
+        limit = tournament.parallel(config, ctx.config.guard, len(dealt), it.sandboxed)
+        self._verifying = threading.BoundedSemaphore(tournament.cores())
         try:
-            for deal in dealt:
-                won = next((c.number for c in it.candidates if c.eligible), 0)
-                if won and config.first_wins:
-                    why = f"not run: candidate {won} passed first ([candidates] first_wins)"
-                    it.candidates.append(tournament.not_run(deal, why))
-                    continue
-                run = runs[deal.number] = self._candidate(it, deal, journal)
-                t0 = mono()
-                verdict = verdicts[deal.number] = self._candidate_attempt(
-                    run, baseline, deal, len(dealt)
+            with ThreadPoolExecutor(limit, thread_name_prefix="candidate") as pool:
+                done = [pool.submit(self._play, field, it, d, baseline, journal) for d in dealt]
+                wait(done)
+            field.raise_first(done)
+            it.candidates = field.candidates()
+            if it.candidates and not it.claimed_inbox:  # released with the record
+                it.claimed_inbox = next(
+                    (r.claimed_inbox for r in field.runs() if r.claimed_inbox), ""
                 )
-                found = tournament.facts(run, deal, verdict, mono() - t0, keeps)
-                if isinstance(verdict, Passed):
-                    found = tournament.with_outside(found, ctx.paths.root, run, verdict)
-                it.candidates.append(found)
-                tournament.add_usage(it, list(runs.values()))  # an interrupted one records it
-                if run.claimed_inbox and not it.claimed_inbox:  # released with the record
-                    it.claimed_inbox = run.claimed_inbox
-                    journal.update(inbox=run.claimed_inbox)
             winner, it.choice = choice.choose(it.candidates)
             if config.keep:
-                self._keep_candidates(it, runs, verdicts)
+                self._keep_candidates(it, field)
             number = winner.number if winner is not None else 1
-            tournament.carry(it, runs[number])
-            tournament.add_usage(it, list(runs.values()))
-            verdict = verdicts[number]
+            tournament.carry(it, field.run(number))
+            tournament.add_usage(it, field.runs())
+            verdict = field.verdict(number) or Ending(IterationOutcome.ABORTED, None, "no run")
             if not isinstance(verdict, Passed):
                 return tournament.none_passed(it.candidates, verdict)
             it.candidates = [
                 c.model_copy(update={"won": c.number == number}) for c in it.candidates
             ]
             ctx.log(f"{it.plan.iteration_id}: {it.choice}")
-            return landing.land(ctx, self.phase, it, baseline, verdict, judge.verify)
+            return landing.land(
+                ctx, self.phase, it, baseline, verdict, Judge(ctx, self.phase).verify
+            )
         finally:
-            for run in runs.values():
+            self._verifying = contextlib.nullcontext()
+            # an interrupted tournament still records what its candidates spent
+            it.candidates = it.candidates or field.candidates()
+            tournament.add_usage(it, field.runs())
+            for run in field.runs():
                 self.discard(run.worktree)
                 shutil.rmtree(ctx.paths.homes / run.plan.iteration_id, ignore_errors=True)
+
+    def _play(
+        self,
+        field: tournament.Field,
+        it: Iteration,
+        deal: Dealt,
+        baseline: Baseline,
+        journal: Journal,
+    ) -> None:
+        """One candidate, in a thread of its own: run, judged, its facts on the field (a
+        cancelled one's spend settled at once: the gateway's answers, else its reservation)."""
+        ctx = self.ctx
+        won = field.won()
+        if won:
+            field.skip(deal, f"not run: candidate {won} passed first ([candidates] first_wins)")
+            return
+        run = field.enter(deal, self._candidate(it, deal, journal))
+        t0 = mono()
+        try:
+            with procs.cancelled_by(field.cancel[deal.number]):
+                verdict = self._candidate_attempt(run, baseline, deal, field.phase(deal.number))
+        except Interrupted:
+            if procs.STOP.is_set():
+                raise
+            settle(ctx, dict(journal.data.get("candidates", {}).get(run.plan.iteration_id, {})))
+            run.note(accounted=True)
+            verdict = Ending(
+                IterationOutcome.ABORTED,
+                None,
+                f"cancelled: candidate {field.won()} passed first ([candidates] first_wins)",
+            )
+        keeps = ctx.config.landing.uncovered == "keep"
+        found = tournament.facts(run, deal, verdict, mono() - t0, keeps)
+        if isinstance(verdict, Passed):
+            found = tournament.with_outside(found, ctx.paths.root, run, verdict)
+        field.judged(deal.number, verdict, found)
 
     def _candidate(self, it: Iteration, deal: Dealt, journal: Journal) -> Iteration:
         """A candidate's run: the plan under its own id (ID-cK: its folder, HOME, ledger lines
@@ -495,15 +532,10 @@ class Loop:
         return run
 
     def _candidate_attempt(
-        self, run: Iteration, baseline: Baseline, deal: Dealt, n: int
+        self, run: Iteration, baseline: Baseline, deal: Dealt, phase: Phase
     ) -> Passed | Ending:
         """One candidate's rounds, its progress shown as its own."""
         ctx = self.ctx
-        label = f"candidate {deal.number} of {n} ({deal.backend})"
-
-        def phase(name: str, detail: str) -> None:
-            self.phase(name, f"{label}: {detail}" if detail else label)
-
         unjailed = jails.why_not(ctx.config.guard, ctx.paths, Path(ctx.target.python))
         spec = (
             None
@@ -517,22 +549,19 @@ class Loop:
             return Ending(IterationOutcome.FAILURE, FailureCategory.AGENT_ERROR, why)
         return self._attempt(run, spec, baseline, deal.backend, phase, deal)
 
-    def _keep_candidates(
-        self, it: Iteration, runs: dict[int, Iteration], verdicts: dict[int, Passed | Ending]
-    ) -> None:
+    def _keep_candidates(self, it: Iteration, field: tournament.Field) -> None:
         """[candidates] keep: each candidate that changed something on seed/candidates/ID-cK
         (a verified tree as verified, else the tree its agent left)."""
         ctx = self.ctx
         kept: dict[int, str] = {}
-        for number, run in runs.items():
-            verdict = verdicts.get(number)
-            store = store_of(ctx, run)
+        for number, run in field.numbered():
+            verdict = field.verdict(number)
             tree = verdict.tree if isinstance(verdict, Passed) else run.agent_tree
             if not tree:
                 continue
             branch = f"seed/candidates/{run.plan.iteration_id}"
             with contextlib.suppress(SeedError):
-                landing.keep_tree(ctx, run, tree, store, branch)
+                landing.keep_tree(ctx, run, tree, store_of(ctx, run), branch)
                 kept[number] = branch
         it.candidates = [
             c.model_copy(update={"branch": kept.get(c.number, "")}) for c in it.candidates
@@ -562,7 +591,8 @@ class Loop:
             ended = runner.execute(it, spec)
             if ended is not None:
                 return ended
-            verdict = judge.judge(it, baseline, retry=left > 0 and _room(it))
+            with self._verifying:  # candidates verify at most as many at once as cores
+                verdict = judge.judge(it, baseline, retry=left > 0 and _room(it))
             if isinstance(verdict, Passed | Ending):
                 return verdict
             left -= 1

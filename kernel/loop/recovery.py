@@ -224,7 +224,7 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     recorder = Recorder(ctx)
     # settled first: the record carries what the ledger counts (one spend in every view)
     for run in entries_of(journal):  # each candidate's run is settled on its own
-        notes += _settle(ctx, run)
+        notes += settle(ctx, run)
     if record is None:
         found = _unrecorded(ctx, journal, iteration_id, plan, violations, changes)
         cost, basis = budget.iteration_cost(ctx.paths.history, iteration_id)
@@ -298,7 +298,7 @@ def _unrecorded(
     )
 
 
-def _settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
+def settle(ctx: Context, journal: dict[str, Any]) -> list[str]:
     """A run the dead daemon never accounted for: free backends cost 0; others count in the
     ledger at their reservation, the most they may have spent."""
     held = budget.unsettled(ctx.paths.history, journal)

@@ -8,14 +8,19 @@ the winner, whose verified tree alone is landed.
 
 from __future__ import annotations
 
+import os
 import socket
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from domain import AgentReport, Candidate, IterationOutcome
-from kernel.config import CandidatesConfig
+from kernel.config import CandidatesConfig, GuardConfig
+from kernel.errors import Interrupted
 from kernel.judging.choice import outside_suspects
-from kernel.judging.iteration import Ending, Iteration
+from kernel.judging.iteration import Ending, Iteration, Phase
 from kernel.judging.judge import Passed
 from kernel.loop.agentrun import plus
 
@@ -161,3 +166,122 @@ def none_passed(candidates: list[Candidate], first: Ending) -> Ending:
         evidence=[*lines, *first.evidence],
         verification=first.verification,
     )
+
+
+def cores() -> int:
+    """The cores this process may use: how many candidates verify at once."""
+    return max(len(os.sched_getaffinity(0)), 1)
+
+
+def parallel(config: CandidatesConfig, guard: GuardConfig, n: int, sandboxed: bool) -> int:
+    """Candidates run at once: [candidates] parallel, else as many sandboxes as the free
+    memory holds (agents mostly wait on their model; verifications share the cores apart).
+    Unsandboxed, one at a time: a change to the person's checkout must be one run's."""
+    if not sandboxed:
+        return 1
+    if config.parallel:
+        return min(config.parallel, n)
+    free_mb = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
+    return max(1, min(n, free_mb // guard.sandbox_memory_mb))
+
+
+class Field:
+    """The candidates of one iteration as their threads report them (one lock for all)."""
+
+    def __init__(self, dealt: Sequence[Dealt], phase: Phase, first_wins: bool) -> None:
+        self._lock = threading.Lock()
+        self._dealt = list(dealt)
+        self._phase = phase
+        self._first_wins = first_wins
+        self._runs: dict[int, Iteration] = {}
+        self._verdicts: dict[int, Passed | Ending] = {}
+        self._found: dict[int, Candidate] = {}
+        self._shown: dict[int, str] = {d.number: "waiting" for d in dealt}
+        self._log = ""
+        self.cancel = {d.number: threading.Event() for d in dealt}
+        """Set for a running candidate the kernel no longer needs (first_wins)."""
+
+    def won(self) -> int:
+        """The candidate that passed first, when the first one wins (0: none yet, or not so)."""
+        with self._lock:
+            if not self._first_wins:
+                return 0
+            return next((n for n, c in self._found.items() if c.eligible), 0)
+
+    def enter(self, deal: Dealt, run: Iteration) -> Iteration:
+        """A candidate's run begins."""
+        with self._lock:
+            self._runs[deal.number] = run
+        return run
+
+    def skip(self, deal: Dealt, why: str) -> None:
+        """A candidate that is not run."""
+        with self._lock:
+            self._found[deal.number] = not_run(deal, why)
+            self._shown[deal.number] = "not run"
+        self._show()
+
+    def judged(self, number: int, verdict: Passed | Ending, found: Candidate) -> None:
+        """A candidate's verdict and facts; with first_wins, the first eligible cancels the rest."""
+        with self._lock:
+            self._verdicts[number] = verdict
+            self._found[number] = found
+            self._shown[number] = "passed" if found.eligible else found.outcome.value
+            if found.eligible and self._first_wins:
+                for other, event in self.cancel.items():
+                    if other != number:
+                        event.set()
+        self._show()
+
+    def phase(self, number: int) -> Phase:
+        """The Phase of one candidate: status shows every candidate's at once."""
+
+        def shown(name: str, detail: str) -> None:
+            with self._lock:
+                self._shown[number] = name
+                if "log: " in detail:
+                    self._log = detail.rsplit("log: ", 1)[1]
+            self._show(name)
+
+        return shown
+
+    def _show(self, name: str = "") -> None:
+        with self._lock:
+            board = "; ".join(
+                f"candidate {d.number} ({d.backend}): {self._shown[d.number]}" for d in self._dealt
+            )
+            log = self._log
+        running = name or "candidates"
+        self._phase(running, f"{board}" + (f"; log: {log}" if log else ""))
+
+    def candidates(self) -> list[Candidate]:
+        """Every candidate's facts so far, in dealt order."""
+        with self._lock:
+            return [self._found[n] for n in sorted(self._found)]
+
+    def runs(self) -> list[Iteration]:
+        """The runs that began, in dealt order."""
+        with self._lock:
+            return [self._runs[n] for n in sorted(self._runs)]
+
+    def numbered(self) -> list[tuple[int, Iteration]]:
+        """The runs that began, with their numbers."""
+        with self._lock:
+            return sorted(self._runs.items())
+
+    def run(self, number: int) -> Iteration:
+        """One candidate's run."""
+        with self._lock:
+            return self._runs[number]
+
+    def verdict(self, number: int) -> Passed | Ending | None:
+        """One candidate's verdict (None: it never ran)."""
+        with self._lock:
+            return self._verdicts.get(number)
+
+    def raise_first(self, done: Sequence[Future[None]]) -> None:
+        """Raise what a candidate's thread raised: an interruption first (the daemon stops)."""
+        errors = [e for f in done if (e := f.exception()) is not None]
+        stop = next((e for e in errors if isinstance(e, Interrupted)), None)
+        if stop is not None or errors:
+            raise stop or errors[0]

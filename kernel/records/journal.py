@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -37,6 +38,8 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.data: dict[str, Any] = {}
+        self.lock = threading.RLock()
+        """Candidates run in threads of their own: one write of the whole file at a time."""
 
     def begin(
         self, plan: IterationPlan, plan_file: Path, base: str, worktree: Path, backend: str = ""
@@ -58,18 +61,20 @@ class Journal:
 
     def update(self, **values: Any) -> None:
         """Add facts (and perhaps a new stage) to the journal."""
-        if not self.data:
-            return
-        self.data.update(values)
-        self._write()
+        with self.lock:
+            if not self.data:
+                return
+            self.data.update(values)
+            self._write()
 
     def candidate(self, iteration_id: str, backend: str, worktree: Path) -> CandidateJournal:
         """The journal of one candidate run of this iteration (its own stage, process group
         and reservation, under "candidates"), so recovery settles each one."""
         entry = {"iteration_id": iteration_id, "stage": "planned", "backend": backend}
         entry["worktree"] = str(worktree)
-        self.data.setdefault("candidates", {})[iteration_id] = entry
-        self._write()
+        with self.lock:
+            self.data.setdefault("candidates", {})[iteration_id] = entry
+            self._write()
         return CandidateJournal(self, iteration_id)
 
     def end(self) -> None:
@@ -87,12 +92,14 @@ class CandidateJournal(Journal):
     def __init__(self, parent: Journal, iteration_id: str) -> None:
         super().__init__(parent.path)
         self.parent = parent
+        self.lock = parent.lock
         self.data = parent.data["candidates"][iteration_id]
 
     def update(self, **values: Any) -> None:
         """Add facts to this candidate's entry."""
-        self.data.update(values)
-        self.parent.update()
+        with self.lock:
+            self.data.update(values)
+            self.parent.update()
 
     def end(self) -> None:
         """The candidate is over; the iteration's journal goes on."""

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -159,7 +160,16 @@ class RecordStore:
         self._sides: dict[str, tuple[tuple[int, int], int]] = {}
         self.problems: list[str] = []
         """Malformed lines met while indexing (path, line, reason); they are skipped, not lost."""
-        self._db: sqlite3.Connection | None = None
+        self._local = threading.local()
+        """Each thread its own index connection (candidates run in threads of their own)."""
+
+    @property
+    def _db(self) -> sqlite3.Connection | None:
+        return getattr(self._local, "db", None)
+
+    @_db.setter
+    def _db(self, value: sqlite3.Connection | None) -> None:
+        self._local.db = value
 
     # -- writing ---------------------------------------------------------------
 

@@ -135,7 +135,7 @@ def test_first_wins_lands_the_first_that_passes_and_never_starts_the_rest(tmp_pa
     config = _config(
         tmp_path,
         {"1": touch + WRONG, "2": touch + RIGHT, "3": touch + RIGHT},
-        extra="first_wins = true\nkeep = true\n",
+        extra="first_wins = true\nkeep = true\nparallel = 1\n",
     )
     repo = make_repo(tmp_path / "repo", BUGGY, config)
 
@@ -154,3 +154,27 @@ def test_first_wins_lands_the_first_that_passes_and_never_starts_the_rest(tmp_pa
     assert kept == [f"seed/candidates/{record['iteration_id']}-c{k}" for k in (1, 2)]
     assert table[1]["branch"] == kept[0]
     assert "return a * b" in git(repo, "show", f"{kept[0]}:calc.py")
+
+
+def test_first_wins_cancels_a_running_candidate_and_settles_its_spend(tmp_path: Path) -> None:
+    started = agent_io(tmp_path) / "c2-started"
+    hang = [{"touch": str(started)}, {"hang": True}]
+    wait = [{"wait_for": str(started)}]  # candidate 1 passes while candidate 2 runs
+    money = "[budget]\nmax_cost_usd_per_iteration = 0.5\n"
+    config = _config(tmp_path, {"1": wait + RIGHT, "2": hang}, extra="first_wins = true\n")
+    repo = make_repo(tmp_path / "repo", BUGGY, config.replace(TOOLS, TOOLS + money))
+
+    result = seed(repo, "once", timeout=100)  # the agent's own timeout is 120 s
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = records(repo)
+    table = {c["number"]: c for c in record["candidates"]}
+    assert table[1]["won"] and record["outcome"] == "SUCCESS"
+    assert table[2]["outcome"] == "ABORTED" and "cancelled" in table[2]["reason"]
+    # its reservation is settled in the ledger at once, not held, not lost
+    ledger = [
+        json.loads(line) for line in (repo / "history" / "ledger.jsonl").read_text().splitlines()
+    ]
+    mine = [e for e in ledger if e["iteration_id"].endswith("-c2")]
+    assert [(e["cost_usd"], e["cost_basis"]) for e in mine] == [(0.5, "reserved")]
+    assert _left_behind(repo) == []
