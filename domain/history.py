@@ -43,6 +43,8 @@ class HistoryRow(Fact):
     """Seconds per phase."""
     open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
     """Open gaps by source at the iteration's baseline (empty when not known)."""
+    candidates: tuple[IterationOutcome, ...] = ()
+    """Each candidate's outcome when several tried the gap (empty: one run)."""
 
 
 class HistoryTotals(Fact):

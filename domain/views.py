@@ -51,3 +51,5 @@ class MetricsSnapshot(Fact):
     halted: bool = False
     phase: str = ""
     """The phase the daemon is in."""
+    candidates_by_outcome: dict[str, int] = Field(default_factory=dict[str, int])
+    """Candidates ([candidates] n > 1) by how each ended (SUCCESS: it passed; one per iteration landed)."""

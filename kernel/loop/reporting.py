@@ -167,6 +167,7 @@ def history_row(row: ReportRow) -> HistoryRow:
             "backend": row.backend,
             "durations": row.durations,
             "open_gaps": row.open_gaps,
+            "candidates": row.candidates,
         }
     )
 

@@ -80,10 +80,11 @@ CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 # what reports and charts need beyond the records table; a new version rebuilds the index
 _DETAILS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS details (
-    iteration_id TEXT PRIMARY KEY, durations TEXT, open_gaps TEXT
+    iteration_id TEXT PRIMARY KEY, durations TEXT, open_gaps TEXT, candidates TEXT
 );
 """
-_DETAILS_VERSION = "1"
+_DETAILS_VERSION = "2"
+"""Version of the details table (2: each candidate's outcome); an index of another is re-read."""
 _BRIEFS_VERSION = "1"
 """Version of the briefs table (see brief_of); an index of another is re-read."""
 
@@ -124,6 +125,8 @@ class ReportRow:
     backend: str
     durations: dict[str, float]
     open_gaps: dict[str, int]
+    candidates: tuple[str, ...] = ()
+    """Each candidate's outcome ([candidates] n > 1; empty for a single run)."""
 
 
 @dataclass(frozen=True)
@@ -350,7 +353,8 @@ class RecordStore:
         ):
             # an index written before the details or briefs tables existed: re-read the log once
             db.execute("DELETE FROM records")
-            db.execute("DELETE FROM details")
+            db.execute("DROP TABLE details")  # its columns may have changed
+            db.executescript(_DETAILS_SCHEMA)
             db.execute("DELETE FROM briefs")
             self._set_meta(db, "size", "0")
             self._set_meta(db, "details", _DETAILS_VERSION)
@@ -404,8 +408,13 @@ class RecordStore:
             ),
         )
         db.execute(
-            "INSERT OR REPLACE INTO details VALUES (?,?,?)",
-            (record.iteration_id, json.dumps(record.durations), json.dumps(record.open_gaps)),
+            "INSERT OR REPLACE INTO details VALUES (?,?,?,?)",
+            (
+                record.iteration_id,
+                json.dumps(record.durations),
+                json.dumps(record.open_gaps),
+                json.dumps([c.outcome.value for c in record.candidates]),
+            ),
         )
         db.execute(
             "INSERT OR REPLACE INTO briefs VALUES (?, ?)",
@@ -609,7 +618,8 @@ class RecordStore:
         """Index rows with durations and open gaps, newest first (all of them when limit is 0)."""
         sql = (
             "SELECT r.iteration_id, r.outcome, r.category, r.gap_key, r.gap_source, r.gap_category,"
-            " r.gap_title, r.started, r.ended, r.cost, r.tokens, r.backend, d.durations, d.open_gaps"
+            " r.gap_title, r.started, r.ended, r.cost, r.tokens, r.backend, d.durations, d.open_gaps,"
+            " d.candidates"
             " FROM records r LEFT JOIN details d ON d.iteration_id = r.iteration_id"
             " ORDER BY r.seq DESC, r.started DESC"
         )
@@ -628,6 +638,18 @@ class RecordStore:
             "SELECT coalesce(sum(cost), 0), coalesce(sum(tokens), 0) FROM records"
         ).fetchone()
         return Totals(sum(counts.values()), counts, float(cost), int(tokens))
+
+    def candidate_totals(self) -> dict[str, int]:
+        """Candidates by outcome, over every record (a single run counts none)."""
+        rows = (
+            self._index()
+            .execute(
+                "SELECT j.value, count(*) FROM details d, json_each(d.candidates) j"
+                " GROUP BY j.value ORDER BY j.value"
+            )
+            .fetchall()
+        )
+        return {str(k): int(n) for k, n in rows}
 
     def phase_totals(self) -> dict[str, tuple[float, int]]:
         """Seconds and number of iterations per phase, over every record."""
@@ -664,7 +686,17 @@ def _report_row(row: Sequence[Any]) -> ReportRow:
         backend=str(row[11] or ""),
         durations=_json_numbers(row[12]),
         open_gaps={k: int(v) for k, v in _json_numbers(row[13]).items()},
+        candidates=_json_strings(row[14]),
     )
+
+
+def _json_strings(text: str | None) -> tuple[str, ...]:
+    """A JSON list of strings from the index (() when absent or unreadable)."""
+    try:
+        raw: Any = json.loads(text or "[]")
+    except ValueError:
+        return ()
+    return tuple(str(v) for v in cast(list[Any], raw)) if isinstance(raw, list) else ()
 
 
 def _json_numbers(text: str | None) -> dict[str, float]:

@@ -49,6 +49,7 @@ def snapshot(ctx: Context, open_gaps: Mapping[str, int], phase: str) -> MetricsS
         phases={k: PhaseTotal(seconds=s, count=n) for k, (s, n) in store.phase_totals().items()},
         halted=halt.read_halt(ctx.paths.history).halted,
         phase=phase,
+        candidates_by_outcome=store.candidate_totals(),
     )
 
 

@@ -156,6 +156,20 @@ def _phase_table(digest: HistoryDigest) -> str:
     )
 
 
+def _by_candidates(digest: HistoryDigest) -> list[tuple[int, int, int, int]]:
+    """Per number of candidates per gap: iterations landed, iterations, candidates run."""
+    seen: dict[int, list[int]] = {}
+    for row in digest.rows:
+        if row.outcome.value == "WAITING":
+            continue  # no agent ran
+        n = max(len(row.candidates), 1)
+        counts = seen.setdefault(n, [0, 0, 0])
+        counts[0] += row.outcome.value == "SUCCESS"
+        counts[1] += 1
+        counts[2] += sum(1 for c in row.candidates if c.value != "ABORTED") or 1
+    return [(n, c[0], c[1], c[2]) for n, c in sorted(seen.items())]
+
+
 def _charts(digest: HistoryDigest) -> str:
     binned = Binned(digest.rows)
     labels = binned.buckets.labels
@@ -185,6 +199,22 @@ def _charts(digest: HistoryDigest) -> str:
                         OUTCOME_COLORS["SUCCESS"],
                     )
                     for source, rate, wins, n in by_source
+                ],
+            ),
+        ),
+        (
+            "Landed rate by candidates per gap",
+            svg.hbars(
+                "chart-candidates",
+                "Landed rate by candidates per gap",
+                [
+                    (
+                        f"{n} per gap",
+                        wins / total,
+                        f"{percent(wins / total)} ({wins:,} of {total:,}; {tried:,} candidates)",
+                        OUTCOME_COLORS["SUCCESS"],
+                    )
+                    for n, wins, total, tried in _by_candidates(digest)
                 ],
             ),
         ),

@@ -51,6 +51,15 @@ def _counts(snap: MetricsSnapshot) -> list[str]:
             ),
         ),
         *_family(
+            "seed_candidates_total",
+            "counter",
+            "Candidates run ([candidates] n > 1), by outcome (SUCCESS: it passed everything).",
+            (
+                ("seed_candidates_total", {"outcome": o}, n)
+                for o, n in sorted(snap.candidates_by_outcome.items())
+            ),
+        ),
+        *_family(
             "seed_open_gaps",
             "gauge",
             "Open gaps at the latest analysis, by source.",

@@ -70,6 +70,10 @@ def test_of_three_candidates_the_one_that_is_right_lands_and_the_others_are_reco
     ledger = [json.loads(line) for line in (folder / "ledger.jsonl").read_text().splitlines()]
     assert sorted(e["iteration_id"][-3:] for e in ledger) == ["-c1", "-c2", "-c3"]
     assert _left_behind(repo) == []
+    # the dashboard's landed rate by candidates per gap
+    assert seed(repo, "report").returncode == 0
+    page = (folder / "index.html").read_text()
+    assert "Landed rate by candidates per gap" in page and "100% (1 of 1; 3 candidates)" in page
 
 
 def test_of_two_right_candidates_the_one_that_lands_without_a_person_wins(tmp_path: Path) -> None:

@@ -24,7 +24,14 @@ from tests.cdp import Browser
 from tests.histories import START, record, synthetic, write_records
 from tests.support import SAMPLE, make_repo, seed, start_daemon, wait_for
 
-CHARTS = ("chart-outcomes", "chart-success", "chart-cost", "chart-gaps", "chart-phases")
+CHARTS = (
+    "chart-outcomes",
+    "chart-success",
+    "chart-candidates",
+    "chart-cost",
+    "chart-gaps",
+    "chart-phases",
+)
 ITERATIONS = 600
 
 

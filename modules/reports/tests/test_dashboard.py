@@ -13,7 +13,14 @@ from modules.reports.trends import Binned, bucketing, success_by_source
 from tests.histories import START, every_kind, history_rows, record, synthetic
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-CHARTS = ("chart-outcomes", "chart-success", "chart-cost", "chart-gaps", "chart-phases")
+CHARTS = (
+    "chart-outcomes",
+    "chart-success",
+    "chart-candidates",
+    "chart-cost",
+    "chart-gaps",
+    "chart-phases",
+)
 
 
 def _page(n: int) -> tuple[str, HistoryDigest]:

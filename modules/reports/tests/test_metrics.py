@@ -23,6 +23,7 @@ SNAP = MetricsSnapshot(
     },
     halted=True,
     phase='agent "running"\\ now\n',
+    candidates_by_outcome={"SUCCESS": 3, "ROLLBACK": 4, "ABORTED": 1},
 )
 
 
@@ -46,6 +47,14 @@ def _as_prometheus_client_wrote_it(snap: MetricsSnapshot) -> str:
             for outcome, n in sorted(snap.by_outcome.items()):
                 runs.add_metric([outcome], float(n))
             yield runs
+            tried = CounterMetricFamily(
+                "seed_candidates",
+                "Candidates run ([candidates] n > 1), by outcome (SUCCESS: it passed everything).",
+                labels=["outcome"],
+            )
+            for outcome, n in sorted(snap.candidates_by_outcome.items()):
+                tried.add_metric([outcome], float(n))
+            yield tried
             gaps = GaugeMetricFamily(
                 "seed_open_gaps", "Open gaps at the latest analysis, by source.", labels=["source"]
             )
