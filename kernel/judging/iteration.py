@@ -112,6 +112,8 @@ class Iteration:
     """The gateway's requests, all rounds (the first MODEL_TURNS_KEPT)."""
     watch: Watch | None = None
     """Git settings and interpreter start-up files as they were when the iteration began."""
+    candidate: int = 0
+    """This run's number among its iteration's candidates (0: the iteration's one run)."""
     candidates: list[Candidate] = field(default_factory=list[Candidate])
     """The candidates that tried the gap side by side ([candidates] n > 1), as judged."""
     choice: str = ""

@@ -275,7 +275,26 @@ class AgentRunner:
         """The agent's private home and the login folders its adapter names there (writable too)."""
         real_home = Path(os.environ.get("HOME") or "/nonexistent")
         names = jails.home_names(spec.home)
+        if it.candidate:  # copies in its private HOME (`_logins`), never the person's own
+            return (self._logins(it, spec),)
         return (self._home(it.plan.iteration_id), *(real_home / n for n in names))
+
+    def _logins(self, it: Iteration, spec: RunSpec) -> Path:
+        """A candidate's private HOME with copies of the login files its adapter names (made
+        once; never copied back): candidates running at once share nothing writable."""
+        home = self._home(it.plan.iteration_id)
+        real_home = Path(os.environ.get("HOME") or "/nonexistent")
+        for name in jails.home_names(spec.home):
+            source, copy = real_home / name, home / name
+            if copy.exists() or copy.is_symlink() or not source.exists():
+                continue
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError, shutil.Error):
+                if source.is_dir():
+                    shutil.copytree(source, copy, symlinks=True)
+                else:
+                    shutil.copy2(source, copy, follow_symlinks=False)
+        return home
 
     def _jailed(
         self,
@@ -295,7 +314,7 @@ class AgentRunner:
             writable=writable,
             readonly=(files.prompt, files.plan),
             home=self._home(it.plan.iteration_id),
-            home_binds=spec.home,
+            home_binds=() if it.candidate else spec.home,
             cwd=it.worktree,
             network=self._network,
             gateway=model.socket if model is not None else None,

@@ -526,7 +526,7 @@ class Loop:
         worktree = agentgit.create(ctx.paths, f"{it.worktree.name}-c{deal.number}", it.base)
         backend = Backend(deal.backend, f"candidate {deal.number}", it.backend.sources)
         run = Iteration(plan, it.base, datetime.now(UTC), backend, worktree)
-        run.sandboxed, run.watch = it.sandboxed, it.watch
+        run.sandboxed, run.watch, run.candidate = it.sandboxed, it.watch, deal.number
         run.journal = journal.candidate(run_id, deal.backend, worktree)
         run.claimed_inbox = it.claimed_inbox
         return run

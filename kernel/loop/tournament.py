@@ -34,6 +34,7 @@ _OWN = (
     "claimed_inbox",
     "candidates",
     "choice",
+    "candidate",
 )
 """Fields of the iteration that stay its own when a candidate's state is carried into it."""
 

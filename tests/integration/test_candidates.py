@@ -182,3 +182,38 @@ def test_first_wins_cancels_a_running_candidate_and_settles_its_spend(tmp_path: 
     mine = [e for e in ledger if e["iteration_id"].endswith("-c2")]
     assert [(e["cost_usd"], e["cost_basis"]) for e in mine] == [(0.5, "reserved")]
     assert _left_behind(repo) == []
+
+
+def test_candidates_running_at_once_share_no_home_tmp_or_checkout(tmp_path: Path) -> None:
+    io = agent_io(tmp_path)
+    plant = (
+        "import os, pathlib\n"
+        "for d in (os.environ['HOME'], '/tmp'):\n"
+        "    pathlib.Path(d, 'from-c1').write_text('x')\n"
+        "other = pathlib.Path(os.getcwd().replace('-c1', '-c2'), 'planted.txt')\n"
+        "try:\n"
+        "    other.write_text('x')\n"
+        "except OSError as exc:\n"
+        f"    pathlib.Path({str(io)!r}, 'refused').write_text(type(exc).__name__)\n"
+    )
+    look = (
+        "import json, os, pathlib\n"
+        "seen = {'home': sorted(os.listdir(os.environ['HOME'])), 'tmp': sorted(os.listdir('/tmp')),"
+        " 'planted': pathlib.Path('planted.txt').exists()}\n"
+        f"pathlib.Path({str(io)!r}, 'seen.json').write_text(json.dumps(seen))\n"
+    )
+    first = [{"run": [sys.executable, "-c", plant]}, {"touch": str(io / "c1-done")}, *WRONG]
+    second = [{"wait_for": str(io / "c1-done")}, {"run": [sys.executable, "-c", look]}, *RIGHT]
+    config = _config(tmp_path, {"1": first, "2": second}, extra="parallel = 2\n")
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads((io / "seen.json").read_text())
+    assert "from-c1" not in seen["home"] and "from-c1" not in seen["tmp"], seen
+    assert seen["planted"] is False
+    assert (io / "refused").read_text() in ("OSError", "PermissionError", "FileNotFoundError")
+    [record] = records(repo)
+    assert [c["won"] for c in record["candidates"]] == [False, True]
+    assert "planted" not in git(repo, "show", "--stat", "HEAD")
