@@ -474,9 +474,17 @@ class Loop:
             )
         finally:
             self._verifying = contextlib.nullcontext()
-            # an interrupted tournament still records what its candidates spent
+            # an interrupted tournament still records what its candidates spent: a run cut
+            # short counts in the ledger now (the gateway's answers, else its reservation)
+            cut_short = 0.0
+            for run in field.runs():
+                entry = dict(journal.data.get("candidates", {}).get(run.plan.iteration_id, {}))
+                held = budget.unsettled(ctx.paths.history, entry)
+                if held is not None and settle(ctx, entry):
+                    cut_short += held.usd
+                    run.note(accounted=True)
             it.candidates = it.candidates or field.candidates()
-            tournament.add_usage(it, field.runs())
+            tournament.add_usage(it, field.runs(), cut_short)
             for run in field.runs():
                 self.discard(run.worktree)
                 shutil.rmtree(ctx.paths.homes / run.plan.iteration_id, ignore_errors=True)

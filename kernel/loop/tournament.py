@@ -137,9 +137,12 @@ def carry(into: Iteration, source: Iteration) -> None:
             setattr(into, f.name, getattr(source, f.name))
 
 
-def add_usage(into: Iteration, runs: list[Iteration]) -> None:
-    """The iteration's usage: every candidate's runs, summed (one record counts them all)."""
-    total: AgentReport | None = None
+def add_usage(into: Iteration, runs: list[Iteration], cut_short: float = 0.0) -> None:
+    """The iteration's usage: every candidate's runs, summed (one record counts them all),
+    and what runs cut short were settled at in the ledger."""
+    total: AgentReport | None = (
+        None if not cut_short else AgentReport(success=False, cost_usd=cut_short)
+    )
     for run in runs:
         if run.agent is not None:
             total = plus(total, run.agent)

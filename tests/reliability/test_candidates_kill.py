@@ -76,3 +76,36 @@ def test_kill_9_mid_tournament_leaves_nothing_and_counts_each_candidate_once(
     assert aborted["cost_usd"] == 1.25
     after = json.loads(seed(repo, "status", "--json").stdout)
     assert after["held_usd"] == 0.0 and after["cost_today_usd"] == 1.25
+
+
+def test_ctrl_c_mid_tournament_leaves_nothing_and_settles_the_runs_cut_short(
+    tmp_path: Path,
+) -> None:
+    io = agent_io(tmp_path)
+    hang = [{"touch": str(io / "c2")}, {"hang": True}]
+    money = "[budget]\nmax_cost_usd_per_iteration = 0.5\n"
+    config = _config(tmp_path, {"1": [*RIGHT, PAID], "2": hang})
+    repo = make_repo(tmp_path / "repo", BUGGY, config.replace(TOOLS, TOOLS + money))
+    ledger = repo / "history" / "ledger.jsonl"
+
+    daemon = start_daemon(repo, "once")
+    status = repo / "history" / "status.json"
+    wait_for(
+        lambda: (io / "c2").exists() and "candidate 1 (command): passed" in status.read_text(),
+        120,
+        "candidate 1 judged and candidate 2 hanging",
+        daemon,
+    )
+    daemon.send_signal(signal.SIGINT)
+    daemon.communicate(timeout=120)
+
+    assert _left_behind(repo) == []
+    assert _agents_alive(tmp_path / "candidates.json") == []
+    spent = [json.loads(line) for line in ledger.read_text().splitlines()]
+    by_run = {e["iteration_id"][-3:]: (e["cost_usd"], e["cost_basis"]) for e in spent}
+    assert by_run == {"-c1": (0.25, "reported"), "-c2": (0.5, "reserved")}
+    [aborted] = records(repo)
+    assert aborted["outcome"] == "ABORTED" and aborted["cost_usd"] == 0.75
+    assert [c["number"] for c in aborted["candidates"]] == [1]  # the one judged before the stop
+    status = json.loads(seed(repo, "status", "--json").stdout)
+    assert status["held_usd"] == 0.0 and status["cost_today_usd"] == 0.75
