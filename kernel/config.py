@@ -317,6 +317,20 @@ class DaemonConfig(_Section):
     """Stop `run` after this many iterations (0: run forever)."""
 
 
+class ScaleConfig(_Section):
+    """[scale]: where agent runs happen: this machine, or a Ray cluster (`pip install seed[ray]`)."""
+
+    engine: Literal["local", "ray"] = "local"
+    """"local": agents run here; "ray": each agent run is a Ray task on a worker, its patch
+    judged here (the start installs requirements-ray.lock; without it nothing of Ray loads)."""
+    address: str = Field(default="", max_length=500)
+    """The Ray cluster to join ("ray://host:10001" or "host:6379"); '': a local Ray instance
+    that `ray.init()` starts for the run."""
+    worker_cache: str = Field(default="", max_length=4096)
+    """Where a worker keeps its clone of each repository and the runs' checkouts, an absolute
+    path on the worker ('': ~/.cache/seed/workers of the user Ray runs as there)."""
+
+
 class Config(_Section):
     """The whole of seed.toml."""
 
@@ -328,6 +342,7 @@ class Config(_Section):
     git: GitConfig = Field(default_factory=GitConfig)
     landing: LandingConfig = Field(default_factory=LandingConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    scale: ScaleConfig = Field(default_factory=ScaleConfig)
 
 
 REMOVED: dict[tuple[str, str], str] = {
