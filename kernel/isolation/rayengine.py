@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from kernel.config import ScaleConfig
 from kernel.errors import ConfigError
-from kernel.isolation import remote, worker
+from kernel.isolation import procs, remote, worker
 
 SLACK_S = 600.0
 """Seconds a task may take beyond its agent's timeout (the clone, the fetch, the patch)."""
@@ -57,6 +59,7 @@ class RayEngine:
         self.scale = scale
         self._ray: Any = None
         self._task: Any = None
+        self._adopted: list[int] = []
         self._started = False
 
     def start(self) -> None:
@@ -69,7 +72,8 @@ class RayEngine:
         self._task = ray.remote(max_retries=0)(run_candidate)
         if not ray.is_initialized():
             address = self.scale.address or None
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            with adopting() as self._adopted:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
             self._started = True
 
     def put(self, bundle: bytes) -> Any:
@@ -77,15 +81,23 @@ class RayEngine:
         return self._ray.put(bundle)
 
     def submit(
-        self, job: remote.Job, bundle: Any, *, resources: Mapping[str, float] | None = None
+        self,
+        job: remote.Job,
+        bundle: Any,
+        *,
+        resources: Mapping[str, float] | None = None,
+        runtime_env: Mapping[str, Any] | None = None,
     ) -> Sent:
         """Start a candidate's task: never retried by Ray, spread over the nodes unless
-        `resources` names where it must run."""
+        `resources` names where it must run (a custom resource a node was started with);
+        `runtime_env` is Ray's own (variables a worker process starts with)."""
         options: dict[str, Any] = {"max_retries": 0, "num_cpus": 1}
         if resources:
             options["resources"] = dict(resources)
         else:
             options["scheduling_strategy"] = "SPREAD"
+        if runtime_env:
+            options["runtime_env"] = dict(runtime_env)
         return Sent(job, self._task.options(**options).remote(job, bundle))
 
     def results(self, sent: Sequence[Sent]) -> list[remote.Outcome]:
@@ -115,4 +127,34 @@ class RayEngine:
         """Disconnect; a local instance this engine started ends with it."""
         if self._ray is not None and self._started:
             self._ray.shutdown()
-        self._started = False
+        for pid in self._adopted:
+            procs.forget_known(pid)
+        self._started, self._adopted = False, []
+
+
+@contextlib.contextmanager
+def adopting() -> Generator[list[int]]:
+    """The processes started inside (a local Ray instance's: its GCS, raylet, dashboard) are
+    registered as known children, so the orphan sweep after every run leaves them alone (it
+    ends every unknown child, and its process group, which Ray's share with this process)."""
+    before = set(_children())
+    adopted: list[int] = []
+    try:
+        yield adopted
+    finally:
+        for pid in _children():
+            if pid not in before:
+                procs.register_known(pid)
+                adopted.append(pid)
+
+
+def _children() -> list[int]:
+    """This process's children, read from /proc."""
+    me, found = os.getpid(), list[int]()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                    found.append(int(entry.name))
+    return found

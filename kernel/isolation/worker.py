@@ -154,6 +154,9 @@ def _run(
         merge_stderr=True,
         log_path=log,
         max_bytes=job.log_cap,
+        # no sweep: its PID namespace ends every process of the run, and the sweep would end
+        # the Ray worker's own children (and their process group, which is the worker's)
+        sweep_rounds=0,
     )
     found = readback.read(Path(result.name), RESULT_CAP, within=run_dir)
     said = readback.read(log, job.log_cap).text()
