@@ -183,3 +183,59 @@ def test_a_worker_without_bubblewrap_refuses_and_never_runs_the_agent(
         sandbox.available.cache_clear()
     assert got.refused.startswith("refused: no sandbox on this worker: bubblewrap (bwrap) is not")
     assert got.exit_code is None and got.patch == b"" and not ran.exists()
+
+
+def test_processes_started_while_adopting_survive_the_orphan_sweep() -> None:
+    """A local Ray instance's processes are the daemon's children: the sweep after every run
+    would end them (and their process group) unless they are adopted."""
+    from kernel.isolation import procs
+    from kernel.isolation.rayengine import adopting
+
+    with adopting() as adopted:
+        kept = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    stray = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert adopted == [kept.pid]
+        done = procs.run(["true"], cwd="/", timeout_s=10, sweep_rounds=1)
+        assert done.escaped == (stray.pid,) and kept.poll() is None
+    finally:
+        for process in (kept, stray):
+            process.kill()
+            process.wait()
+        for pid in adopted:
+            procs.forget_known(pid)
+
+
+def test_nothing_the_daemon_loads_imports_ray() -> None:
+    """Every kernel module imported (the Ray engine's too): Ray is loaded only when an engine
+    starts."""
+    code = (
+        "import importlib, pkgutil, sys, kernel\n"
+        "for m in pkgutil.walk_packages(kernel.__path__, 'kernel.'):\n"
+        "    if 'pytest_plugin' not in m.name: importlib.import_module(m.name)\n"
+        "import seed\n"
+        "assert 'kernel.isolation.rayengine' in sys.modules\n"
+        "print(sorted(n for n in sys.modules if n == 'ray' or n.startswith('ray.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_start_installs_the_ray_extra_only_for_the_ray_engine(tmp_path: Path) -> None:
+    from kernel.shell.bootstrap import ray_wanted
+
+    config = tmp_path / "seed.toml"
+    assert not ray_wanted(config)
+    config.write_text('[scale]\nengine = "local"\n')
+    assert not ray_wanted(config)
+    config.write_text('[scale]\nengine = "ray"\naddress = ""\n')
+    assert ray_wanted(config)
+    config.write_text("[scale\n")
+    assert not ray_wanted(config)
