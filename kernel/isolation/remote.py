@@ -63,6 +63,10 @@ class Job:
     """"full", or "model-only" through `gateway`."""
     gateway: str = ""
     """model-only: the kernel's gateway socket, reachable only by a worker on its host."""
+    relay: str = ""
+    """model-only from another host: the kernel's relay door ("host:port", `relay.Door`)."""
+    token: str = ""
+    """The candidate's token at the door (kept by the worker's process, never the agent's)."""
     cache: str = ""
     """The worker's cache folder ('' = ~/.cache/seed/workers)."""
     patch_max: int = REMOTE_PATCH_MAX

@@ -19,7 +19,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from kernel.fsutil import atomic_write_text, remove_any
-from kernel.isolation import agentgit, gitops, jails, procs, readback, remote, sandbox, trees
+from kernel.isolation import (
+    agentgit,
+    gitops,
+    jails,
+    procs,
+    readback,
+    relay,
+    remote,
+    sandbox,
+    trees,
+)
 from kernel.isolation.paths import Paths
 
 RESULT_CAP = 1_000_000
@@ -47,9 +57,14 @@ def work(job: remote.Job, bundle: bytes) -> remote.Outcome:
     checkout = agentgit.create(paths, name, job.base)
     run_dir, home = cache / "runs" / name, cache / "homes" / name
     log = cache / "logs" / f"{name}.log"
+    # model-only from another host: the gateway is the relay's socket, the door's at the kernel
+    relayed = relay.Relay(relay.parse(job.relay), job.token) if job.relay else None
+    gateway = relayed.socket if relayed is not None else Path(job.gateway)
     try:
-        return _run(job, paths, checkout, (run_dir, home, log), host)
+        return _run(job, paths, checkout, (run_dir, home, log, gateway), host)
     finally:
+        if relayed is not None:
+            relayed.stop()
         for place in (checkout, run_dir, home, log, paths.objects / name):
             remove_any(place)
 
@@ -61,11 +76,15 @@ def _refusal(job: remote.Job) -> str:
     found = sandbox.available()
     if not found.ok:
         return f"no sandbox on this worker: {found.reason}"
-    if job.network == "model-only" and not Path(job.gateway).is_socket():
+    if job.network == "model-only" and job.relay:
+        try:
+            relay.parse(job.relay)
+        except ValueError as exc:
+            return f"model-only through the relay: {exc}"
+    elif job.network == "model-only" and not Path(job.gateway).is_socket():
         return (
-            f"model-only needs the kernel's gateway socket {job.gateway or '(none)'}, which is not "
-            "on this worker; a worker on another host needs the relay to the kernel's gateway "
-            "(not built yet)"
+            f"model-only needs the kernel's gateway socket {job.gateway or '(none)'}, which is "
+            "not on this worker, or the kernel's relay door (a job without one)"
         )
     return ""
 
@@ -100,10 +119,14 @@ def _clone(root: Path, bundle: bytes, base: str) -> Paths:
 
 
 def _run(
-    job: remote.Job, paths: Paths, checkout: Path, places: tuple[Path, Path, Path], host: str
+    job: remote.Job,
+    paths: Paths,
+    checkout: Path,
+    places: tuple[Path, Path, Path, Path],
+    host: str,
 ) -> remote.Outcome:
     """The agent in its sandbox, then its files as a patch."""
-    run_dir, home, log = places
+    run_dir, home, log, gateway = places
     for folder in (run_dir, home):
         remove_any(folder)
         folder.mkdir(parents=True)
@@ -144,7 +167,7 @@ def _run(
         home_binds=job.home,
         cwd=checkout,
         network="model-only" if job.network == "model-only" else "full",
-        gateway=Path(job.gateway) if job.network == "model-only" else None,
+        gateway=gateway if job.network == "model-only" else None,
     )
     completed = procs.run(
         jailed.argv,
