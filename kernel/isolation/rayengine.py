@@ -21,6 +21,7 @@ from typing import Any
 from kernel.config import ScaleConfig
 from kernel.errors import ConfigError
 from kernel.isolation import procs, remote, worker
+from kernel.isolation.paths import SEED_HOME
 
 SLACK_S = 600.0
 """Seconds a task may take beyond its agent's timeout (the clone, the fetch, the patch)."""
@@ -40,7 +41,9 @@ def run_candidate(job: remote.Job, bundle: bytes) -> remote.Outcome:
 
 def _ray() -> Any:
     """Ray, imported only now (untyped here: its own annotations are partial)."""
-    return importlib.import_module("ray")
+    ray = importlib.import_module("ray")
+    importlib.import_module("ray.job_config")
+    return ray
 
 
 @dataclass
@@ -72,8 +75,12 @@ class RayEngine:
         self._task = ray.remote(max_retries=0)(run_candidate)
         if not ray.is_initialized():
             address = self.scale.address or None
+            # the workers import the kernel from seed's folder (the same path on every machine)
+            job = ray.job_config.JobConfig(code_search_path=[str(SEED_HOME)])
             with adopting() as self._adopted:
-                ray.init(address=address, log_to_driver=False, configure_logging=False)
+                ray.init(
+                    address=address, job_config=job, log_to_driver=False, configure_logging=False
+                )
             self._started = True
 
     def put(self, bundle: bytes) -> Any:
