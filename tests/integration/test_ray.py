@@ -22,7 +22,7 @@ from domain import FailureCategory
 from kernel.config import ScaleConfig
 from kernel.host.answers import Backend
 from kernel.host.context import Context, open_context
-from kernel.isolation import agentgit, gitops, remote
+from kernel.isolation import agentgit, gitops, procs, remote
 from kernel.isolation.rayengine import RayEngine, adopting
 from kernel.judging.iteration import Ending, Iteration, noop_phase
 from kernel.judging.judge import Judge, Passed
@@ -204,7 +204,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     os.environ["SEED_SANDBOX_WRITABLE"] = str(shared)
     os.environ["XDG_CACHE_HOME"] = str(tmp / "workers")
     store = 80 * 1024 * 1024
-    with adopting():  # the nodes are this process's children: the orphan sweep spares them
+    with (
+        adopting() as adopted
+    ):  # the nodes are this process's children: the orphan sweep spares them
         nodes = RayCluster(
             initialize_head=True,
             head_node_args={
@@ -221,6 +223,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     finally:
         engine.stop()
         nodes.shutdown()
+        for pid in adopted:
+            procs.forget_known(pid)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
