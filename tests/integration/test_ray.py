@@ -216,7 +216,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             },
         )
         nodes.add_node(num_cpus=2, resources={"node_b": 2}, object_store_memory=store)
-    engine = RayEngine(ScaleConfig(engine="ray", address=nodes.address))
+    engine = RayEngine(ScaleConfig(engine="ray", address=str(nodes.address)))
     try:
         engine.start()
         yield Cluster(engine, shared)
