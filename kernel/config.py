@@ -326,6 +326,9 @@ class ScaleConfig(_Section):
     address: str = Field(default="", max_length=500)
     """The Ray cluster to join ("ray://host:10001" or "host:6379"); '': a local Ray instance
     that `ray.init()` starts for the run."""
+    door: str = Field(default="", max_length=300, pattern=r"^(|\[?[A-Za-z0-9.:-]+\]?:[0-9]{1,5})$")
+    """host:port where the kernel's relay door listens for model-only agents on other hosts
+    (`kernel/isolation/relay.py`); '': none, such a run goes only to a worker on this machine."""
     worker_cache: str = Field(default="", max_length=4096)
     """Where a worker keeps its clone of each repository and the runs' checkouts, an absolute
     path on the worker ('': ~/.cache/seed/workers of the user Ray runs as there)."""

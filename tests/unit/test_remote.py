@@ -239,3 +239,21 @@ def test_the_start_installs_the_ray_extra_only_for_the_ray_engine(tmp_path: Path
     assert ray_wanted(config)
     config.write_text("[scale\n")
     assert not ray_wanted(config)
+
+
+def test_scale_defaults_to_this_machine_and_a_bad_door_is_named(tmp_path: Path) -> None:
+    from kernel.config import load_config
+    from kernel.errors import ConfigError
+
+    config = tmp_path / "seed.toml"
+    config.write_text("")
+    scale = load_config(config).scale
+    assert (scale.engine, scale.address, scale.door, scale.worker_cache) == ("local", "", "", "")
+    config.write_text('[scale]\nengine = "ray"\ndoor = "0.0.0.0:7000"\n')
+    assert load_config(config).scale.door == "0.0.0.0:7000"
+    config.write_text('[scale]\ndoor = "anywhere at all"\n')
+    with pytest.raises(ConfigError, match=r"scale\.door"):
+        load_config(config)
+    config.write_text('[scale]\nengine = "kubernetes"\n')
+    with pytest.raises(ConfigError, match=r"scale\.engine"):
+        load_config(config)
