@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from kernel.shell.bootstrap import ensure
+from kernel.shell.bootstrap import ensure, ray_wanted
 
 _VALUED = {"--root", "--config"}
 
@@ -42,13 +42,34 @@ def _on_itself(argv: list[str]) -> bool:
     return where == home or home in where.parents
 
 
+def _config(argv: list[str]) -> Path:
+    """The seed.toml this command reads: --config, else the repository's (--root or the
+    current directory, up to the folder holding .git)."""
+    root = None
+    for i, arg in enumerate(argv):
+        if arg in ("--root", "--config") and i + 1 < len(argv):
+            if arg == "--config":
+                return Path(argv[i + 1])
+            root = argv[i + 1]
+        elif arg.startswith("--config="):
+            return Path(arg.split("=", 1)[1])
+        elif arg.startswith("--root="):
+            root = arg.split("=", 1)[1]
+    where = Path(root or os.getcwd()).resolve()
+    top = next((p for p in (where, *where.parents) if (p / ".git").exists()), where)
+    return top / "seed.toml"
+
+
 def main() -> int:
     """Bootstrap, then run the command line."""
     argv = sys.argv[1:]
     command = _command(argv)
     # on itself the daemon measures its own tests, which need the test extras too
     tests = command == "test" or (command in ("run", "once", "gaps", "plan") and _on_itself(argv))
-    ensure([__file__, *argv], tests=tests, allowed="--no-bootstrap" not in argv)
+    # the Ray extra: for the test command (its tests run on a local cluster), and for a
+    # daemon whose seed.toml asks for the Ray engine; never otherwise
+    ray = command == "test" or (command in ("run", "once") and ray_wanted(_config(argv)))
+    ensure([__file__, *argv], tests=tests, allowed="--no-bootstrap" not in argv, ray=ray)
     from kernel.shell.cli import main as cli_main
 
     return cli_main(argv)

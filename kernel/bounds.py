@@ -78,6 +78,8 @@ ROADMAP_MAX_ITEMS = 1000
 """Unchecked ROADMAP.md items taken; the rest are left out (and counted)."""
 CONFIG_MAX_BYTES = 1024 * 1024
 """Largest seed.toml."""
+REMOTE_PATCH_MAX = 256 * MIB
+"""Largest patch a Ray worker sends back (a file over it is named, never sent or read)."""
 GATEWAY_REQUEST_MAX = 32 * MIB
 """Largest request body an agent sends through the model gateway (the vendors' own limit)."""
 EVIDENCE_MAX_LINES = 50

@@ -346,6 +346,22 @@ class CandidatesConfig(_Section):
     """Land the first candidate that passes and cancel the rest (cheaper; the choice among
     several is given up)."""
 
+class ScaleConfig(_Section):
+    """[scale]: where agent runs happen: this machine, or a Ray cluster (`pip install seed[ray]`)."""
+
+    engine: Literal["local", "ray"] = "local"
+    """"local": agents run here; "ray": each agent run is a Ray task on a worker, its patch
+    judged here (the start installs requirements-ray.lock; without it nothing of Ray loads)."""
+    address: str = Field(default="", max_length=500)
+    """The Ray cluster to join ("ray://host:10001" or "host:6379"); '': a local Ray instance
+    that `ray.init()` starts for the run."""
+    door: str = Field(default="", max_length=300, pattern=r"^(|\[?[A-Za-z0-9.:-]+\]?:[0-9]{1,5})$")
+    """host:port where the kernel's relay door listens for model-only agents on other hosts
+    (`kernel/isolation/relay.py`); '': none, such a run goes only to a worker on this machine."""
+    worker_cache: str = Field(default="", max_length=4096)
+    """Where a worker keeps its clone of each repository and the runs' checkouts, an absolute
+    path on the worker ('': ~/.cache/seed/workers of the user Ray runs as there)."""
+
 
 class Config(_Section):
     """The whole of seed.toml."""
@@ -359,6 +375,7 @@ class Config(_Section):
     landing: LandingConfig = Field(default_factory=LandingConfig)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     candidates: CandidatesConfig = Field(default_factory=CandidatesConfig)
+    scale: ScaleConfig = Field(default_factory=ScaleConfig)
 
 
 REMOVED: dict[tuple[str, str], str] = {

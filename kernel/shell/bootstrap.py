@@ -11,12 +11,16 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
+from typing import cast
 
 HOME = Path(__file__).resolve().parents[2]
 RUNTIME_LOCK = HOME / "requirements.lock"
 TEST_LOCK = HOME / "requirements-test.lock"
+RAY_LOCK = HOME / "requirements-ray.lock"
+"""The optional extra `ray` ([scale] engine = "ray"), installed on top of the other lock."""
 RUNTIME_MODULES = (
     "pydantic",
     "watchdog",
@@ -30,6 +34,7 @@ RUNTIME_MODULES = (
     "json5",
 )
 TEST_MODULES = (*RUNTIME_MODULES, "hypothesis", "prometheus_client")
+RAY_MODULES = ("ray",)
 _GUARD = "SEED_BOOTSTRAPPED"
 
 
@@ -100,32 +105,46 @@ def _fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def ensure(argv: list[str], *, tests: bool, allowed: bool) -> None:
-    """Return if this interpreter has what seed needs; otherwise bootstrap and re-execute."""
-    wanted = TEST_MODULES if tests else RUNTIME_MODULES
+def ray_wanted(config: Path) -> bool:
+    """Whether seed.toml asks for the Ray engine ([scale] engine = "ray"); a file that cannot
+    be read says no here (the kernel names what is wrong with it when it reads it)."""
+    try:
+        scale: object = tomllib.loads(config.read_text(encoding="utf-8")).get("scale")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(scale, dict) and cast(dict[str, object], scale).get("engine") == "ray"
+
+
+def ensure(argv: list[str], *, tests: bool, allowed: bool, ray: bool = False) -> None:
+    """Return if this interpreter has what seed needs; otherwise bootstrap and re-execute.
+    With `ray`, the optional extra too (requirements-ray.lock on top of the other lock)."""
+    wanted = (*(TEST_MODULES if tests else RUNTIME_MODULES), *(RAY_MODULES if ray else ()))
     absent = missing(wanted)
     env_dir = venv_dir()
     inside = Path(sys.prefix).resolve() == env_dir.resolve()
-    lock = TEST_LOCK if tests else RUNTIME_LOCK
+    locks = [TEST_LOCK if tests else RUNTIME_LOCK, *([RAY_LOCK] if ray else [])]
     if not absent:
         # in our own virtualenv, a lock file that changed since it was installed is installed again
-        if inside and allowed and not (env_dir / f".seed-{lock.stem}-{_stamp(lock)}").exists():
-            _install(env_dir, lock)
+        for lock in locks:
+            if inside and allowed and not (env_dir / f".seed-{lock.stem}-{_stamp(lock)}").exists():
+                _install(env_dir, lock)
         return
     if not allowed:
         _fail(
             f"this interpreter ({sys.executable}) lacks {', '.join(absent)}. "
             f"Run without --no-bootstrap to create {env_dir} automatically, or install them yourself: "
-            f"{sys.executable} -m pip install -r {lock}"
+            + " && ".join(f"{sys.executable} -m pip install -r {lock}" for lock in locks)
         )
-    if os.environ.get(_GUARD) == lock.name:
+    names = "+".join(lock.name for lock in locks)
+    if os.environ.get(_GUARD) == names:
         _fail(
             f"bootstrapping did not provide {', '.join(absent)}; check {env_dir} (or remove it to start afresh)"
         )
     if sys.version_info < (3, 11):  # noqa: UP036 (seed.py may be started by an older python)
         _fail(f"Python 3.11 or newer is needed (this is {sys.version.split()[0]})")
-    _install(env_dir, lock)
+    for lock in locks:
+        _install(env_dir, lock)
     env = dict(os.environ)
-    env[_GUARD] = lock.name
+    env[_GUARD] = names
     python = str(_python(env_dir))
     os.execve(python, [python, *argv], env)

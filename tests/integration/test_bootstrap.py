@@ -45,6 +45,27 @@ def test_no_bootstrap_refuses_and_names_what_is_missing(tmp_path: Path) -> None:
     assert "--no-bootstrap" in result.stderr
 
 
+def test_the_ray_engine_needs_the_ray_lock_and_only_it_does(tmp_path: Path) -> None:
+    python = _bare_python(tmp_path)
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    said: dict[str, str] = {}
+    for engine in ("local", "ray"):
+        (root / "seed.toml").write_text(f'[scale]\nengine = "{engine}"\n')
+        result = subprocess.run(
+            [str(python), str(SEED), "--no-bootstrap", "--root", str(root), "once"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_env(),
+            check=False,
+        )
+        assert result.returncode == 2
+        said[engine] = result.stderr
+    assert "requirements-ray.lock" in said["ray"] and ", ray." in said["ray"]
+    assert "requirements-ray.lock" not in said["local"] and ", ray." not in said["local"]
+
+
 @pytest.mark.slow
 def test_first_run_creates_the_virtualenv_and_reexecutes(tmp_path: Path) -> None:
     python = _bare_python(tmp_path)

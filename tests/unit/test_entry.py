@@ -38,13 +38,21 @@ def test_the_test_extras_are_bootstrapped_when_the_daemon_measures_itself(
 ) -> None:
     entry = _entry()
     asked: list[bool] = []
-    monkeypatch.setattr(entry, "ensure", lambda _argv, *, tests, allowed: asked.append(tests))
+    rays: list[bool] = []
+
+    def ensure(_argv: list[str], *, tests: bool, allowed: bool, ray: bool = False) -> None:
+        asked.append(tests)
+        rays.append(ray)
+
+    monkeypatch.setattr(entry, "ensure", ensure)
     monkeypatch.setattr(sys, "argv", ["seed.py", *argv])
     import kernel.shell.cli
 
     monkeypatch.setattr(kernel.shell.cli, "main", lambda _argv: 0)
     assert entry.main() == 0
     assert asked == [tests]
+    # the Ray extra: always for the test command, else only when seed.toml asks for it
+    assert rays == [argv[-1:] == ["test"]]
     assert Path(str(entry.__file__)).parent == SEED_HOME
 
 
