@@ -346,6 +346,7 @@ class CandidatesConfig(_Section):
     """Land the first candidate that passes and cancel the rest (cheaper; the choice among
     several is given up)."""
 
+
 class ScaleConfig(_Section):
     """[scale]: where agent runs happen: this machine, or a Ray cluster (`pip install seed[ray]`)."""
 

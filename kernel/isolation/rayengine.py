@@ -107,6 +107,11 @@ class RayEngine:
             options["runtime_env"] = dict(runtime_env)
         return Sent(job, self._task.options(**options).remote(job, bundle))
 
+    def ready(self, sent: Sent, timeout_s: float) -> bool:
+        """Whether the task's outcome is there, waiting at most timeout_s."""
+        done, _ = self._ray.wait([sent.ref], timeout=timeout_s)
+        return bool(done)
+
     def results(self, sent: Sequence[Sent]) -> list[remote.Outcome]:
         """Each candidate's outcome, in order: a worker that died or a task past its time
         becomes an outcome that says so (the candidate fails with it, alone)."""

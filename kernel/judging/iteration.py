@@ -114,6 +114,8 @@ class Iteration:
     """Git settings and interpreter start-up files as they were when the iteration began."""
     candidate: int = 0
     """This run's number among its iteration's candidates (0: the iteration's one run)."""
+    host: str = ""
+    """Where the agent ran when not here (a Ray worker's host and node)."""
     candidates: list[Candidate] = field(default_factory=list[Candidate])
     """The candidates that tried the gap side by side ([candidates] n > 1), as judged."""
     choice: str = ""

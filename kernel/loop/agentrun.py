@@ -38,7 +38,7 @@ RESULT_CAP = 1_000_000
 
 
 @dataclass(frozen=True)
-class _Files:
+class Files:
     """Where one run's inputs and outputs live (runs/<id>/, and the log in history/<id>/)."""
 
     run_dir: Path
@@ -115,13 +115,13 @@ class AgentRunner:
         """The run's line in the spend ledger."""
         budget.append(self.ctx.paths.history, entry)
 
-    def _inputs(self, it: Iteration, spec: RunSpec) -> _Files:
+    def _inputs(self, it: Iteration, spec: RunSpec) -> Files:
         """The run's folder with its prompt (plan.json is written once, when the journal begins)."""
         iteration_id = it.plan.iteration_id
         run_dir = self.ctx.paths.runs / iteration_id
         run_dir.mkdir(parents=True, exist_ok=True)
         turn = len(it.rounds) + 1
-        files = _Files(
+        files = Files(
             run_dir,
             run_dir / "prompt.md",
             run_dir / "plan.json",
@@ -141,7 +141,7 @@ class AgentRunner:
         return files
 
     def _command(
-        self, it: Iteration, spec: RunSpec, files: _Files
+        self, it: Iteration, spec: RunSpec, files: Files
     ) -> tuple[list[str], dict[str, str]]:
         """The argv with its placeholders filled, and the agent's environment."""
         ctx = self.ctx
@@ -202,7 +202,7 @@ class AgentRunner:
         it: Iteration,
         spec: RunSpec,
         command: tuple[list[str], dict[str, str]],
-        files: _Files,
+        files: Files,
         reserve: float,
     ) -> procs.Completed:
         """The agent's process (in the sandbox unless it is off), with the checkout checked after."""
@@ -265,7 +265,7 @@ class AgentRunner:
                 )
         return completed
 
-    def _writable(self, it: Iteration, files: _Files) -> tuple[Path, ...]:
+    def _writable(self, it: Iteration, files: Files) -> tuple[Path, ...]:
         """The places bound writable in the agent's sandbox, from the kernel's own record: its
         checkout (with the checkout's own .git), the run's folder, and the person's extras.
         Never what git or a file inside the checkout says."""
@@ -300,7 +300,7 @@ class AgentRunner:
         self,
         spec: RunSpec,
         argv: list[str],
-        files: _Files,
+        files: Files,
         writable: tuple[Path, ...],
         it: Iteration,
         model: modelrun.ModelRun | None,
@@ -324,7 +324,7 @@ class AgentRunner:
         return min(it.plan.budget.timeout_s, self.ctx.config.agent.timeout_s)
 
     def _read(
-        self, it: Iteration, spec: RunSpec, completed: procs.Completed, files: _Files
+        self, it: Iteration, spec: RunSpec, completed: procs.Completed, files: Files
     ) -> AgentReport:
         """What the run achieved, as the adapter reads it, priced and in the ledger."""
         ctx = self.ctx
@@ -363,7 +363,7 @@ class AgentRunner:
         it.note(stage="inspecting", pgid=0, accounted=True)
         return agent
 
-    def _output(self, files: _Files) -> tuple[readback.Readback, RunResult]:
+    def _output(self, files: Files) -> tuple[readback.Readback, RunResult]:
         """The run's output as it stands (a run still going has no exit code): its result
         file, read as a regular file only (never through a link or a FIFO), and its log."""
         found = readback.read(Path(files.result.name), RESULT_CAP, within=files.run_dir)
@@ -375,7 +375,7 @@ class AgentRunner:
             output=readback.read(files.log, self.ctx.config.agent.max_log_bytes).text(),
         )
 
-    def _so_far(self, it: Iteration, files: _Files) -> AgentReport:
+    def _so_far(self, it: Iteration, files: Files) -> AgentReport:
         """The iteration's usage so far: the run's partial output read by the adapter (its
         answer validated as every answer), priced as the run's end prices it, plus the earlier
         rounds'. For the screen only: the ledger, the budget and the verdicts never see it."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from domain import AgentReport, Candidate, IterationOutcome
 from kernel.config import CandidatesConfig, GuardConfig
 from kernel.errors import Interrupted
+from kernel.isolation.remote import USAGE_SAID
 from kernel.judging.choice import outside_suspects
 from kernel.judging.iteration import Ending, Iteration, Phase
 from kernel.judging.judge import Passed
@@ -87,8 +88,10 @@ def facts(
         tokens_used=tokens,
         cost_usd=round(cost, 6),
         seconds=round(seconds, 3),
-        host=socket.gethostname(),
-        usage_from="the gateway" if it.wire_requests else "the tool's own report",
+        host=it.host or socket.gethostname(),
+        usage_from="the gateway"
+        if it.wire_requests
+        else (USAGE_SAID if it.host else "the tool's own report"),
         folder=it.plan.iteration_id,
     )
     if isinstance(verdict, Ending):
