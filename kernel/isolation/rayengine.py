@@ -117,7 +117,7 @@ class RayEngine:
         ray = self._ray
         try:
             done: object = ray.get(sent.ref, timeout=sent.job.timeout_s + SLACK_S)
-            if isinstance(done, remote.Outcome) and isinstance(done.patch, bytes):
+            if isinstance(done, remote.Outcome) and type(done.patch) is bytes:
                 return done
             said = f"the worker sent no outcome but a {type(done).__name__}"
         except ray.exceptions.GetTimeoutError:
