@@ -121,8 +121,10 @@ class RayEngine:
         """One candidate's outcome (waits at most its agent's timeout plus SLACK_S)."""
         ray = self._ray
         try:
-            done: remote.Outcome = ray.get(sent.ref, timeout=sent.job.timeout_s + SLACK_S)
-            return done
+            done: object = ray.get(sent.ref, timeout=sent.job.timeout_s + SLACK_S)
+            if isinstance(done, remote.Outcome) and type(done.patch) is bytes:
+                return done
+            said = f"the worker sent no outcome but a {type(done).__name__}"
         except ray.exceptions.GetTimeoutError:
             self.cancel(sent)
             said = f"the worker did not answer within {sent.job.timeout_s + SLACK_S:.0f}s"
