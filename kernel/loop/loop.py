@@ -31,10 +31,11 @@ from domain import (
 from kernel import faults
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.fsutil import plain_file
+from kernel.fsutil import atomic_write_text, plain_file
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import agentgit, blockers, gitops, jails, procs, watch
+from kernel.isolation import agentgit, blockers, gitops, jails, procs, remote, watch
+from kernel.isolation.rayengine import RayEngine
 from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
@@ -45,6 +46,7 @@ from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
 from kernel.loop.recording import QUARANTINED, WAITING, Recorder, round_of
 from kernel.loop.recovery import settle
+from kernel.loop.remoterun import RemoteRunner
 from kernel.loop.tournament import Dealt
 from kernel.measuring.baseline import Baseline
 from kernel.measuring.measure import ruff_binary
@@ -90,6 +92,8 @@ class Loop:
         """What this pass recorded, in order."""
         self.current: Iteration | None = None
         """The iteration under way (recorded as ABORTED if the pass is cut short)."""
+        self._remote: tuple[RayEngine, object] | None = None
+        """The Ray engine and the base's bundle while a tournament runs on it."""
         self._verifying: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
         """Held around each judging: candidates' verifications share the cores."""
 
@@ -447,6 +451,9 @@ class Loop:
         limit = tournament.parallel(config, ctx.config.guard, len(dealt), it.sandboxed)
         self._verifying = threading.BoundedSemaphore(tournament.cores())
         try:
+            if ctx.config.scale.engine == "ray":
+                limit = len(dealt)  # the cluster holds them: its scheduler waits for room
+                self._remote = self._engine(it)
             with ThreadPoolExecutor(limit, thread_name_prefix="candidate") as pool:
                 done = [pool.submit(self._play, field, it, d, baseline, journal) for d in dealt]
                 wait(done)
@@ -474,6 +481,9 @@ class Loop:
             )
         finally:
             self._verifying = contextlib.nullcontext()
+            if self._remote is not None:
+                self._remote[0].stop()  # a local instance ends with the tournament
+                self._remote = None
             # an interrupted tournament still records what its candidates spent: a run cut
             # short counts in the ledger now (the gateway's answers, else its reservation)
             cut_short = 0.0
@@ -525,6 +535,19 @@ class Loop:
             found = tournament.with_outside(found, ctx.paths.root, run, verdict)
         field.judged(deal.number, verdict, found)
 
+    def _engine(self, it: Iteration) -> tuple[RayEngine, object]:
+        """The Ray engine, started for this tournament, and the base's bundle put in its store."""
+        self.phase("starting Ray", self.ctx.config.scale.address or "a local instance")
+        engine = RayEngine(self.ctx.config.scale)
+        engine.start()
+        return engine, engine.put(remote.bundle(self.ctx.paths, it.base, it.plan.iteration_id))
+
+    def _runner(self, it: Iteration, phase: Phase) -> AgentRunner:
+        """A candidate's runs go to the Ray engine when it is on; every other run is local."""
+        if self._remote is not None and it.candidate:
+            return RemoteRunner(self.ctx, phase, *self._remote)
+        return AgentRunner(self.ctx, phase)
+
     def _candidate(self, it: Iteration, deal: Dealt, journal: Journal) -> Iteration:
         """A candidate's run: the plan under its own id (ID-cK: its folder, HOME, ledger lines
         and journal entry), a fresh checkout of the base, the iteration's sandbox setting."""
@@ -536,6 +559,8 @@ class Loop:
         run = Iteration(plan, it.base, datetime.now(UTC), backend, worktree)
         run.sandboxed, run.watch, run.candidate = it.sandboxed, it.watch, deal.number
         run.journal = journal.candidate(run_id, deal.backend, worktree)
+        # its own plan.json, as the journal writes the iteration's ({plan_file} of its run)
+        atomic_write_text(ctx.paths.runs / run_id / "plan.json", plan.model_dump_json(indent=2))
         run.claimed_inbox = it.claimed_inbox
         return run
 
@@ -587,10 +612,12 @@ class Loop:
         """The agent's run, then up to [agent] repair_rounds more in the same worktree while
         the kernel refuses the change; what the last round's judging said."""
         ctx = self.ctx
-        runner = AgentRunner(ctx, phase)
+        runner = self._runner(it, phase)
         judge = Judge(ctx, phase)
-        # ruff-fix is deterministic: another round would do the same again
-        left = 0 if name in UNSANDBOXED else ctx.config.agent.repair_rounds
+        # ruff-fix is deterministic: another round would do the same again; a worker's run
+        # is one round (it starts from the base)
+        once = name in UNSANDBOXED or isinstance(runner, RemoteRunner)
+        left = 0 if once else ctx.config.agent.repair_rounds
         while True:
             used = it.agent
             it.round_start = (used.tokens_used, used.cost_usd) if used else (0, 0.0)

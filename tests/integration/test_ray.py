@@ -5,6 +5,7 @@ test; an honest patch passes."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -28,8 +29,10 @@ from kernel.judging.iteration import Ending, Iteration, noop_phase
 from kernel.judging.judge import Judge, Passed
 from kernel.loop.analysis import measure_base
 from kernel.measuring.baseline import Baseline
+from tests.integration.test_ratchet import BUGGY
 from tests.reliability.helpers import FILES
-from tests.support import git, make_repo
+from tests.support import AGENT as AGENT_SCRIPT
+from tests.support import git, make_repo, records, seed
 from tests.unit.factories import gap, plan
 
 CONFIG = '[quality]\ntools = ["ruff", "pytest"]\n\n[guard]\nmax_file_bytes = 4000\n'
@@ -182,6 +185,8 @@ class Cluster:
     engine: RayEngine
     shared: Path
     """Writable by every sandboxed agent (SEED_SANDBOX_WRITABLE): the runs' counters."""
+    address: str = ""
+    """The cluster's address, for a daemon to join."""
 
     def job(self, judged: Judged, name: str, action: str = "") -> remote.Job:
         argv = (sys.executable, "-c", AGENT, "{worktree}", str(self.shared), name, action)
@@ -219,7 +224,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     engine = RayEngine(ScaleConfig(engine="ray", address=str(nodes.address)))
     try:
         engine.start()
-        yield Cluster(engine, shared)
+        yield Cluster(engine, shared, str(nodes.address))
     finally:
         engine.stop()
         nodes.shutdown()
@@ -321,3 +326,33 @@ def test_a_ray_worker_without_bubblewrap_refuses_work(
     assert outcome.refused.startswith("refused: no sandbox on this worker: bubblewrap"), outcome
     assert outcome.patch == b"" and outcome.exit_code is None
     assert _ran(cluster, "unsandboxed") == 0
+
+
+def test_a_daemon_runs_its_candidates_on_the_cluster_and_lands_the_one_that_is_right(
+    cluster: Cluster, tmp_path: Path, bwrap: None
+) -> None:
+    wrong = [{"replace": "calc.py", "old": "return a - b", "new": "return a * b"}]
+    right = [{"replace": "calc.py", "old": "return a - b", "new": "return a + b"}]
+    script = tmp_path / "candidates.json"
+    script.write_text(json.dumps({"candidates": {"1": {"steps": wrong}, "2": {"steps": right}}}))
+    argv = json.dumps([sys.executable, str(AGENT_SCRIPT), str(script)])
+    config = (
+        f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 1\n'
+        '[quality]\ntools = ["ruff", "pytest"]\n[candidates]\nn = 2\n'
+        f'[scale]\nengine = "ray"\naddress = "{cluster.address}"\n'
+    )
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = records(repo)
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    one, two = record["candidates"]
+    assert (one["failure_category"], two["won"]) == ("TEST_REGRESSION", True)
+    # on the workers, usage as they reported it, one round each (a job starts from the base)
+    assert one["host"] and "node" in one["host"] and two["host"]
+    assert one["usage_from"] == two["usage_from"] == "reported by the worker"
+    assert (one["rounds"], two["rounds"]) == (1, 1)
+    assert "return a + b" in git(repo, "show", "HEAD:calc.py")
+    assert git(repo, "branch", "--list", "seed/iter-*").strip() == ""
