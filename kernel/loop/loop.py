@@ -34,7 +34,7 @@ from kernel.errors import HostError, Interrupted, SeedError
 from kernel.fsutil import atomic_write_text, plain_file
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import agentgit, blockers, gitops, jails, procs, remote, watch
+from kernel.isolation import agentgit, blockers, gitops, jails, procs, relay, remote, watch
 from kernel.isolation.rayengine import RayEngine
 from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
@@ -92,7 +92,7 @@ class Loop:
         """What this pass recorded, in order."""
         self.current: Iteration | None = None
         """The iteration under way (recorded as ABORTED if the pass is cut short)."""
-        self._remote: tuple[RayEngine, object] | None = None
+        self._remote: tuple[RayEngine, object, relay.Door | None] | None = None
         """The Ray engine and the base's bundle while a tournament runs on it."""
         self._verifying: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
         """Held around each judging: candidates' verifications share the cores."""
@@ -483,6 +483,8 @@ class Loop:
             self._verifying = contextlib.nullcontext()
             if self._remote is not None:
                 self._remote[0].stop()  # a local instance ends with the tournament
+                if self._remote[2] is not None:
+                    self._remote[2].stop()
                 self._remote = None
             # an interrupted tournament still records what its candidates spent: a run cut
             # short counts in the ledger now (the gateway's answers, else its reservation)
@@ -535,12 +537,19 @@ class Loop:
             found = tournament.with_outside(found, ctx.paths.root, run, verdict)
         field.judged(deal.number, verdict, found)
 
-    def _engine(self, it: Iteration) -> tuple[RayEngine, object]:
-        """The Ray engine, started for this tournament, and the base's bundle put in its store."""
-        self.phase("starting Ray", self.ctx.config.scale.address or "a local instance")
-        engine = RayEngine(self.ctx.config.scale)
+    def _engine(self, it: Iteration) -> tuple[RayEngine, object, relay.Door | None]:
+        """The Ray engine, started for this tournament, the base's bundle put in its store,
+        and the relay door when [scale] door names where it listens."""
+        scale = self.ctx.config.scale
+        self.phase("starting Ray", scale.address or "a local instance")
+        engine = RayEngine(scale)
         engine.start()
-        return engine, engine.put(remote.bundle(self.ctx.paths, it.base, it.plan.iteration_id))
+        door = relay.Door(*relay.parse(scale.door)) if scale.door else None
+        return (
+            engine,
+            engine.put(remote.bundle(self.ctx.paths, it.base, it.plan.iteration_id)),
+            door,
+        )
 
     def _runner(self, it: Iteration, phase: Phase) -> AgentRunner:
         """A candidate's runs go to the Ray engine when it is on; every other run is local."""

@@ -20,7 +20,7 @@ from kernel.contracts import protected_patterns
 from kernel.errors import Interrupted
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
-from kernel.isolation import gitops, jails, procs, remote
+from kernel.isolation import gitops, jails, procs, relay, remote
 from kernel.isolation.integrity import Checkout
 from kernel.isolation.rayengine import RayEngine, Sent
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
@@ -34,11 +34,15 @@ _POLL_S = 0.5
 class RemoteRunner(agentrun.AgentRunner):
     """Runs a candidate's agent as a Ray task; the rest as a local run."""
 
-    def __init__(self, ctx: Context, phase: Phase, engine: RayEngine, bundle: Any) -> None:
+    def __init__(
+        self, ctx: Context, phase: Phase, engine: RayEngine, bundle: Any, door: relay.Door | None
+    ) -> None:
         super().__init__(ctx, phase)
         self.engine = engine
         self.bundle = bundle
         """The base's bundle in Ray's object store (put once per iteration)."""
+        self.door = door
+        """The kernel's relay door ([scale] door): model-only agents on other hosts."""
         self._refused = ""
 
     def _run(
@@ -63,10 +67,12 @@ class RemoteRunner(agentrun.AgentRunner):
             ledger_runs=budget.runs_of(ctx.paths.history, it.plan.iteration_id),
             wire=self._network == "model-only",
         )
-        model = None
+        model, token = None, relay.new_token()
         try:
             if self._network == "model-only":
                 model = self._model(it)
+                if self.door is not None:  # the candidate's token lets its relay in, no other
+                    self.door.open(token, model.socket)
             job = remote.Job(
                 repository=_repository(ctx),
                 candidate=it.worktree.name,
@@ -81,11 +87,15 @@ class RemoteRunner(agentrun.AgentRunner):
                 guard=ctx.config.guard,
                 home=jails.home_names(spec.home),
                 network=self._network,
-                gateway=str(model.socket) if model is not None else "",
+                gateway=str(model.socket) if model is not None and self.door is None else "",
+                relay=ctx.config.scale.door if model is not None and self.door else "",
+                token=token if model is not None and self.door else "",
                 cache=ctx.config.scale.worker_cache,
             )
             outcome = self._wait(self.engine.submit(job, self.bundle))
         finally:
+            if self.door is not None:
+                self.door.close(token)
             if model is not None:
                 self._wire = model.close(it)
             agentrun.check_checkout(ctx, it, checkout, snapshot, self._folder(it.plan.iteration_id))
