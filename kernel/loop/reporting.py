@@ -309,8 +309,8 @@ def candidates_table(record: IterationRecord) -> str:
         record.choice or "No candidate passed everything a change must pass.",
         "",
         "| # | backend | outcome | needs a person | lines outside suspects | uncovered | runs "
-        "| +/- | tokens | cost | seconds | files |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| +/- | tokens | cost | usage counted by | seconds | host | files |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in record.candidates:
         outcome = c.outcome.value + (f" {c.failure_category.value}" if c.failure_category else "")
@@ -320,7 +320,7 @@ def candidates_table(record: IterationRecord) -> str:
             f"| {c.number}{mark} | {who} | {outcome} | {'yes' if c.needs_person else 'no'} "
             f"| {c.outside_suspects} | {c.uncovered} | {c.rounds} "
             f"| +{c.diff.insertions}/-{c.diff.deletions} | {c.tokens_used:,} | ${c.cost_usd:.4f} "
-            f"| {c.seconds:.0f} | history/{c.folder}/"
+            f"| {c.usage_from or '-'} | {c.seconds:.0f} | {c.host or '-'} | history/{c.folder}/"
             + (f" (kept on `{c.branch}`)" if c.branch else "")
             + " |"
         )

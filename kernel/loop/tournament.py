@@ -255,11 +255,18 @@ class Field:
     def _show(self, name: str = "") -> None:
         with self._lock:
             board = "; ".join(
-                f"candidate {d.number} ({d.backend}): {self._shown[d.number]}" for d in self._dealt
+                f"candidate {d.number} ({d.backend}): {self._shown[d.number]}"
+                + (f" on {self._runs[d.number].host}" if self._ran_on(d.number) else "")
+                for d in self._dealt
             )
             log = self._log
         running = name or "candidates"
         self._phase(running, f"{board}" + (f"; log: {log}" if log else ""))
+
+    def _ran_on(self, number: int) -> bool:
+        """Whether the candidate's run is known to be on another host (a Ray worker's)."""
+        run = self._runs.get(number)
+        return run is not None and bool(run.host)
 
     def candidates(self) -> list[Candidate]:
         """Every candidate's facts so far, in dealt order."""
