@@ -299,3 +299,14 @@ def read_tasks(tasks: list[InboxText]) -> list[InboxItem | str]:
     if not _READERS[0].running:
         _READERS[0].start()
     return _READERS[0].read_inbox(tasks)
+
+
+def binary_patch(copy: Path) -> bytes:
+    """What a worker sends back: `git diff --binary` of everything changed in a clone."""
+    git(copy, "add", "-A")
+    return subprocess.run(
+        ["git", "diff", "--cached", "--binary", "--full-index", "HEAD"],
+        cwd=copy,
+        capture_output=True,
+        check=True,
+    ).stdout

@@ -20,18 +20,11 @@ import pytest
 from domain import FailureCategory, IterationOutcome
 from kernel.records import halt
 from kernel.records.store import RecordStore
+from modules.reports.tests.test_dashboard import CHARTS
 from tests.cdp import Browser
 from tests.histories import START, record, synthetic, write_records
 from tests.support import SAMPLE, make_repo, seed, start_daemon, wait_for
 
-CHARTS = (
-    "chart-outcomes",
-    "chart-success",
-    "chart-candidates",
-    "chart-cost",
-    "chart-gaps",
-    "chart-phases",
-)
 ITERATIONS = 600
 
 

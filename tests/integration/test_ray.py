@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +31,7 @@ from kernel.measuring.baseline import Baseline
 from tests.integration.test_ratchet import BUGGY
 from tests.reliability.helpers import FILES
 from tests.support import AGENT as AGENT_SCRIPT
-from tests.support import git, make_repo, records, seed
+from tests.support import binary_patch, git, make_repo, records, seed
 from tests.unit.factories import gap, plan
 
 CONFIG = '[quality]\ntools = ["ruff", "pytest"]\n\n[guard]\nmax_file_bytes = 4000\n'
@@ -53,13 +52,7 @@ class Judged:
         shutil.rmtree(copy, ignore_errors=True)
         git(self.tmp, "clone", "-q", str(self.ctx.paths.root), str(copy))
         edit(copy)
-        git(copy, "add", "-A")
-        return subprocess.run(
-            ["git", "diff", "--cached", "--binary", "--full-index", "HEAD"],
-            cwd=copy,
-            capture_output=True,
-            check=True,
-        ).stdout
+        return binary_patch(copy)
 
     def judge(self, patch: bytes, name: str) -> Passed | Ending:
         """The patch applied into a fresh checkout and judged as the loop judges a run."""

@@ -17,7 +17,7 @@ import pytest
 
 from kernel.isolation import agentgit, remote, sandbox, worker
 from kernel.isolation.paths import Paths, discover
-from tests.support import git, make_repo
+from tests.support import binary_patch, git, make_repo
 
 FILES = {
     "calc.py": "def add(a, b):\n    return a + b\n",
@@ -73,13 +73,7 @@ def _patch(paths: Paths, tmp_path: Path, edit: str) -> bytes:
     shutil.rmtree(copy, ignore_errors=True)
     git(tmp_path, "clone", "-q", str(paths.root), str(copy))
     subprocess.run(["sh", "-c", edit], cwd=copy, check=True)
-    git(copy, "add", "-A")
-    return subprocess.run(
-        ["git", "diff", "--cached", "--binary", "--full-index", "HEAD"],
-        cwd=copy,
-        capture_output=True,
-        check=True,
-    ).stdout
+    return binary_patch(copy)
 
 
 def test_the_worker_runs_the_agent_sandboxed_and_the_kernel_gets_exactly_its_files(
