@@ -31,7 +31,7 @@ from domain import (
 from kernel import faults
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.fsutil import plain_file
+from kernel.fsutil import atomic_write_text, plain_file
 from kernel.host.answers import Backend
 from kernel.host.context import Context
 from kernel.isolation import agentgit, blockers, gitops, jails, procs, watch
@@ -523,6 +523,8 @@ class Loop:
         ctx = self.ctx
         run_id = f"{it.plan.iteration_id}-c{deal.number}"
         plan = it.plan.model_copy(update={"iteration_id": run_id})
+        # the command contract's SEED_PLAN_FILE: the candidate's own plan, in its run folder
+        atomic_write_text(ctx.paths.runs / run_id / "plan.json", plan.model_dump_json(indent=2))
         worktree = agentgit.create(ctx.paths, f"{it.worktree.name}-c{deal.number}", it.base)
         backend = Backend(deal.backend, f"candidate {deal.number}", it.backend.sources)
         run = Iteration(plan, it.base, datetime.now(UTC), backend, worktree)
