@@ -563,6 +563,8 @@ class Loop:
         ctx = self.ctx
         run_id = f"{it.plan.iteration_id}-c{deal.number}"
         plan = it.plan.model_copy(update={"iteration_id": run_id})
+        # the command contract's SEED_PLAN_FILE: the candidate's own plan, in its run folder
+        atomic_write_text(ctx.paths.runs / run_id / "plan.json", plan.model_dump_json(indent=2))
         worktree = agentgit.create(ctx.paths, f"{it.worktree.name}-c{deal.number}", it.base)
         backend = Backend(deal.backend, f"candidate {deal.number}", it.backend.sources)
         run = Iteration(plan, it.base, datetime.now(UTC), backend, worktree)

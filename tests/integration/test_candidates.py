@@ -217,3 +217,25 @@ def test_candidates_running_at_once_share_no_home_tmp_or_checkout(tmp_path: Path
     [record] = records(repo)
     assert [c["won"] for c in record["candidates"]] == [False, True]
     assert "planted" not in git(repo, "show", "--stat", "HEAD")
+
+
+def test_each_candidate_reads_its_own_plan_file(tmp_path: Path) -> None:
+    io = agent_io(tmp_path)
+    copy = (
+        "import os, shutil\n"
+        "k = os.environ['SEED_ITERATION_ID'].rpartition('-c')[2]\n"
+        f"shutil.copy(os.environ['SEED_PLAN_FILE'], {str(io)!r} + f'/plan-{{k}}.json')\n"
+    )
+    read = {"run": [sys.executable, "-c", copy]}  # the command contract's SEED_PLAN_FILE
+    config = _config(tmp_path, {"1": [read, *WRONG], "2": [read, *RIGHT]}, extra="parallel = 2\n")
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    [record] = records(repo)
+    assert [c["outcome"] for c in record["candidates"]] == ["ROLLBACK", "SUCCESS"]
+    for k in (1, 2):
+        plan = json.loads((io / f"plan-{k}.json").read_text())
+        assert plan["iteration_id"] == f"{record['iteration_id']}-c{k}"
+        assert plan["gap"]["key"] == record["gap"]["key"]
