@@ -570,8 +570,6 @@ class Loop:
         run = Iteration(plan, it.base, datetime.now(UTC), backend, worktree)
         run.sandboxed, run.watch, run.candidate = it.sandboxed, it.watch, deal.number
         run.journal = journal.candidate(run_id, deal.backend, worktree)
-        # its own plan.json, as the journal writes the iteration's ({plan_file} of its run)
-        atomic_write_text(ctx.paths.runs / run_id / "plan.json", plan.model_dump_json(indent=2))
         run.claimed_inbox = it.claimed_inbox
         return run
 
