@@ -46,7 +46,11 @@ def _took(row: HistoryRow) -> float:
 
 def _category(row: HistoryRow) -> str:
     category = row.failure_category.value if row.failure_category else ""
-    return category_note(row.outcome.value, category)
+    note = category_note(row.outcome.value, category)
+    if not row.candidates:
+        return note
+    tried = f"{len(row.candidates)} candidates, {sum(c.value == 'SUCCESS' for c in row.candidates)} passed"
+    return f"{note}; {tried}" if note else tried
 
 
 def _table_data(rows: tuple[HistoryRow, ...]) -> str:

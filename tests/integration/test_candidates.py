@@ -74,6 +74,7 @@ def test_of_three_candidates_the_one_that_is_right_lands_and_the_others_are_reco
     assert seed(repo, "report").returncode == 0
     page = (folder / "index.html").read_text()
     assert "Landed rate by candidates per gap" in page and "100% (1 of 1; 3 candidates)" in page
+    assert "3 candidates, 1 passed" in page  # the iteration's own row
 
 
 def test_of_two_right_candidates_the_one_that_lands_without_a_person_wins(tmp_path: Path) -> None:
