@@ -234,9 +234,10 @@ def _parent_tree(root: Path, head: str) -> str:
     return result.text().strip() if result.ok else ""
 
 
-def measure_base(ctx: Context, worktree: Path, head: str) -> Baseline:
+def measure_base(ctx: Context, worktree: Path, head: str, *, map_run: bool = True) -> Baseline:
     """The measurements of an export of head (cached), and nothing else: no inbox read, no
-    gaps ranked (its report is empty). What a replay judges against."""
+    gaps ranked (its report is empty). What a replay judges against. Without `map_run`, no
+    traced test run of its own makes the test map (baseline.measure_cached)."""
     root = ctx.paths.root
     tree = gitops.tree_of(root, head)
     # a ruff version HEAD pins is installed here, once, never while measuring
@@ -254,6 +255,7 @@ def measure_base(ctx: Context, worktree: Path, head: str) -> Baseline:
             related=(_parent_tree(root, head),),
             localising=True,
             mapping=True,
+            map_run=map_run,
         )
     finally:
         place.close()
@@ -261,12 +263,18 @@ def measure_base(ctx: Context, worktree: Path, head: str) -> Baseline:
 
 
 def analyse(
-    ctx: Context, worktree: Path, head: str, now: datetime, quarantined: tuple[str, ...] = ()
+    ctx: Context,
+    worktree: Path,
+    head: str,
+    now: datetime,
+    quarantined: tuple[str, ...] = (),
+    *,
+    map_run: bool = True,
 ) -> Baseline:
     """Measure an export of head (never the agent's worktree), read inbox and roadmap from
     HEAD, and rank the gaps."""
     root = ctx.paths.root
-    measured_only = measure_base(ctx, worktree, head)
+    measured_only = measure_base(ctx, worktree, head, map_run=map_run)
     tree, gate, measurements = measured_only.tree, measured_only.gate, measured_only.measurements
     written = measured_only.written
     items = read_inbox(ctx, now)

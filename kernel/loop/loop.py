@@ -454,9 +454,12 @@ class Loop:
             if ctx.config.scale.engine == "ray":
                 limit = len(dealt)  # the cluster holds them: its scheduler waits for room
                 self._remote = self._engine(it)
+            t0 = mono()
             with ThreadPoolExecutor(limit, thread_name_prefix="candidate") as pool:
                 done = [pool.submit(self._play, field, it, d, baseline, journal) for d in dealt]
                 wait(done)
+            # the candidates' own phases overlap: the record times the tournament as one
+            it.durations["candidates"] = round(mono() - t0, 3)
             field.raise_first(done)
             it.candidates = field.candidates()
             if it.candidates and not it.claimed_inbox:  # released with the record

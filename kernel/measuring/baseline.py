@@ -151,12 +151,14 @@ def measure_cached(
     *,
     localising: bool = False,
     mapping: bool = False,
+    map_run: bool = True,
 ) -> tuple[Measurements, dict[str, str]]:
     """Measurements of a tree, and the files its test run wrote: cached, incremental from a
     related measured tree, or full. `localising` (the baseline): failing tests are re-run
     under coverage so that each carries what it executed. `mapping` (the baseline): a full
     test run records the test map, and an incremental one runs only the tests it selects;
-    otherwise (a candidate) the whole suite always runs.
+    otherwise (a candidate) the whole suite always runs. Without `map_run`, a map that takes
+    a traced run of its own (before Python 3.12) is not made.
 
     `place` exports the tree when the tools must run; `related` names trees to start from,
     best first (the baseline for a changed tree, the parent commit's tree for a new HEAD).
@@ -169,7 +171,7 @@ def measure_cached(
     if hit is not None:  # measured while verifying a candidate: only the localisation is new
         result, since, written = hit.measurements, hit.since_full, hit.written
     else:
-        result, since = _measure(ctx, place, tree, gate, work_dir, related, mapping)
+        result, since = _measure(ctx, place, tree, gate, work_dir, related, mapping, map_run)
         written = {}
     if localising and _unlocalised(result):
         result = Measurements(
@@ -198,6 +200,7 @@ def _measure(
     work_dir: Path,
     related: tuple[str, ...],
     mapping: bool,
+    map_run: bool = True,
 ) -> tuple[Measurements, int]:
     """A full or incremental measurement, and how many incremental ones since the last full."""
     key = config_key(ctx, gate)
@@ -210,7 +213,7 @@ def _measure(
             scope = plan_scope(ctx.paths.root, tree_dir, tree, delta, gate)
             if mapping:
                 scope = replace(scope, tests=_selection(ctx, key, tree, base, delta))
-    executed = _mapper(ctx, key, tree) if mapping else None  # a whole suite maps the tests
+    executed = _mapper(ctx, key, tree, map_run) if mapping else None  # a whole suite maps
 
     def fill(view: Path) -> None:
         # ruff's files from git objects, never from the export, where tests have run
@@ -260,8 +263,11 @@ def _whole_suite_decides(
     return Measurements(tree=result.tree, items=items)
 
 
-def _mapper(ctx: Setting, key: str, tree: str) -> Callable[[TestFiles], None] | None:
-    """What stores the test map of a full run (None: the map is off)."""
+def _mapper(
+    ctx: Setting, key: str, tree: str, map_run: bool = True
+) -> Callable[[TestFiles], None] | None:
+    """What stores the test map of a full run (None: the map is off; a FreeMap without
+    `map_run`)."""
     if not ctx.config.analysis.test_map:
         return None
 
@@ -269,7 +275,7 @@ def _mapper(ctx: Setting, key: str, tree: str) -> Callable[[TestFiles], None] | 
         if tests:
             testmap.save(ctx.paths.state, key, TestMap(tree, tests))
 
-    return keep
+    return keep if map_run else testmap.FreeMap(keep)
 
 
 def _selection(ctx: Setting, key: str, tree: str, base: _Entry, delta: Delta) -> Selection | None:

@@ -51,7 +51,7 @@ from kernel.measuring.suppressions import (
     pyright_split,
     ruff_hidden,
 )
-from kernel.measuring.testmap import ANY_FILE, TestFiles
+from kernel.measuring.testmap import ANY_FILE, FreeMap, TestFiles
 
 MAX_DETAIL = 2000
 """Characters of a tool's own words kept in a diagnostic or an error."""
@@ -579,8 +579,10 @@ def run_pytest(
         traced = records
         if any(rec.get("kind") == "no_map" for rec in records):
             # before Python 3.12 only sys.settrace can map, and a test sees it: the map
-            # comes from a run of its own, whose outcomes nobody reads
-            traced = _map_run(tree, target, node_ids, timeout_s)
+            # comes from a run of its own, whose outcomes nobody reads (none for a FreeMap)
+            traced = (
+                [] if isinstance(executed, FreeMap) else _map_run(tree, target, node_ids, timeout_s)
+            )
         executed(_test_files(traced))
     measured = _pytest_measurement(
         result, diagnostics, collected, finish is not None, timeout_s, _tampering(records)

@@ -11,7 +11,7 @@ full run at least every `[analysis] full_every` analyses.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
@@ -35,6 +35,18 @@ class TestMap:
 
     tree: str
     tests: TestFiles
+
+
+@dataclass(frozen=True)
+class FreeMap:
+    """Takes a test map only where the measured run makes it itself (sys.monitoring, 3.12+),
+    never from a traced run of its own (before 3.12, a second whole suite): for a look at the
+    gaps, which the daemon's next whole run maps."""
+
+    keep: Callable[[TestFiles], None]
+
+    def __call__(self, tests: TestFiles) -> None:
+        self.keep(tests)
 
 
 @dataclass(frozen=True)

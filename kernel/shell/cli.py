@@ -604,14 +604,14 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-_PARALLEL = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
-"""Two pytest-xdist workers (2 cores); a file's tests run on one, in order, files as collected."""
+_PARALLEL = ["-n", "3", "--dist", "loadfile", "--no-loadscope-reorder"]
+"""Three pytest-xdist workers on 2 cores (each waits on its subprocesses about half the time); a file's tests run on one, in order, files as collected."""
 _OWN_SCHEDULE = ("-n", "--numprocesses", "--dist", "--pdb", "--trace", "no:xdist", "-pno:xdist")
 """Arguments by which the person chooses how tests are spread (or that need one process)."""
 
 
 def _test_args(given: list[str]) -> list[str]:
-    """pytest's arguments: the person's, spread over two processes unless they chose otherwise."""
+    """pytest's arguments: the person's, spread over three processes unless they chose otherwise."""
     chosen = any(arg.startswith(_OWN_SCHEDULE) for arg in given)
     if chosen or importlib.util.find_spec("xdist") is None:
         return given

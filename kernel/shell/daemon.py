@@ -589,7 +589,8 @@ def analyse_head(ctx: Context) -> Baseline | None:
         return None
     head, worktree = prepared
     try:
-        return analyse(ctx, worktree, head, datetime.now(UTC).replace(microsecond=0))
+        # a look: no second, traced test run for the test map (the daemon's next whole run maps)
+        return analyse(ctx, worktree, head, datetime.now(UTC).replace(microsecond=0), map_run=False)
     finally:
         it.discard(worktree)
 
@@ -603,7 +604,7 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
     head, worktree = prepared
     try:
         now = datetime.now(UTC).replace(microsecond=0)
-        baseline = analyse(ctx, worktree, head, now)
+        baseline = analyse(ctx, worktree, head, now, map_run=False)
         history = planning_history(ctx.store, baseline.report)
         held = quarantined(baseline.report, history, tree_digest(ctx.paths.root), head)
         backend = ctx.backend()

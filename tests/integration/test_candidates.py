@@ -62,6 +62,7 @@ def test_of_three_candidates_the_one_that_is_right_lands_and_the_others_are_reco
     assert git(repo, "rev-parse", "HEAD~1").strip() == head
     assert "return a + b" in git(repo, "show", "HEAD:calc.py")
     assert record["checkout"].endswith("-c2")
+    assert record["durations"]["candidates"] > 0  # the tournament timed as one phase
     folder = repo / "history"
     for k in (1, 2, 3):  # each candidate's own log, in its own folder
         assert (folder / f"{record['iteration_id']}-c{k}" / "agent.log").is_file()

@@ -1,4 +1,4 @@
-"""`python seed.py test`: the suite spread over two processes, unless the person chooses."""
+"""`python seed.py test`: the suite spread over three processes, unless the person chooses."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _workers(tmp: Path, *args: str) -> tuple[set[str], str]:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ((), None),  # two workers, unless the person chooses
+        ((), None),  # three workers, unless the person chooses
         (("-x",), None),  # other arguments keep them
         (("-n", "0"), {"none"}),
         (("-p", "no:xdist"), {"none"}),
@@ -42,8 +42,8 @@ def test_the_persons_arguments_choose_the_schedule(
 ) -> None:
     found, out = _workers(tmp_path, *args)
     if expected is None:
-        assert "2 workers [2 items]" in out, out[-3000:]
-        assert found and found <= {"gw0", "gw1"}, found
+        assert "3 workers [2 items]" in out, out[-3000:]
+        assert found and found <= {"gw0", "gw1", "gw2"}, found
     else:
         assert found == expected
 
