@@ -92,8 +92,11 @@ def base_test_files(
         named = [*baseline.collected, *(d.node_id for d in baseline.diagnostics if d.node_id)]
         tests |= {n.split("::")[0] for n in named if n.split("::")[0] in base}
     python = [p for p, (m, _) in base.items() if p.endswith(".py") and m != "120000"]
-    mapped = {f for files in test_map.tests.values() for f in files} if test_map else set[str]()
-    executed = frozenset(mapped) if test_map is not None and ANY_FILE not in mapped else None
+    # a map of another tree knows nothing of a module added since: it would call the new
+    # code data and judge the base's bytes in its place; such a map is not read here
+    current = test_map if test_map is not None and test_map.tree == base_tree else None
+    mapped = {f for files in current.tests.values() for f in files} if current else set[str]()
+    executed = frozenset(mapped) if current is not None and ANY_FILE not in mapped else None
     if among is not None:
         maybe = [p for p in python if p in set(among) and p not in tests]
         blobs = trees.read_blobs(root, [base[p][1] for p in maybe])

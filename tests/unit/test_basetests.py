@@ -59,6 +59,9 @@ def test_the_base_test_files_include_conftests_config_data_and_the_data_module(
     assert "calc.py" not in basetests.base_test_files(root, tree, None, mapped)
     ran_cases = testmap.TestMap(tree, {"t::x": frozenset({"calc.py", "calc_cases.py"})})
     assert "calc_cases.py" not in basetests.base_test_files(root, tree, None, ran_cases)
+    # a map of an older tree never saw calc.py run: it must not make code under test data
+    stale = testmap.TestMap("0" * 40, {"tests/test_calc.py::test_add": frozenset({"other.py"})})
+    assert "calc.py" not in basetests.base_test_files(root, tree, None, stale)
 
 
 def test_the_judged_tree_puts_base_tests_back_and_leaves_new_test_files_out(
