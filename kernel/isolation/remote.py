@@ -70,6 +70,11 @@ class Job:
     cache: str = ""
     """The worker's cache folder ('' = ~/.cache/seed/workers)."""
     patch_max: int = REMOTE_PATCH_MAX
+    round: int = 1
+    """The repair round (SEED_ROUND): after the kernel refused the previous round's change."""
+    start: bytes = b""
+    """A repair round's starting files: the previous round's checkout as the kernel judged
+    it (its own repairs in), a binary patch against the base, applied before the agent runs."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,41 @@ class Outcome:
     timed_out: bool = False
     duration_s: float = 0.0
     usage_said: str = USAGE_SAID
+
+
+@dataclass(frozen=True)
+class Diffed:
+    """A checkout's files as a binary patch against the base, or why it cannot be sent."""
+
+    patch: bytes = b""
+    oversized: tuple[tuple[str, int], ...] = ()
+    """Files over the bound by their apparent size (never read)."""
+    over: int = 0
+    """The patch's size when it is over the bound (then `patch` is empty)."""
+
+
+def diff(root: Path, checkout: Path, base: str, store: trees.ObjectStore, limit: int) -> Diffed:
+    """The checkout's files (read as the kernel reads a checkout: `trees.build_candidate`, by
+    the base's ignore rules) as `git diff --binary --full-index` from the base."""
+    built = trees.build_candidate(root, checkout, base, store, max_file_bytes=limit)
+    if built.oversized:
+        return Diffed(oversized=tuple(built.oversized))
+    done = gitops.git(
+        root,
+        "diff",
+        "--binary",
+        "--full-index",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        base,
+        built.tree,
+        env=store.env(),
+        max_bytes=limit + 1,
+    )
+    if done.output_bytes > limit:
+        return Diffed(over=done.output_bytes)
+    return Diffed(patch=done.stdout)
 
 
 def plain_name(name: str) -> bool:

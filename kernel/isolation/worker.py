@@ -55,6 +55,10 @@ def work(job: remote.Job, bundle: bytes) -> remote.Outcome:
         remove_any(left)  # a worker killed mid-run left these (the name holds its pid)
     name = f"wt-{os.getpid()}-{job.candidate}"
     checkout = agentgit.create(paths, name, job.base)
+    started = _started(job, checkout)
+    if started:
+        agentgit.remove(checkout)
+        return remote.Outcome(job.candidate, host, refused=started)
     run_dir, home = cache / "runs" / name, cache / "homes" / name
     log = cache / "logs" / f"{name}.log"
     # model-only from another host: the gateway is the relay's socket, the door's at the kernel
@@ -67,6 +71,17 @@ def work(job: remote.Job, bundle: bytes) -> remote.Outcome:
             relayed.stop()
         for place in (checkout, run_dir, home, log, paths.objects / name):
             remove_any(place)
+
+
+def _started(job: remote.Job, checkout: Path) -> str:
+    """A repair round's starting files put into the fresh checkout; why not, if they do not go."""
+    if not job.start:
+        return ""
+    done = gitops.git(checkout, "apply", "--whitespace=nowarn", "-", stdin=job.start, check=False)
+    if done.ok:
+        return ""
+    said = (done.err_text() or done.text()).strip()[:500]
+    return f"the repair round's starting files did not apply: {said}"
 
 
 def _refusal(job: remote.Job) -> str:
@@ -153,7 +168,7 @@ def _run(
             "SEED_ITERATION_ID": job.iteration_id,
             "SEED_RESULT_FILE": str(result),
             "SEED_RUN_DIR": str(run_dir),
-            "SEED_ROUND": "1",
+            "SEED_ROUND": str(job.round),
             **agentgit.env(paths),
         }
     )
@@ -196,32 +211,14 @@ def _run(
 
 
 def _patched(job: remote.Job, paths: Paths, checkout: Path, ran: remote.Outcome) -> remote.Outcome:
-    """The outcome with the files the agent left as a binary patch against the base (read
-    as the kernel reads a checkout: `trees.build_candidate`, by the base's ignore rules)."""
-    name = checkout.name
-    store = trees.ObjectStore(paths.objects / name, paths.common / "objects")
-    built = trees.build_candidate(
-        paths.root, checkout, job.base, store, max_file_bytes=job.patch_max
-    )
-    if built.oversized:
-        return replace(ran, oversized=tuple(built.oversized))
-    diff = gitops.git(
-        paths.root,
-        "diff",
-        "--binary",
-        "--full-index",
-        "--no-renames",
-        "--no-ext-diff",
-        "--no-textconv",
-        job.base,
-        built.tree,
-        env=store.env(),
-        max_bytes=job.patch_max + 1,
-    )
-    if diff.output_bytes > job.patch_max:
-        size = diff.output_bytes
-        return replace(ran, refused=f"the patch is {size:,} bytes, over {job.patch_max:,}")
-    return replace(ran, patch=diff.stdout)
+    """The outcome with the files the agent left as a binary patch against the base."""
+    store = trees.ObjectStore(paths.objects / checkout.name, paths.common / "objects")
+    diffed = remote.diff(paths.root, checkout, job.base, store, job.patch_max)
+    if diffed.oversized:
+        return replace(ran, oversized=diffed.oversized)
+    if diffed.over:
+        return replace(ran, refused=f"the patch is {diffed.over:,} bytes, over {job.patch_max:,}")
+    return replace(ran, patch=diffed.patch)
 
 
 def _fill(arg: str, values: dict[str, str]) -> str:

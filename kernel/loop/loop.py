@@ -626,10 +626,10 @@ class Loop:
         ctx = self.ctx
         runner = self._runner(it, phase)
         judge = Judge(ctx, phase)
-        # ruff-fix is deterministic: another round would do the same again; a worker's run
-        # is one round (it starts from the base)
-        once = name in UNSANDBOXED or isinstance(runner, RemoteRunner)
-        left = 0 if once else ctx.config.agent.repair_rounds
+        # ruff-fix is deterministic: another round would do the same again
+        left = 0 if name in UNSANDBOXED else ctx.config.agent.repair_rounds
+        # a worker's agent keeps no session between rounds: its HOME is gone with the run
+        remote = isinstance(runner, RemoteRunner)
         while True:
             used = it.agent
             it.round_start = (used.tokens_used, used.cost_usd) if used else (0, 0.0)
@@ -658,7 +658,7 @@ class Loop:
             context = self.agent_context(it.worktree, dealt).model_copy(
                 update={
                     "round": len(it.rounds) + 1,
-                    "resume": it.session,
+                    "resume": "" if remote else it.session,
                     "feedback": verdict.feedback,
                 }
             )

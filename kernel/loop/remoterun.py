@@ -3,7 +3,8 @@
 Everything but the process is a local run's (`agentrun.AgentRunner`): the budget first, the
 prompt and plan, the adapter reading the run, the ledger line. The process is a Ray task
 (`isolation/rayengine.py`): the worker runs the agent in its own sandbox and sends back a
-binary patch, the log and the result file, never a verdict; the kernel applies the patch
+binary patch, the log and the result file, never a verdict (a repair round starts from the
+previous round's files, sent as a patch against the base); the kernel applies the patch
 onto a fresh checkout at the base (`isolation/remote.apply`: git's path rules, bounded) and
 the judge reads that checkout as any. A file the worker left out as oversized is put back as
 a sparse file of its size, so the judge's own size rule refuses it as for a local run.
@@ -16,11 +17,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from domain import AgentReport, FailureCategory, IterationOutcome, RunSpec
+from kernel.bounds import REMOTE_PATCH_MAX
 from kernel.contracts import protected_patterns
 from kernel.errors import Interrupted
-from kernel.fsutil import atomic_write_text
+from kernel.fsutil import atomic_write_text, remove_any
 from kernel.host.context import Context
-from kernel.isolation import gitops, jails, procs, relay, remote
+from kernel.isolation import gitops, jails, procs, relay, remote, trees
 from kernel.isolation.integrity import Checkout
 from kernel.isolation.rayengine import RayEngine, Sent
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
@@ -68,6 +70,7 @@ class RemoteRunner(agentrun.AgentRunner):
             wire=self._network == "model-only",
         )
         model, token = None, relay.new_token()
+        start = _start(ctx, it) if files.turn > 1 else remote.Diffed()
         try:
             if self._network == "model-only":
                 model = self._model(it)
@@ -91,8 +94,13 @@ class RemoteRunner(agentrun.AgentRunner):
                 relay=ctx.config.scale.door if model is not None and self.door else "",
                 token=token if model is not None and self.door else "",
                 cache=ctx.config.scale.worker_cache,
+                round=files.turn,
+                start=start.patch,
             )
-            outcome = self._wait(self.engine.submit(job, self.bundle))
+            if start.oversized or start.over:
+                outcome = remote.Outcome(job.candidate, refused=_unsent(start))
+            else:
+                outcome = self._wait(self.engine.submit(job, self.bundle))
         finally:
             if self.door is not None:
                 self.door.close(token)
@@ -166,6 +174,25 @@ def _repository(ctx: Context) -> str:
     roots = gitops.git(ctx.paths.root, "rev-list", "--max-parents=0", "HEAD", check=False)
     first = roots.text().split()
     return first[-1] if first else "repository"
+
+
+def _start(ctx: Context, it: Iteration) -> remote.Diffed:
+    """A repair round's starting files: the checkout as the kernel left it after judging the
+    last round (its own repairs written back), as a patch against the base."""
+    paths = ctx.paths
+    store = trees.ObjectStore(paths.objects / f"start-{it.worktree.name}", paths.common / "objects")
+    try:
+        return remote.diff(paths.root, it.worktree, it.base, store, REMOTE_PATCH_MAX)
+    finally:
+        remove_any(store.path)
+
+
+def _unsent(start: remote.Diffed) -> str:
+    """Why a repair round was not sent to a worker."""
+    if start.oversized:
+        names = ", ".join(path for path, _ in start.oversized[:5])
+        return f"the repair round's starting files hold files over the bound: {names}"
+    return f"the repair round's starting files are a patch of {start.over:,} bytes, over the bound"
 
 
 def _sparse(it: Iteration, path: str, size: int) -> None:

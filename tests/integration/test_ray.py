@@ -324,10 +324,15 @@ def test_a_ray_worker_without_bubblewrap_refuses_work(
 def test_a_daemon_runs_its_candidates_on_the_cluster_and_lands_the_one_that_is_right(
     cluster: Cluster, tmp_path: Path, bwrap: None
 ) -> None:
+    """Each candidate gets its repair round on a worker, starting from its own refused files:
+    the second's round 2 turns its round 1's `a * b` into `a + b` (from the base, the
+    replacement would find nothing to replace)."""
     wrong = [{"replace": "calc.py", "old": "return a - b", "new": "return a * b"}]
-    right = [{"replace": "calc.py", "old": "return a - b", "new": "return a + b"}]
+    mended = [{"replace": "calc.py", "old": "return a * b", "new": "return a + b"}]
     script = tmp_path / "candidates.json"
-    script.write_text(json.dumps({"candidates": {"1": {"steps": wrong}, "2": {"steps": right}}}))
+    script.write_text(
+        json.dumps({"candidates": {"1": {"steps": wrong}, "2": {"rounds": [wrong, mended]}}})
+    )
     argv = json.dumps([sys.executable, str(AGENT_SCRIPT), str(script)])
     config = (
         f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 1\n'
@@ -343,9 +348,9 @@ def test_a_daemon_runs_its_candidates_on_the_cluster_and_lands_the_one_that_is_r
     assert record["outcome"] == "SUCCESS", record["reason"]
     one, two = record["candidates"]
     assert (one["failure_category"], two["won"]) == ("TEST_REGRESSION", True)
-    # on the workers, usage as they reported it, one round each (a job starts from the base)
+    # on the workers, usage as they reported it; two rounds each, the second from the first's
     assert one["host"] and "node" in one["host"] and two["host"]
     assert one["usage_from"] == two["usage_from"] == "reported by the worker"
-    assert (one["rounds"], two["rounds"]) == (1, 1)
+    assert (one["rounds"], two["rounds"]) == (2, 2)
     assert "return a + b" in git(repo, "show", "HEAD:calc.py")
     assert git(repo, "branch", "--list", "seed/iter-*").strip() == ""
