@@ -359,7 +359,12 @@ def _time(record: IterationRecord) -> list[str]:
 
 def _files(record: IterationRecord) -> list[str]:
     links: list[str] = []
-    if _agent_ran(record):
+    if record.candidates:  # each candidate ran in a folder of its own, next to this one
+        links += [
+            f"[candidate {c.number} agent.log](../{record.iteration_id}-c{c.number}/agent.log)"
+            for c in record.candidates
+        ]
+    elif _agent_ran(record):
         links.append("[agent.log](agent.log)")
     if record.plan is not None:
         links.append("[plan.json](plan.json)")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from domain import FailureCategory, IterationOutcome, IterationRecord
+from domain import Candidate, FailureCategory, IterationOutcome, IterationRecord
 from modules.reports.common import md
 from modules.reports.markdown import render_record
 from tests.histories import every_kind
@@ -73,6 +73,16 @@ def test_success_links_the_commit_and_the_logs() -> None:
     assert record.commit is not None and f"git show {record.commit[:12]}" in text
     assert "[agent.log](agent.log)" in text and "[plan.json](plan.json)" in text
     assert "## What the agent did" in text and "Removed the unused import." in text
+
+
+def test_a_tournament_links_each_candidates_log_in_its_own_folder() -> None:
+    """A tournament's folder holds no agent.log: each candidate's is in `<id>-cK/`."""
+    record = next(r for r in RECORDS if r.outcome == IterationOutcome.SUCCESS)
+    ran = [Candidate(number=k, backend="command", outcome=IterationOutcome.SUCCESS) for k in (1, 2)]
+    text = render_record(record.model_copy(update={"candidates": ran}))
+    for k in (1, 2):
+        assert f"[candidate {k} agent.log](../{record.iteration_id}-c{k}/agent.log)" in text
+    assert "[agent.log](agent.log)" not in text
 
 
 def test_merge_blocked_names_the_kept_branch() -> None:
