@@ -126,3 +126,9 @@ def printable(text: str, width: int = LINE_MAX_CHARS) -> str:
 def unsafe_char(text: str) -> bool:
     """Whether text holds a control character, a line break or an undecodable byte."""
     return any(unicodedata.category(c) in _UNSAFE for c in text)
+
+
+RECENT_RECORDS = 50
+"""Latest records read for every plan (halts and reports look at these)."""
+PER_GAP_RECORDS = 5
+"""Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""

@@ -29,6 +29,7 @@ from domain import (
     RunSpec,
 )
 from kernel import faults
+from kernel.bounds import PER_GAP_RECORDS, RECENT_RECORDS
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.fsutil import atomic_write_text, plain_file
@@ -793,12 +794,6 @@ def _room(it: Iteration) -> bool:
     spent_tokens = budget.max_tokens and tokens >= budget.max_tokens
     spent_cost = budget.max_cost_usd and cost >= budget.max_cost_usd
     return not (spent_tokens or spent_cost)
-
-
-RECENT_RECORDS = 50
-"""Latest records read for every plan (halts and reports look at these)."""
-PER_GAP_RECORDS = 5
-"""Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""
 
 
 def waited_on(ctx: Context, backend: Backend) -> str:

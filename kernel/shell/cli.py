@@ -19,7 +19,7 @@ from typing import Any
 
 from domain import GapReport, IterationOutcome, IterationPlan
 from kernel.config import Config
-from kernel.errors import LockHeld, SeedError, UsageError
+from kernel.errors import HostError, LockHeld, SeedError, UsageError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context, open_context
 from kernel.host.selfcheck import run_selfcheck
@@ -27,7 +27,7 @@ from kernel.isolation import gitops, procs
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import SEED_HOME
 from kernel.judging import landing
-from kernel.loop import replaying, reporting
+from kernel.loop import fitness, replaying, reporting
 from kernel.records import halt
 from kernel.records.inbox import write_task
 from kernel.shell.daemon import (
@@ -193,6 +193,18 @@ def _analysis_commands(add: _AddParser) -> None:
     """gaps, plan: what the next iteration would see and do."""
     p = add("gaps", help="analyse HEAD and print the ranked gaps")
     p.add_argument("--json", action="store_true", help="print the GapReport as JSON")
+    p = add(
+        "fitness",
+        help="replay the planning modules over this project's history and print how well they plan",
+    )
+    p.add_argument(
+        "--modules",
+        default="",
+        metavar="TREE",
+        help="a folder holding a copy of seed, or a commit of seed's own repository, whose "
+        "modules are replayed (default: those seed runs)",
+    )
+    p.add_argument("--json", action="store_true", help="print the Fitness as JSON")
     p = add("plan", help="analyse HEAD and print the plan the next iteration would carry out")
     p.add_argument(
         "--json", action="store_true", help="print the IterationPlan as JSON (null when none)"
@@ -301,6 +313,25 @@ def cmd_gaps(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         ctx.host.stop()
+
+
+def cmd_fitness(args: argparse.Namespace) -> int:
+    ctx = _context(args, quiet=True)
+
+    def tell(line: str) -> None:
+        if not (args.json or args.quiet):
+            print(line, file=sys.stderr)
+
+    try:
+        found = fitness.measure(ctx, args.modules, tell)
+    except HostError as exc:
+        print(f"seed.py fitness: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(found.model_dump_json(indent=2))
+    else:
+        print(fitness.table(found))
+    return EXIT_OK if found.figures.cases else EXIT_NOTHING
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -696,6 +727,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     handler = {
         "gaps": cmd_gaps,
         "plan": cmd_plan,
+        "fitness": cmd_fitness,
         "status": cmd_status,
         "history": cmd_history,
         "replay": cmd_replay,

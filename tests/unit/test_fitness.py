@@ -1,0 +1,80 @@
+"""The fitness figures: each plan scored against what landed, the figures over a corpus, and
+the cases read from a project's records (kernel/judging/fitness.py)."""
+
+from __future__ import annotations
+
+from domain import IterationOutcome
+from domain.fitness import CaseScore, FitnessCase
+from kernel.loop.fitness import figures, history_cases, score, seen_before
+from tests.unit.factories import T0, gap, plan, record
+
+FILES = ("calc.py", "util.py", "tests/test_calc.py", "README.md")
+
+
+def _case(fixed: tuple[str, ...] = ("calc.py", "tests/test_calc.py")) -> FitnessCase:
+    return FitnessCase(id="iter-0001", gap="ruff:calc.py:F401", fixed=fixed, now=T0)
+
+
+def test_a_plan_that_allows_and_suspects_the_fixed_file_scores_full_marks() -> None:
+    made = plan(gap(), allowed_paths=("calc.py", "tests/**"), suspect_files=("calc.py", "util.py"))
+    s = score(_case(), made, "", FILES, prompt="x" * 120)
+    assert (s.valid, s.chosen, s.recall, s.rank, s.allowed) == (True, True, True, 1, 2)
+    assert s.precision == 1.0 and s.prompt_chars == 120
+
+
+def test_a_fixed_file_left_out_of_the_allowlist_or_the_suspects_is_counted() -> None:
+    made = plan(gap(), allowed_paths=("util.py", "tests/**"), suspect_files=("util.py", "calc.py"))
+    s = score(_case(), made, "", FILES)
+    assert (s.recall, s.rank, s.allowed, s.precision) == (False, 2, 2, 0.5)
+    wide = plan(gap(), allowed_paths=("**",), suspect_files=("README.md",))
+    s = score(_case(), wide, "", FILES)
+    assert (s.recall, s.rank, s.allowed, s.precision) == (True, 0, 4, 0.5)
+
+
+def test_a_case_that_did_not_land_scores_no_recall_and_another_gap_is_not_chosen() -> None:
+    made = plan(gap("ruff:other.py:F401"), allowed_paths=("calc.py",))
+    s = score(_case(fixed=()), made, "", FILES)
+    assert (s.valid, s.chosen, s.recall, s.rank, s.precision) == (True, False, None, None, None)
+    failed = score(_case(), None, "planner returned id iter-0009", FILES)
+    assert (failed.valid, failed.error) == (False, "planner returned id iter-0009")
+
+
+def test_figures_count_recall_ranks_and_precision_over_the_landed_cases_only() -> None:
+    scores = [
+        CaseScore(id="a", valid=True, chosen=True, recall=True, rank=1, precision=0.5),
+        CaseScore(id="b", valid=True, chosen=True, recall=False, rank=3, precision=0.0),
+        CaseScore(id="c", valid=True, chosen=False, prompt_chars=300),
+        CaseScore(id="d", error="no plan"),
+    ]
+    f = figures(scores)
+    assert (f.cases, f.landed, f.valid, f.chosen) == (4, 2, 0.75, 0.5)
+    assert (f.recall, f.top1, f.top3, f.precision) == (0.5, 0.5, 1.0, 0.25)
+    assert f.prompt_chars == 100.0
+
+
+def test_cases_come_from_records_with_a_plan_and_a_base_the_landed_ones_with_their_files() -> None:
+    g = gap()
+    landed = record(g, 1, IterationOutcome.SUCCESS, None, base="a" * 40).model_copy(
+        update={"plan": plan(g, 1), "commit": "b" * 40, "touched_files": ("calc.py",)}
+    )
+    failed = record(g, 2, base="b" * 40).model_copy(
+        update={"plan": plan(g, 2), "touched_files": ("calc.py",)}
+    )
+    planless = record(g, 3, base="c" * 40).model_copy(update={"plan": None})
+    cases = history_cases([landed, failed, planless])
+    assert [(c.id, c.sequence, c.fixed, c.earlier) for c in cases] == [
+        (landed.iteration_id, 1, ("calc.py",), 0),
+        (failed.iteration_id, 2, (), 1),
+    ]
+    assert cases[1].report.gaps == (g,) and cases[1].gap == g.key
+
+
+def test_the_planner_sees_the_earlier_records_as_briefs_as_the_loop_gives_them() -> None:
+    g = gap()
+    earlier = [
+        record(g, 1, base="a" * 40),
+        record(gap("ruff:x.py:F401"), 2),
+    ]
+    seen = seen_before(earlier, history_cases(earlier)[0].report)
+    assert [r.iteration_id for r in seen] == [r.iteration_id for r in earlier]
+    assert all(r.plan is None for r in seen)
