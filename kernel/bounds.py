@@ -132,3 +132,6 @@ RECENT_RECORDS = 50
 """Latest records read for every plan (halts and reports look at these)."""
 PER_GAP_RECORDS = 5
 """Latest records of each gap in the report read for every plan (quarantine, the planner's streaks)."""
+KEPT_INPUT_MAX = 4 * 1024 * 1024
+"""Bytes (xz) of one iteration's planning inputs kept for `seed.py fitness`; a bigger one is
+not kept (that case replays its gap alone)."""

@@ -285,16 +285,15 @@ def analyse(
     _tell_setup(ctx, setup)
     left_out = [*setup, *left_out]
     ctx.start_host()
-    report = ctx.host.analyze(
-        AnalysisInput(
-            measurements=without_suppressed(measured),  # gaps never come from them
-            inbox=tuple(items),
-            roadmap=roadmap,
-            now=now,
-            quarantined=quarantined,
-            order=tuple(ctx.config.analysis.order),
-        )
+    given = AnalysisInput(
+        measurements=without_suppressed(measured),  # gaps never come from them
+        inbox=tuple(items),
+        roadmap=roadmap,
+        now=now,
+        quarantined=quarantined,
+        order=tuple(ctx.config.analysis.order),
     )
+    report = ctx.host.analyze(given)
     # a gap's files are the tree's paths, never a tool's words (answers.real_files)
     report = answers.real_files(report, [p for _, _, p in trees.entries(root, tree)])
     pytest = measurements.get(Tool.PYTEST)
@@ -304,4 +303,6 @@ def analyse(
     left_out += tampering  # evidence for people, never a gap
     if left_out:
         report = report.model_copy(update={"errors": (*report.errors, *left_out)})
-    return Baseline(worktree, head, tree, gate, measurements, report, items, roadmap, written)
+    return Baseline(
+        worktree, head, tree, gate, measurements, report, items, roadmap, written, given
+    )

@@ -13,6 +13,8 @@ on the case's gap. Old trees are never measured again: the planner reads the bas
 
 from __future__ import annotations
 
+import json
+import lzma
 import os
 import re
 import sys
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from domain import (
     AgentContext,
+    AnalysisInput,
     GapReport,
     IterationOutcome,
     IterationPlan,
@@ -29,23 +32,64 @@ from domain import (
     ProjectState,
 )
 from domain.fitness import CaseScore, Fitness, FitnessCase, FitnessFigures
-from kernel.bounds import PER_GAP_RECORDS, RECENT_RECORDS
+from kernel.bounds import KEPT_INPUT_MAX, PER_GAP_RECORDS, RECENT_RECORDS
 from kernel.contracts import matches_any, protected_patterns
 from kernel.errors import HostError
-from kernel.fsutil import remove_any
+from kernel.fsutil import atomic_write_bytes, remove_any
+from kernel.host import answers
 from kernel.host.context import Context
 from kernel.host.host import ModuleHost
 from kernel.isolation import agentgit, gitops, jails, trees
+from kernel.isolation.paths import Paths
 from kernel.judging.guard import clamp_plan, is_test_path
 from kernel.records.store import brief_of
 
 _SEQUENCE = re.compile(r"iter-(\d+)-")
 _names = count(1)
+Given = tuple[AnalysisInput | None, GapReport]
+"""What an iteration's planning modules got: the analysers' input and the planner's report."""
 
 
-def history_cases(records: Iterable[IterationRecord]) -> list[FitnessCase]:
-    """A case for every recorded iteration that had a plan and a base, oldest first: the
-    gap it worked on as the planner got it, and the files its change touched if it landed."""
+def _inputs(paths: Paths) -> Path:
+    """Where the kernel keeps each iteration's planning inputs (its state: no sandbox shows it)."""
+    return paths.state / "fitness" / "inputs"
+
+
+def keep(paths: Paths, iteration_id: str, given: AnalysisInput | None, report: GapReport) -> None:
+    """Keep what this iteration's planning modules got, for `seed.py fitness` to replay (left
+    out when it is over KEPT_INPUT_MAX compressed: the case then replays its gap alone)."""
+    data = json.dumps(
+        {
+            "analysis": given.model_dump(mode="json") if given is not None else None,
+            "report": report.model_dump(mode="json"),
+        }
+    )
+    packed = lzma.compress(data.encode("utf-8"))
+    if len(packed) <= KEPT_INPUT_MAX:
+        atomic_write_bytes(_inputs(paths) / f"{iteration_id}.json.xz", packed)
+
+
+def kept(paths: Paths, iteration_id: str) -> Given | None:
+    """An iteration's kept planning inputs; None when none were kept or they do not read."""
+    place = _inputs(paths) / f"{iteration_id}.json.xz"
+    try:
+        with lzma.open(place, "rb") as handle:
+            data = json.loads(handle.read(KEPT_INPUT_MAX * 64))
+        analysis = data.get("analysis")
+        return (
+            AnalysisInput.model_validate(analysis) if analysis is not None else None,
+            GapReport.model_validate(data["report"]),
+        )
+    except (OSError, lzma.LZMAError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def history_cases(
+    records: Iterable[IterationRecord], given: Callable[[str], Given | None] = lambda _: None
+) -> list[FitnessCase]:
+    """A case for every recorded iteration that had a plan and a base, oldest first: what its
+    planning modules got (kept by `keep`; else its gap alone), and the files its change
+    touched if it landed."""
     cases: list[FitnessCase] = []
     for earlier, record in enumerate(records):
         plan = record.plan
@@ -53,11 +97,13 @@ def history_cases(records: Iterable[IterationRecord]) -> list[FitnessCase]:
         if plan is None or not record.base or found is None:
             continue
         landed = record.outcome == IterationOutcome.SUCCESS and bool(record.commit)
+        analysis, report = given(record.iteration_id) or (None, GapReport(gaps=(plan.gap,)))
         cases.append(
             FitnessCase(
                 id=record.iteration_id,
                 base=record.base,
-                report=GapReport(gaps=(plan.gap,)),
+                analysis=analysis,
+                report=report,
                 gap=plan.gap.key,
                 fixed=record.touched_files if landed else (),
                 sequence=int(found.group(1)),
@@ -149,7 +195,7 @@ def measure(
     holding a copy of seed (its `modules/` and `domain/`), or of a commit of seed's own
     repository."""
     records = list(ctx.store.iter_all())
-    cases = history_cases(records)
+    cases = history_cases(records, lambda iteration_id: kept(ctx.paths, iteration_id))
     folder = Path(modules).expanduser() if modules else ctx.paths.seed_home
     if folder.is_dir():
         if not (folder / "modules").is_dir() or not (folder / "domain").is_dir():
@@ -218,13 +264,28 @@ class Replay:
         try:
             files = [p for _, _, p in trees.entries(root, gitops.tree_of(root, case.base))]
             try:
-                plan = self._plan(case, earlier, checkout)
+                plan = self._plan(case, earlier, checkout, files)
                 prompt = self._prompt(plan, checkout) if plan is not None else ""
             except HostError as exc:
                 return score(case, None, str(exc), files)
             return score(case, plan, "", files, prompt)
         finally:
             agentgit.remove(checkout)
+
+    def _report(self, case: FitnessCase, files: Sequence[str]) -> GapReport:
+        """The planner's report: the analysers' ranking replayed on the kept input (the
+        gaps passed over then left out again), else the report as it was."""
+        if case.analysis is None:
+            return case.report
+        ranked = self.host.analyze(case.analysis)
+        ranked = answers.real_files(ranked, files)
+        skipped = set(case.report.skipped)
+        return ranked.model_copy(
+            update={
+                "gaps": tuple(g for g in ranked.gaps if g.key not in skipped),
+                "skipped": tuple(sorted(set(ranked.skipped) | skipped)),
+            }
+        )
 
     def _prompt(self, plan: IterationPlan, checkout: Path) -> str:
         """The prompt an agent would get for the plan (the planner's, as a command agent gets it)."""
@@ -239,11 +300,15 @@ class Replay:
         return spec.prompt if spec is not None else ""
 
     def _plan(
-        self, case: FitnessCase, earlier: Sequence[IterationRecord], checkout: Path
+        self,
+        case: FitnessCase,
+        earlier: Sequence[IterationRecord],
+        checkout: Path,
+        files: Sequence[str],
     ) -> IterationPlan | None:
         """The plan as the loop would have run it: checked and clamped."""
         ctx = self.ctx
-        report = self.host.analyze(case.analysis) if case.analysis else case.report
+        report = self._report(case, files)
         protected = protected_patterns(ctx.config.guard.protected)
         state = ProjectState(
             now=case.now,

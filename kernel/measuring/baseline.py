@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from domain import GapReport, InboxItem, Measurements, Tool
+from domain import AnalysisInput, GapReport, InboxItem, Measurements, Tool
 from kernel.config import Config
 from kernel.fsutil import atomic_write_text
 from kernel.isolation import seal, trees
@@ -58,6 +58,8 @@ class Baseline:
     written: dict[str, str] = field(default_factory=dict[str, str])
     """Files the baseline's test run wrote, path -> blob id (a candidate's untracked file
     with exactly those bytes is the run's output, not the agent's work)."""
+    given: AnalysisInput | None = None
+    """What the analysers were given (kept for `seed.py fitness` to replay their ranking)."""
 
 
 @dataclass(frozen=True)

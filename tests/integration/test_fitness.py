@@ -23,6 +23,9 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert ran.returncode == 0, ran.stderr[-2000:]
     [record] = records(repo)
     assert record["outcome"] == "SUCCESS" and "calc.py" in record["touched_files"]
+    # what the planning modules got is kept in the kernel's state, for the replay
+    inputs = repo / ".git" / "seed" / "fitness" / "inputs"
+    assert [p.name for p in inputs.iterdir()] == [f"{record['iteration_id']}.json.xz"]
     return repo
 
 

@@ -3,9 +3,12 @@ the cases read from a project's records (kernel/judging/fitness.py)."""
 
 from __future__ import annotations
 
-from domain import IterationOutcome
+from pathlib import Path
+
+from domain import AnalysisInput, GapReport, IterationOutcome, Measurements
 from domain.fitness import CaseScore, FitnessCase
-from kernel.loop.fitness import figures, history_cases, score, seen_before
+from kernel.isolation.paths import Paths
+from kernel.loop.fitness import figures, history_cases, keep, kept, score, seen_before
 from tests.unit.factories import T0, gap, plan, record
 
 FILES = ("calc.py", "util.py", "tests/test_calc.py", "README.md")
@@ -78,3 +81,21 @@ def test_the_planner_sees_the_earlier_records_as_briefs_as_the_loop_gives_them()
     seen = seen_before(earlier, history_cases(earlier)[0].report)
     assert [r.iteration_id for r in seen] == [r.iteration_id for r in earlier]
     assert all(r.plan is None for r in seen)
+
+
+def test_kept_inputs_are_read_back_and_a_damaged_one_is_as_none_kept(tmp_path: Path) -> None:
+    paths = Paths(tmp_path, tmp_path / ".git")
+    given = AnalysisInput(measurements=Measurements(), now=T0)
+    report = GapReport(gaps=(gap(),), skipped=("ruff:other.py:F401",))
+    keep(paths, "iter-0001-20260101-120000", given, report)
+    assert kept(paths, "iter-0001-20260101-120000") == (given, report)
+    g = gap()
+    earlier = [record(g, 1, base="a" * 40)]
+    [case] = history_cases(earlier, lambda i: kept(paths, i))
+    assert (case.analysis, case.report) == (given, report)
+    place = tmp_path / ".git" / "seed" / "fitness" / "inputs" / "iter-0001-20260101-120000.json.xz"
+    place.write_bytes(b"not xz")
+    assert kept(paths, "iter-0001-20260101-120000") is None
+    [case] = history_cases(earlier, lambda i: kept(paths, i))
+    assert case.analysis is None and case.report.gaps == (g,)
+    assert kept(paths, "iter-0002-20260101-120000") is None
