@@ -33,6 +33,8 @@ class FitnessCase(Fact):
     now: datetime
     earlier: int = 0
     """How many of the project's records came before it (the planner sees those)."""
+    files: dict[str, str] = Field(default_factory=dict[str, str])
+    """A corpus case's files: path -> the corpus's key of its text (no base commit)."""
 
 
 class CaseScore(Fact):

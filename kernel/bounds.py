@@ -135,3 +135,5 @@ PER_GAP_RECORDS = 5
 KEPT_INPUT_MAX = 4 * 1024 * 1024
 """Bytes (xz) of one iteration's planning inputs kept for `seed.py fitness`; a bigger one is
 not kept (that case replays its gap alone)."""
+CORPUS_MAX = 256 * 1024 * 1024
+"""Bytes of a fitness corpus once decompressed (the shipped or the held-back one)."""

@@ -13,122 +13,31 @@ on the case's gap. Old trees are never measured again: the planner reads the bas
 
 from __future__ import annotations
 
-import json
-import lzma
 import os
-import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import count
 from pathlib import Path
 
 from domain import (
     AgentContext,
-    AnalysisInput,
     GapReport,
-    IterationOutcome,
     IterationPlan,
     IterationRecord,
     ProjectState,
 )
 from domain.fitness import CaseScore, Fitness, FitnessCase, FitnessFigures
-from kernel.bounds import KEPT_INPUT_MAX, PER_GAP_RECORDS, RECENT_RECORDS
 from kernel.contracts import matches_any, protected_patterns
 from kernel.errors import HostError
-from kernel.fsutil import atomic_write_bytes, remove_any
+from kernel.fsutil import remove_any
 from kernel.host import answers
 from kernel.host.context import Context
 from kernel.host.host import ModuleHost
 from kernel.isolation import agentgit, gitops, jails, trees
-from kernel.isolation.paths import Paths
 from kernel.judging.guard import clamp_plan, is_test_path
-from kernel.records.store import brief_of
+from kernel.loop import corpus
 
-_SEQUENCE = re.compile(r"iter-(\d+)-")
 _names = count(1)
-Given = tuple[AnalysisInput | None, GapReport]
-"""What an iteration's planning modules got: the analysers' input and the planner's report."""
-
-
-def _inputs(paths: Paths) -> Path:
-    """Where the kernel keeps each iteration's planning inputs (its state: no sandbox shows it)."""
-    return paths.state / "fitness" / "inputs"
-
-
-def keep(paths: Paths, iteration_id: str, given: AnalysisInput | None, report: GapReport) -> None:
-    """Keep what this iteration's planning modules got, for `seed.py fitness` to replay (left
-    out when it is over KEPT_INPUT_MAX compressed: the case then replays its gap alone)."""
-    data = json.dumps(
-        {
-            "analysis": given.model_dump(mode="json") if given is not None else None,
-            "report": report.model_dump(mode="json"),
-        }
-    )
-    packed = lzma.compress(data.encode("utf-8"))
-    if len(packed) <= KEPT_INPUT_MAX:
-        atomic_write_bytes(_inputs(paths) / f"{iteration_id}.json.xz", packed)
-
-
-def kept(paths: Paths, iteration_id: str) -> Given | None:
-    """An iteration's kept planning inputs; None when none were kept or they do not read."""
-    place = _inputs(paths) / f"{iteration_id}.json.xz"
-    try:
-        with lzma.open(place, "rb") as handle:
-            data = json.loads(handle.read(KEPT_INPUT_MAX * 64))
-        analysis = data.get("analysis")
-        return (
-            AnalysisInput.model_validate(analysis) if analysis is not None else None,
-            GapReport.model_validate(data["report"]),
-        )
-    except (OSError, lzma.LZMAError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def history_cases(
-    records: Iterable[IterationRecord], given: Callable[[str], Given | None] = lambda _: None
-) -> list[FitnessCase]:
-    """A case for every recorded iteration that had a plan and a base, oldest first: what its
-    planning modules got (kept by `keep`; else its gap alone), and the files its change
-    touched if it landed."""
-    cases: list[FitnessCase] = []
-    for earlier, record in enumerate(records):
-        plan = record.plan
-        found = _SEQUENCE.match(record.iteration_id)
-        if plan is None or not record.base or found is None:
-            continue
-        landed = record.outcome == IterationOutcome.SUCCESS and bool(record.commit)
-        analysis, report = given(record.iteration_id) or (None, GapReport(gaps=(plan.gap,)))
-        cases.append(
-            FitnessCase(
-                id=record.iteration_id,
-                base=record.base,
-                analysis=analysis,
-                report=report,
-                gap=plan.gap.key,
-                fixed=record.touched_files if landed else (),
-                sequence=int(found.group(1)),
-                now=plan.created_at,
-                earlier=earlier,
-            )
-        )
-    return cases
-
-
-def seen_before(records: Sequence[IterationRecord], report: GapReport) -> list[IterationRecord]:
-    """The records the planner got then, as the loop picks them: the latest ones and each
-    reported gap's latest, as briefs."""
-    keys = {g.key for g in report.gaps}
-    kept: list[IterationRecord] = []
-    per_gap: dict[str, int] = {}
-    for index in range(len(records) - 1, -1, -1):
-        record = records[index]
-        key = record.gap.key
-        recent = index >= len(records) - RECENT_RECORDS
-        gap_ok = key in keys and per_gap.get(key, 0) < PER_GAP_RECORDS
-        if recent or gap_ok:
-            kept.append(brief_of(record))
-            per_gap[key] = per_gap.get(key, 0) + 1
-    return kept[::-1]
 
 
 def score(
@@ -191,17 +100,24 @@ def fitness(modules: str, scores: Sequence[CaseScore]) -> Fitness:
 def measure(
     ctx: Context, modules: str = "", tell: Callable[[str], None] = lambda _: None
 ) -> Fitness:
-    """The fitness over this project's history of the modules seed runs (""), of a folder
-    holding a copy of seed (its `modules/` and `domain/`), or of a commit of seed's own
-    repository."""
+    """The fitness of the modules seed runs (""), of a folder holding a copy of seed (its
+    `modules/` and `domain/`), or of a commit of seed's own repository, over every case: this
+    project's history, the corpus shipped in the kernel and the held-back one."""
     records = list(ctx.store.iter_all())
-    cases = history_cases(records, lambda iteration_id: kept(ctx.paths, iteration_id))
+    cases = corpus.history_cases(records, lambda i: corpus.kept(ctx.paths, i))
+    blobs: dict[str, str] = {}
+    for path, part in ((corpus.SHIPPED, "shipped"), (corpus.held_back(ctx.paths), "held-back")):
+        read = corpus.read(path, part)
+        for problem in read.problems:
+            tell(f"left out: {problem}")
+        cases += read.cases
+        blobs |= read.blobs
     folder = Path(modules).expanduser() if modules else ctx.paths.seed_home
     if folder.is_dir():
         if not (folder / "modules").is_dir() or not (folder / "domain").is_dir():
             raise HostError(f"--modules {modules}: a folder without modules/ and domain/")
         name = "working" if not modules else str(folder.resolve())
-        return fitness(name, Replay(ctx, folder.resolve()).run(cases, records, tell))
+        return fitness(name, Replay(ctx, folder.resolve(), blobs).run(cases, records, tell))
     repo = ctx.paths.seed_home
     found = gitops.git(
         repo, "rev-parse", "--verify", "--quiet", f"{modules}^{{commit}}", check=False
@@ -215,7 +131,7 @@ def measure(
     remove_any(where)
     trees.export_tree(repo, commit, where)
     try:
-        return fitness(commit[:12], Replay(ctx, where).run(cases, records, tell))
+        return fitness(commit[:12], Replay(ctx, where, blobs).run(cases, records, tell))
     finally:
         remove_any(where)
 
@@ -231,8 +147,10 @@ def _mean(values: Sequence[float]) -> float:
 class Replay:
     """The planning modules of one tree, replayed over cases in the module server's sandbox."""
 
-    def __init__(self, ctx: Context, code: Path) -> None:
+    def __init__(self, ctx: Context, code: Path, blobs: Mapping[str, str] | None = None) -> None:
         self.ctx = ctx
+        self.blobs = blobs or {}
+        """The texts of the corpus cases' files."""
         log = ctx.paths.state / "fitness.log"
         self.host = ModuleHost(code, log, jail=jails.module_jail(ctx.paths, ctx.config.guard))
 
@@ -260,9 +178,13 @@ class Replay:
         ctx = self.ctx
         root = ctx.paths.root
         name = f"wt-{os.getpid()}-fitness-{next(_names)}"
-        checkout = agentgit.create(ctx.paths, name, case.base)
-        try:
+        if case.base:
+            checkout = agentgit.create(ctx.paths, name, case.base)
             files = [p for _, _, p in trees.entries(root, gitops.tree_of(root, case.base))]
+        else:  # a corpus case: its files, written by the kernel where the planner reads
+            checkout = ctx.paths.checkouts / name
+            files = corpus.materialise(case, self.blobs, checkout)
+        try:
             try:
                 plan = self._plan(case, earlier, checkout, files)
                 prompt = self._prompt(plan, checkout) if plan is not None else ""
@@ -321,7 +243,7 @@ class Replay:
             protected=protected,
             selfhost=ctx.paths.selfhost,
         )
-        plan = self.host.plan(report, seen_before(earlier, report), state)
+        plan = self.host.plan(report, corpus.seen_before(earlier, report), state)
         if plan is None:
             return None
         expected = f"iter-{case.sequence:04d}-{case.now:%Y%m%d-%H%M%S}"

@@ -41,7 +41,7 @@ from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.judging.judge import Judge, Passed, store_of
-from kernel.loop import fitness, modelrun, tournament
+from kernel.loop import corpus, modelrun, tournament
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
@@ -169,7 +169,7 @@ class Loop:
                 if unrecorded and not self.records:
                     self._record(*unrecorded[0])
                 return
-            fitness.keep(ctx.paths, plan.iteration_id, ranked.baseline.given, ranked.report)
+            corpus.keep(ctx.paths, plan.iteration_id, ranked.baseline.given, ranked.report)
             # started when the analysis it was planned from began: its durations count that
             it = Iteration(plan, head, began_at, ranked.backend, worktree)
             it.durations = {"analyse": round(ranked.analyse_s, 3), "plan": round(mono() - t0, 3)}

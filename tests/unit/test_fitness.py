@@ -8,7 +8,9 @@ from pathlib import Path
 from domain import AnalysisInput, GapReport, IterationOutcome, Measurements
 from domain.fitness import CaseScore, FitnessCase
 from kernel.isolation.paths import Paths
-from kernel.loop.fitness import figures, history_cases, keep, kept, score, seen_before
+from kernel.loop import corpus
+from kernel.loop.corpus import history_cases, keep, kept, seen_before
+from kernel.loop.fitness import figures, score
 from tests.unit.factories import T0, gap, plan, record
 
 FILES = ("calc.py", "util.py", "tests/test_calc.py", "README.md")
@@ -99,3 +101,34 @@ def test_kept_inputs_are_read_back_and_a_damaged_one_is_as_none_kept(tmp_path: P
     [case] = history_cases(earlier, lambda i: kept(paths, i))
     assert case.analysis is None and case.report.gaps == (g,)
     assert kept(paths, "iter-0002-20260101-120000") is None
+
+
+def _corpus_case(name: str = "shipped-1") -> FitnessCase:
+    return FitnessCase(id=name, gap="ruff:calc.py:F401", fixed=("calc.py",), now=T0)
+
+
+def test_a_corpus_round_trips_its_cases_and_their_files(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.json.xz"
+    texts = {"calc.py": "x = 1\n", "pkg/util.py": "x = 1\n", "README.md": "# r\n"}
+    corpus.write(path, [(_corpus_case(), texts), (_corpus_case("shipped-2"), {"a.py": ""})])
+    read = corpus.read(path, "shipped")
+    assert read.problems == [] and [c.id for c in read.cases] == ["shipped-1", "shipped-2"]
+    first = read.cases[0]
+    assert (first.part, first.base, first.fixed) == ("shipped", "", ("calc.py",))
+    assert len(set(first.files.values())) == 2  # one text, one key
+    dest = tmp_path / "out"
+    assert corpus.materialise(first, read.blobs, dest) == sorted(texts)
+    assert {p: (dest / p).read_text() for p in texts} == texts
+
+
+def test_a_damaged_corpus_or_case_is_left_out_and_said_why(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.json.xz"
+    path.write_bytes(b"not xz")
+    read = corpus.read(path, "held-back")
+    assert read.cases == [] and "not a corpus" in read.problems[0]
+    assert corpus.read(tmp_path / "none.json.xz", "shipped").problems == []
+    for bad in ("../outside.py", ".git/config", "/etc/passwd"):
+        corpus.write(path, [(_corpus_case(), {bad: "x"}), (_corpus_case("good"), {"a.py": ""})])
+        read = corpus.read(path, "shipped")
+        assert [c.id for c in read.cases] == ["good"], bad
+        assert "files it cannot hold" in read.problems[0]
