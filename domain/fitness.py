@@ -65,7 +65,9 @@ class FitnessFigures(Fact):
 
     cases: int = 0
     landed: int = 0
-    """Cases with a landed fix (recall, ranks and precision are over these)."""
+    """Cases with a landed fix (recall and precision are over these)."""
+    ranked: int = 0
+    """Landed cases whose fix changed a source file (top-1 and top-3 are over these)."""
     valid: float = 0.0
     chosen: float = 0.0
     recall: float = 0.0
@@ -83,3 +85,16 @@ class Fitness(Fact):
     figures: FitnessFigures = Field(default_factory=FitnessFigures)
     parts: dict[str, FitnessFigures] = Field(default_factory=dict[str, FitnessFigures])
     scores: tuple[CaseScore, ...] = ()
+
+
+class Generation(Fact):
+    """A change to the planning modules, scored on its own modules and on its base's."""
+
+    number: int = 0
+    """The generation's number once it landed (refs/seed/generation/N); 0 until then."""
+    before: Fitness = Field(default_factory=Fitness)
+    """The base's modules over the corpus (figures only: no case scores kept)."""
+    after: Fitness = Field(default_factory=Fitness)
+    """The candidate's modules over the same corpus."""
+    fell: tuple[str, ...] = ()
+    """Each figure that fell beyond the margin, named (the change is refused for these)."""

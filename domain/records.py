@@ -10,6 +10,7 @@ from pydantic import Field
 from domain.base import Fact
 from domain.diagnostics import Diagnostic
 from domain.enums import CheckName, FailureCategory, IterationOutcome
+from domain.fitness import Generation
 from domain.gaps import GapRef
 from domain.history import RankedGap
 from domain.plans import IterationPlan
@@ -188,6 +189,9 @@ class IterationRecord(Fact):
     open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
     """Open gaps at the baseline, by source (ruff, pytest, inbox, roadmap, ...)."""
     candidates: tuple[Candidate, ...] = ()
+    generation: Generation | None = None
+    """A change to seed's planning modules: its fitness, its base's, the figures that fell,
+    and its number once it landed."""
     """The agent runs that tried this gap side by side ([candidates] n > 1), the winner marked."""
     choice: str = ""
     """Why the winner won, by the kernel's order of facts (judging/choice.py)."""

@@ -18,6 +18,7 @@ from domain import (
     IterationPlan,
     ModelTurn,
 )
+from domain.fitness import Generation
 from kernel import faults
 from kernel.host.answers import Backend
 from kernel.isolation import procs, watch
@@ -120,6 +121,8 @@ class Iteration:
     """The candidates that tried the gap side by side ([candidates] n > 1), as judged."""
     choice: str = ""
     """Why the winner among them won (judging/choice.py)."""
+    generation: Generation | None = None
+    """A change to seed's planning modules: its fitness and its base's (`loop/generations.py`)."""
 
     def violation(self) -> FailureCategory | None:
         """SANDBOX_VIOLATION when the checkout's integrity check refused something."""

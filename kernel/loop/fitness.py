@@ -76,6 +76,7 @@ def figures(scores: Sequence[CaseScore]) -> FitnessFigures:
     return FitnessFigures(
         cases=len(scores),
         landed=len(landed),
+        ranked=len(ranked),
         valid=_share(valid, scores),
         chosen=_share([s for s in scores if s.chosen], scores),
         recall=_share([s for s in landed if s.recall], landed),
@@ -97,12 +98,11 @@ def fitness(modules: str, scores: Sequence[CaseScore]) -> Fitness:
     )
 
 
-def measure(
-    ctx: Context, modules: str = "", tell: Callable[[str], None] = lambda _: None
-) -> Fitness:
-    """The fitness of the modules seed runs (""), of a folder holding a copy of seed (its
-    `modules/` and `domain/`), or of a commit of seed's own repository, over every case: this
-    project's history, the corpus shipped in the kernel and the held-back one."""
+def cases_of(
+    ctx: Context, tell: Callable[[str], None] = lambda _: None
+) -> tuple[list[FitnessCase], list[IterationRecord], dict[str, str]]:
+    """Every case (this project's history, the corpus shipped in the kernel, the held-back
+    one), the project's records, and the corpus cases' texts."""
     records = list(ctx.store.iter_all())
     cases = corpus.history_cases(records, lambda i: corpus.kept(ctx.paths, i))
     blobs: dict[str, str] = {}
@@ -112,6 +112,15 @@ def measure(
             tell(f"left out: {problem}")
         cases += read.cases
         blobs |= read.blobs
+    return cases, records, blobs
+
+
+def measure(
+    ctx: Context, modules: str = "", tell: Callable[[str], None] = lambda _: None
+) -> Fitness:
+    """The fitness of the modules seed runs (""), of a folder holding a copy of seed (its
+    `modules/` and `domain/`), or of a commit of seed's own repository, over every case."""
+    cases, records, blobs = cases_of(ctx, tell)
     folder = Path(modules).expanduser() if modules else ctx.paths.seed_home
     if folder.is_dir():
         if not (folder / "modules").is_dir() or not (folder / "domain").is_dir():

@@ -41,7 +41,7 @@ from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.judging.judge import Judge, Passed, store_of
-from kernel.loop import corpus, modelrun, tournament
+from kernel.loop import corpus, generations, modelrun, tournament
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
@@ -97,6 +97,8 @@ class Loop:
         """The Ray engine and the base's bundle while a tournament runs on it."""
         self._verifying: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
         """Held around each judging: candidates' verifications share the cores."""
+        self._generations = generations.Gate(ctx)
+        """Changes to seed's planning modules scored against their base's (the base once)."""
 
     def run(self, *, execute: bool = True, single: bool = False) -> list[IterationRecord]:
         """Analyse, then plan and run gaps until one runs an agent or none is left.
@@ -429,7 +431,9 @@ class Loop:
         judge = Judge(self.ctx, self.phase)
         verdict = self._attempt(it, spec, baseline, name, self.phase)
         if isinstance(verdict, Passed):
-            return landing.land(self.ctx, self.phase, it, baseline, verdict, judge.verify)
+            ending = landing.land(self.ctx, self.phase, it, baseline, verdict, judge.verify)
+            generations.land(self.ctx, it, ending)
+            return ending
         return verdict
 
     def _tournament(self, it: Iteration, baseline: Baseline, name: str, journal: Journal) -> Ending:
@@ -481,9 +485,11 @@ class Loop:
                 c.model_copy(update={"won": c.number == number}) for c in it.candidates
             ]
             ctx.log(f"{it.plan.iteration_id}: {it.choice}")
-            return landing.land(
+            ending = landing.land(
                 ctx, self.phase, it, baseline, verdict, Judge(ctx, self.phase).verify
             )
+            generations.land(ctx, it, ending)
+            return ending
         finally:
             self._verifying = contextlib.nullcontext()
             if self._remote is not None:
@@ -642,6 +648,8 @@ class Loop:
                 return ended
             with self._verifying:  # candidates verify at most as many at once as cores
                 verdict = judge.judge(it, baseline, retry=left > 0 and _room(it))
+                if isinstance(verdict, Passed):  # seed's planning modules: plans as well?
+                    verdict = self._generations.check(it, verdict)
             if isinstance(verdict, Passed | Ending):
                 return verdict
             left -= 1

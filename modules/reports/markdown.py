@@ -48,6 +48,7 @@ CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.BUDGET_EXCEEDED: "a cost, token or iteration budget ran out",
     FailureCategory.GROWTH_LIMIT: "the change grew past the allowed size",
     FailureCategory.PUBLIC_NAME_REMOVED: "a public function or class the gap does not name is gone from the tree",
+    FailureCategory.FITNESS_REGRESSION: "the changed planning modules plan the kernel's corpus worse than the base's (`seed.py fitness`)",
     FailureCategory.AGENT_ERROR: "the agent exited with an error or reported failure",
     FailureCategory.AGENT_TIMEOUT: "the agent ran past its time limit and was ended",
     FailureCategory.MERGE_BLOCKED: "the branch moved or the checkout is in the way",
