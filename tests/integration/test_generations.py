@@ -179,6 +179,7 @@ def test_a_generation_lands_only_when_it_plans_at_least_as_well(
     command = _improver(tmp_path, {"1": worse, "2": edits_corpus, "3": named})
     (clone / "seed.toml").write_text(_config(command, n=3))
     git(clone, "commit", "-qam", "three proposals at once")
+    head = git(clone, "rev-parse", "HEAD").strip()
     _task(clone, "second")
 
     ran = _once(clone)
