@@ -51,6 +51,7 @@ CATEGORY_OUTCOME: dict[FailureCategory, IterationOutcome] = {
     FailureCategory.MERGE_BLOCKED: IterationOutcome.MERGE_BLOCKED,
     FailureCategory.UNKNOWN: IterationOutcome.FAILURE,
     FailureCategory.PUBLIC_NAME_REMOVED: IterationOutcome.ROLLBACK,
+    FailureCategory.FITNESS_REGRESSION: IterationOutcome.ROLLBACK,
 }
 """The outcome each failure category comes with."""
 

@@ -79,11 +79,12 @@ class Gate:
         if not ctx.paths.selfhost or not planning(it.touched):
             return passed
         cases, records, blobs = fitness.cases_of(ctx, ctx.log)
+        key = f"{it.base} {len(cases)} {len(records)}"  # the base over these very cases
         with self._lock:
-            before = self._before.get(it.base)
+            before = self._before.get(key)
             if before is None:
                 before = self._score(it.base, None, cases, records, blobs)
-                self._before[it.base] = before
+                self._before[key] = before
         after = self._score(passed.tree, passed, cases, records, blobs)
         falls = fell(before, after)
         it.generation = Generation(

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from domain import AnalysisInput, GapReport, IterationOutcome, Measurements
-from domain.fitness import CaseScore, FitnessCase
+from domain.fitness import CaseScore, Fitness, FitnessCase, FitnessFigures
 from kernel.isolation.paths import Paths
 from kernel.loop import corpus
 from kernel.loop.corpus import history_cases, keep, kept, seen_before
 from kernel.loop.fitness import figures, score
+from kernel.loop.generations import fell, planning
 from tests.unit.factories import T0, gap, plan, record
 
 FILES = ("calc.py", "util.py", "tests/test_calc.py", "README.md")
@@ -132,3 +133,32 @@ def test_a_damaged_corpus_or_case_is_left_out_and_said_why(tmp_path: Path) -> No
         read = corpus.read(path, "shipped")
         assert [c.id for c in read.cases] == ["good"], bad
         assert "files it cannot hold" in read.problems[0]
+
+
+def _parts(**parts: FitnessFigures) -> Fitness:
+    return Fitness(parts=parts)
+
+
+def test_a_figure_may_fall_by_one_case_of_those_it_is_over_not_by_two() -> None:
+    was = FitnessFigures(cases=4, landed=4, ranked=2, valid=1.0, recall=1.0, top1=1.0)
+    one = was.model_copy(update={"recall": 0.75, "top1": 0.5})
+    two = was.model_copy(update={"recall": 0.5, "top1": 0.0})
+    assert fell(_parts(shipped=was), _parts(shipped=one)) == []
+    said = fell(_parts(shipped=was), _parts(shipped=two))
+    assert said == [
+        "shipped recall fell from 100% to 50% (over 4 case(s); the margin is one)",
+        "shipped top1 fell from 100% to 0% (over 2 case(s); the margin is one)",
+    ]
+    # each part is held on its own: a gain on one does not pay for a loss on another
+    better = was.model_copy(update={"precision": 1.0})
+    lost = _parts(shipped=better, **{"held-back": two})
+    assert [s.split(" fell")[0] for s in fell(_parts(shipped=was, **{"held-back": was}), lost)] == [
+        "held-back recall",
+        "held-back top1",
+    ]
+
+
+def test_a_change_is_a_generation_when_it_touches_the_planner_or_the_analysers() -> None:
+    assert planning(["modules/planner/localise.py", "README.md"])
+    assert planning(["modules/analyzers/rank.py"])
+    assert not planning(["modules/agents/claude.py", "modules/reports/markdown.py", "kernel/x.py"])
