@@ -100,6 +100,16 @@ def plain_file(root: Path, rel: str) -> bool:
     )
 
 
+def plain_file_place(top: Path, target: Path) -> bool:
+    """Whether target's folders inside top are real folders (no link to follow out)."""
+    here = top
+    for part in target.relative_to(top).parts[:-1]:
+        here = here / part
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            return False
+    return not target.is_symlink()
+
+
 def remove_any(path: Path) -> None:
     """Remove whatever is at path (a file, link, FIFO or folder tree), never following a link;
     folders a run made unreadable are opened up first (the kernel owns the place)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text, remove_any
-from kernel.isolation import gitops, trees
+from kernel.isolation import gitops, procs, trees
 from kernel.isolation.paths import Paths
 
 
@@ -65,7 +65,7 @@ def stale(paths: Paths) -> list[Path]:
     found: list[Path] = []
     for path in sorted(paths.checkouts.iterdir()):
         owner = next((int(p) for p in path.name.split("-") if p.isdigit()), 0)
-        if owner != os.getpid() and owner and Path(f"/proc/{owner}").exists():
+        if owner != os.getpid() and owner and procs.alive(owner):
             continue
         found.append(path)
     return found

@@ -95,6 +95,12 @@ def process_start_time(pid: int) -> int | None:
     return int(fields[19]) if fields is not None and len(fields) > 19 else None
 
 
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie has ended: only its exit is left to collect)."""
+    fields = _stat_fields(pid)
+    return fields is not None and bool(fields) and fields[0] != "Z"
+
+
 def _stat_fields(pid: int) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name; None when it is gone."""
     try:

@@ -74,7 +74,9 @@ class RayEngine:
         self._ray = ray
         self._task = ray.remote(max_retries=0)(run_candidate)
         if not ray.is_initialized():
-            address = self.scale.address or None
+            # '' is a fresh local instance: "local", as None would join RAY_ADDRESS's cluster
+            # or the latest `ray start` on this machine (another person's Ray)
+            address = self.scale.address or "local"
             # the workers import the kernel from seed's folder (the same path on every machine)
             job = ray.job_config.JobConfig(code_search_path=[str(SEED_HOME)])
             with adopting() as self._adopted:

@@ -104,6 +104,27 @@ def _refusal(job: remote.Job) -> str:
     return ""
 
 
+def tidy(cache: Path) -> list[str]:
+    """What workers killed mid-run left in this cache (each name holds its worker's pid, and
+    that process is gone): checkouts and object folders of every clone, run folders, HOMEs and
+    logs. Removed; their names returned. A live worker's are kept."""
+    left: list[Path] = []
+    for clone in sorted((cache / "repos").glob("*/.git")):
+        paths = Paths(root=clone.parent, common=clone)
+        for checkout in agentgit.stale(paths):
+            left += [checkout, paths.objects / checkout.name]
+    for kind in ("runs", "homes", "logs"):
+        folder = cache / kind
+        for entry in sorted(folder.iterdir()) if folder.is_dir() else ():
+            owner = next((int(p) for p in entry.name.split("-") if p.isdigit()), 0)
+            if owner and not procs.alive(owner):
+                left.append(entry)
+    removed = [place for place in left if place.exists() or place.is_symlink()]
+    for place in removed:
+        remove_any(place)
+    return [place.name for place in removed]
+
+
 @contextmanager
 def _locked(path: Path) -> Generator[None]:
     """One job at a time fetches into a clone (two candidates may share a worker)."""

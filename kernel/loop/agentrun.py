@@ -410,19 +410,14 @@ class AgentRunner:
                 f"the model gateway ended the run: {it.model_cut}",
             )
         # repair rounds share the iteration's budget: the sum of the rounds so far counts (the
-        # wire's figures where the gateway read them: a tool may under-report)
-        spent = it.agent or agent
-        over = _over_budget(
-            max(spent.tokens_used, it.wire_tokens),
-            max(spent.cost_usd, it.wire_cost_usd),
-            plan.budget.max_tokens,
-            plan.budget.max_cost_usd,
-        )
+        # wire's figures where the gateway read them: a tool may under- or over-report)
+        tokens, cost = counted(it, it.agent or agent)
+        over = _over_budget(tokens, cost, plan.budget.max_tokens, plan.budget.max_cost_usd)
         if over:
             return Ending(
                 IterationOutcome.FAILURE,
                 FailureCategory.BUDGET_EXCEEDED,
-                f"the runs used {spent.tokens_used} tokens / ${spent.cost_usd:.2f}, over the per-iteration budget: {over}",
+                f"the runs used {tokens} tokens / ${cost:.2f}, over the per-iteration budget: {over}",
             )
         if not agent.success:
             category = agent.failure_category or FailureCategory.AGENT_ERROR
@@ -547,3 +542,12 @@ def _version(argv: Sequence[str], env: dict[str, str], cwd: Path) -> str:
         if line.strip() and not line.lstrip().upper().startswith("WARNING")
     ]
     return lines[0][:120] if result.ok and lines else ""
+
+
+def counted(it: Iteration, agent: AgentReport | None) -> tuple[int, float]:
+    """The iteration's tokens and cost: what the gateway counted where it served the runs
+    (model-only: the sandbox had no other way out), else what the agent reported. A run's own
+    report, a worker's included, is never believed over the gateway's count."""
+    if it.wire_requests:
+        return it.wire_tokens, it.wire_cost_usd
+    return (agent.tokens_used, agent.cost_usd) if agent is not None else (0, 0.0)

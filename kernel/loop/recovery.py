@@ -2,11 +2,13 @@
 
 In order: the dead daemon's processes are ended (the agent's process group from
 running.json, and every process that still carries the dead daemon's token in its
-environment, whatever session it moved to); a torn last line of records.jsonl is cut
+environment, whatever session it moved to: a local Ray instance's GCS, raylet and workers
+too; never the group this process is in); a torn last line of records.jsonl is cut
 (and said so); the user's checkout is checked against the snapshot taken before the
 agent ran; the unfinished iteration gets the record of what really happened (SUCCESS if
-its commit is on the user's branch, ABORTED otherwise); stale worktrees and branches go;
-claimed inbox items go back to the queue.
+its commit is on the user's branch, ABORTED otherwise); stale worktrees and branches go,
+and what killed Ray workers left in this machine's worker cache; claimed inbox items go
+back to the queue.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import secrets
 import shutil
 import signal
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +37,7 @@ from kernel.bounds import cap_line, cap_lines
 from kernel.contracts import protected_patterns
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
-from kernel.isolation import agentgit, gitops, procs, readback
+from kernel.isolation import agentgit, gitops, procs, readback, worker
 from kernel.isolation.integrity import Checkout
 from kernel.judging.iteration import Ending
 from kernel.loop.recording import Recorder, Recovered
@@ -44,6 +47,9 @@ from kernel.records.journal import entries_of, read_journal, stage_at_least
 TOKEN_ENV = "SEED_DAEMON_TOKEN"
 """Every process a daemon starts inherits this; survivors of a dead daemon are found by it."""
 DAEMON_FILE = "daemon.json"
+
+_ENDING_S = 10.0
+"""Seconds recovery waits for the processes it ended to be gone."""
 
 MAX_PLAN_BYTES = 4 * 1024 * 1024
 """The most of a journalled plan.json read back."""
@@ -99,6 +105,14 @@ def processes_with_token(token: str) -> list[int]:
     return found
 
 
+def _group(pid: int) -> int:
+    """The process group of pid (0 when it is gone)."""
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return 0
+
+
 def end_leftovers(ctx: Context, journal: dict[str, Any] | None) -> list[str]:
     """End the agent's process group and every process of the dead daemon."""
     notes: list[str] = []
@@ -111,11 +125,19 @@ def end_leftovers(ctx: Context, journal: dict[str, Any] | None) -> list[str]:
     with contextlib.suppress(OSError, ValueError):
         previous = cast(dict[str, Any], json.loads(_daemon_file(ctx).read_text(encoding="utf-8")))
     leftovers = processes_with_token(str(previous.get("token", "")))
+    # a group this process or a parent is in is never ended whole: a local Ray's processes
+    # stay in the dead daemon's group, which may be ours (one shell job, a supervisor's)
+    spared = {_group(pid) for pid in _ancestors()}
     for pid in leftovers:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        group = _group(pid)
+        if group and group not in spared:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + _ENDING_S  # gone before their files are tidied
+    while any(procs.alive(pid) for pid in leftovers) and time.monotonic() < deadline:
+        time.sleep(0.05)
     if leftovers:
         notes.append(
             f"ended {len(leftovers)} process(es) left by the previous daemon (pid {previous.get('pid')}): "
@@ -385,6 +407,11 @@ def recover(ctx: Context) -> list[str]:
             notes.append(f"removed a stale worktree {stale.name}")
         gitops.git(ctx.paths.root, "worktree", "prune", check=False)
     notes += _remove_stale_folders(ctx)
+    # a local Ray instance's workers ran here: what those the kill ended left (a worker on
+    # another machine tidies its own at its next job)
+    scale = ctx.config.scale
+    cache = Path(scale.worker_cache) if scale.worker_cache else worker.default_cache()
+    notes += [f"removed what a Ray worker left: {name}" for name in worker.tidy(cache)]
     for branch in gitops.list_branches(ctx.paths.root, "seed/iter-"):
         gitops.delete_branch(ctx.paths.root, branch)
         notes.append(f"removed the branch {branch} of an unfinished iteration")

@@ -13,14 +13,14 @@ a sparse file of its size, so the judge's own size rule refuses it as for a loca
 from __future__ import annotations
 
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from domain import AgentReport, FailureCategory, IterationOutcome, RunSpec
 from kernel.bounds import REMOTE_PATCH_MAX
 from kernel.contracts import protected_patterns
 from kernel.errors import Interrupted
-from kernel.fsutil import atomic_write_text, remove_any
+from kernel.fsutil import atomic_write_text, plain_file_place, remove_any
 from kernel.host.context import Context
 from kernel.isolation import gitops, jails, procs, relay, remote, trees
 from kernel.isolation.integrity import Checkout
@@ -195,25 +195,22 @@ def _unsent(start: remote.Diffed) -> str:
     return f"the repair round's starting files are a patch of {start.over:,} bytes, over the bound"
 
 
+_SPARSE_MAX = (1 << 40) + 1
+"""The size a left-out file is put back at, at most: over any max_file_bytes (le 1 << 40),
+within what every file system holds (a worker's may hold larger files than the kernel's)."""
+
+
 def _sparse(it: Iteration, path: str, size: int) -> None:
     """A file the worker did not send for its size, as a sparse file of that size (a path
     the worker names outside the checkout or in its .git is not written: the patch says it)."""
     pure = PurePosixPath(path)
     if pure.is_absolute() or any(p in ("", ".", "..", ".git") for p in pure.parts):
         return
+    if size <= 0:
+        return  # no file is left out for a size like that
     target = it.worktree / pure
     if not plain_file_place(it.worktree, target):
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as handle:
-        os.truncate(handle.fileno(), size)
-
-
-def plain_file_place(top: Path, target: Path) -> bool:
-    """Whether target's folders inside top are real folders (no link to follow out)."""
-    here = top
-    for part in target.relative_to(top).parts[:-1]:
-        here = here / part
-        if here.is_symlink() or (here.exists() and not here.is_dir()):
-            return False
-    return not target.is_symlink()
+        os.truncate(handle.fileno(), min(size, _SPARSE_MAX))

@@ -23,7 +23,7 @@ from kernel.isolation.remote import USAGE_SAID
 from kernel.judging.choice import outside_suspects
 from kernel.judging.iteration import Ending, Iteration, Phase
 from kernel.judging.judge import Passed
-from kernel.loop.agentrun import plus
+from kernel.loop.agentrun import counted, plus
 
 _OWN = (
     "plan",
@@ -76,8 +76,7 @@ def facts(
 ) -> Candidate:
     """What the kernel knows of one candidate once it is judged (nothing it said of itself)."""
     agent = it.agent
-    tokens = max(agent.tokens_used if agent else 0, it.wire_tokens)
-    cost = max(agent.cost_usd if agent else 0.0, it.wire_cost_usd)
+    tokens, cost = counted(it, agent)
     found = Candidate(
         number=dealt.number,
         backend=dealt.backend,

@@ -5,10 +5,12 @@ test; an honest patch passes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,16 +24,17 @@ from domain import FailureCategory
 from kernel.config import ScaleConfig
 from kernel.host.answers import Backend
 from kernel.host.context import Context, open_context
-from kernel.isolation import agentgit, gitops, procs, remote
+from kernel.isolation import agentgit, gitops, procs, relay, remote
 from kernel.isolation.rayengine import RayEngine, adopting
 from kernel.judging.iteration import Ending, Iteration, noop_phase
 from kernel.judging.judge import Judge, Passed
 from kernel.loop.analysis import measure_base
 from kernel.measuring.baseline import Baseline
+from tests.agents_real.model import say, serving
 from tests.integration.test_ratchet import BUGGY
 from tests.reliability.helpers import FILES
 from tests.support import AGENT as AGENT_SCRIPT
-from tests.support import binary_patch, git, make_repo, records, seed
+from tests.support import binary_patch, git, make_repo, records, seed, start_daemon, wait_for
 from tests.unit.factories import gap, plan
 
 CONFIG = '[quality]\ntools = ["ruff", "pytest"]\n\n[guard]\nmax_file_bytes = 4000\n'
@@ -354,3 +357,97 @@ def test_a_daemon_runs_its_candidates_on_the_cluster_and_lands_the_one_that_is_r
     assert (one["rounds"], two["rounds"]) == (2, 2)
     assert "return a + b" in git(repo, "show", "HEAD:calc.py")
     assert git(repo, "branch", "--list", "seed/iter-*").strip() == ""
+
+
+# -- a model-only candidate on a worker: through its relay and the kernel's door --
+
+MODEL_AGENT = r"""
+import json, os, pathlib, sys, time, urllib.request
+shared, name = pathlib.Path(sys.argv[1]), os.environ["SEED_ITERATION_ID"].rsplit("-", 1)[1]
+body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "fix"}]}
+asked = urllib.request.Request(
+    os.environ["SEED_MODEL_BASE_URL"] + "/v1/chat/completions",
+    data=json.dumps(body).encode(),
+    headers={"content-type": "application/json"},
+)
+with urllib.request.urlopen(asked, timeout=30) as answer:
+    answer.read()
+calc = pathlib.Path("calc.py")
+calc.write_text(calc.read_text().replace("return a - b", "return a + b"))
+(shared / f"{name}.asked").write_text("")
+said = {"tokens_used": 7, "cost_usd": 0.0}
+if name == "c2":  # it lies about its usage, once the test has knocked at the door
+    deadline = time.monotonic() + 60
+    while not (shared / "knocked").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    said = {"tokens_used": 1_000_000, "cost_usd": 50.0}
+pathlib.Path(os.environ["SEED_RESULT_FILE"]).write_text(json.dumps({"summary": "fixed", **said}))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _knock(port: int, hello: bytes) -> bytes:
+    """A request at the door after `hello` (a token line): every byte answered."""
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: model\r\nContent-Length: 2\r\n\r\n{}"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(hello + request)
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):  # closed unread: reset
+            while chunk := conn.recv(4096):
+                answer += chunk
+        return answer
+
+
+def test_a_model_only_candidate_on_a_worker_is_counted_by_the_kernels_gateway_alone(
+    cluster: Cluster, tmp_path: Path, bwrap: None
+) -> None:
+    """Two model-only candidates on the cluster reach the kernel's gateway through their
+    worker's relay and the daemon's door; the second writes a false usage into its result
+    file. Each candidate's usage in the record and the ledger is what the gateway counted, and
+    the door answers no request without an open token."""
+    port = _free_port()
+    argv = json.dumps([sys.executable, "-c", MODEL_AGENT, str(cluster.shared)])
+    config = (
+        f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 0\n'
+        'api_base = "{origin}"\n[agent.prices."scripted"]\ninput = 100.0\noutput = 100.0\n'
+        '[quality]\ntools = ["ruff", "pytest"]\n[candidates]\nn = 2\n'
+        f'[scale]\nengine = "ray"\naddress = "{cluster.address}"\ndoor = "127.0.0.1:{port}"\n'
+    )
+    with serving([say("fixed")]) as model:
+        repo = make_repo(tmp_path / "repo", BUGGY, config.replace("{origin}", model.origin))
+        daemon = start_daemon(repo, "once")
+        try:
+            wait_for(lambda: (cluster.shared / "c2.asked").exists(), 120, "c2 asked", daemon)
+            forged = relay.new_token().encode()
+            knocked = [_knock(port, hello) for hello in (b"\n", forged + b"\n", b"x" * 65)]
+        finally:
+            (cluster.shared / "knocked").write_text("")
+        _, err = daemon.communicate(timeout=240)
+        asked = len(model.requests)
+
+    assert daemon.returncode == 0, err[-3000:]
+    assert knocked == [b"", b"", b""]  # refused unanswered: none reached a gateway
+    assert asked == 2  # the two agents' requests, nothing of the knocks
+    [record] = records(repo)
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    one, two = record["candidates"]
+    assert (one["won"], two["outcome"], two["eligible"]) == (True, "SUCCESS", True), (
+        two["failure_category"],
+        two["reason"],
+    )
+    for candidate in (one, two):  # 1,000 tokens in and 50 out at $100 a million
+        assert candidate["usage_from"] == "the gateway", candidate
+        assert (candidate["tokens_used"], candidate["cost_usd"]) == (1050, 0.105), candidate
+        assert "node" in candidate["host"]
+    assert (record["wire_tokens"], record["wire_requests"]) == (2100, 2)
+    ledger = [
+        json.loads(line) for line in (repo / "history" / "ledger.jsonl").read_text().splitlines()
+    ]
+    assert sum(line["tokens_used"] for line in ledger) == 2100
+    assert sum(line["cost_usd"] for line in ledger) == pytest.approx(0.21)
+    assert "return a + b" in git(repo, "show", "HEAD:calc.py")

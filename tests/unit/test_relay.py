@@ -82,6 +82,35 @@ def test_the_door_lets_only_an_open_token_through(gateway: tuple[_Gateway, Path]
         door.stop()
 
 
+def test_each_token_reaches_its_own_candidates_gateway_and_an_ended_ones_none(
+    gateway: tuple[_Gateway, Path],
+) -> None:
+    """Two candidates at once: a token leads only to its own gateway; once its candidate has
+    ended, its token (in another worker's hands, say) is refused while the other still passes."""
+    first, first_path = gateway
+    folder = Path(tempfile.mkdtemp(prefix="seed-gw-"))
+    second = _Gateway(str(folder / "gateway.sock"), _Answer)
+    threading.Thread(target=second.serve_forever, daemon=True).start()
+    door, one, two = relay.Door(), relay.new_token(), relay.new_token()
+    try:
+        door.open(one, first_path)
+        door.open(two, folder / "gateway.sock")
+        assert _ask(door.address, two.encode() + b"\n").endswith(ANSWER)
+        assert (first.reached, second.reached) == (0, 1)
+        assert _ask(door.address, one.encode() + b"\n").endswith(ANSWER)
+        assert (first.reached, second.reached) == (1, 1)
+        door.close(one)
+        assert _ask(door.address, one.encode() + b"\n") == b""
+        assert _ask(door.address, two.encode() + b"\n").endswith(ANSWER)
+        assert (first.reached, second.reached) == (1, 2)
+    finally:
+        door.stop()
+        second.shutdown()
+        second.server_close()
+        (folder / "gateway.sock").unlink(missing_ok=True)
+        folder.rmdir()
+
+
 AGENT = r"""
 import os, pathlib, sys, urllib.request
 answer = urllib.request.urlopen(os.environ["SEED_MODEL_BASE_URL"] + "/v1/messages", timeout=20).read()
