@@ -41,7 +41,7 @@ from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.judging.judge import Judge, Passed, store_of
-from kernel.loop import corpus, generations, modelrun, tournament
+from kernel.loop import agentrun, corpus, generations, modelrun, tournament
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
@@ -799,7 +799,7 @@ def _room(it: Iteration) -> bool:
     used, budget = it.agent, it.plan.budget
     if used is None:
         return True
-    tokens, cost = max(used.tokens_used, it.wire_tokens), max(used.cost_usd, it.wire_cost_usd)
+    tokens, cost = agentrun.counted(it, used)  # the gateway's count where it served the run
     spent_tokens = budget.max_tokens and tokens >= budget.max_tokens
     spent_cost = budget.max_cost_usd and cost >= budget.max_cost_usd
     return not (spent_tokens or spent_cost)
