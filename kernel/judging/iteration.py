@@ -120,6 +120,8 @@ class Iteration:
     """The candidates that tried the gap side by side ([candidates] n > 1), as judged."""
     choice: str = ""
     """Why the winner among them won (judging/choice.py)."""
+    agent_key: str = ""
+    """The portfolio entry sent on a single run (its key; '' without a portfolio)."""
 
     def violation(self) -> FailureCategory | None:
         """SANDBOX_VIOLATION when the checkout's integrity check refused something."""

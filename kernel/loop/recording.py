@@ -176,6 +176,7 @@ class Recorder:
             open_gaps=reporting.open_gaps(self.baseline) if self.baseline else {},
             candidates=tuple(it.candidates),
             choice=it.choice,
+            agent_key=it.agent_key,
             **_usage(agent),
         )
 
