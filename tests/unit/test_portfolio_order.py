@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from domain import PortfolioAgent, ProjectState
+from domain import (
+    Candidate,
+    IterationOutcome,
+    IterationRecord,
+    PortfolioAgent,
+    ProjectState,
+    gap_ref,
+)
 from kernel.config import CandidateAgent, CandidatesConfig
 from kernel.errors import HostError
 from kernel.host.answers import agent_order
@@ -72,3 +79,24 @@ def test_the_planners_order_is_kept_with_the_kernels_seed_and_dealt_by_weight() 
     assert dealt[2].extra_args == ("--fast",)
     # no order: the configured one, as before
     assert [d.key for d in deal(five, "claude", "gpt-5")][:3] == [KEYS[0], KEYS[1], KEYS[1]]
+
+
+def test_with_fewer_than_two_agents_nothing_new_is_written() -> None:
+    one = CandidatesConfig(n=2, agent=CONFIG.agent[:1])
+    assert [d.key for d in deal(one, "claude", "")] == ["", ""]
+    bare = plan(gap())
+    assert agent_order(bare, ProjectState(now=T0, next_sequence=1)) is bare
+    written = (
+        bare.model_dump_json()
+        + IterationRecord(
+            iteration_id="iter-0001-20260101-120000",
+            started_at=T0,
+            ended_at=T0,
+            gap=gap_ref(bare.gap),
+            outcome=IterationOutcome.SUCCESS,
+            candidates=(Candidate(number=1, backend="claude", outcome=IterationOutcome.SUCCESS),),
+        ).model_dump_json()
+        + ProjectState(now=T0, next_sequence=1).model_dump_json(exclude_defaults=True)
+    )
+    for field in ("agents", "agents_why", "random_seed", "agent_key", "portfolio"):
+        assert f'"{field}"' not in written
