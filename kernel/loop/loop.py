@@ -189,7 +189,8 @@ class Loop:
                 sequence += 0 if single else 1
                 ranked.report = _without(ranked.report, plan.gap.key)
                 continue
-            spec, sent = None, None if why else self._sent(plan, name)
+            spec = None
+            sent = None if why else self._sent(plan, name)  # a portfolio's first, run alone
             name = sent.backend if sent else name
             if not why and name != "none":
                 spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree, sent))
