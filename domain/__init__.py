@@ -46,7 +46,7 @@ from domain.records import (
     IterationRecord,
     ModelTurn,
 )
-from domain.state import OutcomeTally, ProjectState
+from domain.state import OutcomeTally, PortfolioAgent, ProjectState
 from domain.status import DaemonStatus, QueuedTask
 from domain.views import HistoryLine, HistoryListing, MetricsSnapshot, PhaseTotal
 
@@ -95,6 +95,7 @@ __all__ = [
     "PlanBudget",
     "PlanDocument",
     "PlannedAction",
+    "PortfolioAgent",
     "Priority",
     "ProjectState",
     "QueuedTask",

@@ -116,6 +116,15 @@ class IterationPlan(Fact):
     """Planner remarks for people (why this gap, what changed since the last attempt)."""
     route: str = ""
     """A backend the planner asks for first (e.g. ruff-fix for lint); empty for the configured one."""
+    agents: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
+    """The portfolio's agents (`ProjectState.portfolio` keys), in the order the kernel deals
+    them: the first is sent when one run tries the gap. Empty: the configured order (always
+    empty with fewer than two configured; the kernel refuses any other set)."""
+    agents_why: str = Field(default="", exclude_if=lambda v: not v)
+    """One line for people: why the agents are in this order (what was learned, what was drawn)."""
+    random_seed: int = Field(default=0, exclude_if=lambda v: not v)
+    """The kernel's random seed the order was drawn with (the kernel writes it: a replay of
+    the planner on the record's inputs gives the same order)."""
     budget: PlanBudget = Field(default_factory=PlanBudget)
     prompt: AgentPrompt = Field(default_factory=AgentPrompt)
     """Filled by the module server from the planner just before an adapter sees the plan: the

@@ -104,6 +104,8 @@ class Candidate(Fact):
     """Its files (agent log, prompt, model exchanges): history/<folder>/."""
     branch: str = ""
     """The branch its work was kept on ([candidates] keep = true), else ''."""
+    agent_key: str = Field(default="", exclude_if=lambda v: not v)
+    """The portfolio entry it was dealt (`ProjectState.portfolio` key; '' without one)."""
 
 
 class IterationRecord(Fact):
@@ -195,6 +197,9 @@ class IterationRecord(Fact):
     """The agent runs that tried this gap side by side ([candidates] n > 1), the winner marked."""
     choice: str = ""
     """Why the winner won, by the kernel's order of facts (judging/choice.py)."""
+    agent_key: str = Field(default="", exclude_if=lambda v: not v)
+    """The portfolio entry the kernel sent on a single run (its key; '' without a portfolio
+    of two or more, or when a tournament's candidates say theirs)."""
 
 
 class Event(Fact):

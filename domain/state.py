@@ -18,6 +18,15 @@ class OutcomeTally(Fact):
     failures: int = 0
 
 
+class PortfolioAgent(Fact):
+    """One entry of the configured portfolio ([[candidates.agent]]) the planner may order."""
+
+    key: str
+    """Its stable name: backend:model (backend alone without a model), #N on a clash."""
+    backend: str
+    model: str = ""
+
+
 class ProjectState(Fact):
     """What the planner may know about the project besides its gaps."""
 
@@ -47,3 +56,9 @@ class ProjectState(Fact):
     pyright_strict: tuple[str, ...] = ()
     selfhost: bool = False
     """The target is seed's own repository (plans touching modules/ need the self-check)."""
+    portfolio: tuple[PortfolioAgent, ...] = ()
+    """The agents that may be sent, when two or more are configured (else empty): the planner
+    orders them (`IterationPlan.agents`); the kernel sends only these."""
+    random_seed: int = 0
+    """A random number the kernel drew for this plan (with a portfolio; else 0): the planner's
+    only randomness, kept in the plan, so the plan is a function of its inputs."""

@@ -345,6 +345,9 @@ class CandidatesConfig(_Section):
     first_wins: bool = False
     """Land the first candidate that passes and cancel the rest (cheaper; the choice among
     several is given up)."""
+    learn: bool = True
+    """With two or more agents in the portfolio, the planner orders them per gap from the
+    records (landed per dollar, with exploration); false: dealt in the configured order."""
 
 
 class ScaleConfig(_Section):

@@ -22,6 +22,7 @@ from domain import (
     InboxItem,
     InboxText,
     IterationPlan,
+    ProjectState,
 )
 from kernel.errors import HostError
 
@@ -118,6 +119,35 @@ def kernel_gap(plan: IterationPlan, report: GapReport) -> IterationPlan:
         if gap.key == plan.gap.key:
             return plan if plan.gap == gap else plan.model_copy(update={"gap": gap})
     raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report it was sent")
+
+
+def agent_order(plan: IterationPlan, state: ProjectState) -> IterationPlan:
+    """The plan with its order of agents checked against the configured portfolio (each key
+    configured, none twice, none left out; empty: the configured order) and the kernel's own
+    random seed in it. Any other order makes the plan invalid."""
+    keys = [a.key for a in state.portfolio]
+    order = list(plan.agents)
+    unknown = [k for k in order if k not in keys]
+    twice = sorted({k for k in order if order.count(k) > 1})
+    missing = [k for k in keys if k not in order] if order else []
+    wrong = (
+        f"{unknown[0]!r} is not a configured agent"
+        if unknown
+        else f"{twice[0]!r} is ordered twice"
+        if twice
+        else f"{missing[0]!r} is left out"
+        if missing
+        else ""
+    )
+    if wrong:
+        configured = ", ".join(keys) or "none: fewer than two are configured"
+        raise HostError(
+            f"module host returned an invalid IterationPlan: agents: {wrong} "
+            f"(the portfolio: {configured})"
+        )
+    if plan.random_seed == state.random_seed:
+        return plan
+    return plan.model_copy(update={"random_seed": state.random_seed})
 
 
 def real_files(report: GapReport, paths: Collection[str]) -> GapReport:

@@ -54,6 +54,7 @@ from kernel.host.answers import (
     AgentInfo,
     Backend,
     agent_list,
+    agent_order,
     backend_choice,
     inbox_readings,
     kernel_gap,
@@ -429,7 +430,7 @@ class ModuleHost:
         value = self.call("plan", params)
         if value is None:
             return None
-        return kernel_gap(valid(IterationPlan, value, "IterationPlan"), report)
+        return agent_order(kernel_gap(valid(IterationPlan, value, "IterationPlan"), report), state)
 
     def agents(self) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
         """Every backend the host knows, and the auto-detection order."""

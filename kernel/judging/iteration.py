@@ -123,6 +123,8 @@ class Iteration:
     """Why the winner among them won (judging/choice.py)."""
     generation: Generation | None = None
     """A change to seed's planning modules: its fitness and its base's (`loop/generations.py`)."""
+    agent_key: str = ""
+    """The portfolio entry sent on a single run (its key; '' without a portfolio)."""
 
     def violation(self) -> FailureCategory | None:
         """SANDBOX_VIOLATION when the checkout's integrity check refused something."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import sys
 import threading
@@ -25,6 +26,7 @@ from domain import (
     IterationOutcome,
     IterationPlan,
     IterationRecord,
+    PortfolioAgent,
     ProjectState,
     RunSpec,
 )
@@ -192,8 +194,10 @@ class Loop:
                 ranked.report = _without(ranked.report, plan.gap.key)
                 continue
             spec = None
+            sent = None if why else self._sent(plan, name)  # a portfolio's first, run alone
+            name = sent.backend if sent else name
             if not why and name != "none":
-                spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree))
+                spec = ctx.host.agent_spec(name, plan, self.agent_context(worktree, sent))
                 why = "" if spec is not None else f"{name} cannot take this gap"
                 if spec is not None and spec.cannot:
                     spec, why = None, f"{name} cannot run here: {spec.cannot[:500]}"
@@ -207,6 +211,7 @@ class Loop:
                 ranked.report = _without(ranked.report, plan.gap.key)
                 continue
             it.backend = Backend(name, ranked.backend.reason, ranked.backend.sources)
+            it.agent_key = sent.key if sent else ""
             it.journal = journal
             journal.begin(
                 plan, ctx.paths.runs / plan.iteration_id / "plan.json", head, worktree, name
@@ -216,7 +221,7 @@ class Loop:
             ending = (
                 self._tournament(it, ranked.baseline, name, journal)
                 if many
-                else self._rounds(it, spec, ranked.baseline, name)
+                else self._rounds(it, spec, ranked.baseline, name, sent)
             )
             record = self._record(it, ending)
             if record.outcome == IterationOutcome.SUCCESS:
@@ -426,10 +431,12 @@ class Loop:
             shutil.rmtree(self.ctx.paths.homes / it.plan.iteration_id, ignore_errors=True)
         journal.end()
 
-    def _rounds(self, it: Iteration, spec: RunSpec, baseline: Baseline, name: str) -> Ending:
+    def _rounds(
+        self, it: Iteration, spec: RunSpec, baseline: Baseline, name: str, sent: Dealt | None
+    ) -> Ending:
         """The agent's rounds (`_attempt`), then the landing of what passed."""
         judge = Judge(self.ctx, self.phase)
-        verdict = self._attempt(it, spec, baseline, name, self.phase)
+        verdict = self._attempt(it, spec, baseline, name, self.phase, sent)
         if isinstance(verdict, Passed):
             ending = landing.land(self.ctx, self.phase, it, baseline, verdict, judge.verify)
             generations.land(self.ctx, it, ending)
@@ -443,7 +450,7 @@ class Loop:
         starts; the iteration is recorded once, with every candidate's facts."""
         ctx = self.ctx
         config = ctx.config.candidates
-        dealt = tournament.deal(config, name, ctx.config.agent.model)
+        dealt = tournament.deal(config, name, ctx.config.agent.model, it.plan.agents)
         each = budget.reservation(ctx.config.budget, it.plan.budget.max_cost_usd)
         refused = budget.budget_problem(ctx.store, ctx.config.budget, reserve_usd=each * len(dealt))
         if refused:
@@ -698,6 +705,14 @@ class Loop:
             shutil.rmtree(folder / worktree.name, ignore_errors=True)
         shutil.rmtree(paths.objects / f"{worktree.name}-agent", ignore_errors=True)
 
+    def _sent(self, plan: IterationPlan, name: str) -> Dealt | None:
+        """One run per gap with a portfolio of two or more: the entry the planner put first
+        (None: [agent]'s, as without a portfolio, or a backend that needs no sandbox)."""
+        config = self.ctx.config.candidates
+        if config.n > 1 or name in UNSANDBOXED or len(config.agent) < 2:
+            return None
+        return tournament.deal(config, name, self.ctx.config.agent.model, plan.agents)[0]
+
     def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:
         """The backend for this plan: the planner's route if it names one, else the one in use."""
         if plan.route and plan.route in ("ruff-fix", "none"):
@@ -722,8 +737,12 @@ class Loop:
         hstate: halt.HaltState,
         quarantined: tuple[str, ...],
     ) -> ProjectState:
-        """What the planner may know besides the gaps."""
+        """What the planner may know besides the gaps (with a portfolio of two or more to learn
+        from: its keys, and a random seed drawn for this plan)."""
         ctx = self.ctx
+        config = ctx.config.candidates
+        agents = tournament.portfolio(config, backend.name, ctx.config.agent.model)
+        portfolio = [PortfolioAgent(key=a.key, backend=a.backend, model=a.model) for a in agents]
         return ProjectState(
             now=now,
             next_sequence=sequence,
@@ -744,6 +763,8 @@ class Loop:
             protected=protected_patterns(ctx.config.guard.protected),
             pyright_strict=ctx.target.strict,
             selfhost=ctx.paths.selfhost,
+            portfolio=tuple(portfolio) if config.learn else (),
+            random_seed=secrets.randbelow(2**31 - 1) + 1 if portfolio and config.learn else 0,
         )
 
     def agent_context(self, worktree: Path, dealt: Dealt | None = None) -> AgentContext:

@@ -177,6 +177,7 @@ class Recorder:
             candidates=tuple(it.candidates),
             choice=it.choice,
             generation=it.generation,
+            agent_key=it.agent_key,
             **_usage(agent),
         )
 

@@ -42,23 +42,46 @@ _OWN = (
 
 @dataclass(frozen=True)
 class Dealt:
-    """One candidate's run: its number, backend, model and extra flags (None: [agent]'s)."""
+    """One candidate's run: its number, backend, model and extra flags (None: [agent]'s), and
+    its portfolio key ('' without a portfolio of two or more)."""
 
     number: int
     backend: str
     model: str
     extra_args: tuple[str, ...] | None
+    key: str = ""
+    weight: int = 1
 
 
-def deal(config: CandidatesConfig, backend: str, model: str) -> list[Dealt]:
-    """The n runs, dealt from the portfolio by weight in its order (empty: n of [agent]'s)."""
-    cycle = [
-        Dealt(0, a.backend or backend, a.model or model, _args(a.extra_args))
+def portfolio(config: CandidatesConfig, backend: str, model: str) -> list[Dealt]:
+    """The portfolio's entries with their keys (backend:model, backend alone without a model,
+    #N its place on a clash); empty with fewer than two: nothing to choose from."""
+    if len(config.agent) < 2:
+        return []
+    entries: list[Dealt] = []
+    for place, a in enumerate(config.agent, start=1):
+        b, m = a.backend or backend, a.model or model
+        key = f"{b}:{m}" if m else b
+        if any(e.key == key for e in entries):
+            key = f"{key}#{place}"
+        entries.append(Dealt(0, b, m, _args(a.extra_args), key, a.weight))
+    return entries
+
+
+def deal(
+    config: CandidatesConfig, backend: str, model: str, order: Sequence[str] = ()
+) -> list[Dealt]:
+    """The n runs, dealt from the portfolio by weight in the planner's order (empty: the
+    configured order; no portfolio: n of [agent]'s)."""
+    entries = portfolio(config, backend, model) or [
+        Dealt(0, a.backend or backend, a.model or model, _args(a.extra_args), "", a.weight)
         for a in config.agent
-        for _ in range(a.weight)
-    ] or [Dealt(0, backend, model, None)]
+    ]
+    place = {key: k for k, key in enumerate(order)}
+    entries.sort(key=lambda d: place.get(d.key, len(place)))  # stable: ties keep their order
+    cycle = [d for d in entries for _ in range(d.weight)] or [Dealt(0, backend, model, None)]
     return [
-        Dealt(k + 1, d.backend, d.model, d.extra_args)
+        Dealt(k + 1, d.backend, d.model, d.extra_args, d.key, d.weight)
         for k, d in ((k, cycle[k % len(cycle)]) for k in range(config.n))
     ]
 
@@ -92,6 +115,7 @@ def facts(
         if it.wire_requests
         else (USAGE_SAID if it.host else "the tool's own report"),
         folder=it.plan.iteration_id,
+        agent_key=dealt.key,
     )
     if isinstance(verdict, Ending):
         return found.model_copy(
@@ -128,6 +152,7 @@ def not_run(dealt: Dealt, why: str) -> Candidate:
         outcome=IterationOutcome.ABORTED,
         reason=why,
         rounds=0,
+        agent_key=dealt.key,
     )
 
 

@@ -287,6 +287,8 @@ def _print_plan(plan: IterationPlan) -> None:
             f"  {action.action_type.value:6} {', '.join(action.target_files) or '(any file)'}: {action.description}"
         )
     print(f"  allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
+    if plan.agents:
+        print(f"  agents: {', '.join(plan.agents)} ({plan.agents_why})")
     for criterion in plan.criteria:
         print(
             f"  check: {criterion.check.value} {' '.join(criterion.args)} - {criterion.text}".rstrip()

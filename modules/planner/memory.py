@@ -39,13 +39,18 @@ def _days(now: datetime, day: str) -> int:
     return max((now.date() - then).days, 0)
 
 
+def decayed(now: datetime, day: str) -> float:
+    """What an outcome of this day (YYYY-MM-DD) weighs now: DECAY ** its age in days."""
+    return DECAY ** _days(now, day)
+
+
 def rate(tallies: Sequence[OutcomeTally], kind: TaskKind, fingerprint: str, now: datetime) -> Rate:
     """The success rate of a task kind in this repository (all repositories when it has none)."""
 
     def total(pick: Sequence[OutcomeTally]) -> Rate:
         wins = weight = 0.0
         for tally in pick:
-            w = DECAY ** _days(now, tally.day)
+            w = decayed(now, tally.day)
             wins += w * tally.successes
             weight += w * (tally.successes + tally.failures)
         return Rate(wins, weight)

@@ -20,7 +20,7 @@ from domain import (
     TaskKind,
 )
 from kernel.contracts import protected_patterns
-from modules.planner import memory
+from modules.planner import memory, portfolio
 from modules.planner.actions import draft_actions, targets, task_kind
 from modules.planner.allowlist import (
     clean_path,
@@ -247,8 +247,25 @@ def make_plan(
                 skipped.append(f"skipped {a.gap.key}: {plan.reason}")
                 continue
             extra = tuple(s for s in skipped if not s.startswith(f"skipped {a.gap.key}:"))
-            return plan.model_copy(update={"notes": (*plan.notes, *extra[:MAX_SKIP_NOTES])})
+            update = {
+                "notes": (*plan.notes, *extra[:MAX_SKIP_NOTES]),
+                **_agents(plan, ordered, state),
+            }
+            return plan.model_copy(update=update)
     return None
+
+
+def _agents(
+    plan: IterationPlan, records: Sequence[IterationRecord], state: ProjectState
+) -> dict[str, object]:
+    """The portfolio in the order to send it, and why (nothing with fewer than two agents,
+    or when the plan is routed to a backend of its own)."""
+    if plan.route:
+        return {}
+    chosen = portfolio.choose(
+        state.portfolio, records, plan.task_kind, state.now, state.random_seed
+    )
+    return {} if chosen is None else {"agents": chosen.order, "agents_why": chosen.why}
 
 
 class DefaultPlanner:

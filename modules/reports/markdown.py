@@ -123,6 +123,8 @@ def _summary(record: IterationRecord) -> list[str]:
     total = sum(record.durations.values())
     elapsed = (record.ended_at - record.started_at).total_seconds()
     agent = record.backend or "-"
+    if record.agent_key:
+        agent += f" (portfolio entry {code(record.agent_key)})"
     if record.agent_version:
         agent += f" ({md(record.agent_version)})"
     if record.agent_exit_code is not None:
@@ -228,6 +230,9 @@ def _plan(plan: IterationPlan) -> list[str]:
     ] or ["- (none)"]
     allowed = ", ".join(code(p) for p in plan.allowed_paths) or "any file that is not protected"
     lines += ["", f"Allowed files: {allowed}"]
+    if plan.agents:  # the planner's learned order of the portfolio (the first is sent alone)
+        order = ", ".join(code(a) for a in plan.agents)
+        lines += ["", f"Agents, in the order dealt: {order}. Why: {md(plan.agents_why)}"]
     if plan.forbidden_paths:
         lines.append(f"Forbidden files: {', '.join(code(p) for p in plan.forbidden_paths)}")
     lines += ["", "Acceptance criteria:", ""]

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from domain import GapCategory, GapRef, IterationOutcome, IterationRecord
+from kernel.records.store import RecordStore
 from tests.integration.test_ratchet import BUGGY, FIX, TOOLS
 from tests.support import AGENT, agent_checkouts, agent_io, git, make_repo, records, seed
 
@@ -241,3 +244,67 @@ def test_each_candidate_reads_its_own_plan_file(tmp_path: Path) -> None:
         plan = json.loads((io / f"plan-{k}.json").read_text())
         assert plan["iteration_id"] == f"{record['iteration_id']}-c{k}"
         assert plan["gap"]["key"] == record["gap"]["key"]
+
+
+def _sent(key: str, landed: bool, cost: float, k: int) -> IterationRecord:
+    """An earlier single run of a portfolio agent on a failing test, as the kernel records it."""
+    at = datetime.now(UTC) - timedelta(days=1, minutes=100 - k)
+    return IterationRecord(
+        iteration_id=f"iter-{k:04d}-{at:%Y%m%d-%H%M%S}",
+        started_at=at,
+        ended_at=at + timedelta(minutes=5),
+        gap=GapRef(
+            key=f"pytest:tests/test_old.py::test_{k}",
+            category=GapCategory.QUALITY,
+            source="pytest",
+            title="an old failing test",
+        ),
+        outcome=IterationOutcome.SUCCESS if landed else IterationOutcome.ROLLBACK,
+        backend="command",
+        task_kind="fix_test",
+        cost_usd=cost,
+        durations={"execute": 300.0},
+        agent_key=key,
+    )
+
+
+def test_with_one_run_the_planner_sends_the_agent_that_landed_more_per_dollar(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "right.json"
+    script.write_text(json.dumps({"steps": RIGHT}), encoding="utf-8")
+    argv = json.dumps([sys.executable, str(AGENT), str(script)])
+    config = (
+        f'[agent]\nbackend = "command"\ncommand = {argv}\ntimeout_s = 120\nrepair_rounds = 0\n'
+        f"{TOOLS}\n[candidates]\n"
+        'agent = [{ backend = "command", model = "dear" }, { backend = "command", model = "cheap" }]\n'
+    )
+    repo = make_repo(tmp_path / "repo", BUGGY, config)
+    store = RecordStore(repo / "history")
+    for k in range(1, 41):  # the dear one landed 2 of 20 at $0.40, the cheap one 20 of 20 at $0.02
+        odd = k % 2 == 1
+        store.append(
+            _sent(
+                "command:dear" if odd else "command:cheap",
+                not odd or k < 5,
+                0.4 if odd else 0.02,
+                k,
+            )
+        )
+
+    result = seed(repo, "once")
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    record = records(repo)[-1]
+    assert record["outcome"] == "SUCCESS", record["reason"]
+    assert record["agent_key"] == "command:cheap"  # the kernel's fact: which entry it sent
+    assert record["candidates"] == []  # one run, through the single-run path
+    plan = record["plan"]
+    assert plan["agents"] == ["command:cheap", "command:dear"]
+    assert plan["random_seed"] > 0  # drawn by the kernel and kept: the order can be replayed
+    why = plan["agents_why"]
+    assert why.startswith(
+        "fix_test: command:dear landed 2 of 20 at $0.40, command:cheap landed 20 of 20 at $0.02;"
+    )
+    report = (repo / "history" / record["iteration_id"] / "report.md").read_text()
+    assert why in report
