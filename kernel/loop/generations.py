@@ -14,10 +14,12 @@ refs/seed/generation/N.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from domain import FailureCategory, IterationOutcome, IterationRecord
 from domain.fitness import Fitness, FitnessCase, FitnessFigures, Generation
@@ -27,6 +29,7 @@ from kernel.isolation import gitops, trees
 from kernel.judging.iteration import Ending, Iteration
 from kernel.judging.judge import Passed
 from kernel.loop import fitness
+from kernel.records import jsonl
 
 PLANNING = ("modules/planner/", "modules/analyzers/")
 """The planning modules: what a generation changes."""
@@ -131,13 +134,7 @@ def land(ctx: Context, it: Iteration, ending: Ending) -> None:
     if it.generation is None or ending.outcome != IterationOutcome.SUCCESS or not ending.commit:
         return
     root = ctx.paths.root
-    taken = gitops.git(root, "for-each-ref", "--format=%(refname)", GENERATION_REF, check=False)
-    numbers = [
-        int(ref.rsplit("/", 1)[1])
-        for ref in taken.text().split()
-        if ref.rsplit("/", 1)[1].isdigit()
-    ]
-    number = max(numbers, default=0) + 1
+    number = _next_number(root, ctx.paths.history / "generations.jsonl")
     it.generation = it.generation.model_copy(update={"number": number})
     line = {
         "number": number,
@@ -149,3 +146,18 @@ def land(ctx: Context, it: Iteration, ending: Ending) -> None:
     append_line(ctx.paths.history / "generations.jsonl", json.dumps(line, sort_keys=True))
     gitops.git(root, "update-ref", f"{GENERATION_REF}{number}", ending.commit)
     ctx.log(f"{it.plan.iteration_id}: generation {number} landed ({ending.commit[:12]})")
+
+
+def _next_number(root: Path, kept: Path) -> int:
+    """One past the highest generation in the refs and in generations.jsonl (a number is
+    never given twice, even when a person deleted a ref)."""
+    taken = gitops.git(root, "for-each-ref", "--format=%(refname)", GENERATION_REF, check=False)
+    numbers = [
+        int(r.rsplit("/", 1)[1]) for r in taken.text().split() if r.rsplit("/", 1)[1].isdigit()
+    ]
+    with contextlib.suppress(OSError):
+        for line in jsonl.lines(kept, 1 << 20):
+            row = jsonl.whole_object(line.data or b"") or {}
+            if isinstance(row.get("number"), int):
+                numbers.append(int(row["number"]))
+    return max(numbers, default=0) + 1

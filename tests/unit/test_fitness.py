@@ -11,7 +11,8 @@ from kernel.isolation.paths import Paths
 from kernel.loop import corpus
 from kernel.loop.corpus import history_cases, keep, kept, seen_before
 from kernel.loop.fitness import figures, score
-from kernel.loop.generations import fell, planning
+from kernel.loop.generations import GENERATION_REF, _next_number, fell, planning
+from tests.support import git, make_repo
 from tests.unit.factories import T0, gap, plan, record
 
 FILES = ("calc.py", "util.py", "tests/test_calc.py", "README.md")
@@ -162,3 +163,16 @@ def test_a_change_is_a_generation_when_it_touches_the_planner_or_the_analysers()
     assert planning(["modules/planner/localise.py", "README.md"])
     assert planning(["modules/analyzers/rank.py"])
     assert not planning(["modules/agents/claude.py", "modules/reports/markdown.py", "kernel/x.py"])
+
+
+def test_a_generation_number_is_never_given_twice(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    kept = tmp_path / "generations.jsonl"
+    assert _next_number(repo, kept) == 1
+    head = git(repo, "rev-parse", "HEAD").strip()
+    for n in (1, 2):
+        git(repo, "update-ref", f"{GENERATION_REF}{n}", head)
+    assert _next_number(repo, kept) == 3
+    kept.write_text('{"number": 5}\nnot json\n')
+    git(repo, "update-ref", "-d", f"{GENERATION_REF}2")  # a person deleted one
+    assert _next_number(repo, kept) == 6
