@@ -20,6 +20,7 @@ from domain.gaps import Gap, GapRef, GapReport, InboxItem, InboxText, RoadmapIte
 from domain.history import (
     DaemonNote,
     EventNote,
+    GenerationNote,
     HaltNote,
     HistoryDigest,
     HistoryRow,
@@ -75,6 +76,7 @@ __all__ = [
     "GapCategory",
     "GapRef",
     "GapReport",
+    "GenerationNote",
     "HaltNote",
     "HistoryDigest",
     "HistoryLine",

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from domain.base import Fact
 from domain.enums import FailureCategory, GapCategory, IterationOutcome, Severity
+from domain.fitness import FitnessFigures
 from domain.gaps import GapRef
 
 
@@ -92,6 +93,18 @@ class EventNote(Fact):
     message: str
 
 
+class GenerationNote(Fact):
+    """A landed generation of the planning modules and its fitness (history/generations.jsonl)."""
+
+    number: int
+    iteration_id: str = ""
+    commit: str = ""
+    before: dict[str, FitnessFigures] = Field(default_factory=dict[str, FitnessFigures])
+    """Its base's figures, by part of the corpus."""
+    after: dict[str, FitnessFigures] = Field(default_factory=dict[str, FitnessFigures])
+    """Its own figures, by part of the corpus."""
+
+
 class HistoryDigest(Fact):
     """What the history index and the dashboard render: rows (newest first) and the facts around them."""
 
@@ -111,3 +124,5 @@ class HistoryDigest(Fact):
     backend: str = ""
     events: tuple[EventNote, ...] = ()
     """The latest events, newest first."""
+    generations: tuple[GenerationNote, ...] = ()
+    """Landed generations of seed's planning modules, oldest first (seed's own repository)."""

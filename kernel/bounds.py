@@ -137,3 +137,5 @@ KEPT_INPUT_MAX = 4 * 1024 * 1024
 not kept (that case replays its gap alone)."""
 CORPUS_MAX = 256 * 1024 * 1024
 """Bytes of a fitness corpus once decompressed (the shipped or the held-back one)."""
+GENERATION_LINE_MAX = 256 * 1024
+"""Bytes of one line of history/generations.jsonl the dashboard reads (a longer one is left out)."""

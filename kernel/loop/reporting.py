@@ -20,6 +20,7 @@ from domain import (
     DaemonNote,
     EventNote,
     GapReport,
+    GenerationNote,
     HaltNote,
     HistoryDigest,
     HistoryLine,
@@ -30,13 +31,14 @@ from domain import (
     QueuedTask,
     RankedGap,
 )
-from kernel.bounds import STATUS_FILE_MAX
+from domain.fitness import Fitness
+from kernel.bounds import GENERATION_LINE_MAX, STATUS_FILE_MAX
 from kernel.errors import HostError, SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop.quarantine import read_quarantine
-from kernel.records import budget, halt
+from kernel.records import budget, halt, jsonl
 from kernel.records.store import ReportRow, Summary
 
 STATUS_NAME = "status.json"
@@ -210,7 +212,30 @@ def digest(ctx: Context, limit: int = 0) -> HistoryDigest:
             EventNote(at=e.at, kind=e.kind, message=e.message)
             for e in reversed(store.events(EVENTS))
         ),
+        generations=generation_notes(ctx.paths.history / "generations.jsonl"),
     )
+
+
+def generation_notes(path: Path) -> tuple[GenerationNote, ...]:
+    """The landed generations and their figures by part, oldest first; a line that does not
+    read is left out (the dashboard shows what it can)."""
+    notes: list[GenerationNote] = []
+    with contextlib.suppress(OSError):
+        for line in jsonl.lines(path, GENERATION_LINE_MAX):
+            row = jsonl.whole_object(line.data or b"")
+            if row is None:
+                continue
+            with contextlib.suppress(ValidationError, TypeError, AttributeError):
+                notes.append(
+                    GenerationNote(
+                        number=row["number"],
+                        iteration_id=row.get("iteration_id", ""),
+                        commit=row.get("commit", ""),
+                        before=Fitness.model_validate(row.get("before", {})).parts,
+                        after=Fitness.model_validate(row.get("after", {})).parts,
+                    )
+                )
+    return tuple(sorted(notes, key=lambda n: n.number))
 
 
 def daemon_note(ctx: Context, live: dict[str, Any]) -> DaemonNote:

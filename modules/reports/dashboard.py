@@ -11,6 +11,7 @@ import json
 from html import escape
 
 from domain import HistoryDigest, HistoryRow
+from domain.fitness import FitnessFigures
 from modules.reports import page, svg
 from modules.reports.common import (
     OUTCOME_COLORS,
@@ -248,6 +249,36 @@ def _charts(digest: HistoryDigest) -> str:
     )
 
 
+_FIGURES = (("valid", "valid"), ("recall", "recall"), ("top1", "top-1"), ("top3", "top-3"))
+
+
+def _generations(digest: HistoryDigest) -> str:
+    """Fitness by generation: generation 0 is the first one's base; a row per part."""
+    notes = digest.generations
+    if not notes:
+        return ""
+    steps: list[tuple[int, str, dict[str, FitnessFigures]]] = [(0, "", notes[0].before)]
+    steps += [(n.number, n.commit[:12], n.after) for n in notes]
+    rows = "".join(
+        f"<tr><td class=num>{number}</td><td><code>{escape(commit)}</code></td>"
+        f"<td>{escape(part)}</td><td class=num>{f.cases:,}</td>"
+        + "".join(f"<td class=num>{getattr(f, name):.0%}</td>" for name, _ in _FIGURES)
+        + f"<td class=num>{f.precision:.2f}</td></tr>"
+        for number, commit, parts in steps
+        for part, f in sorted(parts.items())
+    )
+    heads = "".join(f"<th>{label}</th>" for _, label in _FIGURES)
+    return (
+        '<section class="card"><h2>Fitness by generation</h2>'
+        "<p><small>How well each landed generation of the planning modules plans the kernel's "
+        "cases (<code>python seed.py fitness</code>); generation 0 is the first one's base."
+        "</small></p>"
+        '<table class="small"><thead><tr><th>generation</th><th>commit</th><th>part</th>'
+        f"<th>cases</th>{heads}<th>precision</th></tr></thead><tbody>{rows}</tbody></table>"
+        "</section>"
+    )
+
+
 def _top_gaps(digest: HistoryDigest) -> str:
     if not digest.top_gaps and not digest.quarantined and not digest.events:
         return ""
@@ -318,5 +349,5 @@ def render_dashboard(digest: HistoryDigest) -> str:
         + ' · <a href="README.md">README.md</a></p></header>'
     )
     body = header + _tiles(digest) + '<main class="grid">' + _charts(digest)
-    body += _top_gaps(digest) + _table(digest) + "</main>"
+    body += _generations(digest) + _top_gaps(digest) + _table(digest) + "</main>"
     return page.document(title, body)

@@ -166,6 +166,17 @@ def test_a_generation_lands_only_when_it_plans_at_least_as_well(
     assert git(clone, "rev-parse", "refs/seed/generation/1").strip() == head
     [line] = (clone / "history" / "generations.jsonl").read_text().splitlines()
     assert json.loads(line)["number"] == 1 and json.loads(line)["commit"] == head
+    shown = subprocess.run(
+        [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "--root", str(clone), "report"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=seed_env(),
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    page = (clone / "history" / "index.html").read_text()
+    assert "Fitness by generation" in page and head[:12] in page
 
     # three more proposals, side by side: each is refused, none becomes generation 2
     io = agent_io(tmp_path)

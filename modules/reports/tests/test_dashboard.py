@@ -6,7 +6,8 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
-from domain import HistoryDigest, HistoryTotals, IterationOutcome, IterationRecord
+from domain import GenerationNote, HistoryDigest, HistoryTotals, IterationOutcome, IterationRecord
+from domain.fitness import FitnessFigures
 from modules.reports.dashboard import STATIC_ROWS, render_dashboard
 from modules.reports.svg import nice_scale
 from modules.reports.trends import Binned, bucketing, success_by_source
@@ -116,3 +117,27 @@ def test_axes_step_in_round_numbers_and_whole_ones_for_counts() -> None:
     assert nice_scale(0) == (1.0, 0.25)
     top, step = nice_scale(9_999, integer=True)
     assert top >= 9_999 and step == int(step) and top / step <= 5
+
+
+def test_fitness_by_generation_shows_generation_zero_then_each_landed_one_by_part() -> None:
+    was = FitnessFigures(cases=2, landed=2, ranked=2, valid=1.0, recall=0.0, top1=0.5)
+    now = was.model_copy(update={"recall": 1.0, "top1": 1.0, "precision": 0.5})
+    note = GenerationNote(
+        number=1,
+        iteration_id="iter-0001",
+        commit="ab" * 20,
+        before={"shipped": was, "held-back": was},
+        after={"shipped": now, "held-back": now},
+    )
+    html = render_dashboard(HistoryDigest(generated_at=NOW, generations=(note,)))
+    assert "Fitness by generation" in html
+    rows = re.findall(
+        r"<tr><td class=num>(\d)</td><td><code>(\w*)</code></td><td>([\w-]+)</td>", html
+    )
+    assert rows == [
+        ("0", "", "held-back"),
+        ("0", "", "shipped"),
+        ("1", "abababababab", "held-back"),
+        ("1", "abababababab", "shipped"),
+    ]
+    assert "Fitness by generation" not in render_dashboard(HistoryDigest(generated_at=NOW))
