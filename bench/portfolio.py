@@ -43,6 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from domain import (
+    AgentTally,
     GapCategory,
     GapRef,
     IterationOutcome,
@@ -50,7 +51,8 @@ from domain import (
     PortfolioAgent,
     TaskKind,
 )
-from kernel.loop.loop import RECENT_RECORDS
+from kernel.bounds import RECENT_RECORDS
+from kernel.records.store import agent_runs
 from modules.planner.portfolio import TIME_PRICE_USD, choose
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -123,9 +125,31 @@ def simulate(
     kernel = random.Random(seed * 7919 + 1)  # the kernel's draws (the planner's seeds)
     coin = random.Random(seed * 104729 + 2)  # uniform random's choices
 
+    tally: dict[tuple[str, str, str], list[float]] = {}
+    """The kernel's summary of every record the learned choice made (`store.agent_tallies`)."""
+
     def learned(i: int, kind: TaskKind, seen: Sequence[IterationRecord]) -> str:
         now = START + timedelta(days=i / args.per_day)
-        chosen = choose(portfolio, seen, kind, now, kernel.randrange(1, 2**31))
+        tallies = [
+            AgentTally(
+                key=k,
+                task_kind=t,
+                day=d,
+                tried=int(v[0]),
+                landed=int(v[1]),
+                cost_usd=v[2],
+                seconds=v[3],
+            )
+            for (k, t, d), v in tally.items()
+        ]
+        chosen = choose(
+            portfolio,
+            seen,
+            kind,
+            now,
+            kernel.randrange(1, 2**31),
+            () if args.records_only else tallies,
+        )
         assert chosen is not None
         return chosen.order[0]
 
@@ -154,6 +178,14 @@ def simulate(
             run.iterations += 1
             hits.append(agent.key == best[kind])
             seen.append(_record(i, agent, kind, right, args.per_day))
+            if name == "learned":  # the kernel tallies each record as it is written
+                for _, key, landed, cost, seconds in agent_runs(seen[-1]):
+                    day = seen[-1].ended_at.astimezone(UTC).date().isoformat()
+                    row = tally.setdefault((key, kind.value, day), [0.0, 0.0, 0.0, 0.0])
+                    row[0] += 1
+                    row[1] += landed
+                    row[2] += cost
+                    row[3] += seconds
         run.settled = settled(hits)
         out[name] = (run, hits)
     return out
@@ -184,6 +216,11 @@ def _stat(values: Sequence[float], fmt: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--iterations", type=int, default=500)
+    parser.add_argument(
+        "--records-only",
+        action="store_true",
+        help="the planner learns from the records it is sent only (no kernel tallies: it forgets)",
+    )
     parser.add_argument("--seeds", default="1,2,3,4,5,6,7,8,9,10")
     parser.add_argument("--lint-share", type=float, default=0.5)
     parser.add_argument("--cheap-lint", type=float, default=0.8)
@@ -248,7 +285,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             when = _stat([float(m) for m in marks if m is not None], ".0f")
             when += f" (max {max(m for m in marks if m is not None)})"
         else:
-            when = f"never in {sum(m is None for m in marks)} of {len(marks)} seeds"
+            some = sorted(m for m in marks if m is not None)
+            when = f"never in {sum(m is None for m in marks)} of {len(marks)} seeds" + (
+                f"; the others at {', '.join(map(str, some))}" if some else ""
+            )
         print(
             f"| {name} | {_stat(per_usd, '.2f')} | {_stat(per_it, '.3f')} | "
             f"{_stat(per_h, '.3f')} | {_stat(value, '.3f')} | {when} |"

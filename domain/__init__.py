@@ -47,7 +47,7 @@ from domain.records import (
     IterationRecord,
     ModelTurn,
 )
-from domain.state import OutcomeTally, PortfolioAgent, ProjectState
+from domain.state import AgentTally, OutcomeTally, PortfolioAgent, ProjectState
 from domain.status import DaemonStatus, QueuedTask
 from domain.views import HistoryLine, HistoryListing, MetricsSnapshot, PhaseTotal
 
@@ -59,6 +59,7 @@ __all__ = [
     "AgentPrompt",
     "AgentReport",
     "AgentRound",
+    "AgentTally",
     "AnalysisInput",
     "AttemptNote",
     "Candidate",

@@ -18,6 +18,22 @@ class OutcomeTally(Fact):
     failures: int = 0
 
 
+class AgentTally(Fact):
+    """A portfolio agent's verified outcomes on one kind of task on one day (the kernel's
+    summary of every record, so the planner learns from more than the records it is sent)."""
+
+    key: str
+    task_kind: str
+    day: str
+    """ISO date (YYYY-MM-DD) the runs ended."""
+    tried: int = 0
+    landed: int = 0
+    cost_usd: float = 0.0
+    """The runs' cost, summed."""
+    seconds: float = 0.0
+    """The runs' time, summed."""
+
+
 class PortfolioAgent(Fact):
     """One entry of the configured portfolio ([[candidates.agent]]) the planner may order."""
 
@@ -59,6 +75,9 @@ class ProjectState(Fact):
     portfolio: tuple[PortfolioAgent, ...] = ()
     """The agents that may be sent, when two or more are configured (else empty): the planner
     orders them (`IterationPlan.agents`); the kernel sends only these."""
+    agent_tallies: tuple[AgentTally, ...] = ()
+    """Every verified outcome of the portfolio's agents, by agent, kind and day (with a
+    portfolio; else empty)."""
     random_seed: int = 0
     """A random number the kernel drew for this plan (with a portfolio; else 0): the planner's
     only randomness, kept in the plan, so the plan is a function of its inputs."""

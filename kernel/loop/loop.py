@@ -764,6 +764,7 @@ class Loop:
             pyright_strict=ctx.target.strict,
             selfhost=ctx.paths.selfhost,
             portfolio=tuple(portfolio) if config.learn else (),
+            agent_tallies=tuple(ctx.store.agent_tallies()) if portfolio and config.learn else (),
             random_seed=secrets.randbelow(2**31 - 1) + 1 if portfolio and config.learn else 0,
         )
 

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from domain import Event, IterationRecord, OutcomeTally
+from domain import AgentTally, Event, IterationOutcome, IterationRecord, OutcomeTally
 from kernel.bounds import (
     EVENT_LINE_MAX,
     RECORD_LINE_MAX,
@@ -82,9 +82,40 @@ _DETAILS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS details (
     iteration_id TEXT PRIMARY KEY, durations TEXT, open_gaps TEXT, candidates TEXT
 );
+CREATE TABLE IF NOT EXISTS agents (
+    iteration_id TEXT, run INTEGER, agent_key TEXT, task_kind TEXT, day TEXT,
+    landed INTEGER, cost REAL, seconds REAL, PRIMARY KEY (iteration_id, run)
+);
 """
-_DETAILS_VERSION = "2"
-"""Version of the details table (2: each candidate's outcome); an index of another is re-read."""
+_DETAILS_VERSION = "3"
+"""Version of the details tables (2: each candidate's outcome; 3: the portfolio agents'
+verified outcomes); an index of another is re-read."""
+_JUDGED = {
+    IterationOutcome.SUCCESS: 1,
+    IterationOutcome.FAILURE: 0,
+    IterationOutcome.ROLLBACK: 0,
+    IterationOutcome.NO_CHANGE: 0,
+}
+"""Outcomes that say whether a portfolio agent was right (the rest: waiting, aborted, kept for
+a person, blocked by the person's checkout, say nothing of it)."""
+_AGENT_PHASES = ("execute", "inspect", "verify")
+
+
+def agent_runs(record: IterationRecord) -> list[tuple[int, str, int, float, float]]:
+    """The record's verified outcomes of portfolio agents: (run, agent key, landed, cost,
+    seconds); a single run only if its agent ran, a candidate only if it ran a round."""
+    runs: list[tuple[int, str, int, float, float]] = []
+    for c in record.candidates:
+        if c.agent_key and c.outcome in _JUDGED and c.rounds:
+            runs.append((c.number, c.agent_key, _JUDGED[c.outcome], c.cost_usd, c.seconds))
+    judged = record.outcome in _JUDGED and "execute" in record.durations
+    if not record.candidates and record.agent_key and judged:
+        seconds = sum(record.durations.get(p, 0.0) for p in _AGENT_PHASES)
+        cost = max(record.cost_usd, record.wire_cost_usd)
+        runs.append((0, record.agent_key, _JUDGED[record.outcome], cost, seconds))
+    return runs
+
+
 _BRIEFS_VERSION = "1"
 """Version of the briefs table (see brief_of); an index of another is re-read."""
 
@@ -354,6 +385,7 @@ class RecordStore:
             # an index written before the details or briefs tables existed: re-read the log once
             db.execute("DELETE FROM records")
             db.execute("DROP TABLE details")  # its columns may have changed
+            db.execute("DROP TABLE IF EXISTS agents")
             db.executescript(_DETAILS_SCHEMA)
             db.execute("DELETE FROM briefs")
             self._set_meta(db, "size", "0")
@@ -416,6 +448,14 @@ class RecordStore:
                 json.dumps([c.outcome.value for c in record.candidates]),
             ),
         )
+        day = record.ended_at.astimezone(UTC).date().isoformat()
+        db.executemany(
+            "INSERT OR REPLACE INTO agents VALUES (?,?,?,?,?,?,?,?)",
+            [
+                (record.iteration_id, run, key, record.task_kind, day, landed, cost, seconds)
+                for run, key, landed, cost, seconds in agent_runs(record)
+            ],
+        )
         db.execute(
             "INSERT OR REPLACE INTO briefs VALUES (?, ?)",
             (record.iteration_id, brief_of(record).model_dump_json()),
@@ -438,6 +478,7 @@ class RecordStore:
         if size < indexed or replaced:  # cut short, or rewritten by a repair: read it all again
             db.execute("DELETE FROM records")
             db.execute("DELETE FROM details")
+            db.execute("DELETE FROM agents")
             db.execute("DELETE FROM briefs")
             indexed = seen = clean = 0
         self.problems.clear()
@@ -602,6 +643,29 @@ class RecordStore:
         return [
             OutcomeTally(
                 task_kind=r[0], fingerprint=r[1], day=r[2], successes=int(r[3]), failures=int(r[4])
+            )
+            for r in rows
+        ]
+
+    def agent_tallies(self) -> list[AgentTally]:
+        """The portfolio agents' verified outcomes per agent, task kind and day."""
+        rows = (
+            self._index()
+            .execute(
+                "SELECT agent_key, task_kind, day, count(*), sum(landed), sum(cost), sum(seconds)"
+                " FROM agents GROUP BY agent_key, task_kind, day ORDER BY day, agent_key, task_kind"
+            )
+            .fetchall()
+        )
+        return [
+            AgentTally(
+                key=r[0],
+                task_kind=r[1],
+                day=r[2],
+                tried=int(r[3]),
+                landed=int(r[4]),
+                cost_usd=float(r[5]),
+                seconds=float(r[6]),
             )
             for r in rows
         ]

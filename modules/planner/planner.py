@@ -263,7 +263,12 @@ def _agents(
     if plan.route:
         return {}
     chosen = portfolio.choose(
-        state.portfolio, records, plan.task_kind, state.now, state.random_seed
+        state.portfolio,
+        records,
+        plan.task_kind,
+        state.now,
+        state.random_seed,
+        state.agent_tallies,
     )
     return {} if chosen is None else {"agents": chosen.order, "agents_why": chosen.why}
 

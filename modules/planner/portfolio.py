@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from domain import IterationOutcome, IterationRecord, PortfolioAgent, TaskKind
+from domain import AgentTally, IterationOutcome, IterationRecord, PortfolioAgent, TaskKind
 from modules.planner import memory
 
 TIME_PRICE_USD = 1.0
@@ -89,6 +89,19 @@ def trials(records: Sequence[IterationRecord], keys: Sequence[str]) -> list[Tria
     return found
 
 
+def tallied(tallies: Sequence[AgentTally], keys: Sequence[str]) -> list[Trial]:
+    """The kernel's summary of every verified outcome as trials (each run at its day's mean
+    cost and time): what the planner learns from when the kernel sends it."""
+    found: list[Trial] = []
+    for t in tallies:
+        if t.key not in keys or t.tried <= 0:
+            continue
+        cost, seconds = t.cost_usd / t.tried, t.seconds / t.tried
+        found += [Trial(t.key, t.task_kind, True, cost, seconds, t.day)] * t.landed
+        found += [Trial(t.key, t.task_kind, False, cost, seconds, t.day)] * (t.tried - t.landed)
+    return found
+
+
 def _mean(pairs: Sequence[tuple[float, float]], prior: float) -> float:
     """A decayed mean of (weight, value) pairs, starting from PRIOR_RUNS runs at prior."""
     weight = sum(w for w, _ in pairs)
@@ -106,12 +119,15 @@ def choose(
     kind: TaskKind,
     now: datetime,
     seed: int,
+    tallies: Sequence[AgentTally] = (),
 ) -> Choice | None:
-    """The portfolio in the order to deal it for a task of this kind (None: fewer than two)."""
+    """The portfolio in the order to deal it for a task of this kind (None: fewer than two):
+    learned from the kernel's tallies of every outcome when it sends them, else from the
+    records it sent."""
     if len(portfolio) < 2:
         return None
     keys = [a.key for a in portfolio]
-    seen = trials(records, keys)
+    seen = tallied(tallies, keys) if tallies else trials(records, keys)
     weighted = [(t, memory.decayed(now, t.day)) for t in seen]
     every_cost = _plain([(w, t.cost_usd) for t, w in weighted], 0.0)
     every_hours = _plain([(w, t.seconds / 3600) for t, w in weighted], 0.0)

@@ -6,7 +6,14 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from domain import FailureCategory, GapCategory, GapRef, IterationOutcome, IterationRecord
+from domain import (
+    Candidate,
+    FailureCategory,
+    GapCategory,
+    GapRef,
+    IterationOutcome,
+    IterationRecord,
+)
 from kernel.records.store import RecordStore, sequence_of
 
 T0 = datetime(2026, 11, 22, 8, 0, tzinfo=UTC)
@@ -110,3 +117,45 @@ def test_malformed_line_in_the_middle_is_reported_and_skipped(tmp_path: Path) ->
     assert store.count() == 2
     assert len(store.problems) == 1 and "records.jsonl" in store.problems[0]
     assert (history / "records.jsonl").read_text().count("\n") == 3
+
+
+def test_the_portfolio_agents_verified_outcomes_are_tallied_from_every_record(
+    tmp_path: Path,
+) -> None:
+    store = RecordStore(tmp_path / "history", fingerprint="fp")
+    ran = {"durations": {"execute": 60.0, "verify": 30.0}, "agent_key": "command:cheap"}
+    store.append(_record(1).model_copy(update=ran), folder=False)
+    store.append(_record(2, IterationOutcome.ROLLBACK).model_copy(update=ran), folder=False)
+    # the agent never ran, or the outcome says nothing of it: not a trial
+    store.append(
+        _record(3, IterationOutcome.ROLLBACK).model_copy(update={"agent_key": "x"}), folder=False
+    )
+    store.append(_record(4, IterationOutcome.WAITING).model_copy(update=ran), folder=False)
+    duel = [
+        Candidate(
+            number=1,
+            backend="command",
+            outcome=IterationOutcome.SUCCESS,
+            agent_key="command:dear",
+            cost_usd=0.4,
+            seconds=50,
+        ),
+        Candidate(
+            number=2,
+            backend="command",
+            outcome=IterationOutcome.ROLLBACK,
+            agent_key="command:cheap",
+            cost_usd=0.02,
+            seconds=20,
+        ),
+        Candidate(
+            number=3, backend="command", outcome=IterationOutcome.ABORTED, agent_key="command:cheap"
+        ),
+    ]
+    store.append(_record(5).model_copy(update={"candidates": tuple(duel)}), folder=False)
+    tallies = {(t.key, t.task_kind): t for t in RecordStore(tmp_path / "history").agent_tallies()}
+    cheap, dear = tallies[("command:cheap", "fix_lint")], tallies[("command:dear", "fix_lint")]
+    assert (cheap.tried, cheap.landed, cheap.seconds) == (3, 1, 200.0)
+    assert cheap.cost_usd == 0.25 + 0.25 + 0.02
+    assert (dear.tried, dear.landed, dear.cost_usd, dear.seconds) == (1, 1, 0.4, 50.0)
+    assert set(tallies) == {("command:cheap", "fix_lint"), ("command:dear", "fix_lint")}

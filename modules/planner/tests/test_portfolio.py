@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from domain import (
+    AgentTally,
     Candidate,
     IterationOutcome,
     IterationRecord,
@@ -134,3 +135,43 @@ def test_with_one_agent_the_plan_orders_nothing_and_with_two_it_says_why() -> No
     two = must_plan(gaps, st=state(portfolio=PAIR, random_seed=3))
     assert sorted(two.agents) == sorted(a.key for a in PAIR)
     assert two.agents_why.startswith("fix_test: command:cheap untried, command:dear untried;")
+
+
+def test_the_kernels_tallies_of_every_outcome_outweigh_the_few_records_sent() -> None:
+    """The records sent are the latest few; the kernel's tallies hold every verified outcome
+    (`store.agent_tallies`), so what an agent did long ago is not forgotten, only decayed."""
+    recent = sent(CHEAP, "fix_test", 1, 2, 0.02)  # all the records say: cheap, 1 of 2
+    day = NOW.date().isoformat()
+    tallies = (
+        AgentTally(
+            key=CHEAP.key,
+            task_kind="fix_test",
+            day=day,
+            tried=40,
+            landed=2,
+            cost_usd=0.8,
+            seconds=40 * 600,
+        ),
+        AgentTally(
+            key=DEAR.key,
+            task_kind="fix_test",
+            day=day,
+            tried=40,
+            landed=30,
+            cost_usd=16,
+            seconds=40 * 600,
+        ),
+    )
+    from_records = sum(
+        (c := choose(PAIR, recent, TaskKind.FIX_TEST, NOW, s)) is not None
+        and c.order[0] == DEAR.key
+        for s in SEEDS
+    )
+    from_tallies = sum(
+        (c := choose(PAIR, recent, TaskKind.FIX_TEST, NOW, s, tallies)) is not None
+        and c.order[0] == DEAR.key
+        for s in SEEDS
+    )
+    assert from_tallies >= 0.9 * len(SEEDS) > from_records
+    chosen = choose(PAIR, recent, TaskKind.FIX_TEST, NOW, 3, tallies)
+    assert chosen is not None and "command:dear landed 30 of 40 at $0.40" in chosen.why
