@@ -139,3 +139,5 @@ CORPUS_MAX = 256 * 1024 * 1024
 """Bytes of a fitness corpus once decompressed (the shipped or the held-back one)."""
 GENERATION_LINE_MAX = 256 * 1024
 """Bytes of one line of history/generations.jsonl the dashboard reads (a longer one is left out)."""
+FITNESS_REQUEST_S = 60.0
+"""Seconds one request of a fitness replay may take (a plan takes well under one)."""

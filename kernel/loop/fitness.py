@@ -27,6 +27,7 @@ from domain import (
     ProjectState,
 )
 from domain.fitness import CaseScore, Fitness, FitnessCase, FitnessFigures
+from kernel.bounds import FITNESS_REQUEST_S
 from kernel.contracts import matches_any, protected_patterns
 from kernel.errors import HostError
 from kernel.fsutil import remove_any
@@ -161,7 +162,14 @@ class Replay:
         self.blobs = blobs or {}
         """The texts of the corpus cases' files."""
         log = ctx.paths.state / "fitness.log"
-        self.host = ModuleHost(code, log, jail=jails.module_jail(ctx.paths, ctx.config.guard))
+        # a generation that hangs is as bad as one that fails, and much slower: a request of
+        # the replay waits FITNESS_REQUEST_S at most (the case is then invalid)
+        self.host = ModuleHost(
+            code,
+            log,
+            timeout_s=FITNESS_REQUEST_S,
+            jail=jails.module_jail(ctx.paths, ctx.config.guard),
+        )
 
     def run(
         self,
