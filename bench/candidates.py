@@ -295,7 +295,7 @@ def play(
 
 
 def setups(args: argparse.Namespace) -> list[tuple[Setup, int]]:
-    """Every configuration with its number of iterations, the cheapest first."""
+    """Every configuration with its number of iterations: by t, then n, the engines side by side."""
     out: list[tuple[Setup, int]] = []
     for seconds in args.seconds:
         count = args.iterations if seconds < 30 else args.iterations_long
