@@ -21,9 +21,14 @@ landed per hour of wall time, landed per dollar, the ratio of the wall time to n
 same t, the phases the records timed, and the 1-minute load average before and after. The
 machine's other work moves every wall-clock figure: compare rows of one run.
 
-`--engine ray`: the same population with the candidates on a 2-node local Ray cluster and the
-overhead of Ray against local processes per candidate. HOOK: not wired until `[scale] engine`
-exists (issue 28's Ray part, branch h-ray); until then it stops with a message.
+`--engine ray` (or `local,ray` for both, side by side): the same population with `[scale] engine
+= "ray"`, the candidates' agents as Ray tasks on ONE 2-node local cluster the bench starts for
+the whole run (`ray.cluster_utils.Cluster`, 2 CPUs and an 80 MB object store per node, the
+workers' clones in the bench's temporary folder) and shuts down at the end, on an error or
+Ctrl-C too. A tournament runs its candidates there; n = 1 has no tournament and runs locally
+under either engine. With both engines: the overhead of Ray per candidate (the same gap and
+candidate number, so the same right or wrong change, Ray's seconds minus local's) and the node
+each candidate ran on (`candidates[].host`).
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +55,8 @@ from bench.generate import env_git, generate
 
 SEED = Path(__file__).resolve().parent.parent / "seed.py"
 AGENT = Path(__file__).resolve().parent / "candidate_agent.py"
+STORE_BYTES = 80 * 1024 * 1024
+"""Each Ray node's object store (Ray's floor is ~75 MB; a bundle of the repository is ~1 MB)."""
 
 
 @dataclass(frozen=True)
@@ -57,12 +66,46 @@ class Setup:
     n: int
     parallel: bool
     seconds: float
+    engine: str = "local"
 
     @property
     def name(self) -> str:
         """How the tables name it."""
         mode = "parallel" if self.parallel or self.n == 1 else "serial"
-        return f"t={self.seconds:g}s n={self.n} {mode}"
+        return f"t={self.seconds:g}s n={self.n} {mode} {self.engine}"
+
+
+@dataclass(frozen=True)
+class Ray:
+    """The bench's Ray cluster: its address, where its workers keep their clones, its nodes."""
+
+    address: str
+    cache: Path
+    nodes: dict[str, str]
+    """The first 12 characters of each node's id (as a record's host names it) -> head / node 2."""
+
+
+@contextlib.contextmanager
+def ray_cluster(tmp: Path) -> Iterator[Ray]:
+    """Two Ray nodes on this machine for the whole bench, shut down however the bench ends."""
+    try:
+        from ray.cluster_utils import Cluster
+    except ImportError:
+        raise SystemExit("--engine ray needs Ray: pip install -r requirements-ray.lock") from None
+    nodes = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 2, "object_store_memory": STORE_BYTES},
+    )
+    try:
+        nodes.add_node(num_cpus=2, object_store_memory=STORE_BYTES)
+        nodes.wait_for_nodes()
+        names = {
+            str(node.node_id)[:12]: "head" if number == 0 else f"node {number + 1}"
+            for number, node in enumerate(nodes.list_all_nodes())
+        }
+        yield Ray(str(nodes.address), tmp / "workers", names)
+    finally:
+        nodes.shutdown()
 
 
 def _function(gap: int) -> str:
@@ -106,8 +149,9 @@ def fix_by_hand(root: Path, module: Path, gap: int) -> None:
         env_git(root, "commit", "-q", "-am", "fixed by hand")
 
 
-def configure(root: Path, setup: Setup, args: argparse.Namespace) -> None:
-    """seed.toml: the bench's agent as a command agent, n candidates, no budget in the way."""
+def configure(root: Path, setup: Setup, args: argparse.Namespace, ray: Ray | None = None) -> None:
+    """seed.toml: the bench's agent as a command agent, n candidates, no budget in the way;
+    with `ray`, the candidates' runs on its cluster."""
     argv = [sys.executable, str(AGENT), str(args.p), str(setup.seconds), str(args.rng_seed)]
     argv.append(str(args.cost))
     parallel = setup.n if setup.parallel else 1
@@ -117,7 +161,13 @@ def configure(root: Path, setup: Setup, args: argparse.Namespace) -> None:
         '[guard]\nsandbox = "on"\n'
         "[budget]\nmax_iterations_per_day = 0\nmax_cost_usd_per_day = 0\n"
         "max_cost_usd_per_iteration = 0\n"
-        f"[candidates]\nn = {setup.n}\nparallel = {parallel}\n",
+        f"[candidates]\nn = {setup.n}\nparallel = {parallel}\n"
+        + (
+            f'[scale]\nengine = "ray"\naddress = "{ray.address}"\n'
+            f"worker_cache = {json.dumps(str(ray.cache))}\n"
+            if ray is not None and setup.engine == "ray"
+            else ""
+        ),
         encoding="utf-8",
     )
     env_git(root, "add", "seed.toml")
@@ -148,16 +198,27 @@ def _halted(root: Path) -> bool:
     return False
 
 
-def play(setup: Setup, iterations: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+def _host(host: str, ray: Ray | None) -> str:
+    """A candidate's host as the tables show it: this machine, or which of the bench's nodes."""
+    if ray is not None and "(node " in host:
+        node = host.rpartition("(node ")[2].rstrip(")")
+        return f"ray {ray.nodes.get(node, node)}"
+    return "local" if host else ""
+
+
+def play(
+    setup: Setup, iterations: int, args: argparse.Namespace, tmp: Path, ray: Ray | None = None
+) -> dict[str, Any]:
     """One configuration's iterations; its figures."""
     root = tmp / setup.name.replace(" ", "_").replace("=", "")
     lines = generate(root, args.lines, planted=False)
     packages = len(list(root.glob("pkg*")))
-    configure(root, setup, args)
+    configure(root, setup, args, ray)
     warm = _seed(root, "gaps")  # the first measurement, not timed (each iteration re-measures)
     if warm.returncode not in (0, 1):
         raise SystemExit(f"seed gaps failed on the generated repository: {warm.stderr[-2000:]}")
     load_before = os.getloadavg()[0]
+    loads: list[float] = []
     rows: list[dict[str, Any]] = []
     for gap in range(iterations):
         module = plant(root, gap, packages, args.plant == "new")
@@ -192,8 +253,11 @@ def play(setup: Setup, iterations: int, args: argparse.Namespace, tmp: Path) -> 
                 if candidates
                 else None,
                 "candidate_s": [c.get("seconds") for c in candidates],
+                "candidate_hosts": [_host(str(c.get("host", "")), ray) for c in candidates],
+                "load_1m after": round(os.getloadavg()[0], 2),
             }
         )
+        loads.append(os.getloadavg()[0])
         if record["outcome"] != "SUCCESS":
             fix_by_hand(root, module, gap)
         if _halted(root):
@@ -207,6 +271,7 @@ def play(setup: Setup, iterations: int, args: argparse.Namespace, tmp: Path) -> 
             phases[phase] = phases.get(phase, 0.0) + float(seconds) / len(rows)
     return {
         "configuration": setup.name,
+        "engine": setup.engine,
         "n": setup.n,
         "parallel": setup.parallel or setup.n == 1,
         "agent_s": setup.seconds,
@@ -222,45 +287,102 @@ def play(setup: Setup, iterations: int, args: argparse.Namespace, tmp: Path) -> 
         "landed per dollar": round(landed / cost, 2) if cost else None,
         "phases s, mean": {k: round(v, 2) for k, v in phases.items()},
         "load_1m before, after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "load_1m mean (before and after each iteration)": round(
+            statistics.mean([load_before, *loads]), 2
+        ),
         "rows": rows,
     }
 
 
 def setups(args: argparse.Namespace) -> list[tuple[Setup, int]]:
-    """Every configuration with its number of iterations, the cheapest first."""
+    """Every configuration with its number of iterations: by t, then n, the engines side by side."""
     out: list[tuple[Setup, int]] = []
     for seconds in args.seconds:
         count = args.iterations if seconds < 30 else args.iterations_long
         for n in args.n:
-            out.append((Setup(n, True, seconds), count))
-            if n > 1 and n in args.serial:
-                out.append((Setup(n, False, seconds), count))
+            for engine in args.engine:  # side by side: the machine's load moves less between
+                out.append((Setup(n, True, seconds, engine), count))
+                if n > 1 and n in args.serial:
+                    out.append((Setup(n, False, seconds, engine), count))
     return out
 
 
 def table(results: list[dict[str, Any]]) -> str:
     """The figures as README's table (ratios to n = 1 at the same t)."""
-    base = {r["agent_s"]: r["wall s per iteration, mean"] for r in results if r["n"] == 1}
+    base = {
+        (r["engine"], r["agent_s"]): r["wall s per iteration, mean"] for r in results if r["n"] == 1
+    }
     lines = [
-        "| t | n | candidates | iterations | landed | wall s / iteration | / n=1 | landed / hour"
-        " | landed / $ | load 1m |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| engine | t | n | candidates | iterations | landed | expected 1-(1-p)^n | wall s / iteration"
+        " | / n=1 | landed / hour | landed / $ | load 1m (before-after, mean) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        one = base.get(r["agent_s"])
+        one = base.get((r["engine"], r["agent_s"]))
         ratio = f"{r['wall s per iteration, mean'] / one:.2f}" if one else ""
         mode = "at once" if r["parallel"] else "one at a time"
         load = "-".join(f"{x:.1f}" for x in r["load_1m before, after"])
+        mean = r["load_1m mean (before and after each iteration)"]
+        expected = r["expected landed share, 1-(1-p)^n"]
         lines.append(
-            f"| {r['agent_s']:g} s | {r['n']} | {mode} | {r['iterations']} | {r['landed']} "
+            f"| {r['engine']} | {r['agent_s']:g} s | {r['n']} | {mode} | {r['iterations']} "
+            f"| {r['landed']} | {expected * r['iterations']:.2f} "
             f"| {r['wall s per iteration, mean']:.1f} | {ratio} | {r['landed per hour']} "
-            f"| {r['landed per dollar']} | {load} |"
+            f"| {r['landed per dollar']} | {load}, {mean:.1f} |"
         )
     return "\n".join(lines)
 
 
+def overhead(results: list[dict[str, Any]]) -> str:
+    """Ray against local per candidate: the same (t, n, mode, gap, candidate) under both
+    engines, so the same right or wrong change; and where each Ray candidate ran."""
+    local = {(r["agent_s"], r["n"], r["parallel"]): r for r in results if r["engine"] == "local"}
+    lines = [
+        "| t | n | candidates paired | local s / candidate | Ray s / candidate | Ray - local s"
+        " | wall s / iteration, Ray - local | Ray candidates per node |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        mine = local.get((r["agent_s"], r["n"], r["parallel"]))
+        if r["engine"] != "ray" or mine is None or r["n"] == 1:
+            continue
+        pairs = [
+            (float(a), float(b))
+            for here, there in zip(mine["rows"], r["rows"], strict=False)
+            for a, b in zip(here["candidate_s"], there["candidate_s"], strict=False)
+            if a is not None and b is not None
+        ]
+        if not pairs:
+            continue
+        nodes: dict[str, int] = {}
+        for row in r["rows"]:
+            for host in row["candidate_hosts"]:
+                nodes[host] = nodes.get(host, 0) + 1
+        there = statistics.mean(b for _, b in pairs)
+        here = statistics.mean(a for a, _ in pairs)
+        wall = r["wall s per iteration, mean"] - mine["wall s per iteration, mean"]
+        spread = ", ".join(f"{k}: {v}" for k, v in sorted(nodes.items()))
+        lines.append(
+            f"| {r['agent_s']:g} s | {r['n']} | {len(pairs)} | {here:.1f} | {there:.1f} "
+            f"| {there - here:+.1f} | {wall:+.1f} | {spread} |"
+        )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def _stop(signum: int, _frame: object) -> None:
+    """A TERM ends the bench as Ctrl-C does: through the finally blocks (the cluster's too)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _engines(text: str) -> list[str]:
+    engines = [x.strip() for x in text.split(",") if x.strip()]
+    if not engines or set(engines) - {"local", "ray"}:
+        raise argparse.ArgumentTypeError("local, ray or local,ray")
+    return engines
 
 
 def main() -> int:
@@ -286,28 +408,27 @@ def main() -> int:
         default="code",
         help="the bug in a module the suite runs (code) or in a new one only its test imports",
     )
-    parser.add_argument("--engine", choices=("local", "ray"), default="local")
+    parser.add_argument(
+        "--engine",
+        type=_engines,
+        default=["local"],
+        help="local, ray, or local,ray (both, with Ray's overhead per candidate)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--keep", action="store_true", help="leave the repositories in /tmp")
     args = parser.parse_args()
-    if args.engine == "ray":
-        # HOOK(ray): the Ray engine ([scale] engine = "ray", kernel/isolation/rayengine.py) is
-        # built apart (issue 28, branch h-ray). Once it is: start a 2-node local cluster
-        # (ray.cluster_utils.Cluster, explicit CPUs), add `[scale]\nengine = "ray"\naddress =
-        # ADDRESS` in configure(), and report the wall time per candidate against --engine local.
-        print(
-            "bench/candidates.py --engine ray: the Ray engine is not wired into seed yet "
-            "([scale] engine, issue 28's Ray part); run --engine local",
-            file=sys.stderr,
-        )
-        return 2
+    signal.signal(signal.SIGTERM, _stop)
     tmp = Path(tempfile.mkdtemp(prefix="seed-candidates-"))
     results: list[dict[str, Any]] = []
     try:
-        for setup, count in setups(args):
-            print(f"{setup.name}: {count} iteration(s) ...", file=sys.stderr, flush=True)
-            results.append(play(setup, count, args, tmp))
-            print(json.dumps(results[-1], indent=1), file=sys.stderr, flush=True)
+        with contextlib.ExitStack() as stack:
+            ray = stack.enter_context(ray_cluster(tmp)) if "ray" in args.engine else None
+            if ray is not None:
+                print(f"Ray cluster at {ray.address}: {ray.nodes}", file=sys.stderr, flush=True)
+            for setup, count in setups(args):
+                print(f"{setup.name}: {count} iteration(s) ...", file=sys.stderr, flush=True)
+                results.append(play(setup, count, args, tmp, ray))
+                print(json.dumps(results[-1], indent=1), file=sys.stderr, flush=True)
     finally:
         if not args.keep:
             subprocess.run(["rm", "-rf", str(tmp)], check=False)
@@ -315,6 +436,8 @@ def main() -> int:
         args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(json.dumps([{k: v for k, v in r.items() if k != "rows"} for r in results], indent=1))
     print(table(results))
+    if extra := overhead(results):
+        print(extra)
     print(f"cores {os.cpu_count()}, p {args.p}, ${args.cost} a run, rng seed {args.rng_seed}")
     return 0
 
