@@ -10,9 +10,10 @@ changed, and every tracked text file of the prepared commit (UTF-8, at most 256 
 planner reads text only). `seed.py fitness` replays them with no network and no clone.
 
     python -m bench.real_fixes.corpus --clones /work/.mirror --out kernel/loop/fitness-corpus.json.xz \\
-        [--case ID] [--held-back N --state DIR]
+        [--case ID] [--from FILE] [--held-back N --state DIR]
 
-`--held-back N` holds N cases back, written to DIR/fitness/held-back.json.xz (DIR: the
+`--from FILE` takes the cases a corpus file already holds as they are (a run split in parts,
+or one case rebuilt): only the others are built. `--held-back N` holds N cases back, written to DIR/fitness/held-back.json.xz (DIR: the
 kernel's state folder of a repository, `.git/seed`) instead of the shipped file. The rule is
 fixed: with k = cases // N, the cases at positions k, 2k, ... (1-based, in cases.toml's
 order) up to N of them, so the held-back ones spread over the repositories.
@@ -133,6 +134,19 @@ def held_back(cases: Sequence[str], n: int) -> set[str]:
     return {cases[i] for i in range(k - 1, len(cases), k)[:n]}
 
 
+def already(paths: Sequence[Path]) -> dict[str, Built]:
+    """The cases these corpus files hold, as built (a later file's case wins)."""
+    found: dict[str, Built] = {}
+    for path in paths:
+        read = corpus.read(path, "from")
+        if read.problems:
+            raise RuntimeError(f"{path}: {'; '.join(read.problems)[:300]}")
+        for case in read.cases:
+            texts = {name: read.blobs[key] for name, key in case.files.items()}
+            found[case.id] = Built(case.model_copy(update={"files": {}}), texts)
+    return found
+
+
 def held_back_file(state: Path) -> Path:
     """Where the kernel reads the held-back corpus of the repository whose state folder this is
     (corpus.held_back)."""
@@ -152,6 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--held-back", type=int, default=0, metavar="N", help="hold N back")
     parser.add_argument("--state", type=Path, help="the kernel's state folder (with --held-back)")
     parser.add_argument(
+        "--from",
+        dest="built",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE",
+        help="a corpus file whose cases are taken as they are, not built again (repeatable)",
+    )
+    parser.add_argument(
         "--work", type=Path, default=Path("/var/tmp/seed-corpus"), help="per-case repositories"
     )
     parser.add_argument(
@@ -169,8 +192,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown case(s): {', '.join(sorted(unknown))}")
         cases = [c for c in cases if c.id in args.case]
     work = args.work.resolve()
+    kept = already(args.built)
     built: dict[str, Built] = {}
     for case in cases:
+        if case.id in kept:
+            built[case.id] = kept[case.id]
+            print(f"{case.id}: as built before", file=sys.stderr, flush=True)
+            continue
         try:
             tree = build(case, "honest", args.clones.resolve(), work, args.target_python)
             built[case.id] = analysed(tree, case)

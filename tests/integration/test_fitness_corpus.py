@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.support import SAMPLE, make_repo, seed
 
 TWO = (CASE_A, CASE_B) = ("sqlparse-f66d12c", "idna-27fe03f")
-"""Two shipped cases: one fix in one source file, one in two (today's planner scores both)."""
+"""Two shipped cases of two repositories (today's planner scores both in full)."""
 
 
 def test_two_shipped_cases_are_replayed_and_scored_on_a_repository_without_history(
