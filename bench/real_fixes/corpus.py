@@ -13,7 +13,7 @@ planner reads text only). `seed.py fitness` replays them with no network and no 
         [--case ID] [--from FILE] [--held-back N --state DIR]
 
 `--from FILE` takes the cases a corpus file already holds as they are (a run split in parts,
-or one case rebuilt): only the others are built. `--held-back N` holds N cases back, written to DIR/fitness/held-back.json.xz (DIR: the
+or one case rebuilt): only the others are built; without `--case`, only the cases they hold. `--held-back N` holds N cases back, written to DIR/fitness/held-back.json.xz (DIR: the
 kernel's state folder of a repository, `.git/seed`) instead of the shipped file. The rule is
 fixed: with k = cases // N, the cases at positions k, 2k, ... (1-based, in cases.toml's
 order) up to N of them, so the held-back ones spread over the repositories.
@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if c.id in args.case]
     work = args.work.resolve()
     kept = already(args.built)
+    if kept and not args.case:  # the cases of these files, none built again
+        cases = [c for c in cases if c.id in kept]
     built: dict[str, Built] = {}
     for case in cases:
         if case.id in kept:

@@ -13,8 +13,8 @@ from kernel.isolation.paths import Paths
 from kernel.loop import corpus
 
 CASES = Path(__file__).resolve().parents[2] / "bench" / "real_fixes" / "cases.toml"
-SHIPPED = 25
-"""Cases shipped: the real fixes but packaging's (its analysis did not finish in time)."""
+SHIPPED = 29
+"""Cases shipped: 29 of the 32 real fixes (three of packaging's were not analysed in time)."""
 
 
 def test_the_shipped_corpus_reads_whole_and_every_case_can_be_scored() -> None:
@@ -40,7 +40,7 @@ def test_the_shipped_cases_name_no_path_outside_their_own_tree() -> None:
     for case in shipped.cases:
         assert case.analysis is not None
         said = case.analysis.model_dump_json() + case.report.model_dump_json()
-        for outside in ("/tmp/", "/var/tmp/", "/work/", "/.git/seed", "/home/"):
+        for outside in ("/tmp/", "/var/tmp/", "/work/", "/.git/seed", "/root/"):
             assert outside not in said, (case.id, outside)
 
 
