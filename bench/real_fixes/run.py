@@ -101,6 +101,14 @@ def clone_name(repo: str) -> str:
     return repo.split("/", 1)[1]
 
 
+def clone_source(clones: Path, repo: str) -> Path:
+    """The local clone of repo: DIR/<name>, or a mirror's DIR/<owner>+<name>/repo."""
+    for source in (clones / clone_name(repo), clones / repo.replace("/", "+") / "repo"):
+        if (source / ".git").exists() or (source / "HEAD").exists():
+            return source
+    raise RuntimeError(f"no local clone of {repo} in {clones}")
+
+
 def git(cwd: Path, *args: str, stdin: str | None = None) -> str:
     done = subprocess.run(
         ["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True, check=False
@@ -224,9 +232,7 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     tree = folder / "repo"
-    source = clones / clone_name(case.repo)
-    if not (source / ".git").exists() and not (source / "HEAD").exists():
-        raise RuntimeError(f"no local clone of {case.repo} at {source}")
+    source = clone_source(clones, case.repo)
     git(folder, "clone", "-q", "--no-hardlinks", str(source), str(tree))
     git(tree, "checkout", "-q", "-B", "main", case.parent)
     git(tree, "remote", "remove", "origin")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import count
 from pathlib import Path
 
@@ -100,28 +100,41 @@ def fitness(modules: str, scores: Sequence[CaseScore]) -> Fitness:
 
 
 def cases_of(
-    ctx: Context, tell: Callable[[str], None] = lambda _: None
+    ctx: Context,
+    tell: Callable[[str], None] = lambda _: None,
+    parts: Collection[str] = (),
+    only: Collection[str] = (),
 ) -> tuple[list[FitnessCase], list[IterationRecord], dict[str, str]]:
     """Every case (this project's history, the corpus shipped in the kernel, the held-back
-    one), the project's records, and the corpus cases' texts."""
+    one; `parts`: only these; `only`: only the cases of these ids), the project's records,
+    and the corpus cases' texts."""
     records = list(ctx.store.iter_all())
     cases = corpus.history_cases(records, lambda i: corpus.kept(ctx.paths, i))
+    cases = cases if not parts or "history" in parts else []
     blobs: dict[str, str] = {}
     for path, part in ((corpus.SHIPPED, "shipped"), (corpus.held_back(ctx.paths), "held-back")):
+        if parts and part not in parts:
+            continue
         read = corpus.read(path, part)
         for problem in read.problems:
             tell(f"left out: {problem}")
         cases += read.cases
         blobs |= read.blobs
+    cases = [c for c in cases if c.id in only] if only else cases
     return cases, records, blobs
 
 
 def measure(
-    ctx: Context, modules: str = "", tell: Callable[[str], None] = lambda _: None
+    ctx: Context,
+    modules: str = "",
+    tell: Callable[[str], None] = lambda _: None,
+    parts: Collection[str] = (),
+    only: Collection[str] = (),
 ) -> Fitness:
     """The fitness of the modules seed runs (""), of a folder holding a copy of seed (its
-    `modules/` and `domain/`), or of a commit of seed's own repository, over every case."""
-    cases, records, blobs = cases_of(ctx, tell)
+    `modules/` and `domain/`), or of a commit of seed's own repository, over every case (or
+    the `parts` and cases named)."""
+    cases, records, blobs = cases_of(ctx, tell, parts, only)
     folder = Path(modules).expanduser() if modules else ctx.paths.seed_home
     if folder.is_dir():
         if not (folder / "modules").is_dir() or not (folder / "domain").is_dir():

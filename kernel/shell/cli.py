@@ -204,6 +204,16 @@ def _analysis_commands(add: _AddParser) -> None:
         help="a folder holding a copy of seed, or a commit of seed's own repository, whose "
         "modules are replayed (default: those seed runs)",
     )
+    p.add_argument(
+        "--part",
+        action="append",
+        default=[],
+        choices=("history", "shipped", "held-back"),
+        help="replay only this part of the corpus (repeatable; default: all three)",
+    )
+    p.add_argument(
+        "--case", action="append", default=[], metavar="ID", help="replay only this case"
+    )
     p.add_argument("--json", action="store_true", help="print the Fitness as JSON")
     p = add("plan", help="analyse HEAD and print the plan the next iteration would carry out")
     p.add_argument(
@@ -325,7 +335,7 @@ def cmd_fitness(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
 
     try:
-        found = fitness.measure(ctx, args.modules, tell)
+        found = fitness.measure(ctx, args.modules, tell, args.part, args.case)
     except HostError as exc:
         print(f"seed.py fitness: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -30,7 +30,7 @@ def landed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _fitness(repo: Path, *args: str) -> dict[str, object]:
-    ran = seed(repo, "fitness", "--json", *args)
+    ran = seed(repo, "fitness", "--json", "--part", "history", *args)
     assert ran.returncode == 0, ran.stderr[-2000:]
     return json.loads(ran.stdout)
 
@@ -42,7 +42,7 @@ def test_the_modules_seed_runs_plan_the_landed_fix_of_the_project_history(landed
     assert (figures["cases"], figures["landed"], figures["valid"]) == (1, 1, 1.0)
     assert (figures["recall"], figures["top1"], figures["chosen"]) == (1.0, 1.0, 1.0)
     assert figures["prompt_chars"] > 500
-    shown = seed(landed, "fitness")
+    shown = seed(landed, "fitness", "--part", "history")
     assert shown.returncode == 0 and "history" in shown.stdout and "recall" in shown.stdout
     assert "fixed files allowed" in shown.stderr  # each case as it is replayed
 

@@ -1,0 +1,52 @@
+"""The fitness corpus shipped in the kernel (kernel/loop/fitness-corpus.json.xz, built by
+bench/real_fixes/corpus.py from the real fixes): it reads whole, and every case is one the
+replay can score."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from bench.real_fixes.corpus import held_back, held_back_file
+from domain import AnalysisInput
+from kernel.isolation.paths import Paths
+from kernel.loop import corpus
+
+CASES = Path(__file__).resolve().parents[2] / "bench" / "real_fixes" / "cases.toml"
+
+
+def test_the_shipped_corpus_reads_whole_and_every_case_can_be_scored() -> None:
+    shipped = corpus.read(corpus.SHIPPED, "shipped")
+    assert shipped.problems == []
+    ids = [c["id"] for c in tomllib.loads(CASES.read_text(encoding="utf-8"))["case"]]
+    assert [c.id for c in shipped.cases] == ids  # all 32 real fixes, in cases.toml's order
+    for case in shipped.cases:
+        assert case.part == "shipped" and case.base == ""
+        assert case.fixed and set(case.fixed) <= set(case.files), case.id
+        assert any(not f.startswith("tests/") for f in case.fixed), case.id
+        assert case.gap in {g.key for g in case.report.gaps}, case.id
+        assert case.gap.startswith("pytest:"), case.id
+        assert case.analysis is not None, case.id
+        AnalysisInput.model_validate(case.analysis.model_dump(mode="json"))
+        assert all(k in shipped.blobs for k in case.files.values()), case.id
+
+
+def test_the_shipped_cases_name_no_path_outside_their_own_tree() -> None:
+    shipped = corpus.read(corpus.SHIPPED, "shipped")
+    for case in shipped.cases:
+        assert case.analysis is not None
+        said = case.analysis.model_dump_json() + case.report.model_dump_json()
+        for outside in ("/tmp/", "/var/tmp/", "/work/", "/.git/seed"):
+            assert outside not in said, (case.id, outside)
+
+
+def test_cases_are_held_back_every_kth_and_written_where_the_kernel_reads_them(
+    tmp_path: Path,
+) -> None:
+    ids = [f"c{i}" for i in range(1, 33)]
+    assert held_back(ids, 0) == set()
+    assert held_back(ids, 4) == {"c8", "c16", "c24", "c32"}
+    assert held_back(ids, 5) == {"c6", "c12", "c18", "c24", "c30"}
+    assert held_back(ids[:3], 5) == {"c1", "c2", "c3"}
+    paths = Paths(root=tmp_path, common=tmp_path / ".git")
+    assert held_back_file(paths.state) == corpus.held_back(paths)
