@@ -183,7 +183,10 @@ def test_a_generation_lands_only_when_it_plans_at_least_as_well(
     stolen = io / "held-back.copy"
     worse = [{"replace": PLANNER, "old": HONEST, "new": WORSE}]
     edits_corpus = [{"append": "kernel/loop/fitness-corpus.json.xz", "text": "x"}]
+    found = io / "found.txt"
     named = [
+        # it looks everywhere in the repository for the held-back cases, then tries the path
+        {"run": ["sh", "-c", f"find {clone} -name '*held-back*' > {found} 2>&1"], "may_fail": True},
         {"run": ["cp", str(held), str(stolen)], "may_fail": True},
         {"replace": PLANNER, "old": HONEST, "new": NAMED},
     ]
@@ -205,6 +208,7 @@ def test_a_generation_lands_only_when_it_plans_at_least_as_well(
     assert three["failure_category"] == "FITNESS_REGRESSION"
     assert "held-back recall fell" in three["reason"]
     assert not stolen.exists()  # the kernel's state is no sandbox's to read
+    assert found.exists() and "held-back.json" not in found.read_text()
     assert git(clone, "rev-parse", "HEAD").strip() == head
     refs = git(clone, "for-each-ref", "--format=%(refname)", "refs/seed/generation/")
     assert refs.split() == ["refs/seed/generation/1"]
