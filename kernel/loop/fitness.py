@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from itertools import count
+from datetime import UTC, datetime
 from pathlib import Path
 
 from domain import (
@@ -37,8 +37,6 @@ from kernel.host.host import ModuleHost
 from kernel.isolation import agentgit, gitops, jails, trees
 from kernel.judging.guard import clamp_plan, is_test_path
 from kernel.loop import corpus
-
-_names = count(1)
 
 
 def score(
@@ -207,7 +205,8 @@ class Replay:
     def _case(self, case: FitnessCase, earlier: Sequence[IterationRecord]) -> CaseScore:
         ctx = self.ctx
         root = ctx.paths.root
-        name = f"wt-{os.getpid()}-fitness-{next(_names)}"
+        # named as the loop names the iteration's checkout: nothing tells a replay from a plan
+        name = f"wt-{os.getpid()}-{datetime.now(UTC):%Y%m%d%H%M%S%f}"
         if case.base:
             checkout = agentgit.create(ctx.paths, name, case.base)
             files = [p for _, _, p in trees.entries(root, gitops.tree_of(root, case.base))]
@@ -251,6 +250,27 @@ class Replay:
         spec = self.host.agent_spec("command", plan, context)
         return spec.prompt if spec is not None else ""
 
+    def state(self, case: FitnessCase, checkout: Path) -> ProjectState:
+        """What the planner may know, as the loop gives it now: the time is this moment and
+        the checkout is named as an iteration's, so that a generation cannot tell a replay
+        from a plan that runs (and plan well only when it is measured)."""
+        ctx = self.ctx
+        root = ctx.paths.root
+        return ProjectState(
+            now=datetime.now(UTC).replace(microsecond=0),
+            next_sequence=case.sequence,
+            root_name=root.name,
+            worktree=str(checkout),
+            branch=gitops.current_branch(root),
+            head=case.base or gitops.head(root),
+            backend=ctx.config.agent.backend,
+            fingerprint=ctx.store.fingerprint,
+            tallies=tuple(ctx.store.tallies()),
+            protected=protected_patterns(ctx.config.guard.protected),
+            pyright_strict=ctx.target.strict,
+            selfhost=ctx.paths.selfhost,
+        )
+
     def _plan(
         self,
         case: FitnessCase,
@@ -262,21 +282,11 @@ class Replay:
         ctx = self.ctx
         report = self._report(case, files)
         protected = protected_patterns(ctx.config.guard.protected)
-        state = ProjectState(
-            now=case.now,
-            next_sequence=case.sequence,
-            root_name=ctx.paths.root.name,
-            worktree=str(checkout),
-            head=case.base,
-            backend=ctx.config.agent.backend,
-            fingerprint=ctx.store.fingerprint,
-            protected=protected,
-            selfhost=ctx.paths.selfhost,
-        )
+        state = self.state(case, checkout)
         plan = self.host.plan(report, corpus.seen_before(earlier, report), state)
         if plan is None:
             return None
-        expected = f"iter-{case.sequence:04d}-{case.now:%Y%m%d-%H%M%S}"
+        expected = f"iter-{case.sequence:04d}-{state.now:%Y%m%d-%H%M%S}"
         if plan.iteration_id != expected:
             raise HostError(f"planner returned id {plan.iteration_id}, expected {expected}")
         if plan.gap.key not in {g.key for g in report.gaps}:

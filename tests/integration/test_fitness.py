@@ -4,14 +4,20 @@ leaves the fixed file out of the allowlist scores lower, and says so."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from kernel.host.context import open_context
+from kernel.loop.corpus import history_cases
+from kernel.loop.fitness import Replay
+from kernel.loop.loop import Loop
 from tests.integration.test_ratchet import BUGGY, FIX, TOOLS
-from tests.support import SEED_HOME, agent_config, make_repo, records, seed
+from tests.support import SEED_HOME, agent_config, git, make_repo, records, seed
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +82,20 @@ def test_modules_that_are_neither_a_folder_nor_a_commit_are_a_usage_error(landed
     ran = seed(landed, "fitness", "--modules", "no-such-generation")
     assert ran.returncode == 2
     assert "neither a folder nor a commit" in ran.stderr
+
+
+def test_a_replay_gives_the_planner_what_a_running_plan_gets(landed: Path) -> None:
+    """Nothing in the planner's input tells a replay from a plan that runs: the time is now,
+    the checkout is named as an iteration's, the branch, head and memory are the project's
+    (a generation must not plan well only when it is measured)."""
+    ctx = open_context(landed, quiet=True)
+    [case] = history_cases(list(ctx.store.iter_all()))
+    checkout = ctx.paths.checkouts / "wt-1-20261127000000000000"
+    state = Replay(ctx, SEED_HOME).state(case, checkout)
+    assert abs((datetime.now(UTC) - state.now).total_seconds()) < 60
+    assert state.branch == git(landed, "branch", "--show-current").strip()
+    assert state.head == case.base and state.tallies and state.fingerprint
+    live = inspect.getsource(Loop.prepare)
+    replay = inspect.getsource(Replay)
+    naming = 'f"wt-{os.getpid()}-{datetime.now(UTC):%Y%m%d%H%M%S%f}"'
+    assert naming in live and naming in replay and "fitness" not in naming
