@@ -91,7 +91,7 @@ def other_ray(tmp_path: Path) -> Iterator[list[int]]:
         )
     try:
         wait_for(
-            lambda: _named(_argvs(_carrying("OTHER_PERSONS_RAY", mark)), "raylet/raylet"),
+            lambda: bool(_named(_argvs(_carrying("OTHER_PERSONS_RAY", mark)), "raylet/raylet")),
             60,
             "the other person's raylet",
             None,
