@@ -67,7 +67,28 @@ from kernel.records.store import RecordStore
 
 LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")
-"""A landed change under these paths reloads the module host (when seed works on itself)."""
+"""The module server's code (with kernel/, protected on seed's own repository): a landed
+change under these paths reloads the module host (when seed works on itself)."""
+SERVER_PACKAGES = ("modules", "domain", "kernel")
+"""The only names the module server imports from its code folder."""
+# `python -I` (no PYTHONPATH, no script or working folder on sys.path, no user site): the
+# server's own packages come from the code folder and nothing else does, so a file at the
+# tree's root (a `json.py`, a `pydantic/`) can never stand in for what the server imports
+_LAUNCH = f"""\
+import importlib.machinery, runpy, sys
+_code, _own = sys.argv.pop(1), {SERVER_PACKAGES!r}
+class _Own:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if path is not None or name not in _own:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, [_code])
+        if spec is None:
+            raise ModuleNotFoundError(f"{{name}} is not in {{_code}}", name=name)
+        return spec
+sys.meta_path.insert(0, _Own)
+runpy.run_module("modules", run_name="__main__", alter_sys=True)
+"""
 
 
 @dataclass(frozen=True)
@@ -263,16 +284,11 @@ class ModuleHost:
         """Start the host and check its greeting: protocol and contract versions must match."""
         self.stop()
         # the allow-list (no credential of the daemon's), HOME an empty tmpfs in the sandbox
-        env = procs.run_env(
-            PYTHONPATH=str(self.code_dir),
-            PYTHONDONTWRITEBYTECODE="1",
-            PYTHONUNBUFFERED="1",
-            PYTHONNOUSERSITE="1",
-        )
+        env = procs.run_env()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         try:
-            argv = [sys.executable, "-m", "modules"]
+            argv = [sys.executable, "-I", "-B", "-u", "-c", _LAUNCH, str(self.code_dir)]
             self._proc = subprocess.Popen(
                 self.jail(argv, self.code_dir) if self.jail is not None else argv,
                 cwd=self.code_dir,

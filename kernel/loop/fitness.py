@@ -191,7 +191,11 @@ class Replay:
         """Each case's score; a host that does not start scores every case invalid."""
         try:
             self.host.start()
+            # every agent adapter loaded, as the daemon loads them when it starts: code that
+            # runs when an adapter is imported runs before the cases, as it would before a plan
+            self.host.agents()
         except HostError as exc:
+            self.host.stop()
             return [CaseScore(id=c.id, part=c.part, error=str(exc)) for c in cases]
         try:
             scores: list[CaseScore] = []

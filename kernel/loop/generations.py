@@ -1,8 +1,9 @@
 """Generations: a change to seed's own planning modules lands only if it plans at least as
 well as its base's modules, and each one that lands is numbered and kept.
 
-On seed's own repository, a candidate that passed everything else and changes
-`modules/planner/` or `modules/analyzers/` is scored twice over the same cases
+On seed's own repository, a candidate that passed everything else and changes any code the
+module server runs (`modules/`, `domain/`: an adapter or the registry is imported beside the
+planner and can change it as much as a planner change can) is scored twice over the same cases
 (`fitness.py`): the base's modules and the candidate's, each exported by the kernel from its
 tree and run in the module server's sandbox. Every figure of every part of the corpus must
 hold within its margin: one case of the cases it is over (one case can move by chance: a
@@ -25,14 +26,16 @@ from domain import FailureCategory, IterationOutcome, IterationRecord
 from domain.fitness import Fitness, FitnessCase, FitnessFigures, Generation
 from kernel.fsutil import append_line, remove_any
 from kernel.host.context import Context
+from kernel.host.host import SERVER_PACKAGES
 from kernel.isolation import gitops, trees
 from kernel.judging.iteration import Ending, Iteration
 from kernel.judging.judge import Passed
 from kernel.loop import fitness
 from kernel.records import jsonl
 
-PLANNING = ("modules/planner/", "modules/analyzers/")
-"""The planning modules: what a generation changes."""
+PLANNING = tuple(f"{name}/" for name in SERVER_PACKAGES)
+"""The module server's code, all of it: what a generation changes (an allow-list of what
+may pass unmeasured would be a deny-list of what is measured)."""
 GENERATION_REF = "refs/seed/generation/"
 """A landed generation's commit: refs/seed/generation/N (a write of the kernel's own)."""
 FIGURES = ("valid", "chosen", "recall", "top1", "top3", "precision")
@@ -42,7 +45,7 @@ _OVER = {"valid": "cases", "chosen": "cases", "recall": "landed", "precision": "
 
 
 def planning(touched: Sequence[str]) -> bool:
-    """Whether a change touches the planning modules."""
+    """Whether a change touches code the module server runs."""
     return any(path.startswith(PLANNING) for path in touched)
 
 

@@ -3,7 +3,8 @@ proposes planner changes. The one that truly raises allowlist recall on the kern
 lands as generation 1; one that lowers it while every selected test passes is refused by the
 ratchet naming the figure; one that edits the corpus is refused (the kernel is protected);
 one that special-cases the shipped corpus's file names is caught by the held-back corpus it
-cannot read. The clone's test selection is the planner's prompt tests only (the full run of
+cannot read; one that leaves the planner alone and patches it from an agent adapter's import
+is measured all the same (any change to the module server's code is). The clone's test selection is the planner's prompt tests only (the full run of
 such a clone belongs in bench/)."""
 
 from __future__ import annotations
@@ -29,6 +30,27 @@ WORSE = '        allowed_paths=allowed if gap.source != "pytest" else tuple(p fo
 """The base's planner: for a failing test it allows the tests only (recall 0 on the corpus)."""
 NAMED = '        allowed_paths=allowed if gap.source != "pytest" else ("calc.py", "util.py", "tests/**"),\n'
 """The shipped corpus's fixed files, named: full marks there, none on the held-back cases."""
+ADAPTER = """
+
+def _narrowed(plan: IterationPlan | None) -> IterationPlan | None:
+    \"\"\"For a failing test, the tests only (every plan made after this adapter is imported).\"\"\"
+    if plan is None or plan.gap.source != "pytest":
+        return plan
+    kept = tuple(p for p in plan.allowed_paths if "test" in p)
+    return plan.model_copy(update={"allowed_paths": kept})
+
+
+def _patch() -> None:
+    from modules.planner import planner
+
+    real = planner.DefaultPlanner.plan
+    planner.DefaultPlanner.plan = lambda self, *a: _narrowed(real(self, *a))  # type: ignore[method-assign]
+
+
+_patch()
+"""
+"""Appended to an agent adapter (no planner file touched): once the server imports it, every
+plan for a failing test allows the tests only."""
 MODULES = ("calc", "util", "geometry", "shapes")
 SHIPPED, HELD = ("calc", "util"), ("geometry", "shapes")
 
@@ -107,11 +129,11 @@ def _config(command: str, n: int = 1) -> str:
     )
 
 
-def _task(clone: Path, name: str) -> None:
+def _task(clone: Path, name: str, allowed: tuple[str, ...] = (PLANNER,)) -> None:
     (clone / "inbox").mkdir(exist_ok=True)
     (clone / "inbox" / f"{name}.md").write_text(
         f'+++\ntitle = "Refactor the planner allowlist ({name})"\n'
-        f'allowed = ["{PLANNER}"]\n+++\n'
+        f"allowed = {json.dumps(list(allowed))}\n+++\n"
         "Refactor how the planner allows files for a failing test.\n"
     )
 
@@ -178,7 +200,7 @@ def test_a_generation_lands_only_when_it_plans_at_least_as_well(
     page = (clone / "history" / "index.html").read_text()
     assert "Fitness by generation" in page and head[:12] in page
 
-    # three more proposals, side by side: each is refused, none becomes generation 2
+    # four more proposals, side by side: each is refused, none becomes generation 2
     io = agent_io(tmp_path)
     stolen = io / "held-back.copy"
     worse = [{"replace": PLANNER, "old": HONEST, "new": WORSE}]
@@ -190,23 +212,27 @@ def test_a_generation_lands_only_when_it_plans_at_least_as_well(
         {"run": ["cp", str(held), str(stolen)], "may_fail": True},
         {"replace": PLANNER, "old": HONEST, "new": NAMED},
     ]
-    command = _improver(tmp_path, {"1": worse, "2": edits_corpus, "3": named})
-    (clone / "seed.toml").write_text(_config(command, n=3))
-    git(clone, "commit", "-qam", "three proposals at once")
+    adapter = [{"append": "modules/agents/none.py", "text": ADAPTER}]
+    rounds = {"1": worse, "2": edits_corpus, "3": named, "4": adapter}
+    (clone / "seed.toml").write_text(_config(_improver(tmp_path, rounds), n=4))
+    git(clone, "commit", "-qam", "four proposals at once")
     head = git(clone, "rev-parse", "HEAD").strip()
-    _task(clone, "second")
+    _task(clone, "second", (PLANNER, "modules/agents/none.py"))
 
     ran = _once(clone)
 
     assert ran.returncode == 1, ran.stderr[-3000:]
     second = _last(clone)
     assert second["outcome"] == "ROLLBACK"
-    one, two, three = second["candidates"]
+    one, two, three, four = second["candidates"]
     assert one["failure_category"] == "FITNESS_REGRESSION"
     assert "recall fell from 100% to 0%" in one["reason"]
     assert two["failure_category"] != "FITNESS_REGRESSION" and "fitness-corpus" in two["reason"]
     assert three["failure_category"] == "FITNESS_REGRESSION"
     assert "held-back recall fell" in three["reason"]
+    # the planner's files are the base's: the adapter's import is what plans worse
+    assert four["failure_category"] == "FITNESS_REGRESSION", four["reason"]
+    assert "recall fell from 100% to 0%" in four["reason"]
     assert not stolen.exists()  # the kernel's state is no sandbox's to read
     assert found.exists() and "held-back.json" not in found.read_text()
     assert git(clone, "rev-parse", "HEAD").strip() == head

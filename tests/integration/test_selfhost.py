@@ -151,6 +151,9 @@ def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Pat
     assert second.returncode == 0, second.stderr[-4000:]
     one, two = records(clone)
     assert one["outcome"] == two["outcome"] == "SUCCESS"
+    # any change to the module server's code is measured, and each one landed is a generation
+    assert [one["generation"]["number"], two["generation"]["number"]] == [1, 2]
+    assert one["generation"]["fell"] == two["generation"]["fell"] == []
     assert (
         "improved reporter"
         not in (clone / "history" / one["iteration_id"] / "report.md").read_text()

@@ -159,10 +159,14 @@ def test_a_figure_may_fall_by_one_case_of_those_it_is_over_not_by_two() -> None:
     ]
 
 
-def test_a_change_is_a_generation_when_it_touches_the_planner_or_the_analysers() -> None:
+def test_a_change_is_a_generation_when_it_touches_any_code_the_module_server_runs() -> None:
     assert planning(["modules/planner/localise.py", "README.md"])
     assert planning(["modules/analyzers/rank.py"])
-    assert not planning(["modules/agents/claude.py", "modules/reports/markdown.py", "kernel/x.py"])
+    # an adapter, the registry, a report or the domain is imported beside the planner
+    for path in ("modules/agents/claude.py", "modules/registry.py", "modules/reports/x.py"):
+        assert planning([path])
+    assert planning(["domain/plan.py"])
+    assert not planning(["README.md", "tests/test_x.py", "modulesx/a.py", "bench/modules/a.py"])
 
 
 def test_a_generation_number_is_never_given_twice(tmp_path: Path) -> None:

@@ -88,6 +88,25 @@ def test_host_boots_real_modules_and_answers(tmp_path: Path) -> None:
     assert not host.running
 
 
+def test_nothing_at_the_code_folders_root_stands_in_for_what_the_server_imports(
+    tmp_path: Path,
+) -> None:
+    # a tree's root is the agent's to write (seed's own repository protects kernel/ only):
+    # were it on the server's path, a `json.py` there would change every answer it gives
+    code = _copy_code(tmp_path)
+    bomb = "raise SystemExit('imported from the code folder root')\n"
+    for name in ("json.py", "pydantic.py", "typing_extensions.py", "sitecustomize.py"):
+        (code / name).write_text(bomb)
+    (code / "usercustomize.py").write_text(bomb)
+    host = ModuleHost(code, tmp_path / "host.log")
+    try:
+        assert host.start()["analyzers"] == ["quality", "inbox", "roadmap"]
+        assert "command" in host.agents()[0]
+    finally:
+        host.stop()
+    assert "code folder root" not in (tmp_path / "host.log").read_text()
+
+
 def test_host_refuses_a_module_that_breaks_its_contract(tmp_path: Path) -> None:
     code = _copy_code(tmp_path)
     planner = code / "modules" / "planner" / "planner.py"
