@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kernel.loop import corpus
 from tests.support import AGENT, SEED_HOME, agent_io, git, records, seed_env, wait_for
 
 pytestmark = [pytest.mark.selfhost, pytest.mark.slow]
@@ -25,10 +26,26 @@ pytestmark = [pytest.mark.selfhost, pytest.mark.slow]
 QUALITY = '[quality]\ntools = ["ruff", "ruff-format", "pytest"]\npytest_args = ["tests/unit/test_domain.py", "modules/reports/tests"]\n'
 
 
-def clone_of_seed(tmp_path: Path) -> Path:
+def clone_of_seed(tmp_path: Path, corpus_cases: int | None = 4) -> Path:
+    """A clone of seed's committed HEAD on `main`; with `corpus_cases`, its shipped fitness
+    corpus cut to that many cases and committed (every change to its modules is replayed
+    over the corpus twice: these tests are about loading and protecting modules, and the
+    whole corpus is test_generations.py's and bench/generations.py's)."""
     clone = tmp_path / "seed"
     subprocess.run(["git", "clone", "-q", str(SEED_HOME), str(clone)], check=True, timeout=120)
     git(clone, "checkout", "-q", "-B", "main")
+    if corpus_cases is not None:
+        shipped = clone / corpus.SHIPPED.relative_to(SEED_HOME)
+        whole = corpus.read(shipped, "shipped")
+        assert len(whole.cases) > corpus_cases and not whole.problems
+        corpus.write(
+            shipped,
+            [
+                (c, {name: whole.blobs[key] for name, key in c.files.items()})
+                for c in whole.cases[:corpus_cases]
+            ],
+        )
+        git(clone, "commit", "-qam", f"the shipped fitness corpus cut to {corpus_cases} cases")
     return clone
 
 
@@ -171,8 +188,9 @@ def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Pat
 def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_path: Path) -> None:
     clone = clone_of_seed(tmp_path)
     # the kernel's test runs see the export at the checkout's path (under pytest), its
-    # self-check boots a candidate's modules from the export under <git-common-dir>/seed/exports/
-    guard_line = 'if "/seed/exports/" not in __file__ and "pytest" not in __import__("sys").modules:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
+    # self-check and its fitness replays boot a candidate's modules from exports in its state
+    # under <git-common-dir>/seed/: a module may still break only in the person's checkout
+    guard_line = 'if "/.git/seed/" not in __file__ and "pytest" not in __import__("sys").modules:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
     breaking = _reporter_wrapper(clone, guard_line, "fragile")
     regression = 'import importlib\n\n\ndef test_fragile_loads() -> None:\n    assert importlib.import_module("modules.reports.fragile").REPORTER\n'
     repair = [

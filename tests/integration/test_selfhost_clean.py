@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.selfhost, pytest.mark.slow]
 def test_a_fresh_clone_measures_itself_clean(tmp_path: Path) -> None:
     # its own seed.toml and test selection: every test file collects (the test extras are
     # seen), and nothing is a gap on a clean main
-    clone = clone_of_seed(tmp_path)
+    clone = clone_of_seed(tmp_path, corpus_cases=None)
     result = subprocess.run(
         [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "gaps", "--json"],
         capture_output=True,
