@@ -1,6 +1,7 @@
 """seed improving itself, the full run: the scenario of tests/integration/test_generations.py
 (a copy of seed whose planner allows only tests for a failing test; an honest improver, then
-a worse one, one editing the corpus and one naming the shipped corpus's files, side by side)
+a worse one, one editing the corpus, one naming the shipped corpus's files and one patching
+the planner from an agent adapter's import, side by side)
 with the clone's whole test selection (seed.toml's own) instead of the planner's prompt tests,
 and the real shipped corpus (32 real fixes) instead of the test's four cases, unless asked.
 
@@ -24,6 +25,7 @@ from typing import Any
 
 from kernel.loop import corpus
 from tests.integration.test_generations import (
+    ADAPTER,
     HELD,
     HONEST,
     NAMED,
@@ -105,13 +107,14 @@ def main(argv: list[str] | None = None) -> int:
         worse = [{"replace": PLANNER, "old": HONEST, "new": WORSE}]
         edits = [{"append": "kernel/loop/fitness-corpus.json.xz", "text": "x"}]
         named = [{"replace": PLANNER, "old": HONEST, "new": NAMED}]
-        command = _improver(tmp, {"1": worse, "2": edits, "3": named})
-        (clone / "seed.toml").write_text(_config(command, 3, args.tests))
-        git(clone, "commit", "-qam", "three proposals at once")
-        _task(clone, "second")
+        adapter = [{"append": "modules/agents/none.py", "text": ADAPTER}]
+        command = _improver(tmp, {"1": worse, "2": edits, "3": named, "4": adapter})
+        (clone / "seed.toml").write_text(_config(command, 4, args.tests))
+        git(clone, "commit", "-qam", "four proposals at once")
+        _task(clone, "second", (PLANNER, "modules/agents/none.py"))
         t0 = time.monotonic()
         ran = _once(clone)
-        _show("three at once", _last(clone), time.monotonic() - t0)
+        _show("four at once", _last(clone), time.monotonic() - t0)
         return 0 if ran.returncode in (0, 1) else ran.returncode
     finally:
         if args.keep:
