@@ -48,9 +48,12 @@ def _config(command: str, n: int, tests: str) -> str:
         if tests == "planner"
         else 'pytest_args = ["tests/unit", "modules", "-m", "not slow"]\n'
     )
+    # the worse planner fails some of the planner's own tests, which outrank a person's task
+    # by default: the person puts their task first here, so the scenario runs as the test's
+    order = '[analysis]\norder = ["inbox", "build"]\n' if tests == "all" else ""
     return (
         f'[agent]\nbackend = "command"\ncommand = {command}\nrepair_rounds = 0\n'
-        f'[quality]\ntools = ["ruff", "pytest"]\n{selection}'
+        f'[quality]\ntools = ["ruff", "pytest"]\n{selection}{order}'
         '[landing]\nuncovered = "land"\n'
         f"[candidates]\nn = {n}\nkeep = true\n"
     )

@@ -56,7 +56,8 @@ class CaseScore(Fact):
     allowed: int = 0
     """Files of the case's tree the plan allows."""
     precision: float | None = None
-    """Fixed files allowed / files allowed (None: nothing landed)."""
+    """Fixed files / files allowed when every fixed file was allowed, else 0 (None: nothing
+    landed)."""
     prompt_chars: int = 0
 
 

@@ -7,7 +7,7 @@ earlier iteration of this project (its base commit, the gaps the planner got, th
 its landed change touched) or one of a corpus the kernel keeps. Each plan is checked and
 clamped as the loop checks and clamps it, then scored against what landed: was every fixed
 file allowed (recall), where did the suspects put the fixed source file (top-1, top-3), how
-wide was the allowlist (precision), was the plan valid, how long its prompt, and did it work
+wide was an allowlist that held the fix (precision), was the plan valid, how long its prompt, and did it work
 on the case's gap. Old trees are never measured again: the planner reads the base's files.
 """
 
@@ -62,9 +62,20 @@ def score(
         recall=len(hit) == len(fixed) if fixed else None,
         rank=(min(places) if places else 0) if sources else None,
         allowed=len(allowed),
-        precision=(len(hit) / len(allowed) if allowed else 0.0) if fixed else None,
+        precision=_precision(fixed, hit, allowed),
         prompt_chars=len(prompt),
     )
+
+
+def _precision(fixed: Sequence[str], hit: Sequence[str], allowed: Sequence[str]) -> float | None:
+    """The fix's share of what the allowlist allows (the fix's new files counted in), when
+    it allows the whole fix; else 0: were a miss's fixed share counted, a planner that allows
+    only the tests would gain precision while it loses every source fix."""
+    if not fixed:
+        return None
+    if len(hit) < len(fixed):
+        return 0.0
+    return len(fixed) / len({*allowed, *hit})
 
 
 def figures(scores: Sequence[CaseScore]) -> FitnessFigures:

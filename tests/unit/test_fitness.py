@@ -32,10 +32,26 @@ def test_a_plan_that_allows_and_suspects_the_fixed_file_scores_full_marks() -> N
 def test_a_fixed_file_left_out_of_the_allowlist_or_the_suspects_is_counted() -> None:
     made = plan(gap(), allowed_paths=("util.py", "tests/**"), suspect_files=("util.py", "calc.py"))
     s = score(_case(), made, "", FILES)
-    assert (s.recall, s.rank, s.allowed, s.precision) == (False, 2, 2, 0.5)
+    assert (s.recall, s.rank, s.allowed, s.precision) == (False, 2, 2, 0.0)
     wide = plan(gap(), allowed_paths=("**",), suspect_files=("README.md",))
     s = score(_case(), wide, "", FILES)
     assert (s.recall, s.rank, s.allowed, s.precision) == (True, 0, 4, 0.5)
+
+
+def test_narrowing_the_allowlist_past_the_fix_never_raises_the_precision() -> None:
+    # the tests only: one file, and it was fixed; were precision the fixed share of whatever
+    # was allowed, this would score 1.0 against the sufficient allowlist's 0.67, and a planner
+    # that allows only tests would gain precision while it loses every source fix
+    narrow = plan(gap(), allowed_paths=("tests/**",), suspect_files=("calc.py",))
+    sufficient = plan(gap(), allowed_paths=("calc.py", "util.py", "tests/**"))
+    low, high = score(_case(), narrow, "", FILES), score(_case(), sufficient, "", FILES)
+    assert (low.recall, low.allowed, low.precision) == (False, 1, 0.0)
+    assert (high.recall, high.allowed, high.precision) == (True, 3, 2 / 3)
+    # a fix that adds a file: the new file counts among those allowed
+    added = score(
+        _case(fixed=("calc.py", "new.py")), plan(gap(), allowed_paths=("*.py",)), "", FILES
+    )
+    assert (added.recall, added.allowed, added.precision) == (True, 2, 2 / 3)
 
 
 def test_a_case_that_did_not_land_scores_no_recall_and_another_gap_is_not_chosen() -> None:
