@@ -139,5 +139,9 @@ CORPUS_MAX = 256 * 1024 * 1024
 """Bytes of a fitness corpus once decompressed (the shipped or the held-back one)."""
 GENERATION_LINE_MAX = 256 * 1024
 """Bytes of one line of history/generations.jsonl the dashboard reads (a longer one is left out)."""
+FITNESS_HISTORY_CASES = 64
+"""The latest iterations of the project's history a fitness replay takes as cases (each is a
+checkout and a plan, twice for every change to seed's modules: an overnight daemon's
+thousand iterations would make each such change wait for hours)."""
 FITNESS_REQUEST_S = 60.0
 """Seconds one request of a fitness replay may take (a plan takes well under one)."""

@@ -21,7 +21,13 @@ from typing import Any, cast
 
 from domain import AnalysisInput, GapReport, IterationOutcome, IterationRecord
 from domain.fitness import FitnessCase
-from kernel.bounds import CORPUS_MAX, KEPT_INPUT_MAX, PER_GAP_RECORDS, RECENT_RECORDS
+from kernel.bounds import (
+    CORPUS_MAX,
+    FITNESS_HISTORY_CASES,
+    KEPT_INPUT_MAX,
+    PER_GAP_RECORDS,
+    RECENT_RECORDS,
+)
 from kernel.fsutil import atomic_write_bytes
 from kernel.isolation.paths import Paths
 from kernel.records.store import brief_of
@@ -70,17 +76,22 @@ def kept(paths: Paths, iteration_id: str) -> Given | None:
 
 
 def history_cases(
-    records: Iterable[IterationRecord], given: Callable[[str], Given | None] = lambda _: None
+    records: Iterable[IterationRecord],
+    given: Callable[[str], Given | None] = lambda _: None,
+    latest: int = FITNESS_HISTORY_CASES,
 ) -> list[FitnessCase]:
-    """A case for every recorded iteration that had a plan and a base, oldest first: what its
-    planning modules got (kept by `keep`; else its gap alone), and the files its change
-    touched if it landed."""
+    """A case for each of the `latest` recorded iterations that had a plan and a base, oldest
+    first: what its planning modules got (kept by `keep`; else its gap alone), and the files
+    its change touched if it landed."""
+    planned = [
+        (earlier, record, plan, found)
+        for earlier, record in enumerate(records)
+        if (plan := record.plan) is not None
+        and record.base
+        and (found := _SEQUENCE.match(record.iteration_id)) is not None
+    ]
     cases: list[FitnessCase] = []
-    for earlier, record in enumerate(records):
-        plan = record.plan
-        found = _SEQUENCE.match(record.iteration_id)
-        if plan is None or not record.base or found is None:
-            continue
+    for earlier, record, plan, found in planned[-latest:] if latest > 0 else []:
         landed = record.outcome == IterationOutcome.SUCCESS and bool(record.commit)
         analysis, report = given(record.iteration_id) or (None, GapReport(gaps=(plan.gap,)))
         cases.append(
@@ -131,12 +142,28 @@ class Corpus:
     """Why a file or a case was left out (read as bad input: said, never fatal)."""
 
 
+_READ: dict[tuple[Path, str], tuple[tuple[int, int, int], Corpus]] = {}
+"""Each corpus file as last read, by its inode, size and time (the daemon checks every
+candidate of an iteration against the same files: a second second-long read of each is waste)."""
+
+
 def read(path: Path, part: str) -> Corpus:
     """A corpus file's cases as `part` (its texts' keys prefixed with it, so two corpora
     never share one); a missing file is an empty corpus, a damaged one or a damaged case is
     left out and said why."""
-    if not path.exists():
+    try:
+        found = path.stat()
+    except OSError:
         return Corpus()
+    stamp = (found.st_ino, found.st_size, found.st_mtime_ns)
+    last = _READ.get((path, part))
+    if last is None or last[0] != stamp:
+        last = _READ[(path, part)] = (stamp, _read(path, part))
+    kept = last[1]
+    return Corpus(list(kept.cases), dict(kept.blobs), list(kept.problems))
+
+
+def _read(path: Path, part: str) -> Corpus:
     try:
         with lzma.open(path, "rb") as handle:
             raw = handle.read(CORPUS_MAX + 1)

@@ -92,6 +92,19 @@ def test_cases_come_from_records_with_a_plan_and_a_base_the_landed_ones_with_the
     assert cases[1].report.gaps == (g,) and cases[1].gap == g.key
 
 
+def test_a_long_history_replays_its_latest_iterations_only_and_reads_only_their_inputs() -> None:
+    # an overnight daemon's history: every module change replays it twice, so it is bounded
+    g = gap()
+    many = [
+        record(g, n, base="a" * 40).model_copy(update={"plan": plan(g, n)}) for n in range(1, 8)
+    ]
+    asked: list[str] = []
+    cases = history_cases(many, lambda i: asked.append(i) or None, latest=3)
+    assert [c.sequence for c in cases] == [5, 6, 7] and [c.earlier for c in cases] == [4, 5, 6]
+    assert asked == [c.id for c in cases]
+    assert history_cases(many, latest=0) == []
+
+
 def test_the_planner_sees_the_earlier_records_as_briefs_as_the_loop_gives_them() -> None:
     g = gap()
     earlier = [

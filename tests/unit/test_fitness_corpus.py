@@ -50,3 +50,20 @@ def test_cases_are_held_back_every_kth_and_written_where_the_kernel_reads_them(
     assert held_back(ids[:3], 5) == {"c1", "c2", "c3"}
     paths = Paths(root=tmp_path, common=tmp_path / ".git")
     assert held_back_file(paths.state) == corpus.held_back(paths)
+
+
+def test_a_corpus_read_again_is_the_file_as_it_is_now(tmp_path: Path) -> None:
+    # read once per file and kept while the file stays the same: a rewrite is read afresh,
+    # and what a caller does with the cases it got changes nothing the next caller gets
+    shipped = corpus.read(corpus.SHIPPED, "shipped")
+    texts = {n: shipped.blobs[k] for n, k in shipped.cases[0].files.items()}
+    place = tmp_path / "held-back.json.xz"
+    corpus.write(place, [(shipped.cases[0], texts)])
+    first = corpus.read(place, "held-back")
+    first.cases.clear()
+    assert [c.id for c in corpus.read(place, "held-back").cases] == [shipped.cases[0].id]
+    corpus.write(place, [(shipped.cases[1], texts), (shipped.cases[2], texts)])
+    again = corpus.read(place, "held-back")
+    assert [c.id for c in again.cases] == [c.id for c in shipped.cases[1:3]]
+    place.unlink()
+    assert corpus.read(place, "held-back").cases == []
