@@ -105,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         corpus.write(held, [cases[m] for m in HELD])
         _task(clone, "first")
         t0 = time.monotonic()
-        ran = _once(clone)
+        ran = _once(clone, timeout=3600)
         _show("honest", _last(clone), time.monotonic() - t0)
+        if ran.returncode != 0:
+            print(ran.stderr[-3000:])
         worse = [{"replace": PLANNER, "old": HONEST, "new": WORSE}]
         edits = [{"append": "kernel/loop/fitness-corpus.json.xz", "text": "x"}]
         named = [{"replace": PLANNER, "old": HONEST, "new": NAMED}]
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         git(clone, "commit", "-qam", "four proposals at once")
         _task(clone, "second", (PLANNER, "modules/agents/none.py"))
         t0 = time.monotonic()
-        ran = _once(clone)
+        ran = _once(clone, timeout=3600)
         _show("four at once", _last(clone), time.monotonic() - t0)
         return 0 if ran.returncode in (0, 1) else ran.returncode
     finally:

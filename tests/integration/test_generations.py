@@ -138,12 +138,12 @@ def _task(clone: Path, name: str, allowed: tuple[str, ...] = (PLANNER,)) -> None
     )
 
 
-def _once(clone: Path) -> subprocess.CompletedProcess[str]:
+def _once(clone: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(clone / "seed.py"), "--no-bootstrap", "--root", str(clone), "once"],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout,
         env=seed_env(),
         stdin=subprocess.DEVNULL,
         check=False,
