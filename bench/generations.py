@@ -67,6 +67,8 @@ def _show(label: str, record: dict[str, Any], seconds: float) -> None:
         f"generation {generation.get('number', '-')} in {seconds:.0f} s, "
         f"load {os.getloadavg()[0]:.1f}"
     )
+    if record["outcome"] != "SUCCESS" and not record.get("candidates"):
+        print(f"  {str(record.get('reason'))[:300]}")
     for c in record.get("candidates") or []:
         assert isinstance(c, dict)
         print(
