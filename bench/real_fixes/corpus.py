@@ -142,7 +142,7 @@ def already(paths: Sequence[Path]) -> dict[str, Built]:
         if read.problems:
             raise RuntimeError(f"{path}: {'; '.join(read.problems)[:300]}")
         for case in read.cases:
-            texts = {name: read.blobs[key] for name, key in case.files.items()}
+            texts = corpus.texts(case, read.blobs)
             found[case.id] = Built(case.model_copy(update={"files": {}}), texts)
     return found
 

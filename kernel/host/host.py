@@ -67,8 +67,8 @@ from kernel.records.store import RecordStore
 
 LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")
-"""The module server's code (with kernel/, protected on seed's own repository): a landed
-change under these paths reloads the module host (when seed works on itself)."""
+"""A landed change under these paths reloads the module host (when seed works on itself;
+kernel/, the server's third package, is protected there)."""
 SERVER_PACKAGES = ("modules", "domain", "kernel")
 """The only names the module server imports from its code folder."""
 # `python -I` (no PYTHONPATH, no script or working folder on sys.path, no user site): the

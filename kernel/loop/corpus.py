@@ -215,12 +215,17 @@ def _key_of(blobs: Mapping[str, str], text: str) -> str:
     return next(k for k, v in blobs.items() if v == text)
 
 
+def texts(case: FitnessCase, blobs: Mapping[str, str]) -> dict[str, str]:
+    """The case's files' texts by path (as `write` takes them)."""
+    return {name: blobs[key] for name, key in case.files.items()}
+
+
 def materialise(case: FitnessCase, blobs: Mapping[str, str], dest: Path) -> list[str]:
     """The case's files written under dest (plain paths only, checked by `read`); its paths."""
-    for name, key in case.files.items():
+    for name, text in texts(case, blobs).items():
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(blobs[key], encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
     return sorted(case.files)
 
 

@@ -7,8 +7,8 @@ earlier iteration of this project (its base commit, the gaps the planner got, th
 its landed change touched) or one of a corpus the kernel keeps. Each plan is checked and
 clamped as the loop checks and clamps it, then scored against what landed: was every fixed
 file allowed (recall), where did the suspects put the fixed source file (top-1, top-3), how
-wide was an allowlist that held the fix (precision), was the plan valid, how long its prompt, and did it work
-on the case's gap. Old trees are never measured again: the planner reads the base's files.
+wide was an allowlist that held the fix (precision), was the plan valid, how long its prompt,
+and did it work on the case's gap. Old trees are never measured again: the planner reads the base's files.
 """
 
 from __future__ import annotations

@@ -38,13 +38,8 @@ def clone_of_seed(tmp_path: Path, corpus_cases: int | None = 4) -> Path:
         shipped = clone / corpus.SHIPPED.relative_to(SEED_HOME)
         whole = corpus.read(shipped, "shipped")
         assert len(whole.cases) > corpus_cases and not whole.problems
-        corpus.write(
-            shipped,
-            [
-                (c, {name: whole.blobs[key] for name, key in c.files.items()})
-                for c in whole.cases[:corpus_cases]
-            ],
-        )
+        cut = whole.cases[:corpus_cases]
+        corpus.write(shipped, [(c, corpus.texts(c, whole.blobs)) for c in cut])
         git(clone, "commit", "-qam", f"the shipped fitness corpus cut to {corpus_cases} cases")
     return clone
 

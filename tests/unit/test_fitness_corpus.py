@@ -56,7 +56,7 @@ def test_a_corpus_read_again_is_the_file_as_it_is_now(tmp_path: Path) -> None:
     # read once per file and kept while the file stays the same: a rewrite is read afresh,
     # and what a caller does with the cases it got changes nothing the next caller gets
     shipped = corpus.read(corpus.SHIPPED, "shipped")
-    texts = {n: shipped.blobs[k] for n, k in shipped.cases[0].files.items()}
+    texts = corpus.texts(shipped.cases[0], shipped.blobs)
     place = tmp_path / "held-back.json.xz"
     corpus.write(place, [(shipped.cases[0], texts)])
     first = corpus.read(place, "held-back")

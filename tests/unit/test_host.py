@@ -95,9 +95,14 @@ def test_nothing_at_the_code_folders_root_stands_in_for_what_the_server_imports(
     # were it on the server's path, a `json.py` there would change every answer it gives
     code = _copy_code(tmp_path)
     bomb = "raise SystemExit('imported from the code folder root')\n"
-    for name in ("json.py", "pydantic.py", "typing_extensions.py", "sitecustomize.py"):
+    for name in (
+        "json.py",
+        "pydantic.py",
+        "typing_extensions.py",
+        "sitecustomize.py",
+        "usercustomize.py",
+    ):
         (code / name).write_text(bomb)
-    (code / "usercustomize.py").write_text(bomb)
     host = ModuleHost(code, tmp_path / "host.log")
     try:
         assert host.start()["analyzers"] == ["quality", "inbox", "roadmap"]
