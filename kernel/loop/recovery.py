@@ -49,7 +49,9 @@ TOKEN_ENV = "SEED_DAEMON_TOKEN"
 DAEMON_FILE = "daemon.json"
 
 _ENDING_S = 10.0
-"""Seconds recovery waits for the processes it ended to be gone."""
+"""Seconds recovery spends ending a dead daemon's processes and waiting for them to be gone."""
+_SETTLE_S = 0.2
+"""Seconds after a round of endings before the next scan: what was starting shows by then."""
 
 MAX_PLAN_BYTES = 4 * 1024 * 1024
 """The most of a journalled plan.json read back."""
@@ -113,6 +115,20 @@ def _group(pid: int) -> int:
         return 0
 
 
+def _end(pids: list[int], spared: set[int], deadline: float) -> None:
+    """SIGKILL each process (and its group, unless spared) and wait for them to be gone."""
+    for pid in pids:
+        group = _group(pid)
+        if group and group not in spared:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    while any(procs.alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)  # gone before their files are tidied
+    time.sleep(_SETTLE_S)
+
+
 def end_leftovers(ctx: Context, journal: dict[str, Any] | None) -> list[str]:
     """End the agent's process group and every process of the dead daemon."""
     notes: list[str] = []
@@ -124,20 +140,20 @@ def end_leftovers(ctx: Context, journal: dict[str, Any] | None) -> list[str]:
     previous: dict[str, Any] = {}
     with contextlib.suppress(OSError, ValueError):
         previous = cast(dict[str, Any], json.loads(_daemon_file(ctx).read_text(encoding="utf-8")))
-    leftovers = processes_with_token(str(previous.get("token", "")))
+    token = str(previous.get("token", ""))
     # a group this process or a parent is in is never ended whole: a local Ray's processes
     # stay in the dead daemon's group, which may be ours (one shell job, a supervisor's)
     spared = {_group(pid) for pid in _ancestors()}
-    for pid in leftovers:
-        group = _group(pid)
-        if group and group not in spared:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + _ENDING_S  # gone before their files are tidied
-    while any(procs.alive(pid) for pid in leftovers) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    leftovers: list[int] = []
+    deadline = time.monotonic() + _ENDING_S
+    # scanned again until nothing new shows: a process mid-exec reads as no one's, and one a
+    # leftover started after the scan is not in it
+    while time.monotonic() < deadline:
+        found = [pid for pid in processes_with_token(token) if pid not in leftovers]
+        if not found:
+            break
+        leftovers += found
+        _end(found, spared, deadline)
     if leftovers:
         notes.append(
             f"ended {len(leftovers)} process(es) left by the previous daemon (pid {previous.get('pid')}): "
