@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import atexit
+import fcntl
+import functools
+import hashlib
 import json
 import os
 import subprocess
@@ -15,6 +18,7 @@ from typing import Any
 
 from domain import InboxItem, InboxText
 from kernel.host.host import ModuleHost
+from kernel.shell import bootstrap
 
 SEED_HOME = Path(__file__).resolve().parent.parent
 SEED = SEED_HOME / "seed.py"
@@ -81,17 +85,40 @@ def agent_config(
     )
 
 
-def seed_argv(root: Path, *args: str) -> list[str]:
-    """argv that runs seed.py on root with this interpreter (no bootstrap)."""
-    return [sys.executable, str(SEED), "--no-bootstrap", "--root", str(root), *args]
+@functools.cache
+def daemon_python() -> str:
+    """The interpreter test daemons run with: seed's runtime lock only, as in a person's
+    bootstrap virtualenv, kept under ~/.cache/seed by the lock's text and this Python.
+
+    The suite's own interpreter has the test extras, and a daemon measures a project without a
+    .venv with its own interpreter: hypothesis's pytest plugin alone costs every measured
+    pytest run about a second (it imports all of hypothesis, rewritten afresh each run)."""
+    lock = bootstrap.RUNTIME_LOCK
+    key = hashlib.sha256(lock.read_bytes() + sys.version.encode() + sys.base_prefix.encode())
+    env_dir = Path.home() / ".cache" / "seed" / f"test-daemon-{key.hexdigest()[:16]}"
+    env_dir.parent.mkdir(parents=True, exist_ok=True)
+    # the suite's workers start at once: one installs, the others wait for it
+    with (env_dir.parent / f"{env_dir.name}.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        bootstrap.install(env_dir, lock)
+    return str(env_dir / "bin" / "python")
+
+
+def seed_argv(root: Path, *args: str, python: str | None = None) -> list[str]:
+    """argv that runs seed.py on root (no bootstrap) with `python`, by default daemon_python()."""
+    return [python or daemon_python(), str(SEED), "--no-bootstrap", "--root", str(root), *args]
 
 
 def seed(
-    root: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None
+    root: Path,
+    *args: str,
+    timeout: float = 300,
+    env: Mapping[str, str] | None = None,
+    python: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run seed.py once to completion."""
     return subprocess.run(
-        seed_argv(root, *args),
+        seed_argv(root, *args, python=python),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -126,11 +153,15 @@ def seed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def start_daemon(
-    root: Path, *args: str, env: Mapping[str, str] | None = None, stdout: int = subprocess.PIPE
+    root: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    stdout: int = subprocess.PIPE,
+    python: str | None = None,
 ) -> subprocess.Popen[str]:
     """Start seed.py on root (`run` unless args say otherwise) as a subprocess, stdin closed."""
     return subprocess.Popen(
-        seed_argv(root, *args),
+        seed_argv(root, *args, python=python),
         stdin=subprocess.DEVNULL,
         stdout=stdout,
         stderr=subprocess.PIPE,

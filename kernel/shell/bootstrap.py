@@ -65,7 +65,8 @@ def _stamp(lock: Path) -> str:
     return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
 
 
-def _install(env_dir: Path, lock: Path) -> None:
+def install(env_dir: Path, lock: Path) -> None:
+    """Install the lock into the virtualenv at env_dir (created if absent), once per lock's text."""
     marker = env_dir / f".seed-{lock.stem}-{_stamp(lock)}"
     if marker.exists():
         return
@@ -127,7 +128,7 @@ def ensure(argv: list[str], *, tests: bool, allowed: bool, ray: bool = False) ->
         # in our own virtualenv, a lock file that changed since it was installed is installed again
         for lock in locks:
             if inside and allowed and not (env_dir / f".seed-{lock.stem}-{_stamp(lock)}").exists():
-                _install(env_dir, lock)
+                install(env_dir, lock)
         return
     if not allowed:
         _fail(
@@ -143,7 +144,7 @@ def ensure(argv: list[str], *, tests: bool, allowed: bool, ray: bool = False) ->
     if sys.version_info < (3, 11):  # noqa: UP036 (seed.py may be started by an older python)
         _fail(f"Python 3.11 or newer is needed (this is {sys.version.split()[0]})")
     for lock in locks:
-        _install(env_dir, lock)
+        install(env_dir, lock)
     env = dict(os.environ)
     env[_GUARD] = names
     python = str(_python(env_dir))

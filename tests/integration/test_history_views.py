@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -49,7 +50,7 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         files,
         '[agent]\nbackend = "ruff-fix"\n[daemon]\npoll_interval_s = 300\n',
     )
-    daemon = start_daemon(repo, "run", "--metrics-port", "0")
+    daemon = start_daemon(repo, "run", "--metrics-port", "0", python=sys.executable)
     try:
         wait_for(lambda: len(records(repo)) >= 3, 300, "three iterations")
         wait_for(
@@ -236,12 +237,14 @@ def test_metrics_without_prometheus_client_is_a_clear_usage_error(tmp_path: Path
     blocker.mkdir()
     (blocker / "prometheus_client.py").write_text("raise ImportError('blocked for this test')\n")
     repo = make_repo(tmp_path / "repo", SAMPLE, '[agent]\nbackend = "none"\n')
-    result = seed(repo, "run", "--metrics-port", "0", env={"PYTHONPATH": str(blocker)})
+    result = seed(
+        repo, "run", "--metrics-port", "0", env={"PYTHONPATH": str(blocker)}, python=sys.executable
+    )
     assert result.returncode == 2
     assert "--metrics-port needs the prometheus_client package" in result.stderr
     assert "Traceback" not in result.stderr
     assert "not running" in seed(repo, "status").stdout  # the lock was let go
-    plain = seed(repo, "once", env={"PYTHONPATH": str(blocker)})
+    plain = seed(repo, "once", env={"PYTHONPATH": str(blocker)}, python=sys.executable)
     assert plain.returncode == 5, plain.stderr  # without the flag it is never imported
 
 

@@ -344,7 +344,7 @@ def test_a_daemon_runs_its_candidates_on_the_cluster_and_lands_the_one_that_is_r
     )
     repo = make_repo(tmp_path / "repo", BUGGY, config)
 
-    result = seed(repo, "once")
+    result = seed(repo, "once", python=sys.executable)
 
     assert result.returncode == 0, result.stderr[-3000:]
     [record] = records(repo)
@@ -420,7 +420,7 @@ def test_a_model_only_candidate_on_a_worker_is_counted_by_the_kernels_gateway_al
     )
     with serving([say("fixed")]) as model:
         repo = make_repo(tmp_path / "repo", BUGGY, config.replace("{origin}", model.origin))
-        daemon = start_daemon(repo, "once")
+        daemon = start_daemon(repo, "once", python=sys.executable)
         try:
             wait_for(lambda: (cluster.shared / "c2.asked").exists(), 120, "c2 asked", daemon)
             forged = relay.new_token().encode()

@@ -116,7 +116,7 @@ def test_kill_9_of_a_daemon_with_a_local_ray_ends_its_ray_and_spares_another_per
     repo = make_repo(tmp_path / "repo", BUGGY, config.replace(TOOLS, TOOLS + money))
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
 
-    daemon = start_daemon(repo, "once", env=env)
+    daemon = start_daemon(repo, "once", env=env, python=sys.executable)
     try:
         wait_for(
             lambda: (io / "c1").exists() and (io / "c2").exists(),
@@ -137,7 +137,7 @@ def test_kill_9_of_a_daemon_with_a_local_ray_ends_its_ray_and_spares_another_per
 
     plan_only = tmp_path / "none.toml"
     plan_only.write_text('[agent]\nbackend = "none"\n' + TOOLS, encoding="utf-8")
-    restarted = seed(repo, "--config", str(plan_only), "once", env=env)
+    restarted = seed(repo, "--config", str(plan_only), "once", env=env, python=sys.executable)
 
     assert restarted.returncode in (0, 5), restarted.stderr[-3000:]
     assert _carrying("SEED_DAEMON_TOKEN", token) == []
@@ -150,5 +150,5 @@ def test_kill_9_of_a_daemon_with_a_local_ray_ends_its_ray_and_spares_another_per
     assert [p.name for p in workers.glob("*/*")] == []  # the workers' checkouts too
     [aborted] = [r for r in records(repo) if r["outcome"] == "ABORTED"]
     assert aborted["iteration_id"]
-    status = json.loads(seed(repo, "status", "--json", env=env).stdout)
+    status = json.loads(seed(repo, "status", "--json", env=env, python=sys.executable).stdout)
     assert status["held_usd"] == 0.0
