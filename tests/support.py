@@ -92,7 +92,11 @@ def daemon_python() -> str:
 
     The suite's own interpreter has the test extras, and a daemon measures a project without a
     .venv with its own interpreter: hypothesis's pytest plugin alone costs every measured
-    pytest run about a second (it imports all of hypothesis, rewritten afresh each run)."""
+    pytest run about a second (it imports all of hypothesis, rewritten afresh each run).
+    Run by a seed daemon (seed measuring its own tests: sandboxed, no network to install
+    with), this interpreter: the daemon's."""
+    if os.environ.get("SEED_DEPTH"):
+        return sys.executable
     lock = bootstrap.RUNTIME_LOCK
     key = hashlib.sha256(lock.read_bytes() + sys.version.encode() + sys.base_prefix.encode())
     env_dir = Path.home() / ".cache" / "seed" / f"test-daemon-{key.hexdigest()[:16]}"

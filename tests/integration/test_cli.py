@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import tomllib
 from pathlib import Path
 
@@ -44,7 +45,8 @@ def lint_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_help_on_every_command(tmp_path: Path, command: str | None) -> None:
     args = ["--help"] if command is None else [command, "--help"]
-    result = seed(tmp_path, *args)
+    # `test` wants the test extras before it reads --help: the suite's interpreter has them
+    result = seed(tmp_path, *args, python=sys.executable)
     assert result.returncode == 0, result.stderr
     assert "usage:" in result.stdout
 

@@ -25,6 +25,7 @@ from tests.support import (
     SEED_HOME,
     agent_config,
     agent_io,
+    daemon_python,
     git,
     make_repo,
     records,
@@ -103,10 +104,10 @@ def test_status_shows_a_dirty_checkout_and_the_test_interpreter(tmp_path: Path) 
     (repo / "notes.txt").write_text("draft\n")
     status = DaemonStatus.model_validate_json(seed(repo, "status", "--json").stdout)
     assert status.dirty == ("calc.py", "notes.txt")
-    assert status.python == sys.executable and "no .venv" in status.python_reason
+    assert status.python == daemon_python() and "no .venv" in status.python_reason
     shown = seed(repo, "status").stdout
     assert "uncommitted: calc.py, notes.txt" in shown
-    assert f"python:      {sys.executable}" in shown
+    assert f"python:      {daemon_python()}" in shown
 
 
 def _closed_pipe(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ def _workers(tmp: Path, *args: str) -> tuple[set[str], str]:
     probe = tmp / "test_probe.py"
     probe.write_text(_PROBE + _PROBE.replace("test_where", "test_there"))
     # -rA: each passed test's output in the summary (a worker's -s output never shows)
-    result = seed(tmp, "test", str(probe), "-rA", *args)
+    result = seed(tmp, "test", str(probe), "-rA", *args, python=sys.executable)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "2 passed" in result.stdout, result.stdout[-3000:]
     found = {line.split("=", 1)[1] for line in result.stdout.split() if line.startswith("WORKER=")}
@@ -78,7 +79,7 @@ def test_the_tests_of_one_file_run_on_one_worker(tmp_path: Path) -> None:
     # a file's shared fixture (one daemon run, one browser) is made once, not once per worker
     probe = tmp_path / "test_shared.py"
     probe.write_text(_SHARED)
-    result = seed(tmp_path, "test", str(probe), "-rA")
+    result = seed(tmp_path, "test", str(probe), "-rA", python=sys.executable)
     assert "4 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
     found = [line.split("=", 1)[1] for line in result.stdout.split() if line.startswith("WORKER=")]
     assert len(found) == 4 and len(set(found)) == 1 and found[0].startswith("gw"), found
