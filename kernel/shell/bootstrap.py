@@ -126,9 +126,9 @@ def ensure(argv: list[str], *, tests: bool, allowed: bool, ray: bool = False) ->
     locks = [TEST_LOCK if tests else RUNTIME_LOCK, *([RAY_LOCK] if ray else [])]
     if not absent:
         # in our own virtualenv, a lock file that changed since it was installed is installed again
-        for lock in locks:
-            if inside and allowed and not (env_dir / f".seed-{lock.stem}-{_stamp(lock)}").exists():
-                install(env_dir, lock)
+        if inside and allowed:
+            for lock in locks:
+                install(env_dir, lock)  # returns at once when the lock's marker is there
         return
     if not allowed:
         _fail(
