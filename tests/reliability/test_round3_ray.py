@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,25 +53,20 @@ LISTEN = re.compile(r"^LISTEN\s+\d+\s+\d+\s+(\S+):(\d+)\s+\S+\s+users:\((.*)\)\s
 LOOPBACK = ("127.0.0.1", "[::1]", "[::ffff:127.0.0.1]")
 
 
-def _listening(pids: set[int]) -> dict[int, str]:
-    """Each TCP port a process of pids listens on, and the address it is bound to."""
+def _listening(pids: set[int]) -> dict[int, tuple[str, str]]:
+    """Each TCP port a process of pids listens on: the address it is bound to, and who."""
     table = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
-    found: dict[int, str] = {}
+    found: dict[int, tuple[str, str]] = {}
     for line in table.splitlines():
         match = LISTEN.match(line.strip())
         if match and {int(p) for p in re.findall(r"pid=(\d+)", match[3])} & pids:
-            found[int(match[2])] = match[1]
+            found[int(match[2])] = (match[1], match[3])
     return found
 
 
 def _gcs(pids: set[int]) -> int:
-    table = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
-    for line in table.splitlines():
-        match = LISTEN.match(line.strip())
-        if match and '"gcs_server"' in match[3]:
-            if {int(p) for p in re.findall(r"pid=(\d+)", match[3])} & pids:
-                return int(match[2])
-    return 0
+    """The port of the GCS among pids (0 while there is none)."""
+    return next((p for p, (_, who) in _listening(pids).items() if '"gcs_server"' in who), 0)
 
 
 @pytest.mark.parametrize("persons_mode", ["disabled", ""])
@@ -80,7 +76,7 @@ def test_a_full_network_agent_finds_the_daemons_own_ray_closed(
     io = agent_io(tmp_path)
     ports, marker = io / "ports.json", tmp_path / "job-ran"
     python = sys.executable
-    probe = [{"wait_for": str(ports)}]
+    probe: list[dict[str, Any]] = [{"wait_for": str(ports)}]
     for k in (1, 2):
         argv = [python, "-c", PROBE, str(ports), str(io / f"probe-{k}.json"), str(marker)]
         probe.append({"run": argv, "may_fail": True})
@@ -116,7 +112,7 @@ def test_a_full_network_agent_finds_the_daemons_own_ray_closed(
             with contextlib.suppress(ProcessLookupError):
                 daemon.send_signal(signal.SIGKILL)
             daemon.communicate(timeout=60)
-    assert {port: at for port, at in bound.items() if at not in LOOPBACK} == {}, bound
+    assert {port: at for port, (at, _) in bound.items() if at not in LOOPBACK} == {}, bound
     for path in said:
         found = json.loads(path.read_text())
         assert found["gcs"].startswith("refused:") and "InvalidAuthToken" in found["gcs"], found

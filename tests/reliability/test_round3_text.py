@@ -57,8 +57,7 @@ def _json_literal(text: str) -> str:
 FILES: dict[str, str] = {
     "calc.py": "def add(a: int, b: int) -> int:\n    return a - b\n",
     "tests/test_calc.py": (
-        "from calc import add\n\n\ndef test_add() -> None:\n"
-        f"    assert add(2, 3) == 5, {EVIL!r}\n"
+        f"from calc import add\n\n\ndef test_add() -> None:\n    assert add(2, 3) == 5, {EVIL!r}\n"
     ),
     f"mod{EVIL.replace(chr(13), '')}.py": "import os\n",
     "pyproject.toml": (
