@@ -3,9 +3,11 @@ and the one cleaning of text from another hand on its way to a terminal."""
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import os
+from pathlib import Path
 
 from kernel.bounds import cap_line, cap_lines, clean, json_shown, printable, unsafe_char
 from kernel.terminal import say
@@ -68,3 +70,26 @@ def test_say_is_the_sink_and_the_kernels_own_redraw_comes_after_the_cleaning() -
     say('{"s": "\u202e"}', out, json=True)
 
     assert out.getvalue() == '\r\x1b[Kphase ]0;title{"s": "\\u202e"}\n'
+
+
+_WRITERS = (
+    "print",
+    *(f"sys.{s}.{w}" for s in ("stdout", "stderr") for w in ("write", "buffer.write")),
+)
+
+
+def test_every_line_the_kernel_prints_goes_through_the_one_sink() -> None:
+    """No print() and no write to stdout or stderr in the kernel but in terminal.py (the
+    forwarder runs inside an agent's sandbox: its stderr is the agent's own log)."""
+    kernel = Path(__file__).resolve().parents[2] / "kernel"
+    found: list[str] = []
+    for path in sorted(kernel.rglob("*.py")):
+        if path.name in ("terminal.py", "forwarder.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = ast.unparse(node.func)
+            if called in _WRITERS:
+                found.append(f"{path.relative_to(kernel)}:{node.lineno}: {called}")
+    assert found == []
