@@ -25,7 +25,7 @@ from kernel.isolation.paths import discover
 from tests.integration.test_candidates import _config
 from tests.integration.test_ratchet import BUGGY
 from tests.reliability.test_ray_kill import _carrying
-from tests.support import agent_io, make_repo, start_daemon, wait_for
+from tests.support import agent_io, make_repo, seed, start_daemon, wait_for
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -120,4 +120,7 @@ def test_a_full_network_agent_finds_the_daemons_own_ray_closed(
     assert not marker.exists()
     # the token is the daemon's own: in no file of the person's HOME (~/.ray/auth_token)
     assert not (home / ".ray").exists(), sorted(p.name for p in (home / ".ray").iterdir())
-    assert "candidate" in stderr, stderr[-3000:]
+    # and seed says so, in its log and in `status`
+    said = "Ray: a local instance of the daemon's own, with token authentication"
+    assert said in stderr, stderr[-3000:]
+    assert said in seed(repo, "status", env=env, python=python).stdout
