@@ -228,6 +228,8 @@ def _past_bounds(item: InboxItem, task: InboxText) -> str:
     """What of the item is past the bounds the reader was given ('' when nothing is)."""
     if item.name != task.name:
         return f"it is named {item.name!r}"
+    if not item.title.strip():  # nothing of it is left to show once cleaned
+        return "its title is empty"
     if len(item.title) > task.title_max:
         return f"its title is {len(item.title)} characters; the limit is {task.title_max}"
     if len(item.body) > len(task.text):
