@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -678,8 +679,14 @@ def _command_index(argv: list[str]) -> int | None:
     return None
 
 
+def _shown_traceback(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    """An error no command caught, through the one sink (its text may quote the tree)."""
+    say("".join(traceback.format_exception(kind, value, tb)), sys.stderr, end="")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run the command; returns the exit code."""
+    sys.excepthook = _shown_traceback
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
