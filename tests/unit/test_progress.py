@@ -30,7 +30,9 @@ def test_the_line_shows_phase_time_and_the_agents_latest_line_made_harmless(
     assert reading is not None
     shown = line(reading)
     assert shown.startswith("agent running 1m1") and "command on ruff:calc.py:F401" in shown
-    assert shown.endswith("agent: \\x1b]0;owned\\x07editing \\x1b[2Jcalc.py") and "\x1b" not in shown
+    assert (
+        shown.endswith("agent: \\x1b]0;owned\\x07editing \\x1b[2Jcalc.py") and "\x1b" not in shown
+    )
     assert "log:" not in shown
 
 
