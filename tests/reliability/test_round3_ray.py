@@ -121,6 +121,6 @@ def test_a_full_network_agent_finds_the_daemons_own_ray_closed(
     # the token is the daemon's own: in no file of the person's HOME (~/.ray/auth_token)
     assert not (home / ".ray").exists(), sorted(p.name for p in (home / ".ray").iterdir())
     # and seed says so, in its log and in `status`
-    said = "Ray: a local instance of the daemon's own, with token authentication"
-    assert said in stderr, stderr[-3000:]
-    assert said in seed(repo, "status", env=env, python=python).stdout
+    door = "Ray: a local instance of the daemon's own, with token authentication"
+    assert door in stderr, stderr[-3000:]
+    assert door in seed(repo, "status", env=env, python=python).stdout
