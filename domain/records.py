@@ -87,7 +87,10 @@ class Candidate(Fact):
     needs_person: bool = False
     """It edits base tests or has lines no passing test ran: it would wait for a person."""
     outside_suspects: int = 0
-    """Changed lines in files the plan did not name as suspects."""
+    """Changed lines in files the plan did not name as suspects (a binary file by its bytes)."""
+    binary_bytes: int = Field(default=0, exclude_if=lambda v: not v)
+    """Bytes of the binary files it changed, old and new: git counts them no lines, so the
+    size the choice ranks by adds them (`kernel/judging/choice.py`)."""
     uncovered: int = 0
     """Changed places no passing test ran."""
     rounds: int = 1

@@ -10,6 +10,7 @@ so one runaway list (100,000 new tags) cannot become one huge line.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -109,8 +110,44 @@ def cap_lines(
     return [*kept, f"... and {len(lines) - len(kept):,} more"]
 
 
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+"""The characters that reorder what a screen shows after them (marks, embeddings, overrides,
+isolates): text that reads one way and is another."""
+_UNSHOWN = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff{_BIDI}]")
+"""What text from another hand never brings to a person's screen: every control character
+but newline and tab (ESC, so every escape sequence; BEL; CR; the C1 controls), the Unicode
+line breaks, lone surrogates (undecodable bytes) and the bidirectional controls."""
+
+
+def _shown(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    if found.group() in "\u2028\u2029":
+        return "\n"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return f"\\u{code:04x}"
+    return f"<U+{code:04X}>" if code > 0x9F else ""
+
+
+def clean(text: str) -> str:
+    """Text another hand wrote (an agent, a tool, the tree, an old record) as a person is
+    shown it, cleaned once: control characters but newline and tab removed (what is left of an
+    escape sequence is inert text), bidirectional controls shown as <U+202E>, undecodable
+    bytes as \\xNN. The one cleaning: the terminal's sink, the module answers the kernel
+    shows, the commit message and `printable` all use it."""
+    return _UNSHOWN.sub(_shown, text)
+
+
+def json_shown(text: str) -> str:
+    """JSON text whose strings hold what `clean` would change, those characters escaped as
+    JSON escapes them (\\u001b): the same JSON, inert on a terminal."""
+    return _UNSHOWN.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
 def printable(text: str, width: int = LINE_MAX_CHARS) -> str:
-    """Text safe to show on one line: undecodable bytes as \\xNN, controls escaped, capped."""
+    """`clean` on one line, capped: controls, line breaks and undecodable bytes escaped
+    (\\n, \\x1b, \\xff) rather than removed, so a name reads as it is."""
     try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
@@ -120,7 +157,7 @@ def printable(text: str, width: int = LINE_MAX_CHARS) -> str:
         c.encode("unicode_escape").decode("ascii") if unicodedata.category(c) in _UNSAFE else c
         for c in shown
     )
-    return cap_line(safe, width)
+    return cap_line(clean(safe), width)
 
 
 def unsafe_char(text: str) -> bool:

@@ -22,6 +22,7 @@ from pydantic import (
 from kernel.bounds import CONFIG_MAX_BYTES
 from kernel.errors import ConfigError
 from kernel.fsutil import atomic_write_bytes
+from kernel.terminal import say
 
 CONFIG_NAME = "seed.toml"
 WEEK_S = 7 * 24 * 3600.0
@@ -406,7 +407,7 @@ def _removed(raw: dict[str, Any], path: Path) -> list[str]:
 
 
 def _stderr(message: str) -> None:
-    print(f"seed: {message}", file=sys.stderr, flush=True)
+    say(f"seed: {message}", sys.stderr, flush=True)
 
 
 def _describe(err: Any, path: Path) -> str:

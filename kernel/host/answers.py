@@ -24,6 +24,7 @@ from domain import (
     IterationPlan,
     ProjectState,
 )
+from kernel.bounds import clean
 from kernel.errors import HostError
 
 M = TypeVar("M", bound=BaseModel)
@@ -59,6 +60,18 @@ def valid(model: type[M], value: Any, what: str) -> M:
         raise HostError(f"module host returned an invalid {what}: {where}: {first['msg']}") from exc
 
 
+def shown(value: Any) -> Any:
+    """A module's answer with every text in it cleaned (`bounds.clean`), keys included: what
+    the kernel records, writes or shows of a module is inert on a person's terminal."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [shown(v) for v in cast(list[Any], value)]
+    if isinstance(value, dict):
+        return {shown(k): shown(v) for k, v in cast(dict[Any, Any], value).items()}
+    return value
+
+
 _REFUSALS = 5
 _REFUSAL_CHARS = 500
 
@@ -66,6 +79,7 @@ _REFUSAL_CHARS = 500
 def refusals(report: AgentReport, log: str) -> AgentReport:
     """The adapter's report with only the refusals it quoted from the log the kernel captured
     (an adapter cannot make up evidence), the first few, each bounded."""
+    log = clean(log)  # as the report's own text is
     kept = [r[:_REFUSAL_CHARS] for r in report.refusals if r.strip() and r in log]
     return report.model_copy(update={"refusals": tuple(kept[:_REFUSALS])})
 
@@ -214,6 +228,8 @@ def _past_bounds(item: InboxItem, task: InboxText) -> str:
     """What of the item is past the bounds the reader was given ('' when nothing is)."""
     if item.name != task.name:
         return f"it is named {item.name!r}"
+    if not item.title.strip():  # nothing of it is left to show once cleaned
+        return "its title is empty"
     if len(item.title) > task.title_max:
         return f"its title is {len(item.title)} characters; the limit is {task.title_max}"
     if len(item.body) > len(task.text):

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+from kernel.bounds import clean
 from kernel.config import Config, load_config
 from kernel.errors import ConfigError, HostError
 from kernel.fsutil import append_line
@@ -20,15 +21,16 @@ from kernel.isolation import gitops, jails
 from kernel.isolation.paths import Paths, discover
 from kernel.measuring.measure import Target, resolve_python, ruff_binary
 from kernel.records.store import RecordStore
+from kernel.terminal import say
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
 
 
 def log_line(paths: Paths, message: str) -> None:
-    """One line to stderr and history/daemon.log."""
-    line = f"seed {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z {message}"
+    """One line to stderr and history/daemon.log, cleaned (it quotes agents and the tree)."""
+    line = clean(f"seed {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z {message}")
     # on a terminal, over the progress line (kernel/shell/progress.py) rather than after it
-    print(("\r\x1b[K" if sys.stderr.isatty() else "") + line, file=sys.stderr, flush=True)
+    say(line, sys.stderr, redraw=sys.stderr.isatty(), flush=True)
     with contextlib.suppress(OSError):  # a read-only history must not stop the daemon
         append_line(paths.history / "daemon.log", line)
 

@@ -58,6 +58,7 @@ from kernel.host.answers import (
     backend_choice,
     inbox_readings,
     kernel_gap,
+    shown,
     valid,
 )
 from kernel.isolation import gitops, procs, trees
@@ -65,6 +66,10 @@ from kernel.isolation.jails import ModuleJail
 from kernel.isolation.paths import Paths
 from kernel.records.store import RecordStore
 
+_DATA = frozenset({"analyze", "plan", "agent_spec"})
+"""Answers kept as they are: the gaps and the plan name the tree's paths and the kernel's own
+gap keys, the run spec the machine's argv. What of them is shown goes through a rendering
+(cleaned as every other answer) or the terminal's sink (`kernel/terminal.py`)."""
 LAST_GOOD_REF = "refs/seed/last-good"
 RELOAD_PATHS = ("modules/", "domain/")
 """A landed change under these paths reloads the module host (when seed works on itself;
@@ -416,7 +421,8 @@ class ModuleHost:
             raise HostError(
                 f"module host: {method} failed: {error.get('type')}: {error.get('message')}"
             )
-        return answer.get("result")
+        result = answer.get("result")
+        return result if method in _DATA else shown(result)
 
     def analyze(self, inputs: AnalysisInput) -> GapReport:
         """Gaps, ranked."""

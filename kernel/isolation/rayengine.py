@@ -6,13 +6,25 @@ here only when an engine starts, so nothing of it loads otherwise. A task runs
 decides what is retried. The base commit's bundle is put in the object store once per
 iteration and passed to every candidate's task by reference. A worker that dies, or a task
 that does not answer in time, ends as an Outcome that says so: that candidate fails alone.
+
+The local instance the engine starts (`address = ""`) is closed to every sandbox: a run of
+repository code or a model-only agent has no network, but an agent with `network = "full"`
+shares this machine's, so every port Ray opens is one it can reach. That instance starts
+with Ray's token authentication on, whatever RAY_AUTH_MODE the person's environment says,
+with a token of the daemon's own that no file holds (Ray would write ~/.ray/auth_token),
+on 127.0.0.1 only, without a dashboard; once started, both are checked, and an instance
+that is not so is ended and refused. A cluster `address` names is the person's own: its
+token authentication is set up as README says.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import importlib.metadata
 import os
+import secrets
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +41,15 @@ SLACK_S = 600.0
 MISSING = (
     '[scale] engine = "ray" needs the optional extra: `pip install -r requirements-ray.lock` '
     "(`python seed.py` installs it when seed.toml asks for the Ray engine)"
+)
+
+
+LOOPBACK = "127.0.0.1"
+AUTH_SINCE = (2, 52)
+"""The first Ray with token authentication."""
+CLOSED = (
+    "a local instance of the daemon's own, with token authentication (a token no file holds) "
+    f"and every port on {LOOPBACK}"
 )
 
 
@@ -64,6 +85,8 @@ class RayEngine:
         self._task: Any = None
         self._adopted: list[int] = []
         self._started = False
+        self._saved: dict[str, Any] = {}
+        """What _close changed for a local instance, put back when it stops."""
 
     def start(self) -> None:
         """Join the cluster at `address`, or start a local instance (ConfigError without Ray)."""
@@ -74,16 +97,28 @@ class RayEngine:
         self._ray = ray
         self._task = ray.remote(max_retries=0)(run_candidate)
         if not ray.is_initialized():
-            # '' is a fresh local instance: "local", as None would join RAY_ADDRESS's cluster
-            # or the latest `ray start` on this machine (another person's Ray)
-            address = self.scale.address or "local"
             # the workers import the kernel from seed's folder (the same path on every machine)
             job = ray.job_config.JobConfig(code_search_path=[str(SEED_HOME)])
+            quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
             with adopting() as self._adopted:
-                ray.init(
-                    address=address, job_config=job, log_to_driver=False, configure_logging=False
-                )
+                if self.scale.address:
+                    ray.init(address=self.scale.address, job_config=job, **quiet)
+                else:
+                    # "local": a fresh instance (None would join RAY_ADDRESS's cluster or the
+                    # latest `ray start` on this machine: another person's Ray)
+                    self._saved = _close(ray)
+                    local = {"_node_ip_address": LOOPBACK, "include_dashboard": False}
+                    try:
+                        ray.init(address="local", job_config=job, **quiet, **local)
+                    except BaseException:
+                        _reopen(self._saved)
+                        self._saved = {}
+                        raise
             self._started = True
+            problem = "" if self.scale.address else _open(ray)
+            if problem:
+                self.stop()
+                raise ConfigError(f"seed does not start a local Ray open to its agents: {problem}")
 
     def put(self, bundle: bytes) -> Any:
         """The base's bundle in Ray's object store, once per iteration."""
@@ -145,7 +180,94 @@ class RayEngine:
             self._ray.shutdown()
         for pid in self._adopted:
             procs.forget_known(pid)
-        self._started, self._adopted = False, []
+        _reopen(self._saved)
+        self._started, self._adopted, self._saved = False, [], {}
+
+
+@functools.cache
+def _token() -> str:
+    """The daemon's own token for the Ray instances it starts (made once, held in memory)."""
+    return secrets.token_hex(32)
+
+
+_CLOSED_ENV = {"RAY_AUTH_MODE": "token", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+"""Token authentication on; "local Ray only", so a node named 127.0.0.1 stays on it (Ray
+otherwise swaps in the machine's address, and its servers listen on every interface)."""
+
+
+def _close(ray: Any) -> dict[str, Any]:
+    """Token authentication and loopback for the local instance about to start: the variables
+    its processes start with, and Ray's own reading of them in this process (taken when it was
+    imported) made again. Returns what was there before."""
+    wanted = {**_CLOSED_ENV, "RAY_AUTH_TOKEN": _token()}
+    saved: dict[str, Any] = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        raylet: Any = importlib.import_module("ray._raylet")
+        constants: Any = importlib.import_module("ray._private.ray_constants")
+        saved[_CLUSTER] = constants.ENABLE_RAY_CLUSTER
+        constants.ENABLE_RAY_CLUSTER = False
+        raylet.Config.initialize("")
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError) as exc:
+        _reopen(saved)
+        raise ConfigError(
+            f"seed does not start a local Ray without token authentication, which Ray "
+            f"{ray.__version__} lacks (Ray {'.'.join(map(str, AUTH_SINCE))} has it): "
+            f"`pip install -r requirements-ray.lock`"
+        ) from exc
+    return saved
+
+
+_CLUSTER = "ray_constants.ENABLE_RAY_CLUSTER"
+
+
+def _reopen(saved: dict[str, Any]) -> None:
+    """The environment and Ray's settings as they were before _close (a cluster joined
+    later in this process is joined as the person's environment says)."""
+    for name, value in saved.items():
+        if name == _CLUSTER:
+            constants: Any = importlib.import_module("ray._private.ray_constants")
+            constants.ENABLE_RAY_CLUSTER = value
+        elif value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if saved:
+        with contextlib.suppress(ImportError, AttributeError):
+            raylet: Any = importlib.import_module("ray._raylet")
+            raylet.Config.initialize("")
+            raylet.AuthenticationTokenLoader.instance().reset_cache()
+
+
+def _open(ray: Any) -> str:
+    """How the local instance that started is open to an agent ('' when it is closed)."""
+    raylet: Any = importlib.import_module("ray._raylet")
+    if raylet.get_authentication_mode() != raylet.AuthenticationMode.TOKEN:
+        return "it started without token authentication"
+    gcs = str(ray.get_runtime_context().gcs_address).rsplit(":", 1)[0]
+    nodes = [str(n.get("NodeManagerAddress", "")) for n in ray.nodes()]
+    outside = [a for a in (gcs, *nodes) if a != LOOPBACK]
+    return f"it listens on {outside[0]}, not on {LOOPBACK} alone" if outside else ""
+
+
+def door(scale: ScaleConfig) -> tuple[str, ...]:
+    """What status and the daemon's log say of Ray's door (nothing with the local engine)."""
+    if scale.engine != "ray":
+        return ()
+    if scale.address:
+        return (
+            f"Ray: the cluster at {scale.address}, whose token authentication is its own "
+            '(README, "Past one machine: Ray")',
+        )
+    try:
+        version = importlib.metadata.version("ray")
+    except importlib.metadata.PackageNotFoundError:
+        return (f"Ray: {MISSING}",)
+    numbers = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if numbers < AUTH_SINCE:
+        return (f"Ray: no local instance starts: Ray {version} has no token authentication",)
+    return (f"Ray: {CLOSED}",)
 
 
 @contextlib.contextmanager

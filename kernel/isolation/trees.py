@@ -376,6 +376,52 @@ def _numstat(root: Path, old: str, new: str, env: dict[str, str]) -> tuple[int, 
     return gitops.sum_numstat(text)
 
 
+@dataclass(frozen=True)
+class Size:
+    """How big one file's change is: the lines added and removed, and for a file git calls
+    binary (it counts it no lines) the bytes of its blobs, old and new."""
+
+    lines: int = 0
+    binary_bytes: int = 0
+
+
+def sizes(root: Path, old: str, new: str, env: Mapping[str, str] | None = None) -> dict[str, Size]:
+    """Each changed path's size between two trees (in the kernel's store where env names it)."""
+    args = ("diff-tree", "-r", "-z", "--no-renames", "--raw", "--numstat", "--no-ext-diff")
+    raw = gitops.git(root, *args, "--no-textconv", old, new, env=env).stdout
+    parts = raw.decode("utf-8", "surrogateescape").split("\0")
+    blobs: dict[str, tuple[str, ...]] = {}
+    i = 0
+    while i + 1 < len(parts) and parts[i].startswith(":"):  # the raw part: each path's blobs
+        blobs[parts[i + 1]] = tuple(o for o in parts[i].split()[2:4] if o.strip("0"))
+        i += 2
+    lines: dict[str, int] = {}
+    binary: dict[str, tuple[str, ...]] = {}
+    for row in parts[i:]:
+        added, deleted, path = [*row.split("\t", 2), "", ""][:3]
+        if added.isdigit() and deleted.isdigit():
+            lines[path] = int(added) + int(deleted)
+        elif path:  # "-\t-": binary
+            binary[path] = blobs.get(path, ())
+    held = _blob_bytes(root, [o for ids in binary.values() for o in ids], env)
+    found = {p: Size(lines=n) for p, n in lines.items()}
+    return found | {p: Size(binary_bytes=sum(held.get(o, 0) for o in b)) for p, b in binary.items()}
+
+
+def _blob_bytes(root: Path, oids: Sequence[str], env: Mapping[str, str] | None) -> dict[str, int]:
+    if not oids:
+        return {}
+    check = gitops.git(
+        root,
+        "cat-file",
+        "--batch-check=%(objectname) %(objectsize)",
+        env=env,
+        stdin="".join(f"{o}\n" for o in oids).encode(),
+    ).text()
+    pairs = (line.split() for line in check.splitlines())
+    return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
+
+
 def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = None) -> list[str]:
     """A fresh folder holding exactly the tree's files, written by the kernel from git objects
     (never checkout or archive, which apply smudge filters, export-ignore and export-subst);

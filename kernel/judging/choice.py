@@ -4,17 +4,15 @@ order of facts the kernel measured itself (never anything a candidate says of it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from domain import Candidate
-from kernel.isolation import gitops, trees
 
 ORDER = (
     "lands without a person (edits no base test, every changed line ran in a passing test)",
-    "fewest changed lines outside the plan's suspect files",
+    "fewest changed lines outside the plan's suspect files (a binary file by its bytes)",
     "fewest changed places no passing test ran",
     "fewest agent runs (repair rounds)",
-    "smallest change (lines added and removed)",
+    "smallest change (lines added and removed, a binary file by its bytes)",
     "dealt first",
 )
 """The order of facts, most important first; only eligible candidates are ranked. Every
@@ -23,7 +21,7 @@ eligible candidate already has no new finding of any tool (the ratchet) and clos
 
 def _key(c: Candidate) -> tuple[int, ...]:
     """The facts of ORDER, as one sortable key (smaller wins)."""
-    size = c.diff.insertions + c.diff.deletions
+    size = c.diff.insertions + c.diff.deletions + c.binary_bytes
     return (int(c.needs_person), c.outside_suspects, c.uncovered, c.rounds, size, c.number)
 
 
@@ -51,32 +49,3 @@ def _shown(at: int, value: int) -> str:
     if at == len(ORDER) - 1:
         return f"number {value}"
     return str(value)
-
-
-def outside_suspects(
-    root: Path, base: str, tree: str, store: trees.ObjectStore, suspects: Sequence[str]
-) -> int:
-    """Lines added and removed in files the plan did not name as suspects (a binary file
-    counts one), read from the kernel's own store."""
-    text = gitops.git(
-        root,
-        "diff-tree",
-        "-r",
-        "--numstat",
-        "--no-renames",
-        "--text",
-        "--no-textconv",
-        "--no-ext-diff",
-        base,
-        tree,
-        env=store.env(),
-    ).text()
-    named = set(suspects)
-    total = 0
-    for line in text.splitlines():
-        cols = line.split("\t")
-        if len(cols) < 3 or cols[2] in named:
-            continue
-        added, deleted = cols[0], cols[1]
-        total += int(added) + int(deleted) if added.isdigit() and deleted.isdigit() else 1
-    return total

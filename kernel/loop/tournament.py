@@ -19,8 +19,8 @@ from pathlib import Path
 from domain import AgentReport, Candidate, IterationOutcome
 from kernel.config import CandidatesConfig, GuardConfig
 from kernel.errors import Interrupted
+from kernel.isolation import trees
 from kernel.isolation.remote import USAGE_SAID
-from kernel.judging.choice import outside_suspects
 from kernel.judging.iteration import Ending, Iteration, Phase
 from kernel.judging.judge import Passed
 from kernel.loop.agentrun import counted, plus
@@ -138,9 +138,14 @@ def facts(
 
 
 def with_outside(candidate: Candidate, root: Path, it: Iteration, passed: Passed) -> Candidate:
-    """The candidate with its changed lines outside the plan's suspect files counted."""
-    outside = outside_suspects(root, it.base, passed.tree, passed.store, it.plan.suspect_files)
-    return candidate.model_copy(update={"outside_suspects": outside})
+    """The candidate with its changed lines outside the plan's suspect files and the bytes of
+    the binary files it changed counted from its tree (a binary file counts its bytes where
+    git counts it no lines: it is never the smaller change for that)."""
+    sizes = trees.sizes(root, it.base, passed.tree, passed.store.env())
+    named = set(it.plan.suspect_files)
+    outside = sum(s.lines + s.binary_bytes for p, s in sizes.items() if p not in named)
+    binary = sum(s.binary_bytes for s in sizes.values())
+    return candidate.model_copy(update={"outside_suspects": outside, "binary_bytes": binary})
 
 
 def not_run(dealt: Dealt, why: str) -> Candidate:

@@ -10,10 +10,10 @@ trailer (git reads trailers from the last paragraph only, at the start of a line
 from __future__ import annotations
 
 import os
-import unicodedata
 from pathlib import Path
 
 from domain import IterationPlan
+from kernel import bounds
 from kernel.isolation import procs
 
 TRAILER = "Seed-Iteration"
@@ -27,13 +27,9 @@ _IDENTITY_MAX = 200
 
 
 def clean(text: str) -> str:
-    """Text with every control, format and separator character but the newline removed (tabs
-    become spaces): no escape sequences, bidi overrides or carriage returns reach a log."""
-    kept: list[str] = []
-    for char in text.replace("\r\n", "\n").replace("\t", " "):
-        if char == "\n" or unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
-            kept.append(char)
-    return "".join(kept)
+    """The one cleaning (`bounds.clean`), tabs as spaces: no escape sequence, carriage return
+    or bidirectional override reaches a log."""
+    return bounds.clean(text).replace("\t", " ")
 
 
 def subject(goal: str) -> str:

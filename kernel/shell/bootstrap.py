@@ -16,6 +16,8 @@ import venv
 from pathlib import Path
 from typing import cast
 
+from kernel.terminal import say  # standard library only, as this file
+
 HOME = Path(__file__).resolve().parents[2]
 RUNTIME_LOCK = HOME / "requirements.lock"
 TEST_LOCK = HOME / "requirements-test.lock"
@@ -71,15 +73,11 @@ def install(env_dir: Path, lock: Path) -> None:
     if marker.exists():
         return
     if not _python(env_dir).exists():
-        print(
-            f"seed: creating a virtualenv in {env_dir} (first run only)",
-            file=sys.stderr,
-            flush=True,
-        )
+        say(f"seed: creating a virtualenv in {env_dir} (first run only)", sys.stderr, flush=True)
         venv.EnvBuilder(with_pip=True, clear=False).create(env_dir)
-    print(
+    say(
         f"seed: installing the pinned dependencies from {lock.name} into {env_dir}",
-        file=sys.stderr,
+        sys.stderr,
         flush=True,
     )
     command = [
@@ -102,7 +100,7 @@ def install(env_dir: Path, lock: Path) -> None:
 
 
 def _fail(message: str) -> None:
-    print(f"seed: {message}", file=sys.stderr, flush=True)
+    say(f"seed: {message}", sys.stderr, flush=True)
     raise SystemExit(2)
 
 

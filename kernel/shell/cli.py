@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from kernel.shell.daemon import (
 )
 from kernel.shell.progress import TICK_S, Progress
 from kernel.shell.status import read_status, status_text
+from kernel.terminal import say
 
 # history/README.md is the index the daemon rewrites after every iteration, so it is ignored
 # with the rest of history/ (tracking it would leave `git status` dirty after every iteration)
@@ -130,7 +132,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(f"seed {version()}")
+        say(f"seed {version()}")
         parser.exit()
 
 
@@ -279,36 +281,36 @@ def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
 
 def _print_gaps(report: GapReport) -> None:
     if not report.gaps:
-        print("no gaps")
+        say("no gaps")
     for i, gap in enumerate(report.gaps, start=1):
-        print(f"{i:3}. [{gap.severity.value:8}] {gap.source:11} {gap.title}")
+        say(f"{i:3}. [{gap.severity.value:8}] {gap.source:11} {gap.title}")
     for key in report.skipped:
-        print(f"  skipped: {key}")
+        say(f"  skipped: {key}")
     for error in report.errors:
-        print(f"  analysis problem: {error}")
+        say(f"  analysis problem: {error}")
 
 
 def _print_plan(plan: IterationPlan) -> None:
-    print(f"{plan.iteration_id}: {plan.goal}")
-    print(f"  gap:   {plan.gap.key} ({plan.gap.source}, {plan.gap.severity.value})")
-    print(f"  kind:  {plan.task_kind.value}   risk: {plan.estimated_risk.value}")
+    say(f"{plan.iteration_id}: {plan.goal}")
+    say(f"  gap:   {plan.gap.key} ({plan.gap.source}, {plan.gap.severity.value})")
+    say(f"  kind:  {plan.task_kind.value}   risk: {plan.estimated_risk.value}")
     for action in plan.actions:
-        print(
+        say(
             f"  {action.action_type.value:6} {', '.join(action.target_files) or '(any file)'}: {action.description}"
         )
-    print(f"  allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
+    say(f"  allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
     if plan.agents:
-        print(f"  agents: {', '.join(plan.agents)} ({plan.agents_why})")
+        say(f"  agents: {', '.join(plan.agents)} ({plan.agents_why})")
     for criterion in plan.criteria:
-        print(
+        say(
             f"  check: {criterion.check.value} {' '.join(criterion.args)} - {criterion.text}".rstrip()
         )
     for note in plan.history:
-        print(
+        say(
             f"  tried: {note.iteration_id} {note.outcome.value} {note.failure_category.value if note.failure_category else ''} {note.reason}"
         )
     for remark in plan.notes:
-        print(f"  note:  {remark}")
+        say(f"  note:  {remark}")
 
 
 def cmd_gaps(args: argparse.Namespace) -> int:
@@ -316,10 +318,10 @@ def cmd_gaps(args: argparse.Namespace) -> int:
     try:
         baseline = analyse_head(ctx)
         if baseline is None:
-            print("the repository has no commits yet", file=sys.stderr)
+            say("the repository has no commits yet", sys.stderr)
             return EXIT_NOTHING
         if args.json:
-            print(baseline.report.model_dump_json(indent=2))
+            say(baseline.report.model_dump_json(indent=2), json=True)
         else:
             _print_gaps(baseline.report)
         return EXIT_OK
@@ -332,17 +334,17 @@ def cmd_fitness(args: argparse.Namespace) -> int:
 
     def tell(line: str) -> None:
         if not (args.json or args.quiet):
-            print(line, file=sys.stderr)
+            say(line, sys.stderr)
 
     try:
         found = fitness.measure(ctx, args.modules, tell, args.part, args.case)
     except HostError as exc:
-        print(f"seed.py fitness: {exc}", file=sys.stderr)
+        say(f"seed.py fitness: {exc}", sys.stderr)
         return EXIT_USAGE
     if args.json:
-        print(found.model_dump_json(indent=2))
+        say(found.model_dump_json(indent=2), json=True)
     else:
-        print(fitness.table(found))
+        say(fitness.table(found))
     return EXIT_OK if found.figures.cases else EXIT_NOTHING
 
 
@@ -351,11 +353,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         baseline, plan = plan_only(ctx)
         if args.json:
-            print(plan.model_dump_json(indent=2) if plan else "null")
+            say(plan.model_dump_json(indent=2) if plan else "null", json=True)
         elif plan is None:
-            print(
-                "nothing to plan" if baseline is not None else "the repository has no commits yet"
-            )
+            say("nothing to plan" if baseline is not None else "the repository has no commits yet")
         else:
             _print_plan(plan)
         return EXIT_OK if plan else EXIT_NOTHING
@@ -368,7 +368,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         status = read_status(ctx)
         # the host may be started to tell which backend auto would pick, and renders the text
-        print(status.model_dump_json(indent=2) if args.json else status_text(ctx, status))
+        text = status.model_dump_json(indent=2) if args.json else status_text(ctx, status)
+        say(text, json=args.json)
     finally:
         ctx.host.stop()
     if args.follow:
@@ -398,31 +399,31 @@ def cmd_history(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         report = ctx.paths.history / record.iteration_id / "report.md"
         if args.json:
-            print(record.model_dump_json(indent=2))
+            say(record.model_dump_json(indent=2), json=True)
         elif report.exists():
-            print(report.read_text(encoding="utf-8"), end="")
+            say(report.read_text(encoding="utf-8"), end="")
         else:
-            print(record.model_dump_json(indent=2))
+            say(record.model_dump_json(indent=2), json=True)
         return EXIT_OK
     outcomes = [o.value for o in IterationOutcome]
     if args.outcome and args.outcome.upper() not in outcomes:
-        print(
+        say(
             f"seed: unknown outcome {args.outcome!r}; valid: {', '.join(outcomes)}",
-            file=sys.stderr,
+            sys.stderr,
         )
         return EXIT_USAGE
     matching = ctx.store.summaries(outcome=args.outcome, source=args.source)
     rows = matching[: args.limit] if args.limit > 0 else matching
     for problem in ctx.store.problems:
-        print(f"warning: {problem}", file=sys.stderr)
+        say(f"warning: {problem}", sys.stderr)
     if args.json:
         for row in rows:
             record = ctx.store.get(row.iteration_id)
             if record is not None:
-                print(record.model_dump_json())
+                say(record.model_dump_json(), json=True)
         return EXIT_OK
     try:
-        print(reporting.history_text(ctx, rows, len(matching), bool(args.outcome or args.source)))
+        say(reporting.history_text(ctx, rows, len(matching), bool(args.outcome or args.source)))
     finally:
         ctx.host.stop()
     return EXIT_OK
@@ -441,9 +442,9 @@ def _iteration_id(ctx: Context, given: str) -> str:
         return found[0]
     if found:
         shown = ", ".join(found[:10]) + (", ..." if len(found) > 10 else "")
-        print(f"seed: {given} matches {len(found)} iterations: {shown}", file=sys.stderr)
+        say(f"seed: {given} matches {len(found)} iterations: {shown}", sys.stderr)
     else:
-        print(f"seed: no iteration {given} (`python seed.py history` lists them)", file=sys.stderr)
+        say(f"seed: no iteration {given} (`python seed.py history` lists them)", sys.stderr)
     return ""
 
 
@@ -468,11 +469,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         try:
             lock.acquire()
         except LockHeld as held:
-            print(f"seed: {held}: replay when it has stopped", file=sys.stderr)
+            say(f"seed: {held}: replay when it has stopped", sys.stderr)
             return EXIT_USAGE
         try:
             rounds = replaying.load(ctx, record, number)
-            print(
+            say(
                 f"{record.iteration_id} round {number}: {rounds[-1].turns} model turns recorded, "
                 f"base {record.base[:12] or '(none)'}, backend {record.backend or '(none)'}, "
                 f"the agent's tree {replaying.recorded_tree(record, number)[:12] or '(not recorded)'}",
@@ -480,23 +481,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
             )
             done = replaying.run(ctx, record, rounds)
         except replaying.Refused as refused:
-            print(f"seed: {refused}", file=sys.stderr)
+            say(f"seed: {refused}", sys.stderr)
             return EXIT_USAGE
-        print(
+        say(
             f"replayed offline in {done.seconds:.1f}s (the agent {done.agent_s:.1f}s); "
             f"its files: {done.folder}"
         )
         alike = "same tree" if done.same else "the trees differ"
-        print(
+        say(
             f"recorded tree {done.recorded[:12] or '(none)'}, "
             f"replayed tree {done.tree[:12] or '(none)'}: {alike}"
         )
         if done.divergence is not None:
-            print(f"diverged at {done.divergence}")
+            say(f"diverged at {done.divergence}")
         else:
-            print(f"the agent asked {done.answered} of {done.turns} recorded turns")
+            say(f"the agent asked {done.answered} of {done.turns} recorded turns")
         category = f" ({done.category})" if done.category else ""
-        print(f"verdict: {done.outcome}{category}: {done.reason}")
+        say(f"verdict: {done.outcome}{category}: {done.reason}")
         return EXIT_OK if done.reproduced else EXIT_FAILED
     finally:
         lock.release()
@@ -511,14 +512,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     finally:
         ctx.host.stop()
-    print(f"wrote {path} ({size / 1024:,.0f} KiB, {count:,} iteration{'' if count == 1 else 's'})")
+    say(f"wrote {path} ({size / 1024:,.0f} KiB, {count:,} iteration{'' if count == 1 else 's'})")
     return EXIT_OK
 
 
 def cmd_add(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     path = write_task(ctx.paths.inbox, args.text, args.priority, args.title)
-    print(path)
+    say(str(path))
     return EXIT_OK
 
 
@@ -530,16 +531,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
         with contextlib.suppress(SeedError, OSError):
             reporting.write_index(ctx)
         ctx.host.stop()
-    print(
-        f"resumed (was halted: {before.reason})" if before.halted else "the daemon was not halted"
-    )
+    say(f"resumed (was halted: {before.reason})" if before.halted else "the daemon was not halted")
     return EXIT_OK
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
     try:
-        print(landing.approve(ctx, args.id))
+        say(landing.approve(ctx, args.id))
         with contextlib.suppress(SeedError, OSError):
             reporting.write_index(ctx)
     finally:
@@ -580,9 +579,9 @@ def cmd_init(args: argparse.Namespace) -> int:
             atomic_write_text(readme, text)
             done.append(f"wrote {readme.relative_to(root)}")
     for line in done:
-        print(line)
+        say(line)
     here = _seed_command(root)
-    print(
+    say(
         "next:\n"
         f"  {here} status   # what seed sees here: backend, sandbox, tools and why\n"
         f"  {here} once     # one iteration: fix the most critical gap, verify, land or discard\n"
@@ -637,13 +636,13 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
     log = Path(tempfile.gettempdir()) / f"seed-selfcheck-{os.getpid()}.log"
     checks = run_selfcheck(SEED_HOME, log)
     for check in checks:
-        print(check)
+        say(str(check))
     failed = [c for c in checks if not c.ok]
-    print(
+    say(
         f"self-check {'FAILED' if failed else 'passed'}: {len(checks) - len(failed)} of {len(checks)} checks passed"
     )
     if failed:
-        print(f"module host log: {log}")
+        say(f"module host log: {log}")
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -680,8 +679,14 @@ def _command_index(argv: list[str]) -> int | None:
     return None
 
 
+def _shown_traceback(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    """An error no command caught, through the one sink (its text may quote the tree)."""
+    say("".join(traceback.format_exception(kind, value, tb)), sys.stderr, end="")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run the command; returns the exit code."""
+    sys.excepthook = _shown_traceback
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
@@ -709,10 +714,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return code  # `once | head -1` still says how the iteration went
     except UsageError as exc:
-        print(f"seed: {exc}", file=sys.stderr)
+        say(f"seed: {exc}", sys.stderr)
         return EXIT_USAGE
     except SeedError as exc:
-        print(f"seed: {exc}", file=sys.stderr)
+        say(f"seed: {exc}", sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_OK

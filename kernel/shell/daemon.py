@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.host.context import Context
-from kernel.isolation import blockers, gitops, jails, procs
+from kernel.isolation import blockers, gitops, jails, procs, rayengine
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
@@ -377,6 +377,8 @@ class Daemon:
         agent, sandboxed = self.ctx.config.agent, jails.active(guard)
         for note in modelrun.warnings(agent, backend.name, sandboxed, home):
             self.ctx.log(f"agent: {note}")
+        for note in rayengine.door(self.ctx.config.scale):
+            self.ctx.log(note)
 
     def _refresh_metrics(self) -> None:
         """Render the metrics page in this (the main) thread; the server only serves it."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import threading
 from dataclasses import dataclass
@@ -18,13 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from kernel.bounds import printable
 from kernel.loop import reporting
+from kernel.terminal import say
 
 TICK_S = 0.5
 """How often the line is drawn again."""
 _LOG_TAIL_BYTES = 4000
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-"""Control characters: the agent's output must never drive the person's terminal."""
 
 
 @dataclass(frozen=True)
@@ -38,11 +37,6 @@ class Reading:
     """The agent's latest line ("" when no agent runs)."""
     used: str = ""
     """What the running agent has used so far ("" before its output says)."""
-
-
-def printable(text: str) -> str:
-    """The text with every control character (escape sequences included) made harmless."""
-    return _UNPRINTABLE.sub("?", text)
 
 
 def _latest_line(log: Path) -> str:
@@ -145,10 +139,10 @@ class Progress:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe must not stop the daemon
             if self.tty:
                 width = max(shutil.get_terminal_size().columns - 1, 20)
-                self.out.write("\r\x1b[K" + line(reading)[:width])
+                say(line(reading)[:width], self.out, end="", redraw=True)
                 self._drawn = True
             elif (reading.phase, reading.detail) != self._shown:
-                self.out.write(f"{reading.phase}: {reading.detail}".rstrip(": ") + "\n")
+                say(f"{reading.phase}: {reading.detail}".rstrip(": "), self.out)
             self.out.flush()
         self._shown = (reading.phase, reading.detail)
 
@@ -162,8 +156,7 @@ class Progress:
         self.tick()
         if self._drawn:
             with contextlib.suppress(OSError, ValueError):
-                self.out.write("\n")
-                self.out.flush()
+                say("", self.out, flush=True)
 
     def start(self) -> Progress:
         """Begin showing progress."""

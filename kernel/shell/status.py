@@ -16,7 +16,7 @@ from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import gitops, jails
+from kernel.isolation import gitops, jails, rayengine
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop import modelrun, reporting
 from kernel.loop.analysis import read_setup
@@ -177,7 +177,8 @@ def read_status(ctx: Context) -> DaemonStatus:
                 jails.active(ctx.config.guard),
                 Path(os.environ.get("HOME") or "/nonexistent"),
             )
-        ),
+        )
+        + rayengine.door(ctx.config.scale),
         tools=_tools(ctx),
         land_blocker=gitops.land_blocker(ctx.paths.root),
         last_iteration_id=latest[0].iteration_id if latest else None,

@@ -28,6 +28,7 @@ def _c(number: int, **facts: object) -> Candidate:
         ({"uncovered": 2}, {"rounds": 3}, 2),
         ({"rounds": 2}, {"diff": DiffStat(insertions=90)}, 3),
         ({"diff": DiffStat(insertions=5)}, {"diff": DiffStat(insertions=2, deletions=2)}, 4),
+        ({"diff": DiffStat(insertions=1), "binary_bytes": 9}, {"diff": DiffStat(insertions=9)}, 4),
     ],
 )
 def test_each_fact_outranks_every_later_one(

@@ -30,7 +30,9 @@ def test_the_line_shows_phase_time_and_the_agents_latest_line_made_harmless(
     assert reading is not None
     shown = line(reading)
     assert shown.startswith("agent running 1m1") and "command on ruff:calc.py:F401" in shown
-    assert shown.endswith("agent: ?]0;owned?editing ?[2Jcalc.py") and "\x1b" not in shown
+    assert (
+        shown.endswith("agent: \\x1b]0;owned\\x07editing \\x1b[2Jcalc.py") and "\x1b" not in shown
+    )
     assert "log:" not in shown
 
 
@@ -98,7 +100,7 @@ def test_the_line_shows_tokens_and_cost_so_far_and_off_a_terminal_stays_quiet(
         quiet.tick()
     assert reading is not None
     shown = line(reading)
-    assert shown.endswith("| 3,400 tokens, $0.0300 so far?[2J | agent: editing calc.py")
+    assert shown.endswith("| 3,400 tokens, $0.0300 so far\\x1b[2J | agent: editing calc.py")
     assert len(out.getvalue().splitlines()) == 1  # a new figure is no new phase
     (history / "status.json").write_text(json.dumps({**live, "phase": "verifying", "used": "x"}))
     later = read(history, os.getpid())
