@@ -331,16 +331,6 @@ def test_what_the_gateway_does_not_forward_is_refused_before_the_upstream(
                 "/v1beta/models/x/../../files:generateContent",
             )
         ]
-        # a request past the bound, by length and in chunks
-        big = json.dumps({"messages": [], "pad": "x" * 2000}).encode()
-        long = _post(where, "/v1/chat/completions", big, {"content-type": "application/json"})
-        connection = _connection(where)
-        connection.request(
-            "POST", "/v1/chat/completions", body=iter([big[:900], big[900:]]), encode_chunked=True
-        )
-        chunked = connection.getresponse()
-        chunked_status = chunked.status
-        connection.close()
         # a chunked request within the bound goes through whole
         small = json.dumps({"model": "m", "messages": [], "tools": [{}]}).encode()
         connection = _connection(where)
@@ -351,6 +341,16 @@ def test_what_the_gateway_does_not_forward_is_refused_before_the_upstream(
         fine_status = fine.status
         fine.read()
         connection.close()
+        # a request past the bound, in chunks; then by length: the run is over, it is refused unread
+        big = json.dumps({"messages": [], "pad": "x" * 2000}).encode()
+        connection = _connection(where)
+        connection.request(
+            "POST", "/v1/chat/completions", body=iter([big[:900], big[900:]]), encode_chunked=True
+        )
+        chunked = connection.getresponse()
+        chunked_status = chunked.status
+        connection.close()
+        long = _post(where, "/v1/chat/completions", small, {"content-type": "application/json"})
         forwarded = [r.body for r in model.requests]
     assert others == [404] * 5
     assert (long.status, chunked_status, fine_status) == (413, 413, 200)

@@ -176,8 +176,8 @@ def _peak_memory(pid: int) -> int:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0
-    line = next(line for line in text.splitlines() if line.startswith("VmHWM:"))
-    return int(line.split()[1]) * 1024
+    line = next((line for line in text.splitlines() if line.startswith("VmHWM:")), "")
+    return int(line.split()[1]) * 1024 if line else 0  # a zombie has no memory
 
 
 def _bytes_under(folder: Path) -> int:

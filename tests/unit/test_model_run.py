@@ -26,14 +26,36 @@ NO_CAPS = wire.Caps()
 ANSWER = 1050
 """Tokens of each scripted answer (1,000 in, 200 of them cached, 50 out)."""
 REQUESTS: dict[Api, tuple[str, dict[str, object]]] = {
-    "anthropic": ("/v1/messages", {"model": "m", "stream": True, "messages": []}),
-    "openai-responses": ("/v1/responses", {"model": "m", "stream": True, "input": []}),
+    "anthropic": (
+        "/v1/messages",
+        {"model": "m", "stream": True, "max_tokens": 100, "messages": []},
+    ),
+    "openai-responses": (
+        "/v1/responses",
+        {"model": "m", "stream": True, "max_output_tokens": 100, "input": []},
+    ),
     "openai-chat": (
         "/v1/chat/completions",
-        {"model": "m", "stream": True, "messages": [], "tools": [{"type": "function"}]},
+        {
+            "model": "m",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": 100,
+            "messages": [],
+            "tools": [{"type": "function"}],
+        },
     ),
-    "gemini": ("/v1beta/models/m:streamGenerateContent?alt=sse", {"contents": []}),
+    "gemini": (
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        {"contents": [], "generationConfig": {"maxOutputTokens": 100}},
+    ),
 }
+"""Each names an output ceiling of 100 tokens, as the CLIs do."""
+
+
+def _reservation(api: Api) -> int:
+    """What the gateway reserves for the request: its bytes and its ceiling."""
+    return len(json.dumps(REQUESTS[api][1])) + 100
 
 
 class _Unix(http.client.HTTPConnection):
@@ -128,7 +150,8 @@ def _error_event(api: Api, data: bytes) -> dict[str, object]:
 def test_a_stream_cut_at_the_cap_ends_with_its_apis_error_event(tmp_path: Path, api: Api) -> None:
     gate = threading.Event()
     gate.set()  # every event a chunk of its own, as a vendor streams
-    caps = wire.Caps(tokens=5)
+    # admitted (its reservation fits), then the answer says more than its reservation
+    caps = wire.Caps(tokens=_reservation(api) + 5)
     with (
         serving([say("a long answer " * 20)], gate=gate) as model,
         _run(tmp_path, model, caps) as run,
@@ -139,7 +162,7 @@ def test_a_stream_cut_at_the_cap_ends_with_its_apis_error_event(tmp_path: Path, 
     assert status == 200
     last = _error_event(api, data)
     text = json.dumps(last)
-    assert "BUDGET_EXCEEDED" in text and "past its cap of 5" in text
+    assert "BUDGET_EXCEEDED" in text and f"past its cap of {caps.tokens:,}" in text
     if api == "anthropic":
         assert last["type"] == "error"
     if api == "openai-responses":
@@ -148,7 +171,7 @@ def test_a_stream_cut_at_the_cap_ends_with_its_apis_error_event(tmp_path: Path, 
         assert "error" in last
     assert used.ended.startswith("this answer took the iteration to")
     [line] = _ledger(tmp_path)
-    assert line.request == 1 and line.tokens_used == used.tokens > 5
+    assert line.request == 1 and line.tokens_used == used.tokens > caps.tokens
     [turn] = used.turns
     assert turn.status == "cut"
 
