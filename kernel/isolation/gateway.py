@@ -740,7 +740,7 @@ def _too_big() -> str:
 def _pieces(handler: BaseHTTPRequestHandler, length: int) -> Iterator[bytes | Refusal]:
     """A body of a Content-Length, in pieces as they come (never a buffer of its size)."""
     while length > 0:
-        piece = handler.rfile.read(min(length, _PIECE))
+        piece = handler.rfile.read1(min(length, _PIECE))  # what came, never waiting for more
         if not piece:
             yield Refusal(400, b'{"error": {"message": "the request ended before its length"}}')
             return
@@ -784,6 +784,7 @@ class _Bounded(socketserver.BaseServer):
 
     daemon_threads = False
     block_on_close = True
+    request_queue_size = 4 * GATEWAY_CONNECTIONS_MAX
     _slots: threading.BoundedSemaphore
 
     def get_request(self) -> Any:
