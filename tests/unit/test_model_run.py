@@ -70,9 +70,11 @@ class _Unix(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _ask(run: modelrun.ModelRun, api: Api = "openai-chat") -> tuple[int, bytes]:
+def _ask(
+    run: modelrun.ModelRun, api: Api = "openai-chat", body: dict[str, object] | None = None
+) -> tuple[int, bytes]:
     """One request through the run's gateway: the status and every byte of the answer."""
-    path, body = REQUESTS[api]
+    path, body = REQUESTS[api][0], body or REQUESTS[api][1]
     connection = _Unix(run.socket)
     try:
         connection.request("POST", path, json.dumps(body).encode(), {"content-type": "json"})
@@ -222,3 +224,25 @@ def test_a_killed_model_only_run_is_held_at_what_is_left_and_settled_at_what_the
 
     assert held is not None and held.wire and held.usd == 0.75  # the rest of the reservation
     assert budget.unsettled(history, {**journal, "wire": False}) == budget.Held(1.0, "it-1", "c")
+
+
+def test_a_request_under_way_holds_its_reservation_until_its_answer_ends(tmp_path: Path) -> None:
+    """Two requests at once and room for one reservation: the second is refused while the
+    first is under way, though nothing has been counted yet."""
+    gate = threading.Event()
+    # a prompt of 2,000 bytes: more than the 1,000 tokens the scripted model counts it
+    body = {**REQUESTS["anthropic"][1], "system": "s" * 2000}
+    caps = wire.Caps(tokens=(len(json.dumps(body)) + 100) * 3 // 2)
+    got: list[tuple[int, bytes]] = []
+    with serving([say("one")], gate=gate) as model, _run(tmp_path, model, caps) as run:
+        first = threading.Thread(target=lambda: got.append(_ask(run, "anthropic", body)))
+        first.start()
+        wait_for(lambda: len(model.requests) == 1, 10, "the first request upstream")
+        second = _ask(run, "anthropic", body)
+        gate.set()
+        first.join(10)
+        used = run.stop()
+    assert second[0] == wire.REFUSAL_STATUS
+    assert b"held by requests under way" in second[1]
+    assert len(model.requests) == 1 and got[0][0] == 200
+    assert used.tokens == ANSWER  # the first counts its own usage once it has said it
