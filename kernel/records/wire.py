@@ -338,6 +338,8 @@ def _count(value: object) -> int | None:
 def _counts(api: str, fields: Mapping[str, int]) -> tuple[int, int, int]:
     """(input with cached, output with reasoning, cached) from one API's usage fields."""
     get = fields.get
+    if "count" in fields:  # a token count's answer: the prompt's tokens
+        return get("count", 0), 0, 0
     if api == ANTHROPIC:
         cached = get("cache_read_input_tokens", 0)
         inputs = get("input_tokens", 0) + cached + get("cache_creation_input_tokens", 0)
@@ -348,8 +350,6 @@ def _counts(api: str, fields: Mapping[str, int]) -> tuple[int, int, int]:
             get("output_tokens", 0),
             get("input_tokens_details.cached_tokens", 0),
         )
-    if "count" in fields:
-        return get("count", 0), 0, 0
     if api == GEMINI:
         inputs = get("promptTokenCount", 0) + get("toolUsePromptTokenCount", 0)
         output = get("candidatesTokenCount", 0) + get("thoughtsTokenCount", 0)

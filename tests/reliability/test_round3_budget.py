@@ -188,13 +188,13 @@ def test_uploads_held_straight_at_the_gateways_socket_stay_within_its_memory_bou
     tmp_path: Path,
 ) -> None:
     """Forty connections made straight to the gateway's socket (past the forwarder in the
-    sandbox), each uploading 16 MiB but its last byte and holding: the daemon's peak memory
+    sandbox), each uploading 32 MiB but its last byte and holding: the daemon's peak memory
     grows by at most the gateway's 128 MiB of request bytes (and a margin), and the run ends
     RUN_LIMIT with the bound in its reason. The daemon goes on; the recording is whole."""
     barrier = agent_io(tmp_path) / "started"
     barrier.unlink(missing_ok=True)
     with serving([say("done")]) as model:
-        repo = _repo(tmp_path, model, ["hold", "40", str(16 * MIB), str(barrier)], "")
+        repo = _repo(tmp_path, model, ["hold", "40", str(32 * MIB), str(barrier)], "")
         daemon = start_daemon(repo, "once", env={"SEED_TEST_KEY": KEY})
         peak = [0]
 

@@ -408,6 +408,10 @@ def test_an_answer_counts_its_own_usage_only_where_it_said_its_last_word_on_it(
     count.feed(b'{"totalTokens": 1234}')
     count.finish()
     assert wire.charged(wire.Ask("g", 9000, 0), count, 200) == Usage("g", 1234, 0, 0, True)
+    count = wire.UsageReader("anthropic", b'{"model": "c"}', "/v1/messages/count_tokens")
+    count.feed(b'{"input_tokens": 4321}')
+    count.finish()
+    assert wire.charged(wire.Ask("c", 9000, 0), count, 200) == Usage("c", 4321, 0, 0, True)
 
 
 def test_a_request_is_admitted_only_when_its_reservation_fits_what_is_left() -> None:
