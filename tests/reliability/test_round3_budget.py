@@ -216,6 +216,7 @@ def test_uploads_held_straight_at_the_gateways_socket_stay_within_its_memory_bou
                 daemon.communicate()
 
     grown = peak[0] - before
+    print(f"the daemon's peak memory grew by {grown / MIB:.1f} MiB (VmHWM {peak[0] / MIB:.0f} MiB)")
     assert grown <= 128 * MIB + 48 * MIB, f"the daemon grew by {grown / MIB:.0f} MiB"
     [record] = records(repo)
     assert record["failure_category"] == "RUN_LIMIT", record["reason"]
@@ -239,6 +240,7 @@ def test_bodies_the_upstream_refuses_are_recorded_within_the_runs_bound(tmp_path
 
     folder = repo / "history" / record["iteration_id"]
     written = _bytes_under(folder)
+    print(f"{written / MIB:.1f} MiB under {folder.name}/, {sent} requests reached the upstream")
     assert written <= 512 * MIB + 2 * MIB, f"{written / MIB:.0f} MiB under {folder}"
     assert record["failure_category"] == "RUN_LIMIT", record["reason"]
     assert "512 MiB" in record["reason"]
