@@ -147,6 +147,25 @@ def test_the_days_cap_holds_on_the_wire_when_an_iteration_has_no_cap_of_its_own(
     assert _status(repo)["cost_today_usd"] <= 0.05 + one
 
 
+def test_candidates_at_once_spend_within_the_days_budget_they_share(tmp_path: Path) -> None:
+    """Two candidates at once, $0.10 a day and $0.05 an iteration (each candidate's share,
+    both reserved before either starts): each asks twenty times for $0.0105 of tokens."""
+    prices = '[agent.prices."scripted"]\ninput = 10.0\noutput = 10.0\n'
+    budget = "max_cost_usd_per_iteration = 0.05\nmax_cost_usd_per_day = 0.10\n"
+    budget += "[candidates]\nn = 2\nparallel = 2"
+    with serving([say("done")]) as model:
+        repo = _repo(tmp_path, model, ["ask", "20", "0"], budget, agent=prices)
+        record = _once(repo)
+
+    spent = sum(float(line["cost_usd"]) for line in _ledger(repo))
+    assert spent <= 0.10, (spent, len(model.requests))
+    assert _status(repo)["cost_today_usd"] <= 0.10
+    assert [c["failure_category"] for c in record["candidates"]] == ["BUDGET_EXCEEDED"] * 2
+    for number in (1, 2):
+        mine = [e for e in _ledger(repo) if e["iteration_id"].endswith(f"-c{number}")]
+        assert sum(float(e["cost_usd"]) for e in mine) <= 0.05
+
+
 @pytest.mark.parametrize(
     "figures",
     ['{"cost_usd": Infinity}', '{"cost_usd": 1e300}', '{"tokens_used": 10000000000000}'],
