@@ -4,8 +4,8 @@ every exchange recorded to history/<id>/model.jsonl, and the iteration's caps he
 A request is admitted only when its reservation (`wire.ask_of`: its prompt and output ceiling)
 fits in what is left of each cap once the answers counted and the requests under way are
 taken off; it holds its reservation until its answer ends and counts what `wire.charged` says.
-So the caps are passed by one answer at most, and only by what it served past its own
-reservation. A run that passes one of its bounds (the gateway's, or RUN_RECORDED_MAX of its
+So a cap is passed only by what answers serve past their own reservations (none, where the
+vendor holds the ceiling a request names). A run that passes one of its bounds (the gateway's, or RUN_RECORDED_MAX of its
 recording) ends RUN_LIMIT; every line written is kept."""
 
 from __future__ import annotations
@@ -347,7 +347,8 @@ class ModelRun:
         if isinstance(ask, str):  # nothing is forwarded that the gateway cannot reserve for
             return self._refuse(exchange, gateway.Refusal.of(api, 400, ask), ask)
         if not self._recording.fits(len(body)):  # its record would not be whole: not sent
-            return self._refuse(exchange, self._gateway.limit(api, self._recording.full()), "")
+            full = self._recording.full(len(body))
+            return self._refuse(exchange, self._gateway.limit(api, full), full)
         ask_usd, _ = wire.cost_of(ask.usage, self._prices, self._model)
         with self._lock:
             reason = wire.refused(self._caps, *self._spent(), ask.usage.tokens, ask_usd)
