@@ -600,7 +600,7 @@ def test_request_bytes_held_past_the_bound_end_the_run_and_free_the_daemons_memo
     passes it ends the run (`on_limit`), every open connection is closed, and each later
     request is refused before its body is read."""
     monkeypatch.setattr(gateway_module, "GATEWAY_HELD_MAX", 300 * 1024)
-    api, path, doc, headers = CASES["chat-json"]
+    api = CASES["chat-json"][0]
     limits: list[str] = []
 
     def on_limit(api: Api, reason: str) -> Refusal:

@@ -335,12 +335,16 @@ def test_a_requests_reservation_is_its_prompts_bytes_and_the_output_ceiling_it_n
     )
     # no ceiling named: the default one; a listing costs its bytes; a count has no output
     bare = json.dumps({"model": "m", "messages": [text]}).encode()
-    assert wire.ask_of("openai-chat", "POST", "/v1/chat/completions", bare).output == 65_536
+    assert wire.ask_of("openai-chat", "POST", "/v1/chat/completions", bare) == wire.Ask(
+        "m", len(bare), 65_536
+    )
     assert wire.ask_of("openai-chat", "GET", "/v1/models", b"") == wire.Ask()
     count = wire.ask_of("anthropic", "POST", "/v1/messages/count_tokens", bare)
     assert count == wire.Ask("m", len(bare), 0)
     gemini = b'{"generationConfig": {"maxOutputTokens": "300", "candidateCount": 2}}'
-    assert wire.ask_of("gemini", "POST", "/v1beta/models/g:generateContent", gemini).output == 600
+    assert wire.ask_of("gemini", "POST", "/v1beta/models/g:generateContent", gemini) == wire.Ask(
+        "g", len(gemini), 600
+    )
 
 
 def test_a_ceiling_is_read_as_the_upstream_reads_it_or_the_request_is_refused() -> None:
