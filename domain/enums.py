@@ -105,6 +105,8 @@ class FailureCategory(StrEnum):
     ALLOWLIST_VIOLATION = "ALLOWLIST_VIOLATION"
     BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
     GROWTH_LIMIT = "GROWTH_LIMIT"
+    RUN_LIMIT = "RUN_LIMIT"
+    """A run passed a bound on what it may use of the daemon: it ends, the daemon goes on."""
     PUBLIC_NAME_REMOVED = "PUBLIC_NAME_REMOVED"
     FITNESS_REGRESSION = "FITNESS_REGRESSION"
     AGENT_ERROR = "AGENT_ERROR"

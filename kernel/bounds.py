@@ -81,8 +81,26 @@ CONFIG_MAX_BYTES = 1024 * 1024
 """Largest seed.toml."""
 REMOTE_PATCH_MAX = 256 * MIB
 """Largest patch a Ray worker sends back (a file over it is named, never sent or read)."""
-GATEWAY_REQUEST_MAX = 32 * MIB
-"""Largest request body an agent sends through the model gateway (the vendors' own limit)."""
+GATEWAY_REQUEST_MAX = 64 * MIB
+"""Largest request body through the model gateway: a bigger one is refused before it is read."""
+GATEWAY_CONNECTIONS_MAX = 8
+"""Connections one run's gateway serves at once (the number open, never a total): another
+waits for one to close. Held by the gateway itself, kernel side: the sandbox cannot lift it."""
+GATEWAY_HELD_MAX = 128 * MIB
+"""Request bytes one run's gateway holds in the daemon's memory at once (read in pieces, never
+by what a client says it will send); past it the run ends RUN_LIMIT."""
+RUN_RECORDED_MAX = 512 * MIB
+"""Bytes one run writes under history/<id>/ in its model recording (lines, seals and bodies,
+failed and refused requests included); past it the run ends RUN_LIMIT."""
+OUTPUT_CEILING = 65_536
+"""Output tokens reserved for a model request that names no ceiling of its own."""
+REQUEST_STRINGS_MAX = 250_000
+REQUEST_CONTAINERS_MAX = 100_000
+"""Strings, and JSON objects and arrays, of one request body read for what it may cost (the
+parse stays small: longer strings are read as empty); past either, the request is refused."""
+REPORTED_MAX = 10**12
+"""The largest count or dollar figure a run's report or an answer's usage may say: a figure
+over it, or not finite, is no figure (an adapter's report with one is AGENT_ERROR)."""
 EVIDENCE_MAX_LINES = 50
 """Evidence and checkout-change lines kept in a record, its report and the daemon log."""
 LINE_MAX_CHARS = 2000

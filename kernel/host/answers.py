@@ -7,6 +7,7 @@ and this one what an answer must be before the kernel uses it; a wrong answer is
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -24,7 +25,7 @@ from domain import (
     IterationPlan,
     ProjectState,
 )
-from kernel.bounds import clean
+from kernel.bounds import REPORTED_MAX, clean
 from kernel.errors import HostError
 
 M = TypeVar("M", bound=BaseModel)
@@ -82,6 +83,19 @@ def refusals(report: AgentReport, log: str) -> AgentReport:
     log = clean(log)  # as the report's own text is
     kept = [r[:_REFUSAL_CHARS] for r in report.refusals if r.strip() and r in log]
     return report.model_copy(update={"refusals": tuple(kept[:_REFUSALS])})
+
+
+_FIGURES = ("tokens_used", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "turns")
+
+
+def unfit_figures(report: AgentReport) -> str:
+    """What of a run's report is no figure ('' when every one is): each count and dollar
+    amount must be finite, from 0 to REPORTED_MAX (10^12)."""
+    for name in _FIGURES:
+        value: float = getattr(report, name)
+        if not (math.isfinite(value) and 0 <= value <= REPORTED_MAX):
+            return f"its {name} is {value!r}; a reported figure must be finite, from 0 to 10^12"
+    return ""
 
 
 def agent_list(value: Any) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:

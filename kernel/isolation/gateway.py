@@ -10,6 +10,12 @@ the budget can decide without this room importing them.
 Standard library only (http.server, http.client): one run's gateway serves one agent, a few
 requests at a time, and both modules stream (http.client's read1 hands back what arrived,
 chunked or not); a third-party client would add a dependency to the kernel for nothing here.
+
+Its bounds are its own, kernel side (the forwarder in the sandbox is the agent's to bypass):
+GATEWAY_CONNECTIONS_MAX connections served at once (another waits for one to close), bodies
+read in pieces against GATEWAY_HELD_MAX bytes held at once, a body over GATEWAY_REQUEST_MAX
+refused before it is read. Past a bound, `limit` ends the run's use of the gateway: the open
+connections are closed, and every later request is refused unread (`on_limit` says how).
 """
 
 from __future__ import annotations
@@ -26,14 +32,20 @@ import ssl
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from kernel.bounds import GATEWAY_REQUEST_MAX, KIB
+from kernel.bounds import (
+    GATEWAY_CONNECTIONS_MAX,
+    GATEWAY_HELD_MAX,
+    GATEWAY_REQUEST_MAX,
+    KIB,
+    MIB,
+)
 
 Api = Literal["anthropic", "openai-responses", "openai-chat", "gemini"]
 
@@ -143,6 +155,8 @@ AnswerFrom = Callable[[Exchange], "Answer | Refusal"]
 """In place of the upstream: each request answered by the kernel (a replay); no network."""
 OnHead = Callable[[Exchange, int, "tuple[tuple[str, str], ...]"], None]
 """The answer's status and headers as the agent gets them (a Content-Length when framed)."""
+OnLimit = Callable[[Api, str], Refusal]
+"""A bound was passed (the first call ends the run) or is past: the refusal to answer with."""
 
 
 def error_body(api: Api, status: int, message: str) -> bytes:
@@ -245,6 +259,7 @@ class Gateway:
         on_done: OnDone | None = None,
         answer_from: AnswerFrom | None = None,
         on_head: OnHead | None = None,
+        on_limit: OnLimit | None = None,
     ) -> None:
         """`keys`: header name to the whole value sent upstream, replacing the agent's own.
 
@@ -265,9 +280,17 @@ class Gateway:
         self._on_chunk = on_chunk
         self._on_done = on_done
         self._on_head = on_head
+        self._on_limit = on_limit
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        self._clients: set[socket.socket] = set()
+        self._mine = threading.local()
+        """The connection this handler thread serves (`limit` closes the others)."""
+        self._held = 0
+        """Request bytes read and not yet let go, all connections (GATEWAY_HELD_MAX)."""
+        self.limited = ""
+        """Why the run passed a bound ('' while it has not): every request is refused unread."""
         self._idle: list[http.client.HTTPConnection] = []
         self._server: socketserver.BaseServer | None = None
         self._socket_path: Path | None = None
@@ -288,10 +311,11 @@ class Gateway:
                 if sock.family == socket.AF_INET:
                     # each piece of a stream goes out at once, not held for an ACK
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                gateway._track(sock, True)
+                gateway._track(sock, True, client=True)
+                gateway._mine.sock = sock
 
             def finish(self) -> None:
-                gateway._track(self.connection, False)
+                gateway._track(self.connection, False, client=True)
                 super().finish()
 
             def log_message(self, format: str, *args: Any) -> None:
@@ -346,12 +370,15 @@ class Gateway:
         if self._socket_path is not None:
             self._socket_path.unlink(missing_ok=True)
 
-    def _track(self, sock: socket.socket, opened: bool) -> None:
+    def _track(self, sock: socket.socket, opened: bool, client: bool = False) -> None:
         with self._lock:
             if not opened:
                 self._open.discard(sock)
+                self._clients.discard(sock)
             elif self._server is not None:
                 self._open.add(sock)
+                if client:
+                    self._clients.add(sock)
             else:
                 # opened while stop() runs (a request between its hooks): ended at once, so
                 # that stop() never waits for a stream that began after it
@@ -369,11 +396,26 @@ class Gateway:
             message = f"the model gateway does not forward {handler.command} {route}"
             self._answer(handler, Refusal.of("openai-chat", 404, message))
             return
-        body = self._body(handler, api)
-        if isinstance(body, Refusal):
-            handler.close_connection = True  # the rest of the body is unread
-            self._answer(handler, body)
-            return
+        held = [0]
+        try:
+            body = self._body(handler, api, held) if not self.limited else self._refused(api)
+            if isinstance(body, Refusal):
+                handler.close_connection = True  # the rest of the body is unread
+                self._answer(handler, body)
+                return
+            self._exchange(handler, api, headers, body, started)
+        finally:
+            self._let_go(held[0])
+
+    def _exchange(
+        self,
+        handler: BaseHTTPRequestHandler,
+        api: Api,
+        headers: dict[str, str],
+        body: bytes,
+        started: float,
+    ) -> None:
+        """One request read whole: the hooks, then the upstream (or the replay's answer)."""
         hop = _HOP_BY_HOP | _connection_names(headers)
         exchange = Exchange(
             api=api,
@@ -412,23 +454,77 @@ class Gateway:
         if self._on_done is not None:
             self._on_done(exchange, status, time.monotonic() - started)
 
-    def _body(self, handler: BaseHTTPRequestHandler, api: Api) -> bytes | Refusal:
-        """The request's body, read within the bound (by length or in chunks)."""
-        too_big = Refusal.of(
-            api, 413, f"the request is larger than the gateway's {GATEWAY_REQUEST_MAX} bytes"
+    def limit(self, api: Api, reason: str) -> Refusal:
+        """A bound is passed: the run's use of the gateway ends (the open connections are
+        closed, but the one that passed it, which gets the refusal) and every later request
+        is refused unread."""
+        with self._lock:
+            first, self.limited = not self.limited, self.limited or reason
+            mine = getattr(self._mine, "sock", None)
+            others = [sock for sock in self._clients if sock is not mine]
+        if first:
+            for sock in others:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+        return self._refused(api, reason)
+
+    def _refused(self, api: Api, reason: str = "") -> Refusal:
+        reason = reason or self.limited
+        if self._on_limit is not None:
+            return self._on_limit(api, reason)
+        return Refusal.of(api, 413, f"the model gateway ends the run: {reason}")
+
+    def _hold(self, size: int) -> bool:
+        """Whether `size` more request bytes fit in GATEWAY_HELD_MAX (taken if they do)."""
+        with self._lock:
+            if self._held + size > GATEWAY_HELD_MAX:
+                return False
+            self._held += size
+            return True
+
+    def _over_held(self) -> str:
+        return (
+            f"request bytes held in the daemon's memory at once past the gateway's bound of "
+            f"{GATEWAY_HELD_MAX // MIB} MiB ({len(self._clients)} connections open)"
         )
+
+    def _let_go(self, size: int) -> None:
+        with self._lock:
+            self._held -= size
+
+    def _body(self, handler: BaseHTTPRequestHandler, api: Api, held: list[int]) -> bytes | Refusal:
+        """The request's body, read in pieces within the bounds (by length or in chunks);
+        `held` counts what it holds of GATEWAY_HELD_MAX, let go by the caller."""
         coding = (handler.headers.get("Transfer-Encoding") or "").strip().lower()
-        if coding == "chunked":
-            return _chunked(handler, too_big)
-        if coding:
+        encoded = (handler.headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoded != "identity":  # its bytes would not be the prompt the gateway counts
+            return Refusal.of(api, 415, f"a request body in {encoded!r} is not forwarded")
+        if coding and coding != "chunked":
             return Refusal.of(api, 400, f"unsupported transfer encoding {coding!r}")
         text = (handler.headers.get("Content-Length") or "0").strip()
-        if not text.isdigit():
+        if not coding and not text.isdigit():
             return Refusal.of(api, 400, "the request's Content-Length is not a number")
-        length = int(text)
-        if length > GATEWAY_REQUEST_MAX:
-            return too_big
-        return handler.rfile.read(length) if length else b""
+        if not coding and int(text) > GATEWAY_REQUEST_MAX:
+            return self.limit(api, _too_big())
+        parts: list[bytes] = []
+        pieces = _chunks(handler) if coding else _pieces(handler, int(text))
+        for piece in pieces:
+            if isinstance(piece, Refusal):
+                return piece
+            if held[0] + len(piece) > GATEWAY_REQUEST_MAX:
+                return self.limit(api, _too_big())
+            if not self._hold(len(piece)):
+                return self.limit(api, self._over_held())
+            held[0] += len(piece)
+            parts.append(piece)
+        if len(parts) < 2:
+            return parts[0] if parts else b""
+        if not self._hold(held[0]):  # the joined copy, while the pieces still exist
+            return self.limit(api, self._over_held())
+        body = b"".join(parts)
+        parts.clear()
+        self._let_go(held[0])
+        return body
 
     def _connect(self) -> http.client.HTTPConnection:
         if self._https:
@@ -637,26 +733,36 @@ def _cut(handler: BaseHTTPRequestHandler, last: bytes, room: int | None) -> None
             handler.wfile.write(last)
 
 
-def _chunked(handler: BaseHTTPRequestHandler, too_big: Refusal) -> bytes | Refusal:
-    """A chunked request body, whole, or the refusal once it passes the bound."""
-    parts: list[bytes] = []
-    size = 0
+def _too_big() -> str:
+    return f"a request body over the gateway's bound of {GATEWAY_REQUEST_MAX // MIB} MiB"
+
+
+def _pieces(handler: BaseHTTPRequestHandler, length: int) -> Iterator[bytes | Refusal]:
+    """A body of a Content-Length, in pieces as they come (never a buffer of its size)."""
+    while length > 0:
+        piece = handler.rfile.read1(min(length, _PIECE))  # what came, never waiting for more
+        if not piece:
+            yield Refusal(400, b'{"error": {"message": "the request ended before its length"}}')
+            return
+        length -= len(piece)
+        yield piece
+
+
+def _chunks(handler: BaseHTTPRequestHandler) -> Iterator[bytes | Refusal]:
+    """A chunked body, in pieces of at most _PIECE bytes as they come."""
     while True:
         line = handler.rfile.readline(_LINE_MAX)
         try:
             length = int(line.split(b";", 1)[0].strip(), 16)
         except ValueError:
-            return Refusal(400, b'{"error": {"message": "a malformed chunk"}}')
+            yield Refusal(400, b'{"error": {"message": "a malformed chunk"}}')
+            return
         if length == 0:
             break
-        size += length
-        if size > GATEWAY_REQUEST_MAX:
-            return too_big
-        parts.append(handler.rfile.read(length))
+        yield from _pieces(handler, length)
         handler.rfile.readline(_LINE_MAX)
     while handler.rfile.readline(_LINE_MAX) not in (b"\r\n", b"\n", b""):
         pass  # trailers: nothing forwards them
-    return b"".join(parts)
 
 
 def _socket_in(folder: Path) -> Path:
@@ -672,17 +778,41 @@ def _socket_in(folder: Path) -> Path:
     return path
 
 
-class _TcpServer(ThreadingHTTPServer):
+class _Bounded(socketserver.BaseServer):
+    """At most GATEWAY_CONNECTIONS_MAX connections served at once: the next is not accepted
+    until one closes (it waits in the listen backlog, in the operating system's keeping)."""
+
     daemon_threads = False
     block_on_close = True
+    request_queue_size = 4 * GATEWAY_CONNECTIONS_MAX
+    _slots: threading.BoundedSemaphore
+
+    def get_request(self) -> Any:
+        if not self._slots.acquire(timeout=0.05):
+            raise OSError("every connection slot is taken")  # serve_forever polls again
+        try:
+            return super().get_request()  # type: ignore[misc]
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def shutdown_request(self, request: Any) -> None:
+        try:
+            super().shutdown_request(request)
+        finally:
+            self._slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         return  # a connection the agent or stop() closed mid-answer is no error of the kernel's
 
 
-class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = False
-    block_on_close = True
+class _TcpServer(_Bounded, ThreadingHTTPServer):
+    def __init__(self, *args: Any) -> None:
+        self._slots = threading.BoundedSemaphore(GATEWAY_CONNECTIONS_MAX)
+        super().__init__(*args)
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return
+
+class _UnixServer(_Bounded, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    def __init__(self, *args: Any) -> None:
+        self._slots = threading.BoundedSemaphore(GATEWAY_CONNECTIONS_MAX)
+        super().__init__(*args)

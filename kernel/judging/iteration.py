@@ -109,6 +109,8 @@ class Iteration:
     """What the model gateway read from the upstream's answers, all rounds (model-only)."""
     model_cut: str = ""
     """Why the gateway refused a request or cut an answer (a cap): the run ends BUDGET_EXCEEDED."""
+    model_limit: str = ""
+    """The bound of the daemon's the run passed through the gateway: it ends RUN_LIMIT."""
     model_turns: list[ModelTurn] = field(default_factory=list[ModelTurn])
     """The gateway's requests, all rounds (the first MODEL_TURNS_KEPT)."""
     watch: Watch | None = None

@@ -64,12 +64,15 @@ class AgentRunner:
         self._backend = ""
         self._wire: modelrun.Used | None = None
         """The latest run's usage read from its model exchanges (model-only runs)."""
+        self._reserved = 0.0
+        """The latest run's reservation: what it counts when its own report says no figure."""
 
     def execute(self, it: Iteration, spec: RunSpec) -> Ending | None:
         """Run the agent; the Ending when the iteration ends here, None when its work is to be judged."""
         ctx = self.ctx
         plan = it.plan
         reserve, refused = self._reserve(it)
+        self._reserved = reserve
         if refused:
             return Ending(
                 IterationOutcome.FAILURE,
@@ -351,6 +354,14 @@ class AgentRunner:
                 summary=f"the adapter could not read the run: {exc}",
             )
         report = answers.refusals(report, f"{run_result.output}\n{run_result.output_tail}")
+        unfit = answers.unfit_figures(report)
+        if unfit:  # its spend is not known: the gateway's count, else the run's reservation
+            report = AgentReport(
+                success=False,
+                failure_category=FailureCategory.AGENT_ERROR,
+                summary=f"the run's report is refused: {unfit}",
+                cost_usd=0.0 if self._network == "model-only" else self._reserved,
+            )
         if not (found.ok or found.missing):
             report = report.model_copy(
                 update={
@@ -382,6 +393,8 @@ class AgentRunner:
         ctx = self.ctx
         _, partial = self._output(files)
         report = ctx.host.agent_parse(it.backend.name, it.plan, partial)
+        if answers.unfit_figures(report):
+            report = AgentReport(success=False)
         priced, _ = budget.price_run(report, ctx.config.agent.prices, ctx.config.agent.model)
         return plus(it.agent, priced)
 
@@ -403,11 +416,11 @@ class AgentRunner:
                 FailureCategory.AGENT_TIMEOUT,
                 f"the agent ran past its {self._timeout(it):.0f}s limit; its process group was ended",
             )
-        if it.model_cut:
+        if it.model_cut or it.model_limit:
             return Ending(
                 IterationOutcome.FAILURE,
-                FailureCategory.BUDGET_EXCEEDED,
-                f"the model gateway ended the run: {it.model_cut}",
+                FailureCategory.BUDGET_EXCEEDED if it.model_cut else FailureCategory.RUN_LIMIT,
+                f"the model gateway ended the run: {it.model_cut or it.model_limit}",
             )
         # repair rounds share the iteration's budget: the sum of the rounds so far counts (the
         # wire's figures where the gateway read them: a tool may under- or over-report)

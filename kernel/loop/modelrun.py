@@ -1,5 +1,12 @@
 """One agent run's model gateway (network = "model-only"): its life, the keys it adds upstream,
-every exchange recorded to history/<id>/model.jsonl, and the iteration's caps held per request."""
+every exchange recorded to history/<id>/model.jsonl, and the iteration's caps held per request.
+
+A request is admitted only when its reservation (`wire.ask_of`: its prompt and output ceiling)
+fits in what is left of each cap once the answers counted and the requests under way are
+taken off; it holds its reservation until its answer ends and counts what `wire.charged` says.
+So a cap is passed only by what answers serve past their own reservations (none, where the
+vendor holds the ceiling a request names). A run that passes one of its bounds (the gateway's, or RUN_RECORDED_MAX of its
+recording) ends RUN_LIMIT; every line written is kept."""
 
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from domain import ModelTurn
-from kernel.bounds import MODEL_BODY_MAX, MODEL_TURNS_KEPT
+from kernel.bounds import MODEL_BODY_MAX, MODEL_TURNS_KEPT, RUN_RECORDED_MAX
 from kernel.config import API_OF, AgentConfig, ModelPrice
 from kernel.host.context import Context
 from kernel.isolation import gateway, jails
@@ -171,12 +178,14 @@ def for_run(
     environment, the exchanges to history/<id>/, the iteration's caps on the wire's usage.
     A replay's (`answer_from`): no upstream and no key, its exchanges to its own `folder`."""
     agent, limits = ctx.config.agent, it.plan.budget
+    # the dollars: the run's reservation, the day's cap when the iteration has none of its own
+    usd = budget.reservation(ctx.config.budget, limits.max_cost_usd)
     return ModelRun(
         upstream="" if answer_from else gateway_base(agent, it.backend.name),
         keys={} if answer_from else upstream_keys(held_keys(agent, it.backend.name), os.environ),
         folder=folder or ctx.store.folder(it.plan.iteration_id),
         state=ctx.paths.state,
-        caps=wire.Caps(limits.max_tokens, limits.max_cost_usd),
+        caps=wire.Caps() if answer_from else wire.Caps(limits.max_tokens, usd),
         before=(it.wire_tokens, it.wire_cost_usd),
         prices=agent.prices,
         model=agent.model,
@@ -224,6 +233,11 @@ class _Flow:
     answer: bytearray = field(default_factory=bytearray)
     note: str = ""
     head: tuple[tuple[str, str], ...] = ()
+    ask: wire.Ask = field(default_factory=wire.Ask)
+    held: tuple[int, float] = (0, 0.0)
+    """The reservation it holds until it ends (tokens, dollars)."""
+    status: int = 0
+    """The upstream's status, once its head came."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +254,8 @@ class Used:
     basis: str = ""
     ended: str = ""
     """Why the gateway refused or cut a request (the caps): the run ends BUDGET_EXCEEDED."""
+    limit: str = ""
+    """The bound the run passed (the gateway's, or its recording's): it ends RUN_LIMIT."""
     turns: tuple[ModelTurn, ...] = ()
     """Each request, in the order they ended (refused ones too), up to the bound given."""
 
@@ -263,13 +279,17 @@ class ModelRun:
         turns: tuple[int, int] = (1, MODEL_TURNS_KEPT),
     ) -> None:
         """`turns`: the agent's round, and how many of its requests to keep as turns."""
-        self._recording = exchanges.Recording(folder, state)
+        self._recording = exchanges.Recording(folder, state, RUN_RECORDED_MAX)
         self._ledger, (self._round, self._turns_left) = ledger, turns
         self._caps, self._before = caps, before
         self._prices, self._model = prices, model
         self._lock = threading.Lock()
         self._flows: dict[int, _Flow] = {}
         self._used = Used()
+        self._held = (0, 0.0)
+        """What the requests under way hold, all of them (tokens, dollars)."""
+        self._unread = 0
+        """Requests refused unread once the run passed a bound."""
         self._gateway = gateway.Gateway(
             upstream,
             keys,
@@ -278,6 +298,7 @@ class ModelRun:
             self._on_done,
             answer_from=answer_from,
             on_head=self._on_head,
+            on_limit=self._on_limit,
         )
         self._home = Path(tempfile.mkdtemp(prefix="seed-gateway-"))
         self.socket = Path(self._gateway.start(self._home))
@@ -289,6 +310,7 @@ class ModelRun:
         it.wire_cost_usd += used.cost_usd
         it.wire_requests += used.requests
         it.model_cut = used.ended
+        it.model_limit = used.limit
         it.model_turns += used.turns
         return used
 
@@ -297,29 +319,63 @@ class ModelRun:
         self._gateway.stop()
         shutil.rmtree(self._home, ignore_errors=True)
         with self._lock:
+            if self._unread and self._used.limit:
+                later = f"; {self._unread} later requests were refused unread"
+                self._used = replace(self._used, limit=self._used.limit + later)
             return self._used
 
-    def _spent(self) -> tuple[int, float]:
-        return self._before[0] + self._used.tokens, self._before[1] + self._used.cost_usd
+    def _spent(self, but: _Flow | None = None) -> tuple[int, float]:
+        """What the iteration used, and what the requests under way hold (but `but`'s)."""
+        tokens, usd = self._held
+        if but is not None:
+            tokens, usd = tokens - but.held[0], usd - but.held[1]
+        used = self._used
+        return self._before[0] + used.tokens + tokens, self._before[1] + used.cost_usd + usd
+
+    def _on_limit(self, api: gateway.Api, reason: str) -> gateway.Refusal:
+        """A bound is passed: the first time, the run ends RUN_LIMIT; each time, the refusal."""
+        with self._lock:
+            if self._used.limit:
+                self._unread += 1
+            else:
+                self._used = replace(self._used, limit=reason)
+        return wire.refusal(api, reason, "RUN_LIMIT")
 
     def _on_request(self, exchange: gateway.Exchange) -> gateway.Refusal | None:
+        api, body = exchange.api, exchange.body
+        ask = wire.ask_of(api, exchange.method, exchange.path, body)
+        if isinstance(ask, str):  # nothing is forwarded that the gateway cannot reserve for
+            return self._refuse(exchange, gateway.Refusal.of(api, 400, ask), ask)
+        if not self._recording.fits(len(body)):  # its record would not be whole: not sent
+            full = self._recording.full(len(body))
+            return self._refuse(exchange, self._gateway.limit(api, full), full)
+        ask_usd, _ = wire.cost_of(ask.usage, self._prices, self._model)
         with self._lock:
-            reason = wire.refused(self._caps, *self._spent())
+            reason = wire.refused(self._caps, *self._spent(), ask.usage.tokens, ask_usd)
             if not reason:
-                reader = wire.UsageReader(exchange.api, exchange.body, exchange.path)
-                self._flows[exchange.seq] = _Flow(reader, time.time())
+                held = (ask.usage.tokens, ask_usd)
+                self._held = (self._held[0] + held[0], self._held[1] + held[1])
+                reader = wire.UsageReader(api, path=exchange.path, model=ask.model)
+                self._flows[exchange.seq] = _Flow(reader, time.time(), ask=ask, held=held)
                 return None
-            self._used = replace(self._used, ended=reason)
+            self._used = replace(self._used, ended=self._used.ended or reason)
+        return self._refuse(exchange, wire.refusal(api, reason), reason)
+
+    def _refuse(
+        self, exchange: gateway.Exchange, refusal: gateway.Refusal, note: str
+    ) -> gateway.Refusal:
+        """A request answered by the kernel, nothing forwarded: its turn and its line."""
+        with self._lock:
             self._turn(exchange.seq, "refused", wire.Usage(), 0.0, 0.0)
-        refusal = wire.refusal(exchange.api, reason)
-        flow = _Flow(wire.UsageReader(exchange.api), time.time(), note=reason)
+        flow = _Flow(wire.UsageReader(exchange.api), time.time(), note=note)
         self._record(exchange, flow, refusal.status, 0.0, wire.Usage(), 0.0, refusal.body)
         return refusal
 
     def _on_head(
         self, exchange: gateway.Exchange, status: int, headers: tuple[tuple[str, str], ...]
     ) -> None:
-        self._flows[exchange.seq].head = headers  # kept by allow-list when recorded
+        flow = self._flows[exchange.seq]
+        flow.head, flow.status = headers, status  # the headers kept by allow-list when recorded
 
     def _on_chunk(self, exchange: gateway.Exchange, piece: bytes) -> bool | bytes:
         flow = self._flows[exchange.seq]
@@ -329,7 +385,8 @@ class ModelRun:
         running = flow.reader.estimate
         running_usd, _ = wire.cost_of(running, self._prices, self._model)
         with self._lock:
-            reason = wire.cut(self._caps, *self._spent(), running, running_usd)
+            # held by this answer is its own reservation: cut only what passes it and the cap
+            reason = wire.cut(self._caps, *self._spent(flow), running, running_usd)
             if reason:
                 flow.note = reason
                 self._used = replace(self._used, ended=reason)
@@ -344,11 +401,11 @@ class ModelRun:
 
     def _on_done(self, exchange: gateway.Exchange, status: int, seconds: float) -> None:
         flow = self._flows.pop(exchange.seq)
-        usage = flow.reader.finish()
-        if flow.note or not usage.known:
-            usage = max(usage, flow.reader.estimate, key=lambda u: u.tokens)
+        flow.reader.finish()
+        usage = wire.charged(flow.ask, flow.reader, flow.status)
         usd, basis = wire.cost_of(usage, self._prices, self._model)
         with self._lock:
+            self._held = (self._held[0] - flow.held[0], self._held[1] - flow.held[1])
             used = self._used
             self._used = replace(
                 used,
@@ -425,6 +482,8 @@ class ModelRun:
                 note=flow.note,
             )
         )
+        if self._recording.over and not self._gateway.limited:  # a body left out: the bound
+            self._gateway.limit(exchange.api, self._recording.over)
 
 
 _VERSION = re.compile(r"/v1(?:beta|alpha)?$")

@@ -5,7 +5,9 @@ an allow-list: Gemini can carry its key as `?key=`), the request's headers (valu
 only for an allow-list of harmless ones: a header this file does not know may hold a key),
 when it started and how long it took, the status, the usage read from the wire, and both
 bodies: inline when small UTF-8, else stored once under history/<id>/bodies/ named by their
-sha256 (the line names the hash, so the seal covers them too).
+sha256 (the line names the hash, so the seal covers them too). What one run writes is bounded
+(`limit`, RUN_RECORDED_MAX for the gateway's): a body past it is left out, its line naming its
+hash and size (`cut`), and a line past it is not written but counted (`over` says why).
 
 The seal is a sidecar, model.jsonl.seal, one HMAC (isolation/seal.py, the kernel's key) per
 line, each over the line and the seal before it (the first over the iteration's id): a
@@ -30,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernel.bounds import (
     LINE_MAX_CHARS,
+    MIB,
     MODEL_BODY_INLINE,
     MODEL_BODY_MAX,
     MODEL_LINE_MAX,
@@ -168,14 +171,42 @@ def redact_path(path: str) -> str:
 class Recording:
     """The writer of one iteration's model.jsonl (thread-safe: answers end in any order)."""
 
-    def __init__(self, folder: Path, state: Path) -> None:
+    def __init__(self, folder: Path, state: Path, limit: int = 0) -> None:
+        """`limit`: the bytes this writer may add under `folder` (0: no bound)."""
         self._folder = folder
         self._state = state
         self._lock = threading.Lock()
         self._last = _last_seal(folder)
+        self._limit = limit
+        self._written = 0
+        self.over = ""
+        """Why something was left out past the bound ('' while nothing was)."""
+        self.unwritten = 0
+        """Lines not written past the bound."""
+
+    def fits(self, size: int) -> bool:
+        """Whether `size` more bytes fit in the bound."""
+        with self._lock:
+            return not self._limit or self._written + size <= self._limit
+
+    def full(self, size: int = 0) -> str:
+        """The bound's reason, as the run's."""
+        return (
+            f"the run's model recording reached its bound of {self._limit // MIB} MiB under "
+            f"history/{self._folder.name}/"
+            + (f" (a body of {size:,} bytes left out)" if size else "")
+        )
+
+    def _take(self, size: int) -> bool:
+        with self._lock:
+            if self._limit and self._written + size > self._limit:
+                return False
+            self._written += size
+            return True
 
     def append(self, exchange: Exchanged) -> ExchangeLine:
-        """Record one exchange (its big bodies stored first) and seal its line."""
+        """Record one exchange (its big bodies stored first, within the bound) and seal its
+        line (past the bound: counted in `unwritten`, not written)."""
         line = ExchangeLine(
             seq=exchange.seq,
             api=printable(exchange.api, 40),
@@ -193,6 +224,9 @@ class Recording:
             answer=self._body(exchange.answer),
         )
         data = line.model_dump_json().encode()
+        if not self._take(len(data) + _SEAL_LINE_MAX):
+            self.over, self.unwritten = self.over or self.full(), self.unwritten + 1
+            return line
         with self._lock:
             mac = seal.seal(self._state, _chained(self._last, data))
             append_line(self._folder / MODEL_FILE, data.decode())
@@ -211,6 +245,9 @@ class Recording:
         digest = sha256(data)
         path = self._folder / BODIES / digest
         if not path.is_file():
+            if not self._take(len(data)):  # named, not kept: the run's bound is reached
+                self.over = self.over or self.full(len(data))
+                return Body(sha256=digest, size=0, cut=cut + len(data))
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(path, data)
         return Body(sha256=digest, size=len(data), cut=cut)

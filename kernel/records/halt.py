@@ -28,6 +28,7 @@ REPEATING = (
     FailureCategory.HYGIENE_VIOLATION,
     FailureCategory.ALLOWLIST_VIOLATION,
     FailureCategory.GROWTH_LIMIT,
+    FailureCategory.RUN_LIMIT,
 )
 """Categories that halt when one of them ends REPEATS iterations of one UTC day."""
 REPEATS = 3

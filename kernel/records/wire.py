@@ -6,19 +6,35 @@ Messages (`message_start` and `message_delta` usage), OpenAI Responses (`respons
 usage), OpenAI chat completions (the usage of the last chunk, or of the JSON) and Gemini
 (`usageMetadata`). A reader takes the answer in pieces cut anywhere and says the usage so
 far; nothing an answer holds makes it raise: what it cannot read counts zero, and says so.
+
+Before a request goes, `ask_of` reads from its bytes what it may cost (its reservation): the
+prompt, counted as its size in bytes (no byte-level tokenizer makes more tokens of it), and the
+output ceiling it names, or OUTPUT_CEILING when it names none. `charged` then says what an
+answer counts: its own usage where the answer said its last word on it (these APIs always do),
+else never less than the reservation (fail closed).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+import threading
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from domain import AgentReport
-from kernel.bounds import WIRE_DECODED_MAX, WIRE_EVENT_MAX, printable
+from kernel.bounds import (
+    OUTPUT_CEILING,
+    REPORTED_MAX,
+    REQUEST_CONTAINERS_MAX,
+    REQUEST_STRINGS_MAX,
+    WIRE_DECODED_MAX,
+    WIRE_EVENT_MAX,
+    printable,
+)
 from kernel.config import ModelPrice
 from kernel.isolation.gateway import Refusal, error_body
 from kernel.records import budget
@@ -29,7 +45,7 @@ CHAT = "openai-chat"
 GEMINI = "gemini"
 APIS = (ANTHROPIC, RESPONSES, CHAT, GEMINI)
 """The APIs the gateway serves (its Exchange.api)."""
-COUNT_MAX = 10**12
+COUNT_MAX = REPORTED_MAX
 """A token count above this is no count (damage, or a hostile upstream)."""
 _MODEL_MAX = 200
 _CHARS_PER_TOKEN = 4
@@ -65,11 +81,16 @@ def usage_of(api: str, request: bytes, answer: bytes, path: str = "", encoding: 
 class UsageReader:
     """An answer read as it comes, in pieces cut at any byte: the usage so far."""
 
-    def __init__(self, api: str, request: bytes = b"", path: str = "", encoding: str = "") -> None:
+    def __init__(
+        self, api: str, request: bytes = b"", path: str = "", encoding: str = "", model: str = ""
+    ) -> None:
         self._api = api
         self._inflate, self._undecodable = _decoder(encoding)
         self._decoded = 0
-        self._asked = _requested_model(request, path)
+        self._asked = model or _requested_model(request, path)
+        self._counting = _counting(path)
+        self.final = False
+        """The answer said its last word on its usage (the API's closing usage, or a count)."""
         self._model = ""
         self._fields: dict[str, int] = {}
         self._written = 0
@@ -223,6 +244,11 @@ class UsageReader:
                 self._event(cast(dict[str, Any], one))
 
     def _event(self, doc: dict[str, Any]) -> None:
+        if self._counting:  # {"input_tokens": N} or {"totalTokens": N}: the prompt's tokens
+            found = _fields({k: v for k, v in doc.items() if k in _COUNTED})
+            if found:
+                self._fields, self.final = {"count": max(found.values())}, True
+            return
         carrier = _carrier(self._api, doc)
         model = carrier.get("modelVersion" if self._api == GEMINI else "model")
         if isinstance(model, str) and model:
@@ -232,6 +258,7 @@ class UsageReader:
             found = _fields(cast(dict[str, object], usage))
             if found:
                 self._fields.update(found)
+                self.final = self.final or _closing(self._api, doc, carrier)
                 return
         self._written = min(self._written + _written(doc), COUNT_MAX)
 
@@ -247,6 +274,32 @@ def _decoder(encoding: str) -> tuple[Any, bool]:
     if name == "deflate":
         return zlib.decompressobj(), False
     return None, True
+
+
+_COUNTED = ("input_tokens", "totalTokens")
+"""What Anthropic's count_tokens and Gemini's countTokens answer."""
+
+
+def _counting(path: str) -> bool:
+    return path.split("?", 1)[0].rstrip("/").endswith(("/count_tokens", ":countTokens"))
+
+
+def _closing(api: str, doc: dict[str, Any], carrier: dict[str, Any]) -> bool:
+    """Whether the usage an event carries is the answer's last word on it: Anthropic's
+    `message_delta` (or a whole message), a Responses answer completed, any chat usage (the
+    last chunk's, or the JSON's), a Gemini piece that finished its candidates."""
+    if api == ANTHROPIC:
+        return doc.get("type") == "message_delta" or doc.get("stop_reason") is not None
+    if api == RESPONSES:
+        return carrier.get("status") in ("completed", "incomplete")
+    key = "finishReason" if api == GEMINI else "finish_reason"
+    if api == CHAT and doc.get("object") == "chat.completion":
+        return True  # a whole answer, not a chunk
+    choices = doc.get("candidates" if api == GEMINI else "choices")
+    if not isinstance(choices, list) or not choices:
+        return True  # chat's usage chunk (choices: []), or a Gemini prompt refused whole
+    items = cast(list[object], choices)
+    return all(isinstance(c, dict) and cast(dict[str, Any], c).get(key) for c in items)
 
 
 def _carrier(api: str, doc: dict[str, Any]) -> dict[str, Any]:
@@ -285,6 +338,8 @@ def _count(value: object) -> int | None:
 def _counts(api: str, fields: Mapping[str, int]) -> tuple[int, int, int]:
     """(input with cached, output with reasoning, cached) from one API's usage fields."""
     get = fields.get
+    if "count" in fields:  # a token count's answer: the prompt's tokens
+        return get("count", 0), 0, 0
     if api == ANTHROPIC:
         cached = get("cache_read_input_tokens", 0)
         inputs = get("input_tokens", 0) + cached + get("cache_creation_input_tokens", 0)
@@ -344,6 +399,160 @@ def _clean_model(model: str) -> str:
     return printable(model, _MODEL_MAX)
 
 
+# -- what a request may cost, before it goes
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a request may cost, read from its bytes before it goes: its reservation."""
+
+    model: str = ""
+    prompt: int = 0
+    """Prompt tokens, at most: the body's size in bytes."""
+    output: int = 0
+    """Output tokens it may be given: its ceiling (OUTPUT_CEILING where it names none), times
+    the choices it asks for."""
+
+    @property
+    def usage(self) -> Usage:
+        """The reservation as a usage (input the prompt, output the ceiling): what an answer
+        that never said its usage counts."""
+        return Usage(self.model, self.prompt, self.output)
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"(\s*:)?', re.DOTALL)
+"""A JSON string, and the colon after it when it is a key."""
+_KEPT = 256
+"""Bytes of a string value kept when a body is read for its cost (a key is kept whole)."""
+_PARSE = threading.Lock()
+"""One body read at a time: the daemon's memory holds one parse, whatever runs at once."""
+_CEILINGS = {
+    ANTHROPIC: ("max_tokens",),
+    RESPONSES: ("max_output_tokens",),
+    CHAT: ("max_tokens", "max_completion_tokens"),
+}
+_TWICE = object()
+"""A key the body gives twice, with values that cannot be told apart by size."""
+
+
+def ask_of(api: str, method: str, path: str, body: bytes) -> Ask | str:
+    """What the request may cost, or why its bytes do not say (it is then refused: the gateway
+    forwards nothing it cannot reserve for)."""
+    if method != "POST":
+        return Ask(prompt=len(body))  # a listing: no model runs
+    doc = _request_doc(body)
+    if isinstance(doc, str):
+        return f"the gateway reads a request for what it may cost, and {doc}"
+    named = doc.get("model")
+    model = _clean_model(named) if isinstance(named, str) else _requested_model(b"", path)
+    if _counting(path):
+        return Ask(model, len(body), 0)
+    ceiling = _ceiling(api, doc)
+    if isinstance(ceiling, str):
+        return f"the gateway reads a request's output ceiling to reserve it: {ceiling}"
+    return Ask(model, len(body), min(ceiling, COUNT_MAX))
+
+
+def _request_doc(body: bytes) -> dict[str, Any] | str:
+    """The body as JSON with its long string values read as empty (small to hold), or what
+    it is instead."""
+    if body.count(b'"') > 2 * REQUEST_STRINGS_MAX:
+        return f"this body has more than {REQUEST_STRINGS_MAX:,} strings"
+    with _PARSE:
+        shown = _STRING.sub(lambda m: m[0] if m[1] or len(m[0]) <= _KEPT else b'""', body)
+        if shown.count(b"{") + shown.count(b"[") > REQUEST_CONTAINERS_MAX:
+            return f"this body has more than {REQUEST_CONTAINERS_MAX:,} objects and arrays"
+        try:
+            doc: object = json.loads(shown.decode("utf-8"), object_pairs_hook=_pairs)
+        except (ValueError, RecursionError):
+            return "this body is not UTF-8 JSON"
+    if not isinstance(doc, dict):
+        return "this body is not a JSON object"
+    return cast(dict[str, Any], doc)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object; a key given twice keeps the larger value (the upstream may read either)."""
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        doc[key] = _larger(doc[key], value) if key in doc else value
+    return doc
+
+
+def _larger(one: Any, other: Any) -> Any:
+    if isinstance(one, dict) and isinstance(other, dict):
+        return _pairs([*cast(dict[str, Any], one).items(), *cast(dict[str, Any], other).items()])
+    first, second = _number(one), _number(other)
+    if isinstance(first, int) and isinstance(second, int):
+        return max(first, second)
+    return _TWICE
+
+
+def _number(value: Any) -> int | str | None:
+    """A count as the upstream reads one (an integer, an integral float, a string of digits);
+    None when absent or null; else what it is."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or value is _TWICE:
+        return f"{value!r}"[:80] if value is not _TWICE else "given twice"
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit() and len(value) < 20:
+        value = int(value.strip())
+    if isinstance(value, int) and value >= 0:
+        return value
+    return f"{value!r}"[:80]
+
+
+def _ceiling(api: str, doc: dict[str, Any]) -> int | str:
+    """The output tokens a request may be given, all choices, or what it names that is no count."""
+    choices: int | str | None = None
+    if api == GEMINI:
+        config = _either(doc, "generationConfig", "generation_config")
+        config = cast(dict[str, Any], config) if isinstance(config, dict) else {}
+        found = [_number(_either(config, "maxOutputTokens", "max_output_tokens"))]
+        thinking = _either(config, "thinkingConfig", "thinking_config")
+        if isinstance(thinking, dict):
+            budget = _number(
+                _either(cast(dict[str, Any], thinking), "thinkingBudget", "thinking_budget")
+            )
+            if budget is not None and not (isinstance(budget, str) and budget == "-1"):
+                found.append(budget)
+        choices = _number(_either(config, "candidateCount", "candidate_count"))
+    else:
+        found = [_number(doc.get(name)) for name in _CEILINGS.get(api, _CEILINGS[CHAT])]
+        choices = _number(doc.get("n")) if api == CHAT else None
+    wrong = [f for f in (*found, choices) if isinstance(f, str)]
+    if wrong:
+        return f"{wrong[0]} is no count"
+    named = [f for f in found if isinstance(f, int)]
+    ceiling = max(named) if named else OUTPUT_CEILING
+    return ceiling * max(choices if isinstance(choices, int) else 1, 1)
+
+
+def _either(doc: dict[str, Any], camel: str, snake: str) -> Any:
+    """A field Google's JSON reads under either spelling (both given: the larger)."""
+    if camel in doc and snake in doc:
+        return _larger(doc[camel], doc[snake])
+    return doc.get(camel, doc.get(snake))
+
+
+def charged(ask: Ask, reader: UsageReader, status: int) -> Usage:
+    """What an ended answer counts (its reader finished): its own usage where it said its last
+    word on it, or where the upstream answered an error before serving (`status` is the head's;
+    0 when none came); else the larger of its usage so far and its reservation (fail closed:
+    what was served is not known, and never taken as zero)."""
+    usage = reader.usage
+    if reader.final or status >= 400:
+        return usage
+    return max(
+        usage,
+        reader.estimate,
+        replace(ask.usage, model=usage.model or ask.model),
+        key=lambda u: u.tokens,
+    )
+
+
 # -- prices
 
 
@@ -376,12 +585,24 @@ class Caps:
     usd: float = 0.0
 
 
-def refused(caps: Caps, tokens: int, usd: float) -> str:
-    """Why the next request is refused, given what the iteration used so far ('' if it is not)."""
+def refused(caps: Caps, tokens: int, usd: float, ask: int = 0, ask_usd: float = 0.0) -> str:
+    """Why the next request is refused ('' if it is not), given what the iteration used and
+    holds for the requests under way (`tokens`, `usd`) and this request's reservation (`ask`,
+    `ask_usd`): it must fit in what is left of each cap."""
     if caps.tokens and tokens >= caps.tokens:
         return f"the iteration used {tokens:,} tokens of its cap of {caps.tokens:,} tokens"
     if caps.usd and usd >= caps.usd:
         return f"the iteration spent ${usd:.2f} of its cap of ${caps.usd:.2f}"
+    if caps.tokens and tokens + ask > caps.tokens:
+        return (
+            f"this request may use up to {ask:,} tokens, and {caps.tokens - tokens:,} are left "
+            f"of the iteration's cap of {caps.tokens:,} (used, and held by requests under way)"
+        )
+    if caps.usd and usd + ask_usd > caps.usd:
+        return (
+            f"this request may cost up to ${ask_usd:.4f}, and ${caps.usd - usd:.4f} is left of "
+            f"the iteration's cap of ${caps.usd:.2f} (spent, and held by requests under way)"
+        )
     return ""
 
 
@@ -412,15 +633,15 @@ _NO_RETRY = (("x-should-retry", "false"),)
 """The Stainless SDKs (Anthropic, OpenAI) ask this header before any status."""
 
 
-def _error(api: str, reason: str) -> bytes:
+def _error(api: str, reason: str, category: str = "BUDGET_EXCEEDED") -> bytes:
     """The vendor's error body for the cap (the gateway's shapes, at REFUSAL_STATUS)."""
-    message = f"seed: {reason}; the run ends here (BUDGET_EXCEEDED)"
+    message = f"seed: {reason}; the run ends here ({category})"
     return error_body(api if api in APIS else CHAT, REFUSAL_STATUS, message)
 
 
-def refusal(api: str, reason: str) -> Refusal:
+def refusal(api: str, reason: str, category: str = "BUDGET_EXCEEDED") -> Refusal:
     """A refused request's answer, in the API's error format, saying not to retry."""
-    return Refusal(REFUSAL_STATUS, _error(api, reason), _NO_RETRY)
+    return Refusal(REFUSAL_STATUS, _error(api, reason, category), _NO_RETRY)
 
 
 def stream_error(api: str, reason: str) -> bytes:

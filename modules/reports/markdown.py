@@ -47,6 +47,7 @@ CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.ALLOWLIST_VIOLATION: "files outside the plan's allowlist changed (the next plan for the gap allows them)",
     FailureCategory.BUDGET_EXCEEDED: "a cost, token or iteration budget ran out",
     FailureCategory.GROWTH_LIMIT: "the change grew past the allowed size",
+    FailureCategory.RUN_LIMIT: "the run passed a bound on what it may use of the daemon (the third in a UTC day halts it)",
     FailureCategory.PUBLIC_NAME_REMOVED: "a public function or class the gap does not name is gone from the tree",
     FailureCategory.FITNESS_REGRESSION: "the changed planning modules plan the kernel's corpus worse than the base's (`seed.py fitness`)",
     FailureCategory.AGENT_ERROR: "the agent exited with an error or reported failure",

@@ -12,6 +12,14 @@ requests answered before), so the CLIs' side calls (titles, routing, next-speake
 never move the script on; a side call gets a short text (SIDE_TEXT). It can answer every request with one
 HTTP error instead, or hold every request until it stops. It logs every request; it is bounded
 (a number of requests, a lifetime) and stops itself at the end of its lifetime.
+
+As the real APIs do: a chat completions stream carries its usage (in a last chunk of its own)
+only when the request asks for it (`stream_options.include_usage`); an answer stops at the
+output ceiling the request names (`max_tokens`, `max_completion_tokens`, `max_output_tokens`,
+`generationConfig.maxOutputTokens`), hidden reasoning included; the token counting endpoints
+(Anthropic's `count_tokens`, Gemini's `countTokens`) answer a count and bill nothing; a body
+past the context window is refused (400); requests are served at once, each in a thread.
+`billed` is what the server's usage says (or would say, where it was not asked) it served.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, cast
@@ -41,6 +49,8 @@ class Turn:
     tool: str = ""
     args: dict[str, Any] = field(default_factory=dict[str, Any])
     text: str = ""
+    reasoning: int = 0
+    """Output tokens the model spends thinking: in its usage, never in its text."""
 
 
 def call(tool: str, **args: Any) -> Turn:
@@ -48,9 +58,9 @@ def call(tool: str, **args: Any) -> Turn:
     return Turn(tool=tool, args=args)
 
 
-def say(text: str) -> Turn:
-    """A turn that ends with text."""
-    return Turn(text=text)
+def say(text: str, reasoning: int = 0) -> Turn:
+    """A turn that ends with text (after `reasoning` hidden output tokens)."""
+    return Turn(text=text, reasoning=reasoning)
 
 
 @dataclass
@@ -79,8 +89,17 @@ class ScriptedModel:
         log: Path | None = None,
         gate: threading.Event | None = None,
         hold_from: int = 0,
+        gather: tuple[int, float] = (0, 0.0),
+        context_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         self.turns = turns
+        self.gather = gather
+        """(n, seconds): each stream's last event waits until n requests came, or seconds passed."""
+        self.context_bytes = context_bytes
+        """A body past this is refused as a prompt over the context window (400)."""
+        self.billed = 0
+        """Tokens served, as the usage of each answer says (or would say, where not asked)."""
+        self._gathered = threading.Event()
         self.hold_from = hold_from
         """When given, the requests from this one on (counting from 1) are held, as `hold` does."""
         self.gate = gate
@@ -143,6 +162,8 @@ class ScriptedModel:
         with self._lock:
             self.requests.append(entry)
             count = len(self.requests)
+            if self.gather[0] and count >= self.gather[0]:
+                self._gathered.set()
             if self.log is not None:
                 with self.log.open("a", encoding="utf-8") as handle:
                     handle.write(json.dumps({"path": path, "turn": turn, "body": body}) + "\n")
@@ -158,7 +179,20 @@ class ScriptedModel:
             entry.turn = -1
             self.answer_error(handler, api, *self.error)
             return
+        if len(raw) > self.context_bytes:
+            entry.turn = -1
+            self.answer_error(handler, api, 400, "prompt is too long for the context window")
+            return
+        if path.split("?", 1)[0].endswith(("/count_tokens", ":countTokens")):
+            entry.turn = -1  # free: a count, and nothing billed
+            counted = len(raw) // 4
+            key = "totalTokens" if api == "gemini" else "input_tokens"
+            self.answer_json(handler, 200, {key: counted})
+            return
         answer = self.turns[turn] if turn >= 0 else say(SIDE_TEXT)
+        answer = replace(answer, reasoning=_spent(answer, body))
+        with self._lock:
+            self.billed += INPUT_TOKENS + OUTPUT_TOKENS + answer.reasoning
         model = str(body.get("model") or _gemini_model(path) or "model")
         if api == "responses":
             self.answer_sse(handler, _responses(answer, count, model))
@@ -171,7 +205,13 @@ class ScriptedModel:
             else:
                 self.answer_json(handler, 200, chunk)
         elif body.get("stream"):
-            self.answer_sse(handler, _chat_chunks(answer, count, model), done=True)
+            chunks = _chat_chunks(answer, count, model)
+            options = body.get("stream_options")
+            if not (
+                isinstance(options, dict) and cast(dict[str, Any], options).get("include_usage")
+            ):
+                chunks = chunks[:-1]  # the usage chunk comes only when asked for
+            self.answer_sse(handler, chunks, done=True)
         else:
             self.answer_json(handler, 200, _chat(answer, count, model))
 
@@ -218,7 +258,7 @@ class ScriptedModel:
         if done:
             lines += ["data: [DONE]", ""]
         payload = ("\n".join(lines) + "\n").encode()
-        if self.gate is not None:
+        if self.gate is not None or self.gather[0]:
             self._trickle(handler, payload.split(b"\n\n"))
             return
         handler.send_response(200)
@@ -238,6 +278,8 @@ class ScriptedModel:
         for n, piece in enumerate(pieces):
             if n == len(pieces) - 1 and self.gate is not None:
                 self.gate.wait(self.lifetime_s)
+            if n == len(pieces) - 1 and self.gather[0]:
+                self._gathered.wait(self.gather[1])
             handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
         handler.wfile.write(b"0\r\n\r\n")
 
@@ -330,12 +372,27 @@ def _answers(api: str, body: dict[str, Any]) -> int:
     return sum(1 for m in _items(body.get("messages")) if m.get("role") == "assistant")
 
 
-def _usage_numbers() -> tuple[int, int, int]:
-    return INPUT_TOKENS, OUTPUT_TOKENS, CACHED_TOKENS
+def _spent(turn: Turn, body: dict[str, Any]) -> int:
+    """The hidden reasoning tokens of an answer, within the output ceiling the request names."""
+    config = body.get("generationConfig")
+    named = [
+        body.get("max_tokens"),
+        body.get("max_completion_tokens"),
+        body.get("max_output_tokens"),
+        cast(dict[str, Any], config).get("maxOutputTokens") if isinstance(config, dict) else None,
+    ]
+    ceilings = [c for c in named if isinstance(c, int) and not isinstance(c, bool)]
+    if not ceilings:
+        return turn.reasoning
+    return max(min(turn.reasoning, min(ceilings) - OUTPUT_TOKENS), 0)
+
+
+def _usage_numbers(turn: Turn | None = None) -> tuple[int, int, int]:
+    return INPUT_TOKENS, OUTPUT_TOKENS + (turn.reasoning if turn else 0), CACHED_TOKENS
 
 
 def _responses(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[str, Any]]]:
-    inputs, outputs, cached = _usage_numbers()
+    inputs, outputs, cached = _usage_numbers(turn)
     rid = f"resp_{n}"
     if turn.tool:
         item: dict[str, Any] = {
@@ -382,7 +439,7 @@ def _responses(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[st
 
 
 def _messages(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[str, Any]]]:
-    inputs, outputs, cached = _usage_numbers()
+    inputs, outputs, cached = _usage_numbers(turn)
     start_usage = {
         "input_tokens": inputs - cached,
         "cache_read_input_tokens": cached,
@@ -441,7 +498,7 @@ def _messages(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[str
 
 
 def _gemini(turn: Turn, n: int, model: str, body: dict[str, Any]) -> dict[str, Any]:
-    inputs, outputs, cached = _usage_numbers()
+    inputs, outputs, cached = _usage_numbers(turn)
     if _wants_json(body):
         part: dict[str, Any] = {"text": json.dumps({"reasoning": "done", "next_speaker": "user"})}
     elif turn.tool:
@@ -463,8 +520,8 @@ def _gemini(turn: Turn, n: int, model: str, body: dict[str, Any]) -> dict[str, A
     }
 
 
-def _chat_usage() -> dict[str, Any]:
-    inputs, outputs, cached = _usage_numbers()
+def _chat_usage(turn: Turn | None = None) -> dict[str, Any]:
+    inputs, outputs, cached = _usage_numbers(turn)
     return {
         "prompt_tokens": inputs,
         "completion_tokens": outputs,
@@ -495,7 +552,7 @@ def _chat(turn: Turn, n: int, model: str) -> dict[str, Any]:
                 "finish_reason": "tool_calls" if turn.tool else "stop",
             }
         ],
-        "usage": _chat_usage(),
+        "usage": _chat_usage(turn),
     }
 
 
@@ -526,5 +583,5 @@ def _chat_chunks(turn: Turn, n: int, model: str) -> list[tuple[str | None, dict[
     return [
         (None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
         (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
-        (None, {**base, "choices": [], "usage": _chat_usage()}),
+        (None, {**base, "choices": [], "usage": _chat_usage(turn)}),
     ]

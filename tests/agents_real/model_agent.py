@@ -25,10 +25,13 @@ _USED: list[int] = []
 
 
 def _ask(base: str, messages: list[dict[str, object]]) -> dict[str, object]:
-    """One streamed chat completion: the assistant message it carried."""
+    """One streamed chat completion, its usage asked for and its output bounded (as a careful
+    client does): the assistant message it carried."""
     body = {
         "model": "scripted",
         "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": 100,
         "messages": messages,
         "tools": [{"type": "function", "function": {"name": "replace", "parameters": {}}}],
     }

@@ -4,6 +4,8 @@ refusals come back in the vendor's shape with nothing sent upstream, and a Unix 
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import http.client
 import json
 import re
@@ -331,16 +333,6 @@ def test_what_the_gateway_does_not_forward_is_refused_before_the_upstream(
                 "/v1beta/models/x/../../files:generateContent",
             )
         ]
-        # a request past the bound, by length and in chunks
-        big = json.dumps({"messages": [], "pad": "x" * 2000}).encode()
-        long = _post(where, "/v1/chat/completions", big, {"content-type": "application/json"})
-        connection = _connection(where)
-        connection.request(
-            "POST", "/v1/chat/completions", body=iter([big[:900], big[900:]]), encode_chunked=True
-        )
-        chunked = connection.getresponse()
-        chunked_status = chunked.status
-        connection.close()
         # a chunked request within the bound goes through whole
         small = json.dumps({"model": "m", "messages": [], "tools": [{}]}).encode()
         connection = _connection(where)
@@ -351,6 +343,16 @@ def test_what_the_gateway_does_not_forward_is_refused_before_the_upstream(
         fine_status = fine.status
         fine.read()
         connection.close()
+        # a request past the bound, in chunks; then by length: the run is over, it is refused unread
+        big = json.dumps({"messages": [], "pad": "x" * 2000}).encode()
+        connection = _connection(where)
+        connection.request(
+            "POST", "/v1/chat/completions", body=iter([big[:900], big[900:]]), encode_chunked=True
+        )
+        chunked = connection.getresponse()
+        chunked_status = chunked.status
+        connection.close()
+        long = _post(where, "/v1/chat/completions", small, {"content-type": "application/json"})
         forwarded = [r.body for r in model.requests]
     assert others == [404] * 5
     assert (long.status, chunked_status, fine_status) == (413, 413, 200)
@@ -547,3 +549,91 @@ def test_hop_by_hop_headers_stay_on_their_own_connection() -> None:
     assert not {"x-hop", "keep-alive", "te", "upgrade"} & set(request.headers)
     assert request.headers["x-stainless-lang"] == "js"
     assert "x-drop" not in answer.headers and answer.headers["x-kept"] == "1"
+
+
+def _raw_upload(where: str, size: int, sent: int) -> socket.socket:
+    """A connection to the gateway's socket sending the head of a `size`-byte body and `sent`
+    bytes of it (then held open)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(where)  # blocking, as the forwarder's: a full backlog waits
+    sock.settimeout(10)
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: m\r\nContent-Length: {size}\r\n\r\n"
+    sock.sendall(head.encode() + b"x" * sent)
+    return sock
+
+
+def _read_to_end(sock: socket.socket) -> bytes:
+    got = b""
+    with contextlib.suppress(ConnectionResetError):  # closed with its body unread
+        while piece := sock.recv(65536):
+            got += piece
+    return got
+
+
+def test_the_gateway_serves_eight_connections_at_once_and_the_next_waits(tmp_path: Path) -> None:
+    """Its own bound, kernel side: eight connections held open take every slot; a ninth gets
+    its answer only once one of them closes."""
+    api, path, doc, headers = CASES["chat-json"]
+    with serving(SCRIPT) as model, _through(model, api, tmp_path / "gw") as where:
+        held = [_raw_upload(where, 100, 10) for _ in range(8)]
+        answers: list[int] = []
+        waiting = threading.Thread(
+            target=lambda: answers.append(
+                _post(where, path, json.dumps(doc).encode(), headers).status
+            )
+        )
+        waiting.start()
+        time.sleep(1.0)
+        before = list(answers)
+        held.pop().close()
+        waiting.join(10)
+        for sock in held:
+            sock.close()
+    assert before == []  # no slot: not served
+    assert answers == [200]
+
+
+def test_request_bytes_held_past_the_bound_end_the_run_and_free_the_daemons_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Uploads held open take the gateway's bound of request bytes in memory: the one that
+    passes it ends the run (`on_limit`), every open connection is closed, and each later
+    request is refused before its body is read."""
+    monkeypatch.setattr(gateway_module, "GATEWAY_HELD_MAX", 300 * 1024)
+    api = CASES["chat-json"][0]
+    limits: list[str] = []
+
+    def on_limit(api: Api, reason: str) -> Refusal:
+        limits.append(reason)
+        return wire.refusal(api, reason, "RUN_LIMIT")
+
+    with (
+        serving(SCRIPT) as model,
+        _through(model, api, tmp_path / "gw", on_limit=on_limit) as where,
+    ):
+        held = [_raw_upload(where, 200 * 1024, 100 * 1024) for _ in range(2)]
+        time.sleep(0.5)
+        third = _raw_upload(where, 200 * 1024, 150 * 1024)
+        answer = _read_to_end(third)
+        closed = [sock.recv(1) for sock in held]  # severed: the end of their stream
+        with _raw_upload(where, 10, 10) as after:
+            later = _read_to_end(after)
+        third.close()
+        for sock in held:
+            sock.close()
+        assert model.requests == []
+    assert answer.startswith(b"HTTP/1.1 403") and b"RUN_LIMIT" in answer
+    assert closed == [b"", b""]
+    assert later.startswith(b"HTTP/1.1 403") and b"RUN_LIMIT" in later
+    assert len(limits) == 2 and "300 KiB" not in limits[0] and "held in the daemon" in limits[0]
+
+
+def test_a_compressed_request_body_is_not_forwarded() -> None:
+    """The gateway counts a prompt from the bytes it read: a compressed body's bytes are not
+    its prompt."""
+    api, path, doc, headers = CASES["chat-json"]
+    with serving(SCRIPT) as model, _through(model, api) as where:
+        body = gzip.compress(json.dumps(doc).encode())
+        answer = _post(where, path, body, {**headers, "content-encoding": "gzip"})
+        assert model.requests == []
+    assert answer.status == 415 and "gzip" in answer.body.decode()

@@ -115,14 +115,15 @@ def test_with_network_full_the_same_agent_reaches_the_other_host(
 def test_a_token_cap_passed_mid_run_ends_it_budget_exceeded_with_the_usage_so_far(
     tmp_path: Path, anywhere: str
 ) -> None:
-    """1,050 tokens an answer and a cap of 1,500: the second answer passes it and is cut; the
-    agent asks again and is refused in its vendor's shape."""
+    """1,050 tokens an answer and a cap of 2,000: the second request's reservation (its bytes
+    and its ceiling of 100 tokens) fits, but its answer says more and passes the cap: it is
+    cut; the agent asks again and is refused in its vendor's shape."""
     with serving([*SCRIPT[:1], *SCRIPT]) as model:
-        repo = _repo(tmp_path, model, anywhere, "[budget]\nmax_tokens_per_iteration = 1500\n")
+        repo = _repo(tmp_path, model, anywhere, "[budget]\nmax_tokens_per_iteration = 2000\n")
         record = _once(repo, (3,))  # BUDGET_EXCEEDED halts the daemon
 
     assert record["failure_category"] == "BUDGET_EXCEEDED", record["reason"]
-    assert "2,100 tokens" in record["reason"] and "1,500" in record["reason"]
+    assert "2,100 tokens" in record["reason"] and "2,000" in record["reason"]
     ledger = _ledger(repo)
     assert sorted((line.get("request", 0), line["tokens_used"]) for line in ledger) == [
         (0, 0),  # the run's line, last

@@ -33,11 +33,12 @@ REPEATING = [
     FailureCategory.HYGIENE_VIOLATION,
     FailureCategory.ALLOWLIST_VIOLATION,
     FailureCategory.GROWTH_LIMIT,
+    FailureCategory.RUN_LIMIT,
 ]
 
 
 @pytest.mark.parametrize("category", REPEATING)
-def test_hygiene_allowlist_and_growth_halt_only_on_the_third_in_a_utc_day(
+def test_hygiene_allowlist_growth_and_run_limits_halt_only_on_the_third_in_a_utc_day(
     category: FailureCategory,
 ) -> None:
     rollback = IterationOutcome.ROLLBACK

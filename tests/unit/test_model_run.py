@@ -26,14 +26,36 @@ NO_CAPS = wire.Caps()
 ANSWER = 1050
 """Tokens of each scripted answer (1,000 in, 200 of them cached, 50 out)."""
 REQUESTS: dict[Api, tuple[str, dict[str, object]]] = {
-    "anthropic": ("/v1/messages", {"model": "m", "stream": True, "messages": []}),
-    "openai-responses": ("/v1/responses", {"model": "m", "stream": True, "input": []}),
+    "anthropic": (
+        "/v1/messages",
+        {"model": "m", "stream": True, "max_tokens": 100, "messages": []},
+    ),
+    "openai-responses": (
+        "/v1/responses",
+        {"model": "m", "stream": True, "max_output_tokens": 100, "input": []},
+    ),
     "openai-chat": (
         "/v1/chat/completions",
-        {"model": "m", "stream": True, "messages": [], "tools": [{"type": "function"}]},
+        {
+            "model": "m",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": 100,
+            "messages": [],
+            "tools": [{"type": "function"}],
+        },
     ),
-    "gemini": ("/v1beta/models/m:streamGenerateContent?alt=sse", {"contents": []}),
+    "gemini": (
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        {"contents": [], "generationConfig": {"maxOutputTokens": 100}},
+    ),
 }
+"""Each names an output ceiling of 100 tokens, as the CLIs do."""
+
+
+def _reservation(api: Api) -> int:
+    """What the gateway reserves for the request: its bytes and its ceiling."""
+    return len(json.dumps(REQUESTS[api][1])) + 100
 
 
 class _Unix(http.client.HTTPConnection):
@@ -48,9 +70,11 @@ class _Unix(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _ask(run: modelrun.ModelRun, api: Api = "openai-chat") -> tuple[int, bytes]:
+def _ask(
+    run: modelrun.ModelRun, api: Api = "openai-chat", body: dict[str, object] | None = None
+) -> tuple[int, bytes]:
     """One request through the run's gateway: the status and every byte of the answer."""
-    path, body = REQUESTS[api]
+    path, body = REQUESTS[api][0], body or REQUESTS[api][1]
     connection = _Unix(run.socket)
     try:
         connection.request("POST", path, json.dumps(body).encode(), {"content-type": "json"})
@@ -128,7 +152,8 @@ def _error_event(api: Api, data: bytes) -> dict[str, object]:
 def test_a_stream_cut_at_the_cap_ends_with_its_apis_error_event(tmp_path: Path, api: Api) -> None:
     gate = threading.Event()
     gate.set()  # every event a chunk of its own, as a vendor streams
-    caps = wire.Caps(tokens=5)
+    # admitted (its reservation fits), then the answer says more than its reservation
+    caps = wire.Caps(tokens=_reservation(api) + 5)
     with (
         serving([say("a long answer " * 20)], gate=gate) as model,
         _run(tmp_path, model, caps) as run,
@@ -139,7 +164,7 @@ def test_a_stream_cut_at_the_cap_ends_with_its_apis_error_event(tmp_path: Path, 
     assert status == 200
     last = _error_event(api, data)
     text = json.dumps(last)
-    assert "BUDGET_EXCEEDED" in text and "past its cap of 5" in text
+    assert "BUDGET_EXCEEDED" in text and f"past its cap of {caps.tokens:,}" in text
     if api == "anthropic":
         assert last["type"] == "error"
     if api == "openai-responses":
@@ -148,7 +173,7 @@ def test_a_stream_cut_at_the_cap_ends_with_its_apis_error_event(tmp_path: Path, 
         assert "error" in last
     assert used.ended.startswith("this answer took the iteration to")
     [line] = _ledger(tmp_path)
-    assert line.request == 1 and line.tokens_used == used.tokens > 5
+    assert line.request == 1 and line.tokens_used == used.tokens > caps.tokens
     [turn] = used.turns
     assert turn.status == "cut"
 
@@ -199,3 +224,25 @@ def test_a_killed_model_only_run_is_held_at_what_is_left_and_settled_at_what_the
 
     assert held is not None and held.wire and held.usd == 0.75  # the rest of the reservation
     assert budget.unsettled(history, {**journal, "wire": False}) == budget.Held(1.0, "it-1", "c")
+
+
+def test_a_request_under_way_holds_its_reservation_until_its_answer_ends(tmp_path: Path) -> None:
+    """Two requests at once and room for one reservation: the second is refused while the
+    first is under way, though nothing has been counted yet."""
+    gate = threading.Event()
+    # a prompt of 2,000 bytes: more than the 1,000 tokens the scripted model counts it
+    body = {**REQUESTS["anthropic"][1], "system": "s" * 2000}
+    caps = wire.Caps(tokens=(len(json.dumps(body)) + 100) * 3 // 2)
+    got: list[tuple[int, bytes]] = []
+    with serving([say("one")], gate=gate) as model, _run(tmp_path, model, caps) as run:
+        first = threading.Thread(target=lambda: got.append(_ask(run, "anthropic", body)))
+        first.start()
+        wait_for(lambda: len(model.requests) == 1, 10, "the first request upstream")
+        second = _ask(run, "anthropic", body)
+        gate.set()
+        first.join(10)
+        used = run.stop()
+    assert second[0] == wire.REFUSAL_STATUS
+    assert b"held by requests under way" in second[1]
+    assert len(model.requests) == 1 and got[0][0] == 200
+    assert used.tokens == ANSWER  # the first counts its own usage once it has said it

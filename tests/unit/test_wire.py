@@ -325,3 +325,126 @@ def test_a_body_kept_by_hash_and_edited_is_refused(
     (folder / "bodies" / exchanges.sha256(big)).write_bytes(big.replace(b"q", b"r", 1))
     with pytest.raises(exchanges.RecordingRefused):
         exchanges.body(folder, ref)
+
+
+def test_a_requests_reservation_is_its_prompts_bytes_and_the_output_ceiling_it_names() -> None:
+    text = "x" * 1000
+    chat = json.dumps({"model": "m", "max_tokens": 300, "n": 2, "messages": [text]}).encode()
+    assert wire.ask_of("openai-chat", "POST", "/v1/chat/completions", chat) == wire.Ask(
+        "m", len(chat), 600
+    )
+    # no ceiling named: the default one; a listing costs its bytes; a count has no output
+    bare = json.dumps({"model": "m", "messages": [text]}).encode()
+    assert wire.ask_of("openai-chat", "POST", "/v1/chat/completions", bare) == wire.Ask(
+        "m", len(bare), 65_536
+    )
+    assert wire.ask_of("openai-chat", "GET", "/v1/models", b"") == wire.Ask()
+    count = wire.ask_of("anthropic", "POST", "/v1/messages/count_tokens", bare)
+    assert count == wire.Ask("m", len(bare), 0)
+    gemini = b'{"generationConfig": {"maxOutputTokens": "300", "candidateCount": 2}}'
+    assert wire.ask_of("gemini", "POST", "/v1beta/models/g:generateContent", gemini) == wire.Ask(
+        "g", len(gemini), 600
+    )
+
+
+def test_a_ceiling_is_read_as_the_upstream_reads_it_or_the_request_is_refused() -> None:
+    path = "/v1/chat/completions"
+    # a key given twice, or spelled with escapes, or Google's other spelling: the largest
+    twice = wire.ask_of("openai-chat", "POST", path, b'{"max_tokens": 9000, "max_tokens": 5}')
+    assert isinstance(twice, wire.Ask) and twice.output == 9000
+    escaped = b'{"max\\u005fcompletion\\u005ftokens": 7000, "max_tokens": 5}'
+    assert wire.Ask("", len(escaped), 7000) == wire.ask_of("openai-chat", "POST", path, escaped)
+    both = b'{"generation_config": {"max_output_tokens": 800}, "generationConfig": {}}'
+    got = wire.ask_of("gemini", "POST", "/v1beta/models/g:generateContent", both)
+    assert isinstance(got, wire.Ask) and got.output == 800
+    # a long string is read as empty (the parse stays small); a key is kept whole
+    padded = b'{"max_tokens": 4000, "pad": "' + b"y" * 100_000 + b'", "' + b"k" * 300 + b'": 1}'
+    got = wire.ask_of("openai-chat", "POST", path, padded)
+    assert isinstance(got, wire.Ask) and (got.prompt, got.output) == (len(padded), 4000)
+    for refused in (
+        b'{"max_tokens": "lots"}',
+        b'{"max_tokens": -1}',
+        b'{"max_tokens": true}',
+        b'{"max_tokens": 5, "max_tokens": "x"}',
+        b'{"n": 1.5}',
+        b"[1, 2]",
+        b"not json",
+        "{}".encode("utf-16"),
+        b"{" * 200_000,
+        b'["a", ' * 10 + b'""' * 300_000,
+    ):
+        reason = wire.ask_of("openai-chat", "POST", path, refused)
+        assert isinstance(reason, str) and "the gateway reads" in reason, refused[:40]
+
+
+def test_an_answer_counts_its_own_usage_only_where_it_said_its_last_word_on_it(
+    answers: list[tuple[str, str, bytes, bytes]],
+) -> None:
+    ask = wire.Ask("m", 5000, 65_536)
+    for api, path, request, answer in answers:
+        reader = wire.UsageReader(api, request, path)
+        reader.feed(answer)
+        reader.finish()
+        assert reader.final, (api, path)
+        assert wire.charged(ask, reader, 200) == _expected(api)  # smaller, and trusted
+        # cut before its end: not known, so never less than the reservation
+        cut = wire.UsageReader(api, request, path)
+        cut.feed(answer[: len(answer) // 3])
+        cut.finish()
+        assert not cut.final
+        assert wire.charged(ask, cut, 200).tokens == ask.usage.tokens, (api, path)
+        assert wire.charged(ask, cut, 0).tokens == ask.usage.tokens  # no head: the upstream failed
+    # a chat stream that was not asked for usage: its reservation
+    plain = (
+        b'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+    reader = wire.UsageReader("openai-chat")
+    reader.feed(plain)
+    reader.finish()
+    assert wire.charged(ask, reader, 200) == ask.usage
+    # an error the upstream answered before serving: nothing (vendors bill none)
+    error = wire.UsageReader("anthropic")
+    error.feed(b'{"type": "error", "error": {"type": "overloaded_error"}}')
+    error.finish()
+    assert wire.charged(ask, error, 529).tokens == 0
+    # a count answers the prompt's tokens, and that is what it counts
+    count = wire.UsageReader("gemini", path="/v1beta/models/g:countTokens")
+    count.feed(b'{"totalTokens": 1234}')
+    count.finish()
+    assert wire.charged(wire.Ask("g", 9000, 0), count, 200) == Usage("g", 1234, 0, 0, True)
+    count = wire.UsageReader("anthropic", b'{"model": "c"}', "/v1/messages/count_tokens")
+    count.feed(b'{"input_tokens": 4321}')
+    count.finish()
+    assert wire.charged(wire.Ask("c", 9000, 0), count, 200) == Usage("c", 4321, 0, 0, True)
+
+
+def test_a_request_is_admitted_only_when_its_reservation_fits_what_is_left() -> None:
+    caps = Caps(tokens=100_000, usd=1.0)
+    assert wire.refused(caps, 30_000, 0.2, ask=70_000, ask_usd=0.8) == ""
+    held = wire.refused(caps, 30_001, 0.2, ask=70_000)
+    assert "70,000 tokens" in held and "69,999 are left" in held
+    assert "$0.8500" in wire.refused(caps, 0, 0.2, ask=10, ask_usd=0.85)
+    assert wire.refused(Caps(), 10**12, 10**6, ask=10**12, ask_usd=10**6) == ""
+
+
+def test_a_recording_past_its_bound_names_what_it_left_out_and_writes_no_more(
+    tmp_path: Path, answers: list[tuple[str, str, bytes, bytes]]
+) -> None:
+    folder, state = tmp_path / "history" / "iter-0001", tmp_path / "state"
+    recording = exchanges.Recording(folder, state, limit=300_000)
+    api, path, _, answer = answers[0]
+    bodies = [json.dumps({"n": k, "pad": "z" * 100_000}).encode() for k in range(4)]
+    for seq, body in enumerate(bodies):
+        _record(recording, seq, api, path, body, answer)
+    assert recording.over.startswith("the run's model recording reached its bound of 0 MiB")
+    written = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert written <= 300_000
+    lines = exchanges.read(folder, state)  # whole and sealed
+    assert [line.request.cut for line in lines] == [0, 0, len(bodies[2]), len(bodies[3])]
+    assert lines[2].request.sha256 == exchanges.sha256(bodies[2])  # named, not kept
+    with pytest.raises(exchanges.RecordingRefused):
+        exchanges.body(folder, lines[2].request)
+    tight = exchanges.Recording(tmp_path / "history" / "iter-0002", state, limit=100)
+    _record(tight, 1, api, path, b"{}", b"{}")
+    assert tight.unwritten == 1 and tight.over
+    assert exchanges.read(tmp_path / "history" / "iter-0002", state) == []
