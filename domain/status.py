@@ -22,6 +22,8 @@ class QueuedTask(Fact):
     ahead_source: str = ""
     """The first gap ahead of it: its source (pytest, pyright, ruff, ...) and title."""
     ahead_title: str = ""
+    priority: str = ""
+    """Its priority (critical, high, normal, low; "" when not known)."""
 
 
 class DaemonStatus(Fact):

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
 
-from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
+from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord, PlanningOrder
 from kernel.errors import HostError, Interrupted, SeedError
 from kernel.host.context import Context
 from kernel.isolation import blockers, gitops, jails, procs
@@ -392,14 +392,17 @@ class Daemon:
         self.status.phase(phase, detail)
         self._refresh_metrics()
 
-    def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+    def _analysed(
+        self, report: GapReport, passed_over: Mapping[str, str], order: PlanningOrder | None
+    ) -> None:
         self.passed_over = passed_over
-        # one line per analysis: how often an idle daemon wakes can be counted from its log
-        self.ctx.log(
-            f"analysed tree {report.tree[:12]}: {len(report.gaps)} open gap(s), "
-            f"{len(passed_over)} passed over"
-        )
-        self.status.analysed(report, passed_over)
+        if order is None:
+            # one line per analysis: how often an idle daemon wakes can be counted from its log
+            self.ctx.log(
+                f"analysed tree {report.tree[:12]}: {len(report.gaps)} open gap(s), "
+                f"{len(passed_over)} passed over"
+            )
+        self.status.analysed(report, passed_over, order)
         self._refresh_metrics()
 
     def _stop(self) -> None:

@@ -70,6 +70,8 @@ def _queue_lines(queue: Sequence[QueuedTask]) -> list[str]:
             where = f"passed over ({task.passed_over})"
         elif task.place <= 1:
             where = "1st: next"
+        elif not task.ahead_title:
+            where = f"{ordinal(task.place)} in the queue"
         else:
             group = _GROUP.get(task.ahead_source, task.ahead_source)
             more = f" and {task.place - 2} more" if task.place > 2 else ""
