@@ -41,6 +41,9 @@ class DaemonStatus(Fact):
     phase_since: datetime | None = None
     halted: bool = False
     halt_reason: str = ""
+    config_problem: str = ""
+    """Why seed.toml cannot be used ('' when it can): a running daemon keeps the config it
+    read before, and nothing starts until it is fixed."""
     backend: str = ""
     backend_reason: str = ""
     sandbox: str = ""

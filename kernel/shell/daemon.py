@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, cast
 
 from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord, PlanningOrder
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.host.context import Context
+from kernel.host.context import Context, log_line
 from kernel.isolation import blockers, gitops, jails, procs
 from kernel.isolation.daemonlock import DaemonLock
+from kernel.isolation.paths import discover
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
 from kernel.loop.loop import Loop, for_planner, planning_history
@@ -363,7 +364,8 @@ class Daemon:
         self.ctx.daemon = True
         self.ctx.start_host()
         backend = self.ctx.backend()
-        self.status.update(backend=backend.name, backend_reason=backend.reason)
+        self.ctx.remember_config()
+        self.status.update(backend=backend.name, backend_reason=backend.reason, config_problem="")
         if self.metrics is not None:
             self.status.update(metrics_url=self.metrics.url)
             self._refresh_metrics()
@@ -542,8 +544,11 @@ class Daemon:
         try:
             changed = self.ctx.reload_config()
         except SeedError as exc:
+            # never the end of the night: the config in force stays, whole, and says why
             self.ctx.log(f"{self.ctx.config_path} changed but cannot be used, so it is not: {exc}")
+            self.status.update(config_problem=str(exc)[:2000])
             return False
+        self.status.update(config_problem="")
         if changed:
             backend = self.ctx.backend()
             self.status.update(backend=backend.name, backend_reason=backend.reason)
@@ -582,6 +587,16 @@ class Daemon:
                 if self.wake.take_only(CONFIG) and not self._reload_config():
                     continue  # seed.toml saved as it was, or broken: nothing new to look at
                 return
+
+
+def log_ending(root: Path | None, started: bool, exc: BaseException) -> None:
+    """Why `run` or `once` ends on an error, in history/daemon.log as well as on stderr (the
+    terminal may be one nobody watches); nothing when the repository cannot be found."""
+    with contextlib.suppress(SeedError, OSError):
+        paths = discover((root or Path.cwd()).resolve())
+        what = "stopped on an error" if started else "not started"
+        reason = str(exc) if isinstance(exc, SeedError) else f"{type(exc).__name__}: {exc}"
+        log_line(paths, f"{what}: {reason}"[:4000], echo=False)
 
 
 def analyse_head(ctx: Context) -> Baseline | None:

@@ -173,6 +173,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
         halted=hstate.halted,
         halt_reason=hstate.reason,
+        config_problem=ctx.config_problem,
         backend=backend.name,
         backend_reason=backend.reason,
         sandbox=jails.describe(ctx.config.guard, ctx.paths, Path(ctx.target.python)),
@@ -247,6 +248,18 @@ def status_text(ctx: Context, status: DaemonStatus) -> str:
         return _bare_status(status, str(exc))
 
 
+def config_lines(status: DaemonStatus) -> list[str]:
+    """What is wrong with seed.toml, and what that means for the daemon ([] when nothing)."""
+    if not status.config_problem:
+        return []
+    then = (
+        "the daemon keeps the config it read before"
+        if status.running
+        else "the daemon does not start until it is fixed"
+    )
+    return [f"config:      cannot be used ({then}): {status.config_problem}"]
+
+
 def _checkout_lines(status: DaemonStatus) -> list[str]:
     lines = [f"python:      {status.python} ({status.python_reason})"] if status.python else []
     if status.dirty:
@@ -263,6 +276,7 @@ def _bare_status(status: DaemonStatus, problem: str) -> str:
         *_checkout_lines(status),
         f"daemon:      {daemon}",
         f"halted:      {halted}",
+        *config_lines(status),
         f"backend:     {status.backend or '-'} {status.backend_reason}".rstrip(),
         f"iterations:  {status.iterations} in all, {status.iterations_today} today; "
         f"last: {status.last_iteration_id or '-'} {status.last_outcome or ''}".rstrip(),
