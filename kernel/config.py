@@ -128,6 +128,10 @@ class AgentConfig(_Section):
     completions (http://HOST/v1, e.g. http://localhost:11434/v1 for Ollama)."""
     extra_args: list[str] = Field(default_factory=list[str])
     """Extra flags for the named backend's command line, placed before the prompt."""
+    files: list[str] = Field(default_factory=list[str], max_length=64)
+    """Folders (or files) of the agent's own it sees read-only, each by its exact path
+    (absolute or ~/...), besides the folder of each file its argv names; never HOME, a
+    dot-folder of HOME, a folder holding logins, the checkout or seed's state (docs/command-agents.md)."""
     network: Literal["model-only", "full"] = "model-only"
     """model-only: the agent's sandbox has no network but the kernel's model gateway, which
     forwards to api_base (empty: claude's, codex's or gemini's vendor), adds the keys, records
@@ -142,6 +146,14 @@ class AgentConfig(_Section):
     """Prices by model name for runs whose tool reports no cost (codex, gemini; aider, mini,
     opencode with an unpriced model; claude for a model it has no price for); "*" matches any
     model."""
+
+    @field_validator("files")
+    @classmethod
+    def _own_paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith(("/", "~/")) or "\0" in path:
+                raise ValueError(f"{path!r} is neither an absolute path nor ~/...")
+        return value
 
     @field_validator("backend")
     @classmethod
