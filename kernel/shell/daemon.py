@@ -379,6 +379,10 @@ class Daemon:
         agent, sandboxed = self.ctx.config.agent, jails.active(guard)
         for note in modelrun.warnings(agent, backend.name, sandboxed, home):
             self.ctx.log(f"agent: {note}")
+        argv = [os.path.expanduser(a) if a.startswith("~/") else a for a in agent.command]
+        if backend.name == "command" and sandboxed:
+            for note in jails.own_folders(argv, agent.files, self.ctx.paths)[1]:
+                self.ctx.log(f"agent: {note} (docs/command-agents.md)")
 
     def _refresh_metrics(self) -> None:
         """Render the metrics page in this (the main) thread; the server only serves it."""
