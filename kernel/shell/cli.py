@@ -538,8 +538,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_approve(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
+    found = _iteration_id(ctx, args.id)  # the ids `history` takes: 4, iter-0004, the whole id
+    if not found:
+        return EXIT_USAGE
     try:
-        print(landing.approve(ctx, args.id))
+        print(landing.approve(ctx, found))
         with contextlib.suppress(SeedError, OSError):
             reporting.write_index(ctx)
     finally:
