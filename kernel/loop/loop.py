@@ -320,7 +320,7 @@ class Loop:
         if plan.gap.key not in {g.key for g in ranked.report.gaps}:
             raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report")
         return clamp_plan(
-            plan,
+            passed_over(plan, ranked.baseline.report, ranked.passed_over),
             self.ctx.config,
             protected_patterns(self.ctx.config.guard.protected),
             self.ctx.paths.selfhost,
@@ -805,6 +805,14 @@ class Loop:
                 "sandboxed": jails.active(self.ctx.config.guard),
             },
         )
+
+
+def passed_over(plan: IterationPlan, report: GapReport, held: Mapping[str, str]) -> IterationPlan:
+    """The plan with a note for each gap ranked above it that the kernel held back (waiting,
+    quarantined, blocked): the planner never saw them, the person should."""
+    above = next((i for i, g in enumerate(report.gaps) if g.key == plan.gap.key), 0)
+    notes = [f"skipped {g.key}: {held[g.key]}" for g in report.gaps[:above] if g.key in held]
+    return plan.model_copy(update={"notes": (*plan.notes, *notes[:10])}) if notes else plan
 
 
 def _blocked(facts: blockers.Blocker) -> Ending:

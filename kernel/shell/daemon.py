@@ -29,7 +29,7 @@ from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import discover
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
-from kernel.loop.loop import Loop, for_planner, planning_history
+from kernel.loop.loop import Loop, for_planner, passed_over, planning_history
 from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
 from kernel.loop.recovery import mark_daemon, recover
@@ -643,6 +643,8 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         report = baseline.report.model_copy(
             update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in held)}
         )
-        return baseline, ctx.host.plan(report, for_planner(history, report), state)
+        plan = ctx.host.plan(report, for_planner(history, report), state)
+        why = dict.fromkeys(held, "quarantined")
+        return baseline, plan and passed_over(plan, baseline.report, why)
     finally:
         it.discard(worktree)
