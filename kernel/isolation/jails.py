@@ -308,7 +308,8 @@ def _shown(
         places += _installation(command)
         places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep)]
     places += files
-    kept = (p for p in places if p.is_absolute())
+    # a file an argv names is shown, but never a login's or the kernel's (by any name)
+    kept = (p for p in places if p.is_absolute() and not _secret_file(p, paths))
     return tuple(dict.fromkeys(p for p in kept if _exact(p.resolve(), home)))
 
 

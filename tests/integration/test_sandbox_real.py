@@ -218,13 +218,15 @@ def _own_case(
     program: str,
     listed: list[str],
     probe: list[str],
+    named: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """Run `python3 PROGRAM` as an agent under a HOME of the test's, [agent] files = listed,
-    and read back which of `probe` (paths under HOME) it could read."""
+    its argv naming `named` too, and read back which of `probe` (under HOME) it could read."""
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     # the paths to probe as one word that names no file (a file its argv names is shown)
-    argv = [sys.executable, str(home / program), "probe:" + ",".join(str(home / p) for p in probe)]
+    probed = "probe:" + ",".join(str(home / p) for p in probe)
+    argv = [sys.executable, str(home / program), probed, *(str(home / n) for n in named)]
     paths = discover(home / "projects" / "repo")
     run = jails.agent_sandbox(
         argv,
@@ -276,6 +278,15 @@ def test_a_command_agent_reads_the_files_beside_it_and_nothing_else_of_home(
     seen = _own_case(tmp_path, monkeypatch, "tools/agent.py", ["~/shared"], probe)
     assert seen[str(person / "shared/table.csv")] == "a,b"
     assert seen[str(person / "notes.txt")].startswith("unseen"), seen
+
+
+def test_a_login_file_the_argv_names_is_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, person: Path
+) -> None:
+    # an adapter (module code) could name any file in its argv: never a login's or the kernel's
+    secrets = (".ssh/id_rsa", ".config/gh/hosts.yml")
+    seen = _own_case(tmp_path, monkeypatch, "tools/agent.py", [], list(secrets), secrets)
+    assert all(seen[str(person / p)].startswith("unseen") for p in secrets), seen
 
 
 def test_a_program_directly_in_home_sees_only_its_own_file(
