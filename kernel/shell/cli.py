@@ -746,7 +746,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             started = True
             return _daemon(ctx, args, command)
         except Exception as exc:
-            log_ending(args.root, started, exc)
+            log_ending(args.root, command, started and not isinstance(exc, LockHeld), exc)
             raise
     handler = {
         "gaps": cmd_gaps,

@@ -593,12 +593,12 @@ class Daemon:
                 return
 
 
-def log_ending(root: Path | None, started: bool, exc: BaseException) -> None:
+def log_ending(root: Path | None, command: str, started: bool, exc: BaseException) -> None:
     """Why `run` or `once` ends on an error, in history/daemon.log as well as on stderr (the
     terminal may be one nobody watches); nothing when the repository cannot be found."""
     with contextlib.suppress(SeedError, OSError):
         paths = discover((root or Path.cwd()).resolve())
-        what = "stopped on an error" if started else "not started"
+        what = f"`{command}` (pid {os.getpid()}) " + ("ended" if started else "not started")
         reason = str(exc) if isinstance(exc, SeedError) else f"{type(exc).__name__}: {exc}"
         log_line(paths, f"{what}: {reason}"[:4000], echo=False)
 
