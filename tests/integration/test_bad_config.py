@@ -60,6 +60,11 @@ def test_a_running_daemon_survives_every_kind_of_bad_seed_toml_and_says_why(
         (repo / "seed.toml").write_text(GOOD.replace("3600", "3000"), encoding="utf-8")
         wait_for(lambda: _said(log, "now in force") == 1, 60, "the good seed.toml")
         assert "cannot be used" not in seed(repo, "status").stdout
+        # a second daemon is refused, says so in the log, and the running one goes on
+        second = seed(repo, "run", timeout=120)
+        assert second.returncode == 2, second.stderr
+        assert "`run` (pid " in log.read_text() and "not started: " in log.read_text()
+        assert daemon.poll() is None
         daemon.send_signal(signal.SIGINT)
         _, stderr = daemon.communicate(timeout=60)
     finally:
