@@ -301,11 +301,11 @@ class Loop:
     def _queue(self, ranked: _Ranked, state: ProjectState) -> PlanningOrder:
         """The planner's order of the gaps, asked once a pass and given to `status` (modules
         without one: the ranking's order)."""
-        order = self.ctx.host.order(ranked.report, ranked.history, state)
-        if order is None:
-            order = PlanningOrder(keys=tuple(g.key for g in ranked.report.gaps))
-        if self.analysed is not None:
-            self.analysed(ranked.baseline.report, ranked.passed_over, order)
+        ranking = PlanningOrder(keys=tuple(g.key for g in ranked.report.gaps))
+        if self.analysed is None:
+            return ranking  # nobody shows it
+        order = self.ctx.host.order(ranked.report, ranked.history, state) or ranking
+        self.analysed(ranked.baseline.report, ranked.passed_over, order)
         return order
 
     def _plan(self, ranked: _Ranked, state: ProjectState, expected: str) -> IterationPlan | None:
