@@ -131,10 +131,6 @@ class Context:
             raise ConfigError(
                 f"{self.config_path}: key 'agent.backend': unknown backend {wanted!r}; valid: auto, {', '.join(sorted(agents))}"
             )
-        if wanted == "command" and not self.config.agent.command:
-            raise ConfigError(
-                f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
-            )
         chosen = self.host.choose_backend(wanted, self.config_path.name, agents)
         if chosen.name == "command" and not self.config.agent.command:
             raise HostError("module host chose the command backend, but agent.command is not set")
