@@ -16,16 +16,28 @@ from kernel.shell.bootstrap import ensure, ray_wanted
 _VALUED = {"--root", "--config"}
 
 
-def _command(argv: list[str]) -> str:
+def _command_at(argv: list[str]) -> int:
+    """Where the command word is (len(argv) when there is none: `run`)."""
     skip = False
-    for arg in argv:
+    for at, arg in enumerate(argv):
         if skip:
             skip = False
         elif arg in _VALUED:
             skip = True
         elif not arg.startswith("-"):
-            return arg
-    return "run"
+            return at
+    return len(argv)
+
+
+def _command(argv: list[str]) -> str:
+    at = _command_at(argv)
+    return argv[at] if at < len(argv) else "run"
+
+
+def _usage_only(argv: list[str]) -> bool:
+    """Whether `test` is followed by -h or --help (the command line prints its usage)."""
+    at = _command_at(argv)
+    return argv[at + 1 : at + 2] in (["-h"], ["--help"])
 
 
 def _on_itself(argv: list[str]) -> bool:
@@ -64,11 +76,13 @@ def main() -> int:
     """Bootstrap, then run the command line."""
     argv = sys.argv[1:]
     command = _command(argv)
+    # `test --help` prints the usage: the test extras are for running the suite
+    testing = command == "test" and not _usage_only(argv)
     # on itself the daemon measures its own tests, which need the test extras too
-    tests = command == "test" or (command in ("run", "once", "gaps", "plan") and _on_itself(argv))
+    tests = testing or (command in ("run", "once", "gaps", "plan") and _on_itself(argv))
     # the Ray extra: for the test command (its tests run on a local cluster), and for a
     # daemon whose seed.toml asks for the Ray engine; never otherwise
-    ray = command == "test" or (command in ("run", "once") and ray_wanted(_config(argv)))
+    ray = testing or (command in ("run", "once") and ray_wanted(_config(argv)))
     ensure([__file__, *argv], tests=tests, allowed="--no-bootstrap" not in argv, ray=ray)
     from kernel.shell.cli import main as cli_main
 

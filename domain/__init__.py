@@ -37,6 +37,7 @@ from domain.plans import (
     PlanBudget,
     PlanDocument,
     PlannedAction,
+    PlanningOrder,
 )
 from domain.records import (
     AgentRound,
@@ -98,6 +99,7 @@ __all__ = [
     "PlanBudget",
     "PlanDocument",
     "PlannedAction",
+    "PlanningOrder",
     "PortfolioAgent",
     "Priority",
     "ProjectState",

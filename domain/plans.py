@@ -130,3 +130,15 @@ class IterationPlan(Fact):
     """Filled by the module server from the planner just before an adapter sees the plan: the
     kernel clamps the planner's plan first, and the prompt names what the clamp leaves. Empty
     in records (each round's prompt is history/<id>/prompt*.md)."""
+
+
+class PlanningOrder(Fact):
+    """The order in which the planner takes the gaps it is given: the first is the next plan's
+    (`status` shows the queue from it, the plan is drafted from it)."""
+
+    keys: tuple[str, ...] = ()
+    """Gap keys, the next first; the gaps it leaves out are passed over."""
+    passed_over: dict[str, str] = Field(default_factory=dict[str, str])
+    """Gap key -> why the planner passes it over (never planned, or not now)."""
+    new_task_place: dict[str, int] = Field(default_factory=dict[str, int])
+    """Priority -> the place (1: next) a person's task of that priority dropped now would take."""

@@ -22,6 +22,8 @@ class QueuedTask(Fact):
     ahead_source: str = ""
     """The first gap ahead of it: its source (pytest, pyright, ruff, ...) and title."""
     ahead_title: str = ""
+    priority: str = ""
+    """Its priority (critical, high, normal, low; "" when not known)."""
 
 
 class DaemonStatus(Fact):
@@ -39,6 +41,9 @@ class DaemonStatus(Fact):
     phase_since: datetime | None = None
     halted: bool = False
     halt_reason: str = ""
+    config_problem: str = ""
+    """Why seed.toml cannot be used ('' when it can): a running daemon keeps the config it
+    read before, and nothing starts until it is fixed."""
     backend: str = ""
     backend_reason: str = ""
     sandbox: str = ""

@@ -3,11 +3,12 @@ ones are named and ignored."""
 
 from __future__ import annotations
 
+import json
 import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 import tomli_w
 from pydantic import (
@@ -15,9 +16,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from kernel.bounds import CONFIG_MAX_BYTES
 from kernel.errors import ConfigError
@@ -33,10 +36,42 @@ MAX_USD = 1_000_000.0
 """The largest budget taken (USD)."""
 
 
+BACKENDS = (
+    "auto",
+    "claude",
+    "codex",
+    "aider",
+    "mini",
+    "gemini",
+    "opencode",
+    "command",
+    "ruff-fix",
+    "none",
+)
+"""The backends seed.toml may name (the module server's agents, and auto)."""
+
+
+def _scalar(annotation: Any) -> type | None:
+    """bool, int or float when a field holds one of them (optionally None), else None."""
+    kinds = [a for a in (get_args(annotation) or (annotation,)) if a is not type(None)]
+    return kinds[0] if len(kinds) == 1 and kinds[0] in (bool, int, float) else None
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(
         extra="forbid", use_attribute_docstrings=True, frozen=True, allow_inf_nan=False
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict(cls, value: Any, info: ValidationInfo) -> Any:
+        """Numbers and booleans as TOML writes them: "300" is no number, true no 1."""
+        kind = _scalar(cls.model_fields[info.field_name or ""].annotation)
+        if kind is bool and not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        if kind in (int, float) and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ValueError("must be a number" if kind is float else "must be a whole number")
+        return value
 
 
 class ModelPrice(_Section):
@@ -94,6 +129,10 @@ class AgentConfig(_Section):
     completions (http://HOST/v1, e.g. http://localhost:11434/v1 for Ollama)."""
     extra_args: list[str] = Field(default_factory=list[str])
     """Extra flags for the named backend's command line, placed before the prompt."""
+    files: list[str] = Field(default_factory=list[str], max_length=64)
+    """Folders (or files) of the agent's own it sees read-only, each by its exact path
+    (absolute or ~/...), besides the folder of each file its argv names; never HOME, a
+    dot-folder of HOME, a folder holding logins, the checkout or seed's state (docs/command-agents.md)."""
     network: Literal["model-only", "full"] = "model-only"
     """model-only: the agent's sandbox has no network but the kernel's model gateway, which
     forwards to api_base (empty: claude's, codex's or gemini's vendor), adds the keys, records
@@ -109,12 +148,29 @@ class AgentConfig(_Section):
     opencode with an unpriced model; claude for a model it has no price for); "*" matches any
     model."""
 
+    @field_validator("files")
+    @classmethod
+    def _own_paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith(("/", "~/")) or "\0" in path:
+                raise ValueError(f"{path!r} is neither an absolute path nor ~/...")
+        return value
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value not in BACKENDS:
+            raise ValueError(f"not one of {', '.join(BACKENDS)}")
+        return value
+
     @model_validator(mode="after")
     def _endpoint_fits(self) -> AgentConfig:
         """api_base must be an http(s) URL of the shape the chosen backend's API takes."""
         problem = api_base_problem(self.backend, self.api_base)
         if problem:
             raise ValueError(problem)
+        if self.backend == "command" and not self.command:
+            raise PydanticCustomError("command_unset", 'must be set when backend = "command"', {})
         return self
 
 
@@ -330,6 +386,13 @@ class CandidateAgent(_Section):
     weight: int = Field(default=1, ge=1, le=1000)
     """How many of each n candidates this entry takes, relative to the others' weights."""
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value and value not in BACKENDS:
+            raise ValueError(f"not one of {', '.join(BACKENDS)} (or empty: [agent]'s)")
+        return value
+
 
 class CandidatesConfig(_Section):
     """[candidates]: how many agent runs try each gap, judged side by side."""
@@ -411,12 +474,19 @@ def _stderr(message: str) -> None:
 
 
 def _describe(err: Any, path: Path) -> str:
+    """One problem: the key, the value given (as TOML writes it) and what is wrong."""
     loc = ".".join(str(part) for part in err["loc"])
     kind = err["type"]
     if kind == "extra_forbidden":
         return f"{path}: unknown key '{loc}'"
     message = str(err["msg"]).removeprefix("Value error, ")
-    return f"{path}: key '{loc}': {message}"
+    if kind == "command_unset":
+        return f"{path}: key '{loc}.command' = []: {message}"
+    if "input" not in err or isinstance(err["input"], dict):
+        return f"{path}: key '{loc}': {message}"
+    given = json.dumps(err["input"], ensure_ascii=False, default=str)
+    given = given if len(given) <= 80 else given[:77] + "..."
+    return f"{path}: key '{loc}' = {given}: {message}"
 
 
 def load_config(path: Path, note: Callable[[str], None] | None = None) -> Config:

@@ -188,6 +188,16 @@ class Server:
         state = ProjectState.model_validate(params["state"])
         return self.planner.plan(report, records, state)
 
+    def order(self, params: dict[str, Any]) -> BaseModel | None:
+        """The planner's order of the gaps (None from a planner that has none: the kernel then
+        shows the ranking's order)."""
+        order = getattr(self.planner, "order", None)
+        if order is None:
+            return None
+        report = GapReport.model_validate(params["report"])
+        records = [IterationRecord.model_validate(r) for r in params.get("records", [])]
+        return order(report, records, ProjectState.model_validate(params["state"]))
+
     def agent_spec(self, params: dict[str, Any]) -> BaseModel | None:
         plan = IterationPlan.model_validate(params["plan"])
         # the prompt is the planner's, rendered from the plan the kernel clamped
@@ -221,6 +231,7 @@ class Server:
             "analyze": self.analyze,
             "read_inbox": self.read_inbox,
             "plan": self.plan,
+            "order": self.order,
             "agent_spec": self.agent_spec,
             "agent_parse": self.agent_parse,
             "render_record": self.render_record,

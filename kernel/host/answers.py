@@ -23,6 +23,7 @@ from domain import (
     InboxItem,
     InboxText,
     IterationPlan,
+    PlanningOrder,
     ProjectState,
 )
 from kernel.bounds import REPORTED_MAX, clean
@@ -147,6 +148,19 @@ def kernel_gap(plan: IterationPlan, report: GapReport) -> IterationPlan:
         if gap.key == plan.gap.key:
             return plan if plan.gap == gap else plan.model_copy(update={"gap": gap})
     raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report it was sent")
+
+
+def planning_order(value: Any, report: GapReport) -> PlanningOrder:
+    """The planner's order, checked: each key once and in the report, a place at least 1."""
+    order = valid(PlanningOrder, value, "PlanningOrder")
+    known = {g.key for g in report.gaps}
+    keys = tuple(dict.fromkeys(k for k in order.keys if k in known))
+    if len(keys) != len(order.keys):
+        raise HostError("planner's order names a gap twice, or one not in the report it was sent")
+    if any(place < 1 for place in order.new_task_place.values()):
+        raise HostError("planner's order gives a place below 1")
+    passed = {k: v[:500] for k, v in order.passed_over.items() if k in known and k not in keys}
+    return order.model_copy(update={"passed_over": passed})
 
 
 def agent_order(plan: IterationPlan, state: ProjectState) -> IterationPlan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -10,10 +11,12 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from kernel.bounds import clean
-from kernel.config import Config, load_config
-from kernel.errors import ConfigError, HostError
-from kernel.fsutil import append_line
+from pydantic import ValidationError
+
+from kernel.bounds import CONFIG_MAX_BYTES, clean
+from kernel.config import Config, config_document, load_config
+from kernel.errors import ConfigError, HostError, SeedError
+from kernel.fsutil import append_line, atomic_write_text
 from kernel.host.answers import Backend
 from kernel.host.host import BootNeeds, ModuleHost, boot, reload_after_landing
 from kernel.host.selfcheck import selfcheck
@@ -24,13 +27,17 @@ from kernel.records.store import RecordStore
 from kernel.terminal import say
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
+IN_FORCE = "config-in-force.json"
+"""The config the daemon put in force, in its state folder (`status` reads it)."""
 
 
-def log_line(paths: Paths, message: str) -> None:
-    """One line to stderr and history/daemon.log, cleaned (it quotes agents and the tree)."""
+def log_line(paths: Paths, message: str, *, echo: bool = True) -> None:
+    """One line to history/daemon.log, cleaned (it quotes agents and the tree), and to stderr
+    unless it was said there already."""
     line = clean(f"seed {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z {message}")
-    # on a terminal, over the progress line (kernel/shell/progress.py) rather than after it
-    say(line, sys.stderr, redraw=sys.stderr.isatty(), flush=True)
+    if echo:
+        # on a terminal, over the progress line (kernel/shell/progress.py) rather than after it
+        say(line, sys.stderr, redraw=sys.stderr.isatty(), flush=True)
     with contextlib.suppress(OSError):  # a read-only history must not stop the daemon
         append_line(paths.history / "daemon.log", line)
 
@@ -60,6 +67,8 @@ class Context:
     """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
     used_so_far: Callable[[str], None] = field(default=lambda figure: None, repr=False)
     """Where the running agent's usage so far is shown (the daemon's status.json)."""
+    config_problem: str = ""
+    """Why seed.toml cannot be used (`status` only: it shows the config in force instead)."""
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""
@@ -87,17 +96,31 @@ class Context:
         return reload_after_landing(self.host, self._boot_needs(), touched)
 
     def reload_config(self) -> bool:
-        """Read seed.toml again; whether it changed what is in force (ConfigError: kept as is).
+        """Read seed.toml again; whether it changed what is in force (SeedError: the config
+        in force stays, whole).
 
         A change chooses the backend again and restarts the module host in its new jail.
         """
         config, target = _configured(self.paths, self.config_path, self.log)
         if config == self.config:
             return False
+        before = (self.config, self.target, self._backend)
         self.config, self.target, self._backend = config, target, None
+        try:
+            self.backend()
+        except SeedError:
+            self.config, self.target, self._backend = before
+            raise
         self.host.stop()
         self.host.jail = jails.module_jail(self.paths, config.guard)
+        self.remember_config()
         return True
+
+    def remember_config(self) -> None:
+        """Keep the config in force where `status` finds it while seed.toml cannot be used."""
+        with contextlib.suppress(OSError):
+            text = json.dumps(config_document(self.config))
+            atomic_write_text(self.paths.state / IN_FORCE, text + "\n")
 
     def backend(self) -> Backend:
         """The configured backend, or the first installed one for "auto" (with the reason)."""
@@ -109,10 +132,6 @@ class Context:
         if wanted != "auto" and wanted not in agents:
             raise ConfigError(
                 f"{self.config_path}: key 'agent.backend': unknown backend {wanted!r}; valid: auto, {', '.join(sorted(agents))}"
-            )
-        if wanted == "command" and not self.config.agent.command:
-            raise ConfigError(
-                f"{self.config_path}: key 'agent.command' must be set when backend = \"command\""
             )
         chosen = self.host.choose_backend(wanted, self.config_path.name, agents)
         if chosen.name == "command" and not self.config.agent.command:
@@ -126,7 +145,11 @@ def _configured(
 ) -> tuple[Config, Target]:
     """seed.toml read (what it says of removed keys to `note`, else stderr), and the target's
     tools as it sets them."""
-    config = load_config(path, note)
+    return _target(paths, load_config(path, note), path)
+
+
+def _target(paths: Paths, config: Config, path: Path) -> tuple[Config, Target]:
+    """The config with the target's tools as it sets them."""
     strict = (
         tuple(config.quality.pyright_strict)
         if config.quality.pyright_strict is not None
@@ -145,12 +168,28 @@ def _configured(
     return config, target
 
 
-def open_context(root: Path, config_path: Path | None = None, quiet: bool = False) -> Context:
-    """Discover the repository, read seed.toml, and prepare (not start) the module host."""
+def open_context(
+    root: Path, config_path: Path | None = None, quiet: bool = False, keep_going: bool = False
+) -> Context:
+    """Discover the repository, read seed.toml, and prepare (not start) the module host.
+
+    keep_going (`status`): a seed.toml that cannot be used is named in config_problem, and
+    the config the daemon last used (or the defaults) stands in for it."""
     paths = discover(root)
     path = config_path if config_path is not None else paths.root / "seed.toml"
     # a removed key is news for the daemon's log; a quiet command says it on stderr
-    config, target = _configured(paths, path, None if quiet else partial(log_line, paths))
+    problem = ""
+    try:
+        # a removed key is news for the daemon's log; a quiet command says it on stderr
+        config, target = _configured(paths, path, None if quiet else partial(log_line, paths))
+    except ConfigError as exc:
+        if not keep_going:
+            raise
+        problem = str(exc)
+        try:
+            config, target = _target(paths, in_force(paths), path)
+        except ConfigError:
+            config, target = _target(paths, Config(), path)
     store = RecordStore(paths.history, fingerprint=fingerprint(paths.root), state=paths.state)
     host = ModuleHost(
         paths.seed_home, paths.state / "host.log", jail=jails.module_jail(paths, config.guard)
@@ -164,4 +203,12 @@ def open_context(root: Path, config_path: Path | None = None, quiet: bool = Fals
         store=store,
         host=host,
         quiet=quiet,
+        config_problem=problem,
     )
+
+
+def in_force(paths: Paths) -> Config:
+    """The config the daemon last put in force (the defaults when there is none to read)."""
+    with contextlib.suppress(OSError, ValueError, ValidationError):
+        return Config.model_validate_json((paths.state / IN_FORCE).read_bytes()[:CONFIG_MAX_BYTES])
+    return Config()

@@ -43,6 +43,7 @@ from domain import (
     IterationPlan,
     IterationRecord,
     MetricsSnapshot,
+    PlanningOrder,
     ProjectState,
     RunResult,
     RunSpec,
@@ -58,6 +59,7 @@ from kernel.host.answers import (
     backend_choice,
     inbox_readings,
     kernel_gap,
+    planning_order,
     shown,
     valid,
 )
@@ -252,6 +254,17 @@ def reload_after_landing(host: ModuleHost, needs: BootNeeds, touched: Sequence[s
     return message
 
 
+def _planning(report: GapReport, records: Sequence[IterationRecord], state: ProjectState) -> str:
+    """The planner's request, encoded by pydantic directly: a long history makes this the
+    biggest request there is, and without default values, which the host fills in again."""
+    records_json = ",".join(r.model_dump_json(exclude_defaults=True) for r in records)
+    return (
+        f'{{"report": {report.model_dump_json(exclude_defaults=True)}, '
+        f'"records": [{records_json}], '
+        f'"state": {state.model_dump_json(exclude_defaults=True)}}}'
+    )
+
+
 def _earlier(answered: Any, ident: int) -> bool:
     """The answer is to a request sent before this one."""
     return isinstance(answered, int) and not isinstance(answered, bool) and 0 < answered < ident
@@ -441,18 +454,22 @@ class ModuleHost:
         self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
     ) -> IterationPlan | None:
         """The planner's plan, or None."""
-        # encoded by pydantic directly: a long history makes this the biggest request there is
-        # and without default values, which the host's validation fills in again
-        records_json = ",".join(r.model_dump_json(exclude_defaults=True) for r in records)
-        params = (
-            f'{{"report": {report.model_dump_json(exclude_defaults=True)}, '
-            f'"records": [{records_json}], '
-            f'"state": {state.model_dump_json(exclude_defaults=True)}}}'
-        )
-        value = self.call("plan", params)
+        value = self.call("plan", _planning(report, records, state))
         if value is None:
             return None
         return agent_order(kernel_gap(valid(IterationPlan, value, "IterationPlan"), report), state)
+
+    def order(
+        self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
+    ) -> PlanningOrder | None:
+        """The planner's order of the report's gaps (None: its modules have none)."""
+        try:
+            value = self.call("order", _planning(report, records, state))
+        except HostError as exc:
+            if "order failed: UnknownMethod" in str(exc):
+                return None  # an older module server (a fallback to the last good modules)
+            raise
+        return None if value is None else planning_order(value, report)
 
     def agents(self) -> tuple[dict[str, AgentInfo], tuple[str, ...]]:
         """Every backend the host knows, and the auto-detection order."""

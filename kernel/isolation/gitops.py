@@ -298,6 +298,15 @@ def list_branches(root: Path, prefix: str) -> list[str]:
     return [line for line in text.splitlines() if line]
 
 
+def drop_landed(root: Path, name: str, tip: str) -> bool:
+    """Delete a kept branch (seed/...) whose work landed: only while it still points at `tip`
+    and no worktree has it checked out (a branch a person took on stays)."""
+    listed = git(root, "worktree", "list", "--porcelain", check=False).text()
+    if not name.startswith("seed/") or f"branch refs/heads/{name}\n" in listed + "\n":
+        return False
+    return git(root, "update-ref", "-d", f"refs/heads/{name}", tip, check=False).ok
+
+
 def fast_forward(root: Path, commit: str) -> procs.Completed:
     """`git merge --ff-only` that writes the blobs' own bytes into the checkout.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -167,6 +168,79 @@ def _exact(folder: Path, home: Path) -> bool:
     return folder.parent != home or any((folder / mark).is_file() for mark in _INSTALLATIONS)
 
 
+_TEMP_ROOTS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+"""Folders that hold every process's temporary files: never shown whole."""
+
+
+_CREDENTIALS = (*_NEVER_SHOWN, ".local/share/keyrings", ".password-store")
+"""Places under HOME that hold logins: a folder holding one is never an agent's own."""
+
+
+def own_refusal(folder: Path, paths: Paths) -> str:
+    """Why a folder of the agent's own (of a file its argv names, or in [agent] files) is not
+    shown ('' when it is). Refused: HOME or above it, HOME's dot-folders (~/.config, ~/.local,
+    ~/.cache: other tools' logins), a folder that holds a login folder (~/.ssh, ~/.aws, the
+    keyrings), the checkout, its git folder, seed's state or the agents' checkouts, one inside
+    the git folder, and the temporary roots. Checked by the resolved path too: a link grants
+    nothing."""
+    home = _real_home()
+    kept = (paths.root, paths.common, paths.state, paths.checkouts.parent)
+    for place in dict.fromkeys((folder, folder.resolve())):
+        if place in _TEMP_ROOTS or place == Path(tempfile.gettempdir()):
+            return "it holds every process's temporary files"
+        if place == home or place in home.parents:
+            return "it is HOME or holds it"
+        held = next((n for n in _CREDENTIALS if (home / n).is_relative_to(place)), "")
+        if held:
+            return f"it holds ~/{held}, where logins live"
+        if place.parent == home and place.name.startswith("."):
+            return "it is one of HOME's own dot-folders, where tools keep their logins"
+        if any(k.resolve().is_relative_to(place) for k in kept):
+            return "it holds the checkout, its git folder, seed's state or the agents' checkouts"
+        if place.is_relative_to(paths.common.resolve()):
+            return "it is inside the repository's git folder"
+    return ""
+
+
+def _secret_file(file: Path, paths: Paths) -> bool:
+    """A file no agent is shown even when its argv names it: a login's, or the kernel's."""
+    home = _real_home()
+    real = file.resolve()
+    logins = [home / n for n in _CREDENTIALS]
+    return any(real.is_relative_to(p.resolve()) for p in (*logins, paths.common))
+
+
+def own_folders(
+    argv: Sequence[str], listed: Sequence[str], paths: Paths
+) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """The agent's own places, each shown read-only by its exact path: the folder of each file
+    its argv names (only the file when the folder is refused), and each place [agent] files
+    lists (a folder, or a file); and why any was refused."""
+    shown: list[Path] = []
+    refused: list[str] = []
+    for file in (Path(a) for a in argv if os.path.isabs(a) and Path(a).is_file()):
+        why = own_refusal(file.parent, paths)
+        if not why:
+            shown.append(file.parent)
+        elif not _secret_file(file, paths):
+            shown.append(file)
+            refused.append(f"the folder of {file} is not shown, only the file: {why}")
+    for raw in listed:
+        place = Path(os.path.expanduser(raw))
+        why = (
+            "it is not an absolute path that exists"
+            if not place.is_absolute() or not place.exists()
+            else own_refusal(place if place.is_dir() else place.parent, paths)
+        )
+        if place.is_file() and why and not _secret_file(place, paths):
+            shown.append(place)  # a file of its own, in a folder that may not be shown
+        elif why:
+            refused.append(f"[agent] files {raw!r} is not shown: {why}")
+        else:
+            shown.append(place)
+    return tuple(dict.fromkeys(shown)), tuple(dict.fromkeys(refused))
+
+
 def _prefixes(python: Path) -> tuple[Path, ...]:
     """An interpreter's installation: its virtualenv (if any) and the prefix it resolves to."""
     return (python.parent.parent, python.resolve().parent.parent)
@@ -234,7 +308,8 @@ def _shown(
         places += _installation(command)
         places += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep)]
     places += files
-    kept = (p for p in places if p.is_absolute())
+    # a file an argv names is shown, but never a login's or the kernel's (by any name)
+    kept = (p for p in places if p.is_absolute() and not _secret_file(p, paths))
     return tuple(dict.fromkeys(p for p in kept if _exact(p.resolve(), home)))
 
 
@@ -435,6 +510,7 @@ def agent_argv(
     home: Path,
     home_binds: Sequence[str],
     cwd: Path,
+    listed: Sequence[str] = (),
 ) -> list[str]:
     """The agent's argv, sandboxed: only the named places writable, HOME private."""
     profile = _agent_profile(
@@ -446,6 +522,7 @@ def agent_argv(
         home=home,
         home_binds=home_binds,
         cwd=cwd,
+        listed=listed,
     )
     return sandbox.wrap(argv, profile)
 
@@ -460,18 +537,19 @@ def _agent_profile(
     home: Path,
     home_binds: Sequence[str],
     cwd: Path,
+    listed: Sequence[str] = (),
 ) -> sandbox.Profile:
     """The agent's profile with the network kept (today's)."""
     program = Path(shutil.which(argv[0]) or argv[0]) if argv else None
     files = [Path(a) for a in argv[1:] if os.path.isabs(a) and Path(a).exists()]
+    command = program if program and program.is_absolute() else None
+    own, _ = own_folders(argv, listed, paths)
     return _limited(
         guard,
         writable=tuple(writable),
         readonly=tuple(readonly),
         hidden=(paths.state, *_secrets()),
-        shown=_shown(
-            paths, command=program if program and program.is_absolute() else None, files=files
-        ),
+        shown=(*_shown(paths, command=command, files=files), *own),
         home=home,
         home_binds=home_names(home_binds),
         network=True,
@@ -513,6 +591,7 @@ def agent_sandbox(
     home: Path,
     home_binds: Sequence[str],
     cwd: Path,
+    listed: Sequence[str] = (),
     network: Network = "full",
     gateway: Path | None = None,
 ) -> AgentSandbox:
@@ -529,6 +608,7 @@ def agent_sandbox(
         home=home,
         home_binds=home_binds,
         cwd=cwd,
+        listed=listed,
     )
     if network == "full":
         return AgentSandbox(sandbox.wrap(argv, profile))

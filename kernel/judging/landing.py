@@ -377,6 +377,8 @@ def land_kept(ctx: Context, record: IterationRecord, note: str) -> tuple[str, li
     if not merged.ok:
         reason = " ".join((merged.err_text() or merged.text()).split())[:400]
         raise SeedError(f"git refused the fast-forward: {reason}")
+    if record.kept_branch:  # its work is on the branch now: the kept copy has done its part
+        gitops.drop_landed(root, record.kept_branch, record.commit)
     return commit, trees.unlike_blobs(root, head or commit, commit)
 
 

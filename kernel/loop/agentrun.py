@@ -156,7 +156,7 @@ class AgentRunner:
             "{run_dir}": str(files.run_dir),
             "{result_file}": str(files.result),
         }
-        argv = [_substitute(a, values) for a in spec.argv]
+        argv = [_home_path(_substitute(a, values)) for a in spec.argv]
         env = self._agent_env(
             spec,
             {
@@ -319,6 +319,7 @@ class AgentRunner:
             home=self._home(it.plan.iteration_id),
             home_binds=() if it.candidate else spec.home,
             cwd=it.worktree,
+            listed=self.ctx.config.agent.files,
             network=self._network,
             gateway=model.socket if model is not None else None,
         )
@@ -535,6 +536,11 @@ def _over_budget(tokens: int, cost: float, max_tokens: int, max_cost: float) -> 
     if max_cost and cost > max_cost:
         over.append(f"${cost:.2f} of ${max_cost:.2f} allowed")
     return "; ".join(over)
+
+
+def _home_path(arg: str) -> str:
+    """`~/tools/agent.py` in seed.toml is under the person's HOME, as in their shell."""
+    return os.path.expanduser(arg) if arg.startswith("~/") and "\n" not in arg else arg
 
 
 def _substitute(arg: str, values: dict[str, str]) -> str:

@@ -26,6 +26,7 @@ from domain import (
     IterationOutcome,
     IterationPlan,
     IterationRecord,
+    PlanningOrder,
     PortfolioAgent,
     ProjectState,
     RunSpec,
@@ -57,8 +58,9 @@ from kernel.records import budget, halt, inbox
 from kernel.records.journal import Journal
 from kernel.records.store import RecordStore
 
-Analysed = Callable[[GapReport, Mapping[str, str]], None]
-"""Called after each analysis with the ranking and the gaps passed over (status shows them)."""
+Analysed = Callable[[GapReport, Mapping[str, str], PlanningOrder | None], None]
+"""Called after each analysis with the ranking and the gaps passed over, then again with the
+planner's order of the gaps (status shows them, and the queue from that order)."""
 
 UNSANDBOXED = ("ruff-fix", "none")
 """Backends that run no repository code and no model: they need no sandbox."""
@@ -159,6 +161,7 @@ class Loop:
             if single:
                 ctx.log(f"nothing runs while {blockers.describe((blocker,))}")
             return
+        order: PlanningOrder | None = None
         while True:
             self.phase("planning", "")
             t0 = mono()
@@ -168,6 +171,7 @@ class Loop:
             state = self.project_state(
                 now, sequence, worktree, head, blocker, ranked.backend, hstate, quarantined
             )
+            order = order or self._queue(ranked, state)
             plan = self._plan(ranked, state, f"iter-{sequence:04d}-{now:%Y%m%d-%H%M%S}")
             if plan is None:
                 if unrecorded and not self.records:
@@ -187,7 +191,7 @@ class Loop:
                 # `status` names the blocker even when `once` leaves the gap unrecorded
                 ranked.passed_over[plan.gap.key] = f"blocked by {blockers.describe(facts)}"
                 if self.analysed is not None:
-                    self.analysed(ranked.baseline.report, ranked.passed_over)
+                    self.analysed(ranked.baseline.report, ranked.passed_over, order)
                 if wide:
                     return  # it blocks every gap: one record says so
                 sequence += 0 if single else 1
@@ -276,7 +280,7 @@ class Loop:
         passed_over = {k: WAITING for k in waits} | held | {k: QUARANTINED for k in quarantined}
         self.recorder.note_baseline(baseline.report, passed_over)
         if self.analysed is not None:
-            self.analysed(baseline.report, passed_over)
+            self.analysed(baseline.report, passed_over, None)
         report = baseline.report.model_copy(
             update={
                 "gaps": tuple(g for g in baseline.report.gaps if g.key not in passed_over),
@@ -294,6 +298,16 @@ class Loop:
             on,
         )
 
+    def _queue(self, ranked: _Ranked, state: ProjectState) -> PlanningOrder:
+        """The planner's order of the gaps, asked once a pass and given to `status` (modules
+        without one: the ranking's order)."""
+        ranking = PlanningOrder(keys=tuple(g.key for g in ranked.report.gaps))
+        if self.analysed is None:
+            return ranking  # nobody shows it
+        order = self.ctx.host.order(ranked.report, ranked.history, state) or ranking
+        self.analysed(ranked.baseline.report, ranked.passed_over, order)
+        return order
+
     def _plan(self, ranked: _Ranked, state: ProjectState, expected: str) -> IterationPlan | None:
         """The planner's plan, checked against what the kernel allocated, and clamped."""
         plan = self.ctx.host.plan(ranked.report, ranked.history, state)
@@ -306,7 +320,7 @@ class Loop:
         if plan.gap.key not in {g.key for g in ranked.report.gaps}:
             raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report")
         return clamp_plan(
-            plan,
+            passed_over(plan, ranked.baseline.report, ranked.passed_over),
             self.ctx.config,
             protected_patterns(self.ctx.config.guard.protected),
             self.ctx.paths.selfhost,
@@ -791,6 +805,14 @@ class Loop:
                 "sandboxed": jails.active(self.ctx.config.guard),
             },
         )
+
+
+def passed_over(plan: IterationPlan, report: GapReport, held: Mapping[str, str]) -> IterationPlan:
+    """The plan with a note for each gap ranked above it that the kernel held back (waiting,
+    quarantined, blocked): the planner never saw them, the person should."""
+    above = next((i for i, g in enumerate(report.gaps) if g.key == plan.gap.key), 0)
+    notes = [f"skipped {g.key}: {held[g.key]}" for g in report.gaps[:above] if g.key in held]
+    return plan.model_copy(update={"notes": (*plan.notes, *notes[:10])}) if notes else plan
 
 
 def _blocked(facts: blockers.Blocker) -> Ending:

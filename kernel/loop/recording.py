@@ -85,7 +85,7 @@ class Recorder:
         category = ending.category
         line = (
             f"{record.iteration_id}: {record.outcome.value}"
-            + (f" {category.value}" if category else "")
+            + (f" {category.value}" if category and category.value != record.outcome.value else "")
             + f" ({it.plan.gap.key}): {ending.reason}"
         )
         self.ctx.log(line[:500])
@@ -249,7 +249,11 @@ class Recorder:
                 (
                     r.iteration_id,
                     r.outcome.value
-                    + (f" {r.failure_category.value}" if r.failure_category else ""),
+                    + (
+                        f" {r.failure_category.value}"
+                        if r.failure_category and r.failure_category.value != r.outcome.value
+                        else ""
+                    ),
                     r.reason,
                 )
                 for r in history

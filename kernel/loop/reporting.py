@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -27,7 +27,9 @@ from domain import (
     HistoryListing,
     HistoryRow,
     HistoryTotals,
+    InboxItem,
     IterationRecord,
+    PlanningOrder,
     QueuedTask,
     RankedGap,
 )
@@ -77,19 +79,25 @@ def ranked(
     return tuple(out)
 
 
-def queue(report: GapReport, passed_over: Mapping[str, str] = {}) -> tuple[QueuedTask, ...]:
-    """Each inbox task's place among the gaps the daemon will plan (passed-over gaps are not
-    in the queue), and the first gap ahead of it."""
-    out: list[QueuedTask] = []
-    queued = [g for g in report.gaps if g.key not in passed_over]
+def queue(
+    report: GapReport, passed_over: Mapping[str, str], order: PlanningOrder
+) -> tuple[QueuedTask, ...]:
+    """Each inbox task's place in the planner's order (gaps passed over by the kernel or the
+    planner are not in the queue, and say why), and the first gap ahead of it."""
+    gaps = {g.key: g for g in report.gaps}
+    queued = [gaps[k] for k in order.keys if k in gaps and k not in passed_over]
     places = {g.key: i for i, g in enumerate(queued, start=1)}
+    why = {**order.passed_over, **passed_over}
+    out: list[QueuedTask] = []
     for gap in report.gaps:
         if gap.inbox is None:
             continue
-        if gap.key in passed_over:
-            out.append(QueuedTask(name=gap.inbox.name, passed_over=passed_over[gap.key]))
+        priority = gap.inbox.priority.value
+        place = places.get(gap.key, 0)
+        if not place:
+            reason = why.get(gap.key, "not planned now")
+            out.append(QueuedTask(name=gap.inbox.name, passed_over=reason, priority=priority))
             continue
-        place = places[gap.key]
         first = queued[0] if place > 1 else None
         out.append(
             QueuedTask(
@@ -97,9 +105,65 @@ def queue(report: GapReport, passed_over: Mapping[str, str] = {}) -> tuple[Queue
                 place=place,
                 ahead_source=first.source if first else "",
                 ahead_title=(first.title or first.key) if first else "",
+                priority=priority,
             )
         )
-    return tuple(out[:QUEUE_MAX])
+    return tuple(sorted(out, key=lambda t: (t.place or QUEUE_MAX * 100, t.name))[:QUEUE_MAX])
+
+
+def next_gap(report: GapReport, passed_over: Mapping[str, str], order: PlanningOrder) -> list[str]:
+    """The source and title of the gap the planner takes next ([] when none)."""
+    gaps = {g.key: g for g in report.gaps}
+    first = next((gaps[k] for k in order.keys if k in gaps and k not in passed_over), None)
+    return [first.source, first.title or first.key] if first else []
+
+
+_PRIORITIES = ("critical", "high", "normal", "low")
+
+
+def queue_now(
+    live: Mapping[str, Any], present: set[str], dropped: Sequence[InboxItem]
+) -> tuple[QueuedTask, ...]:
+    """The daemon's last queue as the inbox is now: a task gone from inbox/ is left out, and
+    one dropped since takes the place the planner said a task of its priority takes (after a
+    broken build and the waiting tasks of its priority or higher), the others after it moved."""
+    last = last_queue(live)
+    gone = [t.place for t in last if t.name not in present and t.place]
+    tasks = [
+        t.model_copy(update={"place": t.place - sum(1 for g in gone if g < t.place)})
+        if t.place
+        else t
+        for t in last
+        if t.name in present
+    ]
+    places = {
+        k: v - sum(1 for g in gone if g < v)
+        for k, v in cast(dict[str, Any], live.get("new_task_place") or {}).items()
+        if isinstance(v, int)
+    }
+    nxt = cast(list[Any], live.get("next_gap") or [])
+    ahead = (str(nxt[0]), str(nxt[1])) if len(nxt) == 2 and 1 not in gone else ("", "")
+    head = next((t for t in tasks if t.place == 1), None)
+    if head is not None:
+        ahead = ("inbox", f"inbox/{head.name}")
+    added: list[QueuedTask] = []
+    level = _PRIORITIES.index
+    for item in sorted(dropped, key=lambda i: (level(i.priority.value), i.received_at, i.name)):
+        base = places.get(item.priority.value)
+        base = base if isinstance(base, int) and base >= 1 else len(tasks) + 1
+        place = base + sum(1 for t in added if level(t.priority) <= level(item.priority.value))
+        tasks = [
+            t.model_copy(update={"place": t.place + 1}) if t.place >= place else t for t in tasks
+        ]
+        added.append(QueuedTask(name=item.name, place=place, priority=item.priority.value))
+        if place == 1:
+            ahead = ("inbox", item.title or item.name)
+    shown: list[QueuedTask] = []
+    for task in sorted((*tasks, *added), key=lambda t: (t.place or QUEUE_MAX * 100, t.name)):
+        if task.place > 1:
+            task = task.model_copy(update={"ahead_source": ahead[0], "ahead_title": ahead[1]})
+        shown.append(task)
+    return tuple(shown[:QUEUE_MAX])
 
 
 def last_queue(live: Mapping[str, Any]) -> tuple[QueuedTask, ...]:

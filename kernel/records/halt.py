@@ -100,8 +100,11 @@ def halt(store: RecordStore, reason: str, category: str = "", iteration_id: str 
 
 
 def resume(store: RecordStore) -> HaltState:
-    """Clear a halt and record the event; returns the state that was cleared."""
+    """Clear a halt and record the event; returns the state that was cleared (a resume of
+    a daemon that was not halted changes nothing and is no event)."""
     before = read_halt(store.history)
+    if not before.halted:
+        return before
     cleared = HaltState(resumed_at=datetime.now(UTC).isoformat())
     atomic_write_text(store.history / HALT_FILE, json.dumps(asdict(cleared), indent=2) + "\n")
     store.event(

@@ -421,3 +421,28 @@ def write_task(inbox: Path, text: str, priority: str = "normal", title: str = ""
     front += "+++\n"
     atomic_write_text(path, front + text.strip() + "\n")
     return path
+
+
+def peek(
+    inbox: Path, known: Sequence[str], read: Reader, limit: int
+) -> tuple[set[str], list[InboxItem]]:
+    """The task names in inbox/ now (claimed ones too), and the tasks among them not in
+    `known`, read as the modules read them (at most `limit`, oldest first): nothing is moved,
+    a file that cannot be read is left out (the daemon sets it aside with its reason)."""
+    if not inbox.is_dir():
+        return set(), []
+    active = inbox / ".active"
+    names = {e.name for e in active.iterdir()} if active.is_dir() else set[str]()
+    fresh: list[tuple[str, Path, os.stat_result]] = []
+    for name, entry, info in _entries(inbox):
+        if name_problem(name) or _kind_problem(entry, info):
+            continue
+        names.add(name)
+        if name not in known and len(fresh) < limit:
+            fresh.append((name, entry, info))
+    items: list[InboxItem] = []
+    for name, entry, info in fresh:
+        with contextlib.suppress(OSError, InboxError):
+            moment = datetime.fromtimestamp(info.st_mtime, UTC)
+            items.append(parse_item(name, _read_bounded(entry), moment, read=read))
+    return names, items

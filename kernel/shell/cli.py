@@ -38,6 +38,7 @@ from kernel.shell.daemon import (
     EXIT_USAGE,
     Daemon,
     analyse_head,
+    log_ending,
     plan_only,
 )
 from kernel.shell.progress import TICK_S, Progress
@@ -268,15 +269,14 @@ def _setup_commands(add: _AddParser) -> None:
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
 
 
-def _context(args: argparse.Namespace, quiet: bool = False) -> Context:
+def _context(args: argparse.Namespace, quiet: bool = False, keep_going: bool = False) -> Context:
     # where the person stands: the git repository of the current directory (discover finds its top)
     try:
         root = (args.root or Path.cwd()).resolve()
     except OSError as exc:  # the current directory was removed under the shell
         raise UsageError(f"cannot tell where you are ({exc.strerror}); give --root DIR") from exc
-    return open_context(
-        root, args.config.resolve() if args.config else None, quiet=quiet or args.quiet
-    )
+    config = args.config.resolve() if args.config else None
+    return open_context(root, config, quiet=quiet or args.quiet, keep_going=keep_going)
 
 
 def _print_gaps(report: GapReport) -> None:
@@ -364,7 +364,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    ctx = _context(args, quiet=True)
+    ctx = _context(args, quiet=True, keep_going=True)  # a bad seed.toml is shown, not fatal
     try:
         status = read_status(ctx)
         # the host may be started to tell which backend auto would pick, and renders the text
@@ -537,8 +537,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_approve(args: argparse.Namespace) -> int:
     ctx = _context(args, quiet=True)
+    found = _iteration_id(ctx, args.id)  # the ids `history` takes: 4, iter-0004, the whole id
+    if not found:
+        return EXIT_USAGE
     try:
-        say(landing.approve(ctx, args.id))
+        say(landing.approve(ctx, found))
         with contextlib.suppress(SeedError, OSError):
             reporting.write_index(ctx)
     finally:
@@ -723,24 +726,33 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
+def _daemon(ctx: Context, args: argparse.Namespace, command: str) -> int:
+    """`run` or `once`, with the live progress line."""
+    daemon = Daemon(ctx, metrics_port=getattr(args, "metrics_port", None))
+    shown = None if args.quiet else Progress(ctx.paths.history, sys.stdout, pid=os.getpid())
+    try:
+        if shown is not None:
+            shown.start()
+        if command == "once":
+            return daemon.once()
+        return daemon.run(getattr(args, "max_iterations", 0) or ctx.config.daemon.max_iterations)
+    finally:
+        if shown is not None:
+            shown.stop()
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command the arguments name."""
     command = args.command or "run"
     if command in ("run", "once"):
-        ctx = _context(args)
-        daemon = Daemon(ctx, metrics_port=getattr(args, "metrics_port", None))
-        shown = None if args.quiet else Progress(ctx.paths.history, sys.stdout, pid=os.getpid())
+        started = False
         try:
-            if shown is not None:
-                shown.start()
-            if command == "once":
-                return daemon.once()
-            return daemon.run(
-                getattr(args, "max_iterations", 0) or ctx.config.daemon.max_iterations
-            )
-        finally:
-            if shown is not None:
-                shown.stop()
+            ctx = _context(args)
+            started = True
+            return _daemon(ctx, args, command)
+        except Exception as exc:
+            log_ending(args.root, command, started and not isinstance(exc, LockHeld), exc)
+            raise
     handler = {
         "gaps": cmd_gaps,
         "plan": cmd_plan,

@@ -21,14 +21,15 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
 
-from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord
+from domain import GapReport, IterationOutcome, IterationPlan, IterationRecord, PlanningOrder
 from kernel.errors import HostError, Interrupted, SeedError
-from kernel.host.context import Context
+from kernel.host.context import Context, log_line
 from kernel.isolation import blockers, gitops, jails, procs, rayengine
 from kernel.isolation.daemonlock import DaemonLock
+from kernel.isolation.paths import discover
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
-from kernel.loop.loop import Loop, for_planner, planning_history
+from kernel.loop.loop import Loop, for_planner, passed_over, planning_history
 from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
 from kernel.loop.recovery import mark_daemon, recover
@@ -363,7 +364,8 @@ class Daemon:
         self.ctx.daemon = True
         self.ctx.start_host()
         backend = self.ctx.backend()
-        self.status.update(backend=backend.name, backend_reason=backend.reason)
+        self.ctx.remember_config()
+        self.status.update(backend=backend.name, backend_reason=backend.reason, config_problem="")
         if self.metrics is not None:
             self.status.update(metrics_url=self.metrics.url)
             self._refresh_metrics()
@@ -379,6 +381,10 @@ class Daemon:
             self.ctx.log(f"agent: {note}")
         for note in rayengine.door(self.ctx.config.scale):
             self.ctx.log(note)
+        argv = [os.path.expanduser(a) if a.startswith("~/") else a for a in agent.command]
+        if backend.name == "command" and sandboxed:
+            for note in jails.own_folders(argv, agent.files, self.ctx.paths)[1]:
+                self.ctx.log(f"agent: {note} (docs/command-agents.md)")
 
     def _refresh_metrics(self) -> None:
         """Render the metrics page in this (the main) thread; the server only serves it."""
@@ -394,14 +400,17 @@ class Daemon:
         self.status.phase(phase, detail)
         self._refresh_metrics()
 
-    def _analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+    def _analysed(
+        self, report: GapReport, passed_over: Mapping[str, str], order: PlanningOrder | None
+    ) -> None:
         self.passed_over = passed_over
-        # one line per analysis: how often an idle daemon wakes can be counted from its log
-        self.ctx.log(
-            f"analysed tree {report.tree[:12]}: {len(report.gaps)} open gap(s), "
-            f"{len(passed_over)} passed over"
-        )
-        self.status.analysed(report, passed_over)
+        if order is None:
+            # one line per analysis: how often an idle daemon wakes can be counted from its log
+            self.ctx.log(
+                f"analysed tree {report.tree[:12]}: {len(report.gaps)} open gap(s), "
+                f"{len(passed_over)} passed over"
+            )
+        self.status.analysed(report, passed_over, order)
         self._refresh_metrics()
 
     def _stop(self) -> None:
@@ -541,8 +550,11 @@ class Daemon:
         try:
             changed = self.ctx.reload_config()
         except SeedError as exc:
+            # never the end of the night: the config in force stays, whole, and says why
             self.ctx.log(f"{self.ctx.config_path} changed but cannot be used, so it is not: {exc}")
+            self.status.update(config_problem=str(exc)[:2000])
             return False
+        self.status.update(config_problem="")
         if changed:
             backend = self.ctx.backend()
             self.status.update(backend=backend.name, backend_reason=backend.reason)
@@ -581,6 +593,16 @@ class Daemon:
                 if self.wake.take_only(CONFIG) and not self._reload_config():
                     continue  # seed.toml saved as it was, or broken: nothing new to look at
                 return
+
+
+def log_ending(root: Path | None, command: str, started: bool, exc: BaseException) -> None:
+    """Why `run` or `once` ends on an error, in history/daemon.log as well as on stderr (the
+    terminal may be one nobody watches); nothing when the repository cannot be found."""
+    with contextlib.suppress(SeedError, OSError):
+        paths = discover((root or Path.cwd()).resolve())
+        what = f"`{command}` (pid {os.getpid()}) " + ("ended" if started else "not started")
+        reason = str(exc) if isinstance(exc, SeedError) else f"{type(exc).__name__}: {exc}"
+        log_line(paths, f"{what}: {reason}"[:4000], echo=False)
 
 
 def analyse_head(ctx: Context) -> Baseline | None:
@@ -623,6 +645,8 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         report = baseline.report.model_copy(
             update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in held)}
         )
-        return baseline, ctx.host.plan(report, for_planner(history, report), state)
+        plan = ctx.host.plan(report, for_planner(history, report), state)
+        why = dict.fromkeys(held, "quarantined")
+        return baseline, plan and passed_over(plan, baseline.report, why)
     finally:
         it.discard(worktree)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from domain import DaemonStatus, GapReport
+from domain import DaemonStatus, GapReport, InboxItem, InboxText, PlanningOrder, QueuedTask
 from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.host.answers import Backend
@@ -24,7 +24,7 @@ from kernel.loop.quarantine import read_quarantine
 from kernel.measuring import pytestconfig
 from kernel.measuring.gate import adoption, paths_at, read_at
 from kernel.measuring.measure import python_reason
-from kernel.records import budget, halt
+from kernel.records import budget, halt, inbox
 from kernel.records.journal import read_journal
 from kernel.shell.progress import printable
 
@@ -69,15 +69,22 @@ class StatusWriter:
             self.data.update(values)
             self.flush()
 
-    def analysed(self, report: GapReport, passed_over: Mapping[str, str]) -> None:
+    def analysed(
+        self, report: GapReport, passed_over: Mapping[str, str], order: PlanningOrder | None
+    ) -> None:
         """Record the head of the latest ranking and open gaps by source (the quarantine is
-        kept in quarantine.json only)."""
-        self.update(
-            top_gaps=[g.model_dump(mode="json") for g in reporting.ranked(report, passed_over)],
-            open_gaps=reporting.open_gaps(report),
-            queue=[t.model_dump(mode="json") for t in reporting.queue(report, passed_over)],
-            gaps_as_of=_now(),
-        )
+        kept in quarantine.json only), and with the planner's order the queue."""
+        values: dict[str, Any] = {
+            "top_gaps": [g.model_dump(mode="json") for g in reporting.ranked(report, passed_over)],
+            "open_gaps": reporting.open_gaps(report),
+            "gaps_as_of": _now(),
+        }
+        if order is not None:
+            queue = reporting.queue(report, passed_over, order)
+            values["queue"] = [t.model_dump(mode="json") for t in queue]
+            values["next_gap"] = reporting.next_gap(report, passed_over, order)
+            values["new_task_place"] = order.new_task_place
+        self.update(**values)
 
     def flush(self) -> None:
         """Write the file atomically when its content changed; a failure never stops the daemon."""
@@ -166,6 +173,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
         halted=hstate.halted,
         halt_reason=hstate.reason,
+        config_problem=ctx.config_problem,
         backend=backend.name,
         backend_reason=backend.reason,
         sandbox=jails.describe(ctx.config.guard, ctx.paths, Path(ctx.target.python)),
@@ -199,7 +207,7 @@ def read_status(ctx: Context) -> DaemonStatus:
             if isinstance(v, int)
         },
         gaps_as_of=_moment(as_of),
-        queue=reporting.last_queue(live),
+        queue=_queue_now(ctx, live),
         budget_left_today_iterations=max(limits.max_iterations_per_day - spent.iterations, 0),
         max_cost_usd_per_day=limits.max_cost_usd_per_day,
         max_iterations_per_day=limits.max_iterations_per_day,
@@ -209,6 +217,21 @@ def read_status(ctx: Context) -> DaemonStatus:
         python=ctx.target.python,
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
     )
+
+
+def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:
+    """The daemon's last queue as the inbox is now (the modules read the tasks dropped since)."""
+
+    def read(tasks: list[InboxText]) -> list[InboxItem | str]:
+        try:
+            ctx.start_host()
+            return ctx.host.read_inbox(tasks)
+        except SeedError as exc:  # status must answer even with broken modules
+            return [str(exc)] * len(tasks)
+
+    known = [t.name for t in reporting.last_queue(live)]
+    present, dropped = inbox.peek(ctx.paths.inbox, known, read, reporting.QUEUE_MAX)
+    return reporting.queue_now(live, present, dropped)
 
 
 def _uncovered(ctx: Context, iteration_id: str) -> tuple[str, ...]:
@@ -224,6 +247,18 @@ def status_text(ctx: Context, status: DaemonStatus) -> str:
         return ctx.host.render_status(status, datetime.now(UTC))
     except SeedError as exc:  # status must answer even with broken modules
         return _bare_status(status, str(exc))
+
+
+def config_lines(status: DaemonStatus) -> list[str]:
+    """What is wrong with seed.toml, and what that means for the daemon ([] when nothing)."""
+    if not status.config_problem:
+        return []
+    then = (
+        "the daemon keeps the config it read before"
+        if status.running
+        else "the daemon does not start until it is fixed"
+    )
+    return [f"config:      cannot be used ({then}): {status.config_problem}"]
 
 
 def _checkout_lines(status: DaemonStatus) -> list[str]:
@@ -242,6 +277,7 @@ def _bare_status(status: DaemonStatus, problem: str) -> str:
         *_checkout_lines(status),
         f"daemon:      {daemon}",
         f"halted:      {halted}",
+        *config_lines(status),
         f"backend:     {status.backend or '-'} {status.backend_reason}".rstrip(),
         f"iterations:  {status.iterations} in all, {status.iterations_today} today; "
         f"last: {status.last_iteration_id or '-'} {status.last_outcome or ''}".rstrip(),

@@ -3,6 +3,7 @@ file within its bounds and checks the item that comes back), and one gap per que
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,15 +70,73 @@ def _strings(value: Any, key: str, task: InboxText) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _yaml_scalar(raw: str, where: str) -> str:
+    """A YAML scalar as the front matter takes it: plain, 'single' or "double" quoted."""
+    raw = raw.strip()
+    if raw.startswith('"'):
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise InboxRejected(f"{where}: a double-quoted string that does not end") from exc
+        if not isinstance(value, str):
+            raise InboxRejected(f"{where}: not a string")
+        return value
+    if raw.startswith("'"):
+        if len(raw) < 2 or not raw.endswith("'"):
+            raise InboxRejected(f"{where}: a single-quoted string that does not end")
+        return raw[1:-1].replace("''", "'")
+    if raw[:1] in _YAML_UNTAKEN or ": " in raw or raw.endswith(":"):
+        raise InboxRejected(f"{where}: {raw[:40]!r} is more YAML than front matter takes")
+    return raw.split(" #", 1)[0].rstrip()
+
+
+_YAML_UNTAKEN = ("&", "*", "!", "|", ">", "{", "@", "`", "%")
+"""How a YAML value starts that the front matter does not take (anchors, aliases, tags,
+block strings, maps): refused with the reason, never guessed at."""
+
+
+def _yaml_front(block: str) -> dict[str, Any]:
+    """YAML front matter as GitHub and static-site tools write it, for the keys seed reads:
+    `key: value` lines, lists as `[a, b]` or `- item` lines under `key:`."""
+    front: dict[str, Any] = {}
+    key = ""
+    for number, line in enumerate(block.splitlines(), start=2):
+        where = f"YAML front matter line {number}"
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[0] in " \t-":
+            item = line.strip()
+            if not key or not item.startswith("- ") or not isinstance(front[key], list):
+                raise InboxRejected(f"{where}: only `- item` lines may follow a `key:` line")
+            cast(list[str], front[key]).append(_yaml_scalar(item[2:], where))
+            continue
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip() or name != name.strip():
+            raise InboxRejected(f"{where}: not a `key: value` line")
+        key = name
+        if name in front:
+            raise InboxRejected(f"{where}: key '{name}' is set twice")
+        value = value.strip()
+        if not value:
+            front[key] = list[str]()
+        elif value.startswith("[") and value.endswith("]"):
+            inner = value[1:-1].strip()
+            front[key] = [_yaml_scalar(v, where) for v in inner.split(",")] if inner else []
+        else:
+            front[key] = _yaml_scalar(value, where)
+    return front
+
+
 def _front_matter(text: str, task: InboxText) -> tuple[dict[str, Any], str]:
-    if not text.startswith("+++"):
+    fence = next((f for f in ("+++", "---") if text.startswith(f)), "")
+    if not fence:
         return {}, text
     lines = text.splitlines(keepends=True)
-    if lines[0].strip() != "+++":
-        raise InboxRejected("front matter must start with a line holding only +++")
-    end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "+++"), None)
+    if lines[0].strip() != fence:
+        raise InboxRejected(f"front matter must start with a line holding only {fence}")
+    end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == fence), None)
     if end is None:
-        raise InboxRejected("front matter is not closed by a +++ line")
+        raise InboxRejected(f"front matter is not closed by a {fence} line")
     block = "".join(lines[1:end])
     size = len(block.encode("utf-8", "surrogatepass"))
     if size > task.front_matter_max_bytes:
@@ -85,7 +144,7 @@ def _front_matter(text: str, task: InboxText) -> tuple[dict[str, Any], str]:
             f"the front matter is {size} bytes; the limit is {task.front_matter_max_bytes}"
         )
     try:
-        front = tomllib.loads(block)
+        front = tomllib.loads(block) if fence == "+++" else _yaml_front(block)
     except tomllib.TOMLDecodeError as exc:
         raise InboxRejected(f"front matter is not valid TOML: {exc}") from exc
     except RecursionError as exc:

@@ -15,6 +15,8 @@ from domain import (
     IterationRecord,
     PlanBudget,
     PlannedAction,
+    PlanningOrder,
+    Priority,
     ProjectState,
     Risk,
     TaskKind,
@@ -31,7 +33,7 @@ from modules.planner.allowlist import (
 )
 from modules.planner.criteria import base_criteria, criterion, merge, parse_acceptance
 from modules.planner.documents import module_docs, vision_summary
-from modules.planner.feedback import Track, chronological, latest_judged, notes, tracks
+from modules.planner.feedback import chronological, notes
 from modules.planner.fsport import FileSystemPort, worktree_fs
 from modules.planner.goal import goal_of
 from modules.planner.localise import Located, locate
@@ -39,13 +41,7 @@ from modules.planner.phases import failing_test_phases, isolation_phases, rank_s
 from modules.planner.prompt import agent_prompt
 from modules.planner.revision import Revision, revise
 from modules.planner.risk import assess as assess_risk
-from modules.planner.selection import (
-    Assessment,
-    Standing,
-    assess,
-    budget_stopped,
-    memory_order,
-)
+from modules.planner.selection import Assessment, Queue, memory_group, planning_queue
 
 MAX_SKIP_NOTES = 10
 SELFCHECK_ROOTS = ("modules", "domain")
@@ -217,42 +213,105 @@ def draft(
     )
 
 
+def _first_plan(
+    queue: Queue, report: GapReport, state: ProjectState, fs: FileSystemPort
+) -> tuple[Assessment, IterationPlan] | None:
+    """The first gap of the queue that can be planned, and its plan; the ones it passes over
+    for a refused draft go into the queue's passed_over."""
+    for candidates, exhausted in ((queue.fresh, False), (queue.tired, True)):
+        for a in candidates:
+            plan = draft(a, report, state, fs, exhausted=exhausted)
+            if not isinstance(plan, Refusal):
+                return a, plan
+            queue.passed_over[a.gap.key] = plan.reason
+    return None
+
+
+def _passed_notes(queue: Queue, report: GapReport, chosen: Assessment) -> tuple[str, ...]:
+    """Why each gap ranked above the chosen one waits, then the other gaps passed over."""
+    why = dict(queue.passed_over) | {a.gap.key: a.reason for a in queue.tired}
+    above: list[str] = []
+    for gap in report.gaps:
+        if gap.key == chosen.gap.key:
+            break
+        reason = why.get(gap.key) or _memory_reason(queue, chosen, gap.key)
+        above.append(f"skipped {gap.key}: {reason}")
+    shown = {chosen.gap.key, *(g.key for g in report.gaps[: len(above)])}
+    rest = [f"skipped {k}: {r}" for k, r in why.items() if k not in shown]
+    return tuple([*above, *rest][:MAX_SKIP_NOTES])
+
+
+def _memory_reason(queue: Queue, chosen: Assessment, key: str) -> str:
+    other = next((a for a in queue.fresh if a.gap.key == key), None)
+    if other is None:
+        return "quarantined"
+    return (
+        f"memory takes {chosen.gap.key} first within their group: "
+        f"{task_kind(chosen.gap).value} succeeded {chosen.success_rate:.0%} here, "
+        f"{task_kind(other.gap).value} {other.success_rate:.0%}"
+    )
+
+
+_PRIORITY_RANK = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.NORMAL: 2, Priority.LOW: 3}
+
+
+def _new_task_places(fresh: Sequence[Assessment]) -> dict[str, int]:
+    """The place a person's task dropped now would take, by its priority: after a broken
+    build and the waiting tasks of its priority or higher (older), before everything else."""
+    places: dict[str, int] = {}
+    for priority, level in _PRIORITY_RANK.items():
+        place = 1
+        for a in fresh:
+            inbox = a.gap.inbox
+            ahead = memory_group(a.gap) == "build" or (
+                inbox is not None and _PRIORITY_RANK[inbox.priority] <= level
+            )
+            if not ahead:
+                break
+            place += 1
+        places[priority.value] = place
+    return places
+
+
+def planning_order(
+    report: GapReport,
+    records: Sequence[IterationRecord],
+    state: ProjectState,
+    fs: FileSystemPort,
+) -> PlanningOrder:
+    """The order the planner takes the gaps in (the first is what make_plan plans), and why
+    it passes over the others; the queue `status` shows."""
+    queue = planning_queue(report, chronological(records), state)
+    first = _first_plan(queue, report, state, fs)
+    if first is None:
+        return PlanningOrder(passed_over=queue.passed_over)
+    fresh = [a for a in queue.fresh if a.gap.key not in queue.passed_over]
+    keys = [a.gap.key for a in (*fresh, *queue.tired) if a.gap.key not in queue.passed_over]
+    return PlanningOrder(
+        keys=tuple(keys),
+        passed_over=queue.passed_over,
+        new_task_place=_new_task_places(fresh),
+    )
+
+
 def make_plan(
     report: GapReport,
     records: Sequence[IterationRecord],
     state: ProjectState,
     fs: FileSystemPort,
 ) -> IterationPlan | None:
-    """The plan for the first gap that can be planned, or None."""
+    """The plan for the first gap of the planning queue that can be planned, or None."""
     ordered = chronological(records)
-    if budget_stopped(latest_judged(ordered), state):
+    queue = planning_queue(report, ordered, state)
+    first = _first_plan(queue, report, state, fs)
+    if first is None:
         return None
-    history = tracks(ordered)
-    rates = {
-        kind: memory.rate(state.tallies, kind, state.fingerprint, state.now).value
-        for kind in TaskKind
+    chosen, plan = first
+    update = {
+        "notes": (*plan.notes, *_passed_notes(queue, report, chosen)),
+        **_agents(plan, ordered, state),
     }
-    assessed = [
-        assess(g, history.get(g.key, Track()), rates[task_kind(g)])
-        for g in report.gaps
-        if g.key not in state.quarantined
-    ]
-    skipped = [f"skipped {a.gap.key}: {a.reason}" for a in assessed if a.standing != Standing.FRESH]
-    fresh = memory_order([a for a in assessed if a.standing == Standing.FRESH])
-    tired = [a for a in assessed if a.standing == Standing.TIRED]
-    for candidates, exhausted in ((fresh, False), (tired, True)):
-        for a in candidates:
-            plan = draft(a, report, state, fs, exhausted=exhausted)
-            if isinstance(plan, Refusal):
-                skipped.append(f"skipped {a.gap.key}: {plan.reason}")
-                continue
-            extra = tuple(s for s in skipped if not s.startswith(f"skipped {a.gap.key}:"))
-            update = {
-                "notes": (*plan.notes, *extra[:MAX_SKIP_NOTES]),
-                **_agents(plan, ordered, state),
-            }
-            return plan.model_copy(update=update)
-    return None
+    return plan.model_copy(update=update)
 
 
 def _agents(
@@ -286,6 +345,12 @@ class DefaultPlanner:
     ) -> IterationPlan | None:
         """One plan, or None when there is nothing to plan."""
         return make_plan(report, records, state, self.fs_for(state.worktree))
+
+    def order(
+        self, report: GapReport, records: Sequence[IterationRecord], state: ProjectState
+    ) -> PlanningOrder:
+        """The order the gaps are planned in (the module server's `order`; `status` shows it)."""
+        return planning_order(report, records, state, self.fs_for(state.worktree))
 
     def prompt(self, plan: IterationPlan) -> AgentPrompt:
         """The agent's prompt for the plan as the kernel runs it (after its clamp)."""

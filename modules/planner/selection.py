@@ -6,9 +6,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from domain import FailureCategory, Gap, IterationRecord, ProjectState
+from domain import (
+    FailureCategory,
+    Gap,
+    GapReport,
+    IterationRecord,
+    ProjectState,
+    TaskKind,
+    Tool,
+)
+from modules.planner import memory
+from modules.planner.actions import task_kind
 from modules.planner.criteria import parse_acceptance
-from modules.planner.feedback import Track
+from modules.planner.feedback import Track, latest_judged, tracks
 from modules.planner.revision import NEVER_RETRIED, retries_left
 
 TIRED_AFTER = 3
@@ -89,16 +99,74 @@ def _by_memory(group: list[Assessment]) -> list[Assessment]:
     return sorted(group, key=lambda a: -round(a.success_rate, 6))
 
 
+_SYNTAX_RULES = ("invalid-syntax", "syntax")
+
+
+def memory_group(gap: Gap) -> str:
+    """The ranking group inside which memory may move a gap ('' for a person's task: it keeps
+    the place its priority and age gave it)."""
+    if gap.inbox is not None:
+        return ""
+    if gap.roadmap is not None or gap.source == "roadmap":
+        return "roadmap"
+    syntax = bool(gap.evidence) and all(
+        d.rule in _SYNTAX_RULES and d.tool != Tool.PYTEST for d in gap.evidence
+    )
+    return "build" if syntax or gap.source == "pytest" else gap.source
+
+
+def _one_run(first: Gap, gap: Gap) -> bool:
+    group = memory_group(first)
+    return bool(group) and group == memory_group(gap) and first.severity == gap.severity
+
+
 def memory_order(fresh: Sequence[Assessment]) -> list[Assessment]:
-    """Fresh gaps in report order, each run of equal severity ordered by memory's success rate."""
+    """Fresh gaps in report order, each run of one ranking group and severity ordered by
+    memory's success rate: memory never moves a gap past another group, nor a person's task."""
     out: list[Assessment] = []
     group: list[Assessment] = []
     for a in fresh:
-        if group and a.gap.severity != group[0].gap.severity:
+        if group and not _one_run(group[0].gap, a.gap):
             out += _by_memory(group)
             group = []
         group.append(a)
     return out + _by_memory(group)
+
+
+@dataclass
+class Queue:
+    """The gaps in the order the planner takes them, and those it passes over."""
+
+    fresh: list[Assessment]
+    tired: list[Assessment]
+    """Planned only when no fresh gap can be, in report order."""
+    passed_over: dict[str, str]
+    """Gap key -> why it is never planned now (refused, or planning stopped)."""
+
+
+def planning_queue(
+    report: GapReport, records: Sequence[IterationRecord], state: ProjectState
+) -> Queue:
+    """The one order every plan is drafted in (records in sequence order): fresh gaps by the
+    ranking and, within a group, memory; then the tired ones."""
+    stopped = budget_stopped(latest_judged(records), state)
+    if stopped:
+        return Queue([], [], {g.key: stopped for g in report.gaps})
+    history = tracks(records)
+    rates = {
+        kind: memory.rate(state.tallies, kind, state.fingerprint, state.now).value
+        for kind in TaskKind
+    }
+    assessed = [
+        assess(g, history.get(g.key, Track()), rates[task_kind(g)])
+        for g in report.gaps
+        if g.key not in state.quarantined
+    ]
+    return Queue(
+        memory_order([a for a in assessed if a.standing == Standing.FRESH]),
+        [a for a in assessed if a.standing == Standing.TIRED],
+        {a.gap.key: a.reason for a in assessed if a.standing == Standing.REFUSED},
+    )
 
 
 def budget_stopped(last: IterationRecord | None, state: ProjectState) -> str:

@@ -70,6 +70,8 @@ def _queue_lines(queue: Sequence[QueuedTask]) -> list[str]:
             where = f"passed over ({task.passed_over})"
         elif task.place <= 1:
             where = "1st: next"
+        elif not task.ahead_title:
+            where = f"{ordinal(task.place)} in the queue"
         else:
             group = _GROUP.get(task.ahead_source, task.ahead_source)
             more = f" and {task.place - 2} more" if task.place > 2 else ""
@@ -102,6 +104,13 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         "halted:      "
         + (f"YES: {status.halt_reason}; run `{status.command} resume`" if status.halted else "no")
     )
+    if status.config_problem:
+        then = (
+            "the daemon keeps the config it read before"
+            if status.running
+            else "the daemon does not start until it is fixed"
+        )
+        out.append(f"config:      cannot be used ({then}): {status.config_problem}")
     if status.land_blocker:
         out.append(f"landing:     blocked ({status.land_blocker}); the daemon only plans")
     backend = status.backend or "(decided when the daemon starts)"

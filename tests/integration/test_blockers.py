@@ -59,6 +59,10 @@ def test_a_dirty_checkout_costs_one_agent_run_and_the_kept_work_lands_when_it_cl
     [blocked] = records(repo)
     assert blocked["outcome"] == "MERGE_BLOCKED" and blocked["blocked_by"] == ["calc.py"]
     assert "no agent runs for this gap again" in blocked["reason"]
+    log = (repo / "history" / "daemon.log").read_text()
+    assert f"{blocked['iteration_id']}: MERGE_BLOCKED (" in log, log
+    assert "MERGE_BLOCKED MERGE_BLOCKED" not in log
+    assert git(repo, "branch", "--list", "seed/*").split() == [blocked["kept_branch"]]
     status = seed(repo, "status").stdout
     assert "blocked by uncommitted or untracked changes in your checkout to calc.py" in status
 
@@ -72,6 +76,7 @@ def test_a_dirty_checkout_costs_one_agent_run_and_the_kept_work_lands_when_it_cl
     assert "def sub" in (repo / "calc.py").read_text()
     assert git(repo, "rev-parse", "HEAD").strip() == landed["commit"]
     assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(repo, "branch", "--list", "seed/*").strip() == ""  # landed: the copy is gone
 
 
 def test_a_detached_head_then_a_dirty_file_the_plan_names_block_before_the_agent(

@@ -98,3 +98,45 @@ def test_a_task_that_keeps_failing_ends_in_failed_with_its_history(tmp_path: Pat
     for record in attempts:
         assert f"](../../history/{record['iteration_id']}/report.md)" in note
     assert not task.exists() and not list((repo / "inbox" / ".active").iterdir())
+
+
+def _lint_files(n: int) -> dict[str, str]:
+    return {f"unused_{i}.py": f"import os\n\n\ndef f{i}():\n    return {i}\n" for i in range(n)}
+
+
+def test_a_persons_task_runs_before_lint_that_memory_favours_and_status_names_it(
+    tmp_path: Path,
+) -> None:
+    # memory: one landed lint fix, so fix-lint succeeds more often than a feature here
+    repo = make_repo(
+        tmp_path / "repo", {**SAMPLE, **_lint_files(3)}, '[agent]\nbackend = "ruff-fix"\n' + TOOLS
+    )
+    first = seed(repo, "once")
+    assert first.returncode == 0, first.stderr
+    assert [r["outcome"] for r in records(repo)] == ["SUCCESS"]
+    steps = [
+        {"append": "calc.py", "text": "\n\ndef percent(a, b):\n    return 100 * a / b\n"},
+        {
+            "write": "tests/test_percent.py",
+            "text": "from calc import percent\n\n\ndef test_percent():\n    assert percent(1, 4) == 25\n",
+        },
+    ]
+    (repo / "seed.toml").write_text(agent_config(tmp_path, steps, extra=TOOLS))
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "the scripted agent"], check=True)
+    (repo / "inbox").mkdir(exist_ok=True)
+    (repo / "inbox" / "percent.md").write_text("Add percent(a, b) to calc.py, with a test.\n")
+    (repo / "inbox" / "square.md").write_text("Add square(a) to calc.py, with a test.\n")
+    # dropped since the last analysis: status shows each where it will run, without analysing
+    shown = seed(repo, "status")
+    assert shown.returncode == 0, shown.stderr
+    assert "inbox/percent.md: 1st: next" in shown.stdout, shown.stdout
+    assert "inbox/square.md: 2nd, after" in shown.stdout, shown.stdout
+    plan = seed(repo, "plan")
+    assert plan.returncode == 0, plan.stderr
+    assert "gap:   inbox:percent.md" in plan.stdout, plan.stdout
+    ran = seed(repo, "once")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert [r["gap"]["key"] for r in records(repo)][1:] == ["inbox:percent.md"]
+    after = seed(repo, "status")
+    assert "inbox/square.md: 1st: next" in after.stdout, after.stdout
+    assert "inbox/percent.md" not in after.stdout, after.stdout

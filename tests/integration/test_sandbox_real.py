@@ -3,6 +3,7 @@ runs get it: what it lets through and what it keeps out."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kernel.isolation import procs, sandbox
+from kernel.config import GuardConfig
+from kernel.isolation import jails, procs, sandbox
+from kernel.isolation.paths import discover
+from tests.support import SAMPLE, make_repo
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -192,3 +196,128 @@ def test_a_file_shown_inside_a_writable_folder_stays_writable(tmp_path: Path) ->
     result = _run(code, sandbox.Profile(writable=(work,), shown=(kept,)))
     assert result.ok, result.text()
     assert kept.read_text() == "round 2\n"
+
+
+_PROBE = """
+import json, os, pathlib, sys
+here = pathlib.Path(__file__).resolve().parent
+home = pathlib.Path(os.environ["HOME"])
+seen = {}
+for name in sys.argv[1].removeprefix("probe:").split(","):
+    try:
+        seen[name] = pathlib.Path(name).read_text()
+    except OSError as exc:
+        seen[name] = f"unseen {exc.errno}"
+print(json.dumps(seen))
+"""
+
+
+def _own_case(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    program: str,
+    listed: list[str],
+    probe: list[str],
+    named: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """Run `python3 PROGRAM` as an agent under a HOME of the test's, [agent] files = listed,
+    its argv naming `named` too, and read back which of `probe` (under HOME) it could read."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    # the paths to probe as one word that names no file (a file its argv names is shown)
+    probed = "probe:" + ",".join(str(home / p) for p in probe)
+    argv = [sys.executable, str(home / program), probed, *(str(home / n) for n in named)]
+    paths = discover(home / "projects" / "repo")
+    run = jails.agent_sandbox(
+        argv,
+        paths=paths,
+        guard=GuardConfig(),
+        writable=(tmp_path / "agent-home",),
+        readonly=(),
+        home=tmp_path / "agent-home",
+        home_binds=(),
+        cwd=tmp_path / "agent-home",
+        listed=listed,
+    )
+    result = procs.run(run.argv, cwd="/", timeout_s=60)
+    assert result.ok, (result.exit_code, result.text(), result.err_text())
+    return json.loads(result.text().splitlines()[-1])
+
+
+@pytest.fixture
+def person(tmp_path: Path) -> Path:
+    """A HOME with an agent in ~/tools beside its data, logins, notes, a checkout, a link."""
+    home = tmp_path / "home"
+    for name, text in {
+        "tools/agent.py": _PROBE,
+        "tools/data.json": '{"rate": 3}',
+        "agent2.py": _PROBE,
+        "notes.txt": "the person's notes",
+        ".ssh/id_rsa": "secret key",
+        ".config/tool/token": "a token",
+        ".config/gh/hosts.yml": "oauth_token: x",
+        "shared/table.csv": "a,b",
+        "projects/other.txt": "another project's",
+    }.items():
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(text)
+    make_repo(home / "projects" / "repo", SAMPLE)
+    (home / "link").symlink_to(home)
+    (tmp_path / "agent-home").mkdir()
+    return home
+
+
+def test_a_command_agent_reads_the_files_beside_it_and_nothing_else_of_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, person: Path
+) -> None:
+    probe = ["tools/data.json", "notes.txt", ".ssh/id_rsa", "shared/table.csv", "agent2.py"]
+    seen = _own_case(tmp_path, monkeypatch, "tools/agent.py", [], probe)
+    assert seen["/".join((str(person), "tools/data.json"))] == '{"rate": 3}'
+    assert all(seen[str(person / p)].startswith("unseen") for p in probe[1:]), seen
+    # [agent] files: a folder of its own, by its exact path
+    seen = _own_case(tmp_path, monkeypatch, "tools/agent.py", ["~/shared"], probe)
+    assert seen[str(person / "shared/table.csv")] == "a,b"
+    assert seen[str(person / "notes.txt")].startswith("unseen"), seen
+
+
+def test_a_login_file_the_argv_names_is_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, person: Path
+) -> None:
+    # an adapter (module code) could name any file in its argv: never a login's or the kernel's
+    secrets = (".ssh/id_rsa", ".config/gh/hosts.yml")
+    seen = _own_case(tmp_path, monkeypatch, "tools/agent.py", [], list(secrets), secrets)
+    assert all(seen[str(person / p)].startswith("unseen") for p in secrets), seen
+
+
+def test_a_program_directly_in_home_sees_only_its_own_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, person: Path
+) -> None:
+    seen = _own_case(tmp_path, monkeypatch, "agent2.py", [], ["agent2.py", "notes.txt"])
+    assert seen[str(person / "agent2.py")] == _PROBE
+    assert seen[str(person / "notes.txt")].startswith("unseen"), seen
+
+
+@pytest.mark.parametrize(
+    ("listed", "unseen", "why"),
+    [
+        ("~", "notes.txt", "it is HOME or holds it"),
+        ("~/link", "notes.txt", "it is HOME or holds it"),
+        ("~/projects", "projects/other.txt", "holds the checkout"),
+        ("~/.config", ".config/tool/token", "it holds ~/.config/gcloud"),
+        ("~/.config/gh", ".config/gh/hosts.yml", "it holds ~/.config/gh"),
+        ("~/.ssh", ".ssh/id_rsa", "it holds ~/.ssh"),
+        ("/tmp", "notes.txt", "temporary files"),
+    ],
+)
+def test_no_folder_of_logins_home_the_checkout_or_tmp_is_ever_an_agents_own(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    person: Path,
+    listed: str,
+    unseen: str,
+    why: str,
+) -> None:
+    seen = _own_case(tmp_path, monkeypatch, "tools/agent.py", [listed], [unseen])
+    assert seen[str(person / unseen)].startswith("unseen"), seen
+    _, refused = jails.own_folders([], [listed], discover(person / "projects" / "repo"))
+    assert len(refused) == 1 and why in refused[0], refused

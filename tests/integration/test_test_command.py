@@ -83,3 +83,12 @@ def test_the_tests_of_one_file_run_on_one_worker(tmp_path: Path) -> None:
     assert "4 passed" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
     found = [line.split("=", 1)[1] for line in result.stdout.split() if line.startswith("WORKER=")]
     assert len(found) == 4 and len(set(found)) == 1 and found[0].startswith("gw"), found
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_test_help_prints_its_usage_without_the_test_extras(tmp_path: Path, flag: str) -> None:
+    # seed's runtime interpreter alone (no hypothesis, no Ray): nothing to install for a usage
+    result = seed(tmp_path, "test", flag)
+    assert result.returncode == 0, result.stderr
+    assert "usage:" in result.stdout and "test" in result.stdout, result.stdout
+    assert "lacks" not in result.stderr and "installing" not in result.stderr, result.stderr

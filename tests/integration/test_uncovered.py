@@ -62,10 +62,12 @@ def test_an_untested_fix_is_kept_and_says_no_test_ran_its_lines(tmp_path: Path) 
     assert "no test ran these lines" in report and "calc.py:6" in report
     status = seed(repo, "status").stdout
     assert "no test ran these lines: calc.py:6" in status, status
-    # a person lands it
-    approved = seed(repo, "approve", record["iteration_id"])
+    # a person lands it, naming it by its number as `history` does; the kept branch goes
+    assert seed(repo, "history", "1").returncode == 0
+    approved = seed(repo, "approve", "1")
     assert approved.returncode == 0, approved.stderr
     assert git(repo, "show", "HEAD:calc.py").endswith("+ 0\n")
+    assert git(repo, "branch", "--list", "seed/*").strip() == ""
     assert result.returncode == 1  # `once` landed nothing
 
 

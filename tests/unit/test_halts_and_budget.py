@@ -132,6 +132,10 @@ def test_halt_state_survives_and_only_resume_clears_it(tmp_path: Path) -> None:
     assert not after.halted and after.resumed_at
     kinds = [e.kind for e in store.events()]
     assert kinds == ["halt", "halt", "resume"]
+    # a resume of a daemon that is not halted is no event (the dashboard lists events)
+    assert not halt.resume(store).halted
+    assert [e.kind for e in store.events()] == kinds
+    assert halt.read_halt(tmp_path).resumed_at == after.resumed_at
 
 
 def test_an_unreadable_halt_file_counts_as_halted(tmp_path: Path) -> None:

@@ -32,6 +32,11 @@ BAD: dict[str, tuple[bytes, str]] = {
     "check.md": (b"+++\nacceptance = 3\n+++\nbody\n", "'acceptance' must be a string or a list"),
     "onlyfront.md": (b'+++\npriority = "high"\n+++\n', "the task says nothing"),
     "task.docx": (b"PK\x03\x04", "tasks are .md or .txt files"),
+    "yunclosed.md": (b"---\ntitle: x\nno end\n", "not closed by a --- line"),
+    "yanchor.md": (b"---\ntitle: &a x\n---\nbody\n", "more YAML than front matter takes"),
+    "ymap.md": (b"---\nallowed:\n  src: 1\n---\nbody\n", "only `- item` lines may follow"),
+    "yunknown.md": (b"---\nowner: me\n---\nbody\n", "unknown front matter key(s): owner"),
+    "ytwice.md": (b"---\ntitle: a\ntitle: b\n---\nbody\n", "key 'title' is set twice"),
 }
 
 
@@ -115,6 +120,29 @@ def test_good_tasks_are_read_oldest_first_with_their_front_matter(tmp_path: Path
     assert (second.allowed, second.forbidden) == (("cli.py", "tests/**"), ("setup.py",))
     assert second.body == "The CLI should talk." and len(second.sha256) == 64
     assert intake.rejected == []
+
+
+def test_yaml_front_matter_is_read_as_toml_front_matter_is(tmp_path: Path) -> None:
+    box = tmp_path / "inbox"
+    box.mkdir()
+    _write(
+        box,
+        "yaml.md",
+        b"---\ntitle: 'Add --verbose'\npriority: high  # soon\n"
+        b"acceptance:\n  - pytest tests/test_cli.py::test_verbose\n"
+        b'  - "tests/test_cli.py::test_quiet"\n'
+        b"allowed: [cli.py, tests/**]\nforbidden: setup.py\n---\nThe CLI should talk.\n",
+    )
+
+    [item] = inbox.scan(box, LATER, read=read_tasks).items
+
+    assert (item.title, item.priority) == ("Add --verbose", Priority.HIGH)
+    assert item.acceptance == (
+        "pytest tests/test_cli.py::test_verbose",
+        "tests/test_cli.py::test_quiet",
+    )
+    assert (item.allowed, item.forbidden) == (("cli.py", "tests/**"), ("setup.py",))
+    assert item.body == "The CLI should talk."
 
 
 _SLOW_WRITER = """

@@ -16,6 +16,8 @@ from domain import (
     HistoryDigest,
     InboxItem,
     IterationOutcome,
+    PlanningOrder,
+    Priority,
     RankedGap,
     Severity,
 )
@@ -197,12 +199,39 @@ def test_status_says_where_each_waiting_task_stands_in_the_queue() -> None:
     )
     tasks = [_inbox(n) for n in ("foo.md", "bar.md", "held.md")]
     report = GapReport(gaps=(broken, tasks[0], _gap(1), _gap(2), tasks[1], tasks[2]))
-    queue = reporting.queue(report, {"ruff:f1.py:F401": "quarantined", "inbox:held.md": "waiting"})
+    order = PlanningOrder(keys=tuple(g.key for g in report.gaps))
+    passed = {"ruff:f1.py:F401": "quarantined", "inbox:held.md": "waiting"}
+    queue = reporting.queue(report, passed, order)
     status = DaemonStatus(root="/repo", queue=queue)
     lines = views.status_lines(status, datetime(2026, 6, 1, tzinfo=UTC))
     assert "queue:       inbox/foo.md: 2nd, after build: tests fail to collect" in lines
     assert "             inbox/bar.md: 4th, after build: tests fail to collect and 2 more" in lines
     assert "             inbox/held.md: passed over (waiting)" in lines
+    # the planner's order is the queue: a task it takes first is next, whatever the ranking
+    first = PlanningOrder(keys=("inbox:bar.md", broken.key, "inbox:foo.md"))
+    by_name = {t.name: t for t in reporting.queue(report, {}, first)}
+    assert by_name["bar.md"].place == 1 and by_name["foo.md"].place == 3
+    assert by_name["held.md"].passed_over == "not planned now"
+
+
+def test_status_places_a_task_dropped_since_the_analysis_and_forgets_one_gone() -> None:
+    live = {
+        "queue": [
+            {"name": "old.md", "place": 2, "priority": "normal"},
+            {"name": "done.md", "place": 1, "priority": "high"},
+            {"name": "later.md", "place": 4, "priority": "low"},
+        ],
+        "next_gap": ["inbox", "done"],
+        "new_task_place": {"critical": 1, "high": 2, "normal": 3, "low": 5},
+    }
+    dropped = [
+        InboxItem(name="new.md", title="the new one", priority=Priority.HIGH, received_at=START)
+    ]
+    queue = reporting.queue_now(live, {"old.md", "later.md", "new.md"}, dropped)
+    places = {t.name: t.place for t in queue}
+    # done.md left: the others move up; new.md (high) goes before the normal task
+    assert places == {"new.md": 1, "old.md": 2, "later.md": 4}
+    assert all(t.ahead_title == "the new one" for t in queue if t.place > 1)
 
 
 def _inbox(name: str) -> Gap:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from domain import Risk, TaskKind
+from modules.planner.actions import task_kind
 from modules.planner.memory import rate, risk_floor
 from modules.planner.tests.factory import (
     NOW,
@@ -12,6 +13,7 @@ from modules.planner.tests.factory import (
     lint_gap,
     must_plan,
     pytest_gap,
+    roadmap_gap,
     state,
     tally,
 )
@@ -45,19 +47,34 @@ def test_rates_are_per_kind_and_repository_with_other_repositories_as_fallback()
     assert rate(mine, TaskKind.FIX_LINT, "abc123", NOW).value == pytest.approx(4 / 5)
 
 
-def test_memory_orders_gaps_of_equal_severity() -> None:
-    lint = lint_gap("calc.py", "E999", "ruff").model_copy(
-        update={"severity": pytest_gap().severity}
+def test_memory_orders_gaps_only_within_one_group_of_the_ranking() -> None:
+    feature = roadmap_gap("Implement the report module", line=3)
+    fix = roadmap_gap("Refactor calc.py into smaller functions", line=5)
+    assert task_kind(feature) != task_kind(fix)
+    gaps = [feature, fix]  # one group (the roadmap), the report ranks the feature first
+    assert must_plan(gaps).gap == feature
+    good, bad = task_kind(fix).value, task_kind(feature).value
+    history = state(tallies=(tally(bad, "2025-03-13", 0, 6), tally(good, "2025-03-13", 6, 0)))
+    chosen = must_plan(gaps, st=history)
+    assert chosen.gap == fix
+    assert any(n.startswith(f"memory: {good} succeeded") for n in chosen.notes)
+    # the plan says which higher-ranked gap it passed over, and why
+    assert any(
+        n.startswith(f"skipped {feature.key}: memory takes {fix.key} first") for n in chosen.notes
     )
+
+
+def test_memory_never_moves_a_gap_past_another_group_nor_a_persons_task() -> None:
     failing = pytest_gap()
-    gaps = [failing, lint]  # equal severity, the report ranks the test first
-    assert must_plan(gaps).gap == failing
+    lint = lint_gap("calc.py", "E999", "ruff").model_copy(update={"severity": failing.severity})
     history = state(
         tallies=(tally("fix_test", "2025-03-13", 0, 6), tally("fix_lint", "2025-03-13", 6, 0))
     )
-    chosen = must_plan(gaps, st=history)
-    assert chosen.gap == lint
-    assert any(n.startswith("memory: fix_lint succeeded") for n in chosen.notes)
+    assert must_plan([failing, lint], st=history).gap == failing
+    task = inbox_gap()
+    normal = lint_gap().model_copy(update={"severity": task.severity})
+    learnt = state(tallies=(tally("fix_lint", "2025-03-13", 9, 0),))
+    assert must_plan([task, normal], st=learnt).gap == task
 
 
 def test_memory_never_reorders_across_severities() -> None:
