@@ -68,8 +68,8 @@ from kernel.isolation.jails import ModuleJail
 from kernel.isolation.paths import Paths
 from kernel.records.store import RecordStore
 
-_DATA = frozenset({"analyze", "plan", "agent_spec"})
-"""Answers kept as they are: the gaps and the plan name the tree's paths and the kernel's own
+_DATA = frozenset({"analyze", "plan", "agent_spec", "order"})
+"""Answers kept as they are: the gaps, the plan and the planning order name the tree's paths and the kernel's own
 gap keys, the run spec the machine's argv. What of them is shown goes through a rendering
 (cleaned as every other answer) or the terminal's sink (`kernel/terminal.py`)."""
 LAST_GOOD_REF = "refs/seed/last-good"
