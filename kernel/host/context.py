@@ -20,6 +20,7 @@ from kernel.host.selfcheck import selfcheck
 from kernel.isolation import gitops, jails
 from kernel.isolation.paths import Paths, discover
 from kernel.measuring.measure import Target, resolve_python, ruff_binary
+from kernel.records import notify
 from kernel.records.store import RecordStore
 from kernel.terminal import say
 
@@ -60,6 +61,8 @@ class Context:
     """Inbox files known to be complete (closed after writing, or moved in); the daemon's watcher."""
     used_so_far: Callable[[str], None] = field(default=lambda figure: None, repr=False)
     """Where the running agent's usage so far is shown (the daemon's status.json)."""
+    notify: notify.Notify = field(default=notify.nowhere, repr=False)
+    """Where word to a person goes (records/notify.py; the daemon's outbox in `run` and `once`)."""
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""

@@ -33,7 +33,7 @@ from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
 from kernel.loop.recovery import mark_daemon, recover
 from kernel.measuring.baseline import Baseline
-from kernel.records import halt, inbox
+from kernel.records import halt, inbox, notify
 from kernel.shell.metrics import MetricsServer, exposition, snapshot
 from kernel.shell.status import StatusWriter
 
@@ -341,6 +341,11 @@ class Daemon:
         self.metrics: MetricsServer | None = None
         ctx.inbox_ready = self.wake.snapshot
         ctx.used_so_far = self.status.used
+        self.outbox = notify.Outbox(
+            ctx.paths.history, ctx.paths.root, lambda: ctx.config.notify, ctx.log
+        )
+        self.ending = ""
+        """Why `run` ended by itself (told as `stopped`; a stop by the person is not)."""
         self.passed_over: Mapping[str, str] = {}
         self.blocked: tuple[str, ...] = ()
         """The checkout's files that block a gap, as watched now (blocked_paths)."""
@@ -358,6 +363,8 @@ class Daemon:
         procs.STOP.clear()
         _STOPPED_BY.clear()
         _install_signals()
+        self.outbox.start()  # before recovery: a halt it finds is told too
+        self.ctx.notify = self.outbox
         recover(self.ctx)
         mark_daemon(self.ctx)
         self.ctx.daemon = True
@@ -405,6 +412,11 @@ class Daemon:
         self._refresh_metrics()
 
     def _stop(self) -> None:
+        if self.ending and not _STOPPED_BY:
+            start = self.ctx.paths.command("run")
+            message = f"The daemon stopped by itself: {self.ending}. Start it again: `{start}`."
+            self.ctx.notify("stopped", "", message)
+        self.outbox.drain()  # before the lock goes: the next daemon sends what is left
         if self.metrics is not None:
             self.metrics.stop()
             self.metrics = None
@@ -502,6 +514,9 @@ class Daemon:
                         continue
                     done += len(ran)
                     if max_iterations and done >= max_iterations:
+                        self.ending = (
+                            f"it ran the {done} iteration(s) it was to run (max_iterations)"
+                        )
                         break
                     if ran:
                         continue
@@ -513,6 +528,9 @@ class Daemon:
                         f"until a change (inbox, seed.toml, a commit, a resume, a file that blocks a gap) or the next re-analysis at {at:%H:%M:%S}Z",
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
+        except BaseException as exc:
+            self.ending = f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             self._stop()
         return EXIT_OK
