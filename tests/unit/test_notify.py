@@ -103,7 +103,8 @@ def test_a_landed_record_is_told_once_to_a_real_command_with_whole_argv_items(
 def test_the_webhook_gets_one_json_post_whose_quoted_text_makes_no_mention_or_link(
     tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = f"{receiver.url}/hook/T0KEN-SECRET-123"
+    template = "?tpl=1&t={{.title}}&m={{.message}}"  # ntfy's templates (docs/notifications.md)
+    url = f"{receiver.url}/hook/T0KEN-SECRET-123{template}"
     monkeypatch.setenv("SEED_TEST_HOOK", url)
     box = Box(tmp_path, webhook_env="SEED_TEST_HOOK")
     box.box.start()
@@ -111,7 +112,7 @@ def test_the_webhook_gets_one_json_post_whose_quoted_text_makes_no_mention_or_li
     box.box.drain()
 
     (got,) = receiver.got
-    assert got.path == "/hook/T0KEN-SECRET-123"
+    assert got.path == f"/hook/T0KEN-SECRET-123{template}"
     assert got.headers["Content-Type"] == "application/json"
     body = got.json()
     assert body["event"] == "stuck" and body["iteration"] == "iter-0001-20260101-120000"
@@ -197,7 +198,9 @@ def test_a_send_a_kill_cut_short_is_not_made_again(tmp_path: Path) -> None:
 
 def test_sending_never_waits_in_the_loop(tmp_path: Path) -> None:
     barrier = tmp_path / "go"
-    waits = f"import pathlib, time\nwhile not pathlib.Path({str(barrier)!r}).exists(): time.sleep(0.01)"
+    waits = (
+        f"import pathlib, time\nwhile not pathlib.Path({str(barrier)!r}).exists(): time.sleep(0.01)"
+    )
     box = Box(tmp_path, command=[sys.executable, "-c", waits], timeout_s=30)
     box.box.start()
     box.box("landed", "iter-0004-20260101-120000", "Landed: test.")  # returns with the send held
