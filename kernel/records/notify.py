@@ -380,7 +380,10 @@ class Outbox:
             error = self._send(job)
             with self._cond:
                 self._busy -= 1
-                self._settle(job, error)
+                try:
+                    self._settle(job, error)
+                except Exception as exc:  # the thread goes on sending what comes next
+                    self.log(f"notify: {type(exc).__name__}: {exc}")
                 self._cond.notify_all()
 
     def _take(self) -> _Send | None:
@@ -439,7 +442,12 @@ class Outbox:
         self._queue.append(job)
 
     def _write(self, line: Line) -> None:
-        append_line(self.path, line.model_dump_json())
+        """One line of the outbox; one that cannot be written is logged, and the send goes on
+        (word of a full disk matters more than its bookkeeping)."""
+        try:
+            append_line(self.path, line.model_dump_json())
+        except OSError as exc:
+            self.log(f"notify: cannot write {self.path}: {exc.strerror or exc} ({line.state})")
 
     def _backlog(self, config: NotifyConfig) -> None:
         """What the latest lines of the outbox left unsent: queued, or failed with retries

@@ -5,6 +5,7 @@ bounded) and what nothing in them can do (a flag, a shell word, a mention, anoth
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -293,3 +294,39 @@ def test_a_queue_from_many_threads_writes_whole_lines(tmp_path: Path) -> None:
     box.box.drain()
     states = box.states()
     assert states.count(("queued", "")) == 20 and states.count(("sent", "command")) == 20
+
+
+def test_the_desktop_is_told_by_notify_send_with_no_markup_or_flag_from_quoted_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, out = tmp_path / "bin", tmp_path / "desktop.jsonl"
+    folder.mkdir()
+    fake = folder / "notify-send"
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(out)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    box = Box(tmp_path, desktop=True)
+    box.box.start()
+    box.box("halted", "", "--help <b>x</b> & <a href='http://evil'>y</a>", "halt:9")
+    box.box.drain()
+    [argv] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert argv == [
+        "--app-name=seed",
+        "--",
+        "seed halted: repo",
+        "seed: --help &lt;b&gt;x&lt;/b&gt; &amp; &lt;a href='http://evil'&gt;y&lt;/a&gt;",
+    ]
+
+
+def test_an_outbox_that_cannot_be_written_still_sends_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "calls.jsonl"
+    box = Box(tmp_path, command=command(out))
+    (box.history / notify.OUTBOX).mkdir()  # a folder where the file goes: every append fails
+    box.box.start()
+    box.box("halted", "", "The daemon halted: the disk is full.", "halt:10")
+    box.box.drain()
+    assert [c["argv"][0] for c in calls(out)] == ["halted"]
+    assert any("notify: cannot write" in line for line in box.logged)
