@@ -37,7 +37,8 @@ class Received:
 
 @dataclass
 class Receiver:
-    """A webhook receiver on 127.0.0.1: answers each POST with `status` (and `location`)."""
+    """A webhook receiver on 127.0.0.1: answers each request (a POST; a GET is what a
+    followed redirect sends) with `status` (and `location`)."""
 
     status: int = 200
     location: str = ""
@@ -59,6 +60,9 @@ class Receiver:
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
+
+            def do_GET(self) -> None:  # what a followed redirect would send
+                self.do_POST()
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
