@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -344,8 +345,6 @@ class Daemon:
         self.outbox = notify.Outbox(
             ctx.paths.history, ctx.paths.root, lambda: ctx.config.notify, ctx.log
         )
-        self.ending = ""
-        """Why `run` ended by itself (told as `stopped`; a stop by the person is not)."""
         self.passed_over: Mapping[str, str] = {}
         self.blocked: tuple[str, ...] = ()
         """The checkout's files that block a gap, as watched now (blocked_paths)."""
@@ -411,11 +410,10 @@ class Daemon:
         self.status.analysed(report, passed_over)
         self._refresh_metrics()
 
-    def _stop(self) -> None:
-        if self.ending and not _STOPPED_BY:
-            start = self.ctx.paths.command("run")
-            message = f"The daemon stopped by itself: {self.ending}. Start it again: `{start}`."
-            self.ctx.notify("stopped", "", message)
+    def _stop(self, ran: int | None = None) -> None:
+        """Stop; `ran`: the iterations `run` did (None for `once`)."""
+        if ran is not None:
+            self._tell_stop(ran)
         self.outbox.drain()  # before the lock goes: the next daemon sends what is left
         if self.metrics is not None:
             self.metrics.stop()
@@ -426,6 +424,21 @@ class Daemon:
         self.ctx.store.close()
         self.ctx.log(f"stopped ({_STOPPED_BY[0]})" if _STOPPED_BY else "stopped")
         self.lock.release()
+
+    def _tell_stop(self, ran: int) -> None:
+        """Send word that `run` ended by itself (an error nothing caught, max_iterations); a
+        stop by the person (a signal) is not told. Called from run's `finally`."""
+        if _STOPPED_BY or procs.STOP.is_set():
+            return
+        error = sys.exc_info()[1]
+        why = (
+            f"{type(error).__name__}: {error}"
+            if error
+            else f"it ran the {ran} iteration(s) it was to run (max_iterations)"
+        )
+        start = self.ctx.paths.command("run")
+        message = f"The daemon stopped by itself: {why}. Start it again: `{start}`."
+        self.ctx.notify("stopped", "", message)
 
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:
         """One pass: analyse, then plan and run what can run (single: one record at most)."""
@@ -514,9 +527,6 @@ class Daemon:
                         continue
                     done += len(ran)
                     if max_iterations and done >= max_iterations:
-                        self.ending = (
-                            f"it ran the {done} iteration(s) it was to run (max_iterations)"
-                        )
                         break
                     if ran:
                         continue
@@ -528,11 +538,8 @@ class Daemon:
                         f"until a change (inbox, seed.toml, a commit, a resume, a file that blocks a gap) or the next re-analysis at {at:%H:%M:%S}Z",
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
-        except BaseException as exc:
-            self.ending = f"{type(exc).__name__}: {exc}"
-            raise
         finally:
-            self._stop()
+            self._stop(done)
         return EXIT_OK
 
     def _news(self, watch: Callable[[Sequence[str]], None]) -> None:

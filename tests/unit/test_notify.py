@@ -263,12 +263,20 @@ def test_each_event_says_what_happened_why_and_the_command_that_acts_on_it() -> 
     assert notify.of_halt(HaltState(True, "3 failures", "", "t"), cmd)[0] == "halted"
 
 
-def test_the_webhook_url_is_never_quoted_by_a_config_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "table",
+    [
+        'webhook = "ftp://T0KEN-SECRET"',
+        'webhook = "https://T0KEN-SECRET"\nwebhook_env = "HOOK"',
+        'webhook = "https://T0KEN-SECRET"\nevents = ["landed", "landed"]',
+    ],
+)
+def test_the_webhook_url_is_never_quoted_by_a_config_error(tmp_path: Path, table: str) -> None:
     path = tmp_path / "seed.toml"
-    path.write_text('[notify]\nwebhook = "ftp://T0KEN-SECRET"\n')
+    path.write_text(f"[notify]\n{table}\n")
     with pytest.raises(ConfigError) as caught:
         load_config(path)
-    assert "notify.webhook" in str(caught.value) and "T0KEN" not in str(caught.value)
+    assert "notify" in str(caught.value) and "T0KEN" not in str(caught.value)
 
 
 def test_the_webhook_variable_is_never_one_the_agent_is_given() -> None:
