@@ -301,6 +301,7 @@ class Outbox:
             self._backlog(config)
         except OSError as exc:
             self.log(f"notify: cannot read {self.path}: {exc.strerror or exc}")
+        self._closing = False  # a daemon object started again sends again
         self._thread = threading.Thread(target=self._work, name="seed-notify", daemon=True)
         self._thread.start()
 
