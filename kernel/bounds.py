@@ -29,6 +29,12 @@ HALT_FILE_MAX = 64 * KIB
 """history/halt.json (the persisted halt and its reason)."""
 HALT_REASON_MAX = 8000
 """Characters of a halt's reason written to history/halt.json (the rest is cut, and said)."""
+NOTICE_LINE_MAX = 64 * KIB
+"""One line of history/notifications.jsonl (a notification queued, or one send of it)."""
+NOTICE_SCAN_LINES = 4096
+"""Latest lines of history/notifications.jsonl a starting daemon reads for what is unsent."""
+NOTICE_MESSAGE_MAX = 1000
+"""Characters of one notification's message (each quoted piece is capped shorter)."""
 SEQUENCE_FILE_MAX = 64
 """The high-water mark of iteration numbers in the kernel's state (<git-common-dir>/seed/)."""
 SEQUENCE_DIGITS_MAX = 18

@@ -374,6 +374,51 @@ class DaemonConfig(_Section):
     """Stop `run` after this many iterations (0: run forever)."""
 
 
+NOTIFY_EVENTS = ("landed", "kept", "blocked", "halted", "budget", "limited", "stuck", "stopped")
+"""What [notify] sends word of (kernel/records/notify.py says when each is sent)."""
+NotifyEvent = Literal[
+    "landed", "kept", "blocked", "halted", "budget", "limited", "stuck", "stopped"
+]
+
+
+class NotifyConfig(_Section):
+    """[notify]: word to a person when the daemon needs them, sent by the kernel (docs/notifications.md)."""
+
+    events: list[NotifyEvent] = Field(default_factory=lambda: list[NotifyEvent](NOTIFY_EVENTS))
+    """Which events are sent (default: all)."""
+    command: list[str] = Field(default_factory=list[str], max_length=100)
+    """argv run outside every sandbox for each event; an item that is exactly {event},
+    {iteration} or {message} is replaced (never inside a longer item such as sh -c "...");
+    the same values are in SEED_EVENT, SEED_ITERATION and SEED_MESSAGE."""
+    webhook: str = Field(default="", max_length=4096)
+    """A URL the kernel POSTs each event to as JSON (Slack's `text`; ntfy's `title` and
+    `message`); seed.toml is readable by agents, so a URL holding a token goes in webhook_env."""
+    webhook_env: str = Field(default="", max_length=200, pattern=r"^(|[A-Za-z_][A-Za-z0-9_]*)$")
+    """The name of an environment variable of the daemon's holding the webhook's URL."""
+    desktop: bool = False
+    """Also show each event on the desktop with notify-send, where it is installed."""
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    """Seconds one send (the command, the POST) may take; the command's group is ended at it."""
+    retries: int = Field(default=3, ge=0, le=10)
+    """Sends again after a failed one, with a growing pause (5 s, 15 s, 45 s, ...)."""
+
+    @field_validator("webhook")
+    @classmethod
+    def _http_only(cls, value: str) -> str:
+        # the message never quotes the value: the URL may hold a token
+        if value and not value.lower().startswith(("http://", "https://")):
+            raise ValueError("not an http:// or https:// URL (the value is not shown)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_webhook(self) -> NotifyConfig:
+        if self.webhook and self.webhook_env:
+            raise ValueError("set webhook or webhook_env, not both")
+        if len(set(self.events)) != len(self.events):
+            raise ValueError("an event is named twice in events")
+        return self
+
+
 class CandidateAgent(_Section):
     """[[candidates.agent]]: one entry of the portfolio that tries a gap."""
 
@@ -444,6 +489,17 @@ class Config(_Section):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     candidates: CandidatesConfig = Field(default_factory=CandidatesConfig)
     scale: ScaleConfig = Field(default_factory=ScaleConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
+
+    @field_validator("notify")
+    @classmethod
+    def _webhook_not_the_agents(cls, value: NotifyConfig, info: ValidationInfo) -> NotifyConfig:
+        """The webhook's variable is never one the agent or its model gateway is given."""
+        agent = info.data.get("agent")
+        name = value.webhook_env
+        if name and isinstance(agent, AgentConfig) and name in (*agent.env, *agent.keys):
+            raise ValueError(f"webhook_env names {name}, which [agent] env or keys hands the agent")
+        return value
 
 
 REMOVED: dict[tuple[str, str], str] = {

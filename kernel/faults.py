@@ -24,6 +24,7 @@ POINTS: dict[str, str] = {
     "fast-forward": "the user's branch was fast-forwarded; no record written yet",
     "record-write": "half of the record's line is in records.jsonl (a torn line)",
     "record-written": "the record is written; report, inbox fate and halts are not",
+    "notice-queued": "a notification is queued in history/notifications.jsonl, none sent",
     "cleanup": "everything is recorded; the worktree and branch are still there",
 }
 """Every named point, in the order an iteration passes them."""

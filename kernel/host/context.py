@@ -23,6 +23,7 @@ from kernel.host.selfcheck import selfcheck
 from kernel.isolation import gitops, jails
 from kernel.isolation.paths import Paths, discover
 from kernel.measuring.measure import Target, resolve_python, ruff_binary
+from kernel.records import notify
 from kernel.records.store import RecordStore
 from kernel.terminal import say
 
@@ -69,6 +70,8 @@ class Context:
     """Where the running agent's usage so far is shown (the daemon's status.json)."""
     config_problem: str = ""
     """Why seed.toml cannot be used (`status` only: it shows the config in force instead)."""
+    notify: notify.Notify = field(default=notify.nowhere, repr=False)
+    """Where word to a person goes (records/notify.py; the daemon's outbox in `run` and `once`)."""
 
     def log(self, message: str) -> None:
         """Log a line unless quiet."""

@@ -54,7 +54,7 @@ from kernel.loop.remoterun import RemoteRunner
 from kernel.loop.tournament import Dealt
 from kernel.measuring.baseline import Baseline
 from kernel.measuring.measure import ruff_binary
-from kernel.records import budget, halt, inbox
+from kernel.records import budget, halt, inbox, notify
 from kernel.records.journal import Journal
 from kernel.records.store import RecordStore
 
@@ -241,7 +241,7 @@ class Loop:
             return False
         reason = f"the disk is full: {free} MB free where the kernel works ({ctx.paths.state}); free some space, then `{ctx.paths.command('resume')}`"
         ctx.log(reason)
-        halt.halt(ctx.store, reason, "DISK_FULL")
+        notify.tell_halt(ctx.notify, halt.halt(ctx.store, reason, "DISK_FULL"), ctx.paths.command)
         return True
 
     def _analyse(self, worktree: Path, head: str, now: datetime) -> _Ranked:

@@ -31,7 +31,7 @@ from kernel.judging.iteration import Ending, Iteration
 from kernel.judging.verify import Verification
 from kernel.loop import reporting
 from kernel.loop.quarantine import quarantine_reason
-from kernel.records import halt, inbox
+from kernel.records import halt, inbox, notify
 from kernel.records.halt import FAILED_OUTCOMES
 from kernel.records.signature import gap_signature
 
@@ -196,6 +196,9 @@ class Recorder:
         ctx.store.write_file(record.iteration_id, "report.md", self._report(record))
         if claimed_inbox:
             self._release_inbox(claimed_inbox, record)
+        told = notify.of_record(record, ctx.paths.command)
+        if told is not None:  # once per record: the outbox keys it by event and iteration
+            ctx.notify(told[0], record.iteration_id, told[1])
         self._apply_halts(record)
         self.write_index()
 
@@ -276,8 +279,11 @@ class Recorder:
         )
         if reason:
             category = record.failure_category
-            halt.halt(ctx.store, reason, category.value if category else "", record.iteration_id)
+            state = halt.halt(
+                ctx.store, reason, category.value if category else "", record.iteration_id
+            )
             ctx.log(f"HALTED: {reason}. Nothing runs until `{ctx.paths.command('resume')}`.")
+            notify.tell_halt(ctx.notify, state, ctx.paths.command)
 
 
 @contextlib.contextmanager

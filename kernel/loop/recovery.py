@@ -41,7 +41,7 @@ from kernel.isolation import agentgit, gitops, procs, readback, worker
 from kernel.isolation.integrity import Checkout
 from kernel.judging.iteration import Ending
 from kernel.loop.recording import Recorder, Recovered
-from kernel.records import budget, halt, inbox
+from kernel.records import budget, halt, inbox, notify
 from kernel.records.journal import entries_of, read_journal, stage_at_least
 
 TOKEN_ENV = "SEED_DAEMON_TOKEN"
@@ -241,11 +241,12 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     violations, changes = _integrity(ctx, iteration_id, journal)
     if not iteration_id:
         if violations:
-            halt.halt(
+            state = halt.halt(
                 ctx.store,
                 cap_line(f"SANDBOX_VIOLATION during an unrecorded agent run: {violations[0]}"),
                 "SANDBOX_VIOLATION",
             )
+            notify.tell_halt(ctx.notify, state, ctx.paths.command)
         return [
             "running.json was unreadable; there was no iteration to record",
             *cap_lines(violations),
@@ -272,12 +273,13 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
         record = recorder.recovered(found)
         notes.append(f"recorded {iteration_id} as {record.outcome.value} ({record.reason})")
     elif violations:
-        halt.halt(
+        state = halt.halt(
             ctx.store,
             cap_line(f"SANDBOX_VIOLATION in {iteration_id}: {violations[0]}"),
             "SANDBOX_VIOLATION",
             iteration_id,
         )
+        notify.tell_halt(ctx.notify, state, ctx.paths.command)
     with contextlib.suppress(Exception):
         ctx.start_host()  # for report.md; without it the report is a plain one
     claimed = str(journal.get("inbox", ""))

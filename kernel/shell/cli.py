@@ -632,6 +632,9 @@ sandbox = "{defaults.guard.sandbox}"
 [quality]
 # the interpreter that runs your tests (default: .venv/bin/python here, else seed's own)
 # python = ".venv/bin/python"
+
+# word when seed needs you (work landed or kept for you, a halt, a spent budget): a [notify]
+# table naming a command, a webhook or the desktop; docs/notifications.md of seed's checkout
 """
 
 

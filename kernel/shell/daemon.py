@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -34,7 +35,7 @@ from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
 from kernel.loop.recovery import mark_daemon, recover
 from kernel.measuring.baseline import Baseline
-from kernel.records import halt, inbox
+from kernel.records import halt, inbox, notify
 from kernel.shell.metrics import MetricsServer, exposition, snapshot
 from kernel.shell.status import StatusWriter
 
@@ -342,6 +343,9 @@ class Daemon:
         self.metrics: MetricsServer | None = None
         ctx.inbox_ready = self.wake.snapshot
         ctx.used_so_far = self.status.used
+        self.outbox = notify.Outbox(
+            ctx.paths.history, ctx.paths.root, lambda: ctx.config.notify, ctx.log
+        )
         self.passed_over: Mapping[str, str] = {}
         self.blocked: tuple[str, ...] = ()
         """The checkout's files that block a gap, as watched now (blocked_paths)."""
@@ -359,6 +363,8 @@ class Daemon:
         procs.STOP.clear()
         _STOPPED_BY.clear()
         _install_signals()
+        self.outbox.start()  # before recovery: a halt it finds is told too
+        self.ctx.notify = self.outbox
         recover(self.ctx)
         mark_daemon(self.ctx)
         self.ctx.daemon = True
@@ -413,7 +419,11 @@ class Daemon:
         self.status.analysed(report, passed_over, order)
         self._refresh_metrics()
 
-    def _stop(self) -> None:
+    def _stop(self, ran: int | None = None) -> None:
+        """Stop; `ran`: the iterations `run` did (None for `once`)."""
+        if ran is not None:
+            self._tell_stop(ran)
+        self.outbox.drain()  # before the lock goes: the next daemon sends what is left
         if self.metrics is not None:
             self.metrics.stop()
             self.metrics = None
@@ -423,6 +433,21 @@ class Daemon:
         self.ctx.store.close()
         self.ctx.log(f"stopped ({_STOPPED_BY[0]})" if _STOPPED_BY else "stopped")
         self.lock.release()
+
+    def _tell_stop(self, ran: int) -> None:
+        """Send word that `run` ended by itself (an error nothing caught, max_iterations); a
+        stop by the person (a signal) is not told. Called from run's `finally`."""
+        if _STOPPED_BY or procs.STOP.is_set():
+            return
+        error = sys.exc_info()[1]
+        why = (
+            f"{type(error).__name__}: {error}"
+            if error
+            else f"it ran the {ran} iteration(s) it was to run (max_iterations)"
+        )
+        start = self.ctx.paths.command("run")
+        message = f"The daemon stopped by itself: {why}. Start it again: `{start}`."
+        self.ctx.notify("stopped", "", message)
 
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:
         """One pass: analyse, then plan and run what can run (single: one record at most)."""
@@ -523,7 +548,7 @@ class Daemon:
                     )
                     self._sleep(self.ctx.config.daemon.poll_interval_s)
         finally:
-            self._stop()
+            self._stop(done)
         return EXIT_OK
 
     def _news(self, watch: Callable[[Sequence[str]], None]) -> None:
