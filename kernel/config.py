@@ -529,6 +529,10 @@ def _stderr(message: str) -> None:
     say(f"seed: {message}", sys.stderr, flush=True)
 
 
+UNSHOWN_VALUES = frozenset({"notify.webhook"})
+"""Keys whose value may hold a secret (a webhook's token): an error names the key, never the value."""
+
+
 def _describe(err: Any, path: Path) -> str:
     """One problem: the key, the value given (as TOML writes it) and what is wrong."""
     loc = ".".join(str(part) for part in err["loc"])
@@ -539,6 +543,8 @@ def _describe(err: Any, path: Path) -> str:
     if kind == "command_unset":
         return f"{path}: key '{loc}.command' = []: {message}"
     if "input" not in err or isinstance(err["input"], dict):
+        return f"{path}: key '{loc}': {message}"
+    if loc in UNSHOWN_VALUES:
         return f"{path}: key '{loc}': {message}"
     given = json.dumps(err["input"], ensure_ascii=False, default=str)
     given = given if len(given) <= 80 else given[:77] + "..."
