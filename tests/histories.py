@@ -52,6 +52,7 @@ CATEGORY_OUTCOME: dict[FailureCategory, IterationOutcome] = {
     FailureCategory.UNKNOWN: IterationOutcome.FAILURE,
     FailureCategory.PUBLIC_NAME_REMOVED: IterationOutcome.ROLLBACK,
     FailureCategory.FITNESS_REGRESSION: IterationOutcome.ROLLBACK,
+    FailureCategory.GAP_NOT_CLOSED: IterationOutcome.ROLLBACK,
 }
 """The outcome each failure category comes with."""
 

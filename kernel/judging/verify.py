@@ -177,9 +177,22 @@ _PRIORITY = (
     FailureCategory.TYPE_ERROR,
     FailureCategory.LINT_ERROR,
     FailureCategory.HYGIENE_VIOLATION,
+    FailureCategory.GAP_NOT_CLOSED,
     FailureCategory.AGENT_ERROR,
     FailureCategory.UNKNOWN,
 )
+
+
+def _open(category: FailureCategory) -> FailureCategory:
+    """A gap's own failing test that still fails is no regression: the gap is not closed."""
+    regression = category == FailureCategory.TEST_REGRESSION
+    return FailureCategory.GAP_NOT_CLOSED if regression else category
+
+
+def _reason(category: FailureCategory, evidence: Sequence[str]) -> str:
+    """The refusal in one line: the first evidence, said as a gap left open where it is one."""
+    prefix = "the gap's tests still fail: " if category == FailureCategory.GAP_NOT_CLOSED else ""
+    return prefix + (evidence[0] if evidence else category.value)
 
 
 def _not_running_category(m: Measurement) -> FailureCategory:
@@ -258,7 +271,8 @@ def _closed(
         still = [d for d in gap.evidence if remaining[identity(d)] > 0]
         if still:
             more = f" (+{len(still) - 1} more)" if len(still) > 1 else ""
-            return False, f"still present: {describe(still[0])}{more}", _category(still[0])
+            category = _open(_category(still[0]))
+            return False, f"still present: {describe(still[0])}{more}", category
         for d in gap.evidence:
             if d.node_id and d.rule in ("failed", "error"):
                 pytest = after.get(Tool.PYTEST)
@@ -266,7 +280,7 @@ def _closed(
                     return (
                         False,
                         f"{d.node_id} did not run in the changed tree",
-                        FailureCategory.TEST_REGRESSION,
+                        FailureCategory.GAP_NOT_CLOSED,
                     )
         return True, "every finding of the gap is gone", FailureCategory.TEST_REGRESSION
     if not touched:
@@ -571,7 +585,7 @@ def _base_tests(judged: _Judged, before: Measurement | None, run: BaseRun) -> No
     passed = set(m.passed)
     for node in run.gap:
         if node not in passed and node not in judged.excused:
-            judged.categories.append(FailureCategory.TEST_REGRESSION)
+            judged.categories.append(FailureCategory.GAP_NOT_CLOSED)
             result.evidence.append(
                 f"{node}: the gap's test {_how(node, m)} against the base's own test files"
             )
@@ -603,6 +617,7 @@ def verify(
     baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
+    failed_at_base = failed_ids(baseline.get(Tool.PYTEST))
     _ratchet(judged, baseline, after, rerun, base_run.gap if base_run is not None else ())
     if base_run is not None:
         _base_tests(judged, baseline.get(Tool.PYTEST), base_run)
@@ -623,6 +638,8 @@ def verify(
         result.verdicts.append(verdict)
         if not verdict.passed and judged.flaky & _tests_of(criterion, plan):
             category = FailureCategory.FLAKY_TEST  # they passed when the same suite ran again
+        elif criterion.check == CheckName.PYTEST and failed_at_base & set(criterion.args):
+            category = _open(category)  # its tests failed at the base too: no regression
         if not verdict.passed:
             result.evidence.append(
                 f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}"
@@ -637,7 +654,7 @@ def verify(
     if judged.categories:
         result.passed = False
         result.category = next(c for c in _PRIORITY if c in judged.categories)
-        result.reason = result.evidence[0] if result.evidence else result.category.value
+        result.reason = _reason(result.category, result.evidence)
     elif judged.changed:
         result.changed_tests = list(judged.changed)
         result.reason = (
@@ -667,10 +684,13 @@ def _per_node(after: Measurements, base: Measurement, nodes: Sequence[str]) -> M
     return Measurements(items=(*(m for m in after.items if m.tool != Tool.PYTEST), base))
 
 
-def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | None:
+def gap_tests_first(
+    plan: IterationPlan, first: Measurement, base: Measurement | None
+) -> Verification | None:
     """A refusal from the gap's own tests alone, run before anything else (None: they pass,
     or could not tell, and the full verification decides). A candidate whose gap tests still
-    fail is refused in the time those tests take, not the whole suite's."""
+    fail is refused in the time those tests take, not the whole suite's: GAP_NOT_CLOSED, or
+    TEST_REGRESSION where one fails that did not fail at the base (only those are new problems)."""
     criteria = [c for c in plan.criteria if c.check == CheckName.PYTEST and c.args]
     if not criteria or not first.ran:
         return None
@@ -688,11 +708,11 @@ def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | N
         )
     if not result.verdicts:
         return None
-    failing = failed_ids(first)
+    failing = {n for c in criteria for n in c.args} & failed_ids(first) - failed_ids(base)
     result.failures = [d for d in first.diagnostics if d.node_id in failing]
     result.passed = False
-    result.category = FailureCategory.TEST_REGRESSION
-    result.reason = result.evidence[0]
+    result.category = FailureCategory.TEST_REGRESSION if failing else FailureCategory.GAP_NOT_CLOSED
+    result.reason = _reason(result.category, result.evidence)
     result.evidence.append("judged on the gap's own tests first: the whole suite did not run")
     return result
 

@@ -218,7 +218,7 @@ class AgentRunner:
             ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
         reach = (*writable, *self._home_places(it, spec)) if it.sandboxed else ()
-        snapshot = checkout.begin(it.plan.iteration_id, reach)
+        snapshot = checkout.begin(it.plan.iteration_id, reach, sandboxed=it.sandboxed)
         # journalled: if the daemon dies during the run, the next start counts this much spent
         # (and which of its runs: an earlier round's ledger line does not account for this one)
         ledger_runs = budget.runs_of(ctx.paths.history, it.plan.iteration_id)
@@ -488,9 +488,7 @@ def check_checkout(
     and never undone. Unsandboxed, a change to what is protected is put back and is a
     SANDBOX_VIOLATION. Either way, git configuration that gained a program to run is one.
     """
-    found = checkout.check(
-        snapshot, folder or ctx.store.folder(it.plan.iteration_id), person=it.sandboxed
-    )
+    found = checkout.check(snapshot, folder or ctx.store.folder(it.plan.iteration_id))
     checkout.done()
     it.note(stage="checked")
     it.checkout_changes = found.changes

@@ -36,6 +36,7 @@ HEADLINES: dict[IterationOutcome, str] = {
 
 CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.TEST_REGRESSION: "a test that passed before fails after the change",
+    FailureCategory.GAP_NOT_CLOSED: "the gap's tests still fail; nothing that passed before broke",
     FailureCategory.TEST_TIMEOUT: "the tests ran past their time limit",
     FailureCategory.FLAKY_TEST: "a test failed, then passed (or also failed before the change)",
     FailureCategory.COMPILATION_ERROR: "the change does not compile",
