@@ -178,3 +178,23 @@ def test_ctrl_c_during_an_agent_run_aborts_cleanly(tmp_path: Path) -> None:
     assert not pid_alive(agent_pid) and not pid_alive(child)
     status = json.loads((repo / "history" / "status.json").read_text())
     assert status["phase"] == "stopped"
+
+
+def test_a_crashing_agents_record_quotes_its_last_error_lines(tmp_path: Path) -> None:
+    crash = "\x1b[31mTraceback (most recent call last):\x1b[0m\n  File 'agent.py'\n\nRuntimeError: the model is overloaded\n"
+    steps = [{"print": crash}, {"exit": 1}]
+    repo = make_repo(
+        tmp_path / "repo",
+        {**SAMPLE, "ROADMAP.md": "# Next\n- [ ] add a sub function\n"},
+        agent_config(tmp_path, steps, extra='[quality]\ntools = ["ruff"]\n'),
+    )
+    result = seed(repo, "once")
+    assert result.returncode == 1, result.stderr
+    [record] = records(repo)
+    assert (record["outcome"], record["failure_category"]) == ("FAILURE", "AGENT_ERROR")
+    reason = record["reason"]
+    assert reason.startswith("the agent reported failure (exit 1): "), reason
+    assert reason.endswith("RuntimeError: the model is overloaded"), reason
+    assert "Traceback" in reason and "\x1b" not in reason and "[31m" not in reason, reason
+    report = (repo / "history" / record["iteration_id"] / "report.md").read_text()
+    assert "RuntimeError: the model is overloaded" in report
