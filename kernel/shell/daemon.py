@@ -621,6 +621,7 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         report = baseline.report.model_copy(
             update={"gaps": tuple(g for g in baseline.report.gaps if g.key not in held)}
         )
-        return baseline, ctx.host.plan(report, for_planner(history, report), state)
+        plan = ctx.host.plan(report, for_planner(history, report), state)
+        return baseline, it.clamp(plan, baseline) if plan is not None else None
     finally:
         it.discard(worktree)
