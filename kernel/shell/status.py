@@ -198,6 +198,7 @@ def read_status(ctx: Context) -> DaemonStatus:
             if isinstance(v, int)
         },
         gaps_as_of=_moment(as_of),
+        gaps_stale=_stale(ctx, _moment(as_of)),
         queue=reporting.last_queue(live),
         budget_left_today_iterations=max(limits.max_iterations_per_day - spent.iterations, 0),
         max_cost_usd_per_day=limits.max_cost_usd_per_day,
@@ -208,6 +209,15 @@ def read_status(ctx: Context) -> DaemonStatus:
         python=ctx.target.python,
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
     )
+
+
+def _stale(ctx: Context, as_of: datetime | None) -> str:
+    """Why the latest ranking predates the code: a landing after its analysis ('' when none)."""
+    landed = ctx.store.summaries(outcome="SUCCESS", limit=1)
+    ended = _moment(landed[0].ended) if landed else None
+    if as_of is None or ended is None or ended <= as_of:
+        return ""
+    return f"analysed before {landed[0].iteration_id} landed; the next analysis replaces them"
 
 
 def _uncovered(ctx: Context, iteration_id: str) -> tuple[str, ...]:

@@ -150,6 +150,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         out.append(
             f"gaps:        {total} open ({counts or 'none'}) as of {_ago(status.gaps_as_of, now)}"
         )
+        if status.gaps_stale:
+            out.append(f"stale:       {status.gaps_stale}")
         for gap in status.top_gaps:
             note = f"  [{gap.skipped}]" if gap.skipped else ""
             out.append(

@@ -49,6 +49,11 @@ def test_ruff_fix_lands_a_fix_on_the_users_branch(tmp_path: Path) -> None:
     assert "SUCCESS" in (folder / "report.md").read_text()
     assert branches(repo) == []
     assert worktrees(repo) == [str(repo)]
+    # the ranking `status` shows was analysed before the landing: marked stale, never current
+    status = json.loads(seed(repo, "status", "--json").stdout)
+    assert lines[0]["iteration_id"] in status["gaps_stale"], status["gaps_stale"]
+    shown = seed(repo, "status").stdout
+    assert f"stale:       analysed before {lines[0]['iteration_id']} landed" in shown, shown
 
 
 def test_agent_that_breaks_a_test_is_rolled_back_and_nothing_of_the_user_changes(
