@@ -294,6 +294,7 @@ def history_rows(records: Iterable[IterationRecord]) -> tuple[HistoryRow, ...]:
             backend=r.backend,
             durations=r.durations,
             open_gaps=r.open_gaps,
+            ran_agent=r.ran_agent,
         )
         for r in records
     ]

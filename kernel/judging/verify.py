@@ -19,7 +19,6 @@ from domain import (
     CriterionVerdict,
     Diagnostic,
     FailureCategory,
-    Gap,
     GapCategory,
     IterationPlan,
     Measurement,
@@ -244,22 +243,12 @@ class Verification:
     """Changed places no passing test ran (`path:line`), judged on the passed candidate."""
 
 
-def gap_closed(
-    gap: Gap,
-    baseline: Measurements,
-    after: Measurements,
-    touched: Sequence[str],
-    task_kind: TaskKind,
-) -> tuple[bool, str]:
-    """Whether the plan's gap is gone from the changed tree."""
-    passed, evidence, _ = _closed(gap, after, touched, task_kind)
-    return passed, evidence
-
-
 def _closed(
-    gap: Gap, after: Measurements, touched: Sequence[str], task_kind: TaskKind
+    plan: IterationPlan, base: Measurement | None, after: Measurements, touched: Sequence[str]
 ) -> tuple[bool, str, FailureCategory]:
-    """gap_closed's verdict, and the category of a gap left open: what happened, by cause."""
+    """Whether the plan's gap is gone from the changed tree, and the category of a gap left
+    open: what happened, by cause."""
+    gap, task_kind = plan.gap, plan.task_kind
     if gap.category == GapCategory.QUALITY:
         if gap.key == "pytest:run":
             pytest = after.get(Tool.PYTEST)
@@ -308,7 +297,12 @@ def _closed(
                 "no new or changed test passed (skipped or xfailed tests do not count)",
                 FailureCategory.HYGIENE_VIOLATION,
             )
-        return True, f"{len(ran)} new or changed test(s) pass", FailureCategory.TEST_REGRESSION
+        passed = set(ran) & set(pytest.passed if pytest else ())
+        new = passed - set(base.collected if base else ())
+        said = (
+            f"{len(new)} new test(s) pass, and {len(passed - new)} more in the touched test files"
+        )
+        return True, said, FailureCategory.TEST_REGRESSION
     return True, "the change is inside the allowlist", FailureCategory.TEST_REGRESSION
 
 
@@ -431,7 +425,7 @@ def _criterion(
             else selfcheck()
         )
     else:
-        passed, evidence, category = _closed(plan.gap, after, touched, plan.task_kind)
+        passed, evidence, category = _closed(plan, baseline.get(Tool.PYTEST), after, touched)
     verdict = CriterionVerdict(
         check=check, args=criterion.args, text=criterion.text, passed=passed, evidence=evidence
     )

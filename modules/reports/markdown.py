@@ -57,13 +57,6 @@ CATEGORY_HINTS: dict[FailureCategory, str] = {
 }
 
 
-def _agent_ran(record: IterationRecord) -> bool:
-    return record.agent_exit_code is not None or record.failure_category in (
-        FailureCategory.AGENT_ERROR,
-        FailureCategory.AGENT_TIMEOUT,
-    )
-
-
 def _where(d: Diagnostic) -> str:
     if d.node_id:
         return d.node_id
@@ -253,7 +246,7 @@ def _plan(plan: IterationPlan) -> list[str]:
 
 
 def _agent(record: IterationRecord) -> list[str]:
-    if not (_agent_ran(record) or record.agent_summary or record.touched_files):
+    if not (record.ran_agent or record.agent_summary or record.touched_files):
         return []
     lines = ["", "## What the agent did", ""]
     if record.agent_summary:
@@ -270,7 +263,7 @@ def _agent(record: IterationRecord) -> list[str]:
         lines += [f"- {code(f)}" for f in record.touched_files[:100]]
         if len(record.touched_files) > 100:
             lines.append(f"- ... and {len(record.touched_files) - 100} more")
-    elif _agent_ran(record):
+    elif record.ran_agent:
         lines.append("No files changed.")
     if record.repairs:
         lines += ["", "Repaired by the kernel before judging (ruff's own fixers):", ""]
@@ -371,7 +364,7 @@ def _files(record: IterationRecord) -> list[str]:
             f"[candidate {c.number} agent.log](../{record.iteration_id}-c{c.number}/agent.log)"
             for c in record.candidates
         ]
-    elif _agent_ran(record):
+    elif record.ran_agent:
         links.append("[agent.log](agent.log)")
     if record.plan is not None:
         links.append("[plan.json](plan.json)")

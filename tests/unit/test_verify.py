@@ -304,3 +304,29 @@ def test_every_refusal_of_the_verifier_has_the_category_of_its_cause(tmp_path: o
         assert not result.passed, name
         assert result.category == category, (name, result.category, result.reason)
         assert result.category != FailureCategory.UNKNOWN, name
+
+
+def test_a_features_verdict_counts_the_new_tests_apart_from_the_others_of_their_file() -> None:
+    from pathlib import Path
+
+    from domain import Measurements
+    from kernel.judging.verify import check_criterion
+    from tests.unit.factories import inbox_gap, plan
+
+    feature = plan(inbox_gap("t.md", "a feature"), task_kind=TaskKind.FEATURE)
+    old = tuple(f"tests/test_calc.py::test_{n}" for n in range(230))
+    new = ("tests/test_calc.py::test_sub",)
+    base = _pytest().model_copy(update={"collected": old, "passed": old})
+    after = _pytest().model_copy(update={"collected": old + new, "passed": old + new})
+    closed = AcceptanceCriterion(check=CheckName.GAP_CLOSED)
+    verdict = check_criterion(
+        closed,
+        feature,
+        Measurements(items=(base,)),
+        Measurements(items=(after,)),
+        ["calc.py", "tests/test_calc.py"],
+        Path("."),
+        None,
+    )
+    assert verdict.passed
+    assert verdict.evidence == "1 new test(s) pass, and 230 more in the touched test files"
