@@ -278,32 +278,35 @@ def _closed(
         # the guard has refused any code change (kernel/judging/taskkind.py): nothing a test could check
         return True, "a documentation change that changes no code", FailureCategory.TEST_REGRESSION
     if task_kind == TaskKind.FEATURE:
-        pytest = after.get(Tool.PYTEST)
-        test_files = {t for t in touched if is_test_path(t)}
-        ran = [n for n in (pytest.collected if pytest else ()) if n.split("::")[0] in test_files]
-        failing = failed_ids(pytest)
-        if not ran:
-            return (
-                False,
-                "a feature needs at least one new or changed test, and none ran",
-                FailureCategory.HYGIENE_VIOLATION,
-            )
-        if any(n in failing for n in ran):
-            # a test in a touched file that fails is broken by the change, touched or not
-            return False, "a new or changed test fails", FailureCategory.TEST_REGRESSION
-        if pytest is not None and not set(ran) & set(pytest.passed):
-            return (
-                False,
-                "no new or changed test passed (skipped or xfailed tests do not count)",
-                FailureCategory.HYGIENE_VIOLATION,
-            )
-        passed = set(ran) & set(pytest.passed if pytest else ())
-        new = passed - set(base.collected if base else ())
-        said = (
-            f"{len(new)} new test(s) pass, and {len(passed - new)} more in the touched test files"
-        )
-        return True, said, FailureCategory.TEST_REGRESSION
+        return _feature(after.get(Tool.PYTEST), base, touched)
     return True, "the change is inside the allowlist", FailureCategory.TEST_REGRESSION
+
+
+def _feature(
+    pytest: Measurement | None, base: Measurement | None, touched: Sequence[str]
+) -> tuple[bool, str, FailureCategory]:
+    """A feature's verdict: a test of the touched test files ran, none fails, one passed."""
+    test_files = {t for t in touched if is_test_path(t)}
+    ran = [n for n in (pytest.collected if pytest else ()) if n.split("::")[0] in test_files]
+    if not ran:
+        return (
+            False,
+            "a feature needs at least one new or changed test, and none ran",
+            FailureCategory.HYGIENE_VIOLATION,
+        )
+    if failed_ids(pytest) & set(ran):
+        # a test in a touched file that fails is broken by the change, touched or not
+        return False, "a new or changed test fails", FailureCategory.TEST_REGRESSION
+    passed = set(ran) & set(pytest.passed if pytest else ())
+    if not passed:
+        return (
+            False,
+            "no new or changed test passed (skipped or xfailed tests do not count)",
+            FailureCategory.HYGIENE_VIOLATION,
+        )
+    new = passed - set(base.collected if base else ())
+    said = f"{len(new)} new test(s) pass, and {len(passed - new)} more in the touched test files"
+    return True, said, FailureCategory.TEST_REGRESSION
 
 
 def _python_files(args: Sequence[str], touched: Sequence[str]) -> list[str]:
@@ -414,6 +417,8 @@ def _criterion(
         passed, evidence = _tool_check(_TOOL_OF_CHECK[check], files, baseline, after)
     elif check == CheckName.PYTEST:
         passed, evidence = _pytest_check(criterion.args, after.get(Tool.PYTEST))
+        if failed_ids(baseline.get(Tool.PYTEST)) & set(criterion.args):
+            category = _open(category)  # its tests failed at the base too: no regression
     elif check == CheckName.PYTEST_ALL:
         passed, evidence = _suite_check(baseline.get(Tool.PYTEST), after.get(Tool.PYTEST), excused)
     elif check == CheckName.PY_COMPILE:
@@ -611,7 +616,6 @@ def verify(
     baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
-    failed_at_base = failed_ids(baseline.get(Tool.PYTEST))
     _ratchet(judged, baseline, after, rerun, base_run.gap if base_run is not None else ())
     if base_run is not None:
         _base_tests(judged, baseline.get(Tool.PYTEST), base_run)
@@ -632,8 +636,6 @@ def verify(
         result.verdicts.append(verdict)
         if not verdict.passed and judged.flaky & _tests_of(criterion, plan):
             category = FailureCategory.FLAKY_TEST  # they passed when the same suite ran again
-        elif criterion.check == CheckName.PYTEST and failed_at_base & set(criterion.args):
-            category = _open(category)  # its tests failed at the base too: no regression
         if not verdict.passed:
             result.evidence.append(
                 f"criterion failed: {criterion.text or criterion.check.value}: {verdict.evidence}"

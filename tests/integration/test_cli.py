@@ -97,6 +97,7 @@ def test_plan_shows_what_the_iteration_runs_the_kernels_kind_and_checks(tmp_path
     assert result.returncode == 0, result.stderr
     shown = result.stdout
     assert "roadmap" in shown and "kind:  docs" in shown, shown
+    assert "(docs: no code may change but docstrings and comments)" in shown, shown
     assert "check: pyright" not in shown and "check: ruff_format" not in shown, shown
     plan = IterationPlan.model_validate_json(seed(repo, "plan", "--json").stdout)
     assert plan.task_kind.value == "docs"
