@@ -6,12 +6,12 @@ environment, whatever session it moved to: a local Ray instance's GCS, raylet an
 too; never the group this process is in); a torn last line of records.jsonl is cut
 (and said so); the user's checkout is checked against the snapshot taken before the
 agent ran, by the live check's rule (with the sandbox on, what no writable place of the run
-reached is the person's), except that nothing is put back: since the daemon died, the person
-may have edited what the run changed; with the sandbox off a changed protected file cannot be
-told from the person's, so it is kept, its bytes saved, and the daemon halts saying so; the unfinished iteration gets the record of what really happened (SUCCESS if
-its commit is on the user's branch, ABORTED otherwise); stale worktrees and branches go,
-and what killed Ray workers left in this machine's worker cache; claimed inbox items go
-back to the queue.
+reached is the person's), except that nothing is put back: since the daemon died the person
+may have edited what the run changed. With the sandbox off a changed protected file cannot
+be told from the person's: it is kept, its bytes saved, and the daemon halts saying so. The
+unfinished iteration gets the record of what really happened (SUCCESS if its commit is on
+the user's branch, ABORTED otherwise); stale worktrees and branches go, and what killed Ray
+workers left in this machine's worker cache; claimed inbox items go back to the queue.
 """
 
 from __future__ import annotations
