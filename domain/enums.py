@@ -94,6 +94,10 @@ class FailureCategory(StrEnum):
     """Why an iteration did not land."""
 
     TEST_REGRESSION = "TEST_REGRESSION"
+    """A test that passed at the base fails after the change (or a new or changed test fails)."""
+    GAP_NOT_CLOSED = "GAP_NOT_CLOSED"
+    """The gap's own tests still fail and nothing that passed at the base fails (ROLLBACK;
+    never halts by itself)."""
     TEST_TIMEOUT = "TEST_TIMEOUT"
     FLAKY_TEST = "FLAKY_TEST"
     COMPILATION_ERROR = "COMPILATION_ERROR"

@@ -46,6 +46,8 @@ class HistoryRow(Fact):
     """Open gaps by source at the iteration's baseline (empty when not known)."""
     candidates: tuple[IterationOutcome, ...] = ()
     """Each candidate's outcome when several tried the gap (empty: one run)."""
+    ran_agent: bool = False
+    """An agent ran in it (IterationRecord.ran_agent): what success rates count."""
 
 
 class HistoryTotals(Fact):
@@ -53,13 +55,17 @@ class HistoryTotals(Fact):
 
     iterations: int = 0
     by_outcome: dict[str, int] = Field(default_factory=dict[str, int])
+    agent_runs: int = 0
+    """Iterations that ran an agent (IterationRecord.ran_agent)."""
+    agent_landed: int = 0
+    """Of those, the ones that landed (SUCCESS): the success rate is agent_landed / agent_runs."""
     cost_usd: float = 0.0
     tokens_used: int = 0
     day: str = ""
     """The UTC day (YYYY-MM-DD) "today" refers to."""
     cost_today_usd: float = 0.0
     iterations_today: int = 0
-    """Iterations that ran an agent today (WAITING excluded)."""
+    """Iterations recorded today that count against max_iterations_per_day (WAITING aside)."""
     max_cost_usd_per_day: float = 0.0
     max_iterations_per_day: int = 0
 

@@ -204,6 +204,15 @@ class IterationRecord(Fact):
     """The portfolio entry the kernel sent on a single run (its key; '' without a portfolio
     of two or more, or when a tournament's candidates say theirs)."""
 
+    @property
+    def ran_agent(self) -> bool:
+        """Whether an agent ran in this iteration (its process ended, it was timed, or candidates
+        ran): the one definition every count of agent runs uses (a landing of kept work, a
+        plan that waited, a run the daemon was killed in are none)."""
+        return (
+            self.agent_exit_code is not None or "execute" in self.durations or bool(self.candidates)
+        )
+
 
 class Event(Fact):
     """Something that is not an iteration: a halt, a resume, a module fallback, a repair."""

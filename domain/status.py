@@ -78,6 +78,8 @@ class DaemonStatus(Fact):
     """Last lines of the running agent's log."""
     gaps_as_of: datetime | None = None
     """When the latest analysis behind top_gaps and open_gaps ran."""
+    gaps_stale: str = ""
+    """Why those gaps predate the code: a landing after that analysis ('' when none)."""
     open_gaps: dict[str, int] = Field(default_factory=dict[str, int])
     """Open gaps by source at the latest analysis."""
     queue: tuple[QueuedTask, ...] = ()

@@ -19,6 +19,8 @@ class HistoryLine(Fact):
     gap_source: str = ""
     gap_title: str = ""
     gap_key: str = ""
+    ran_agent: bool = False
+    """An agent ran in it (IterationRecord.ran_agent)."""
 
 
 class HistoryListing(Fact):

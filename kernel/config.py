@@ -335,7 +335,8 @@ class BudgetConfig(_Section):
     """Spend per UTC day across all iterations (0: no limit). An agent starts only if what was
     spent today plus what its run may cost (max_cost_usd_per_iteration) fits in it."""
     max_iterations_per_day: int = Field(default=100, ge=0, le=1_000_000)
-    """Agent runs started per UTC day (0: no limit)."""
+    """Iterations recorded per UTC day, WAITING aside (an agent ran in them or not: a crash
+    counts too); 0: no limit."""
     max_cost_usd_per_iteration: float = Field(default=2.0, ge=0, le=MAX_USD)
     """Spend allowed for one iteration (0: no limit); it must still fit in what is left of the
     day's budget before an agent starts."""

@@ -53,6 +53,7 @@ CATEGORY_OUTCOME: dict[FailureCategory, IterationOutcome] = {
     FailureCategory.PUBLIC_NAME_REMOVED: IterationOutcome.ROLLBACK,
     FailureCategory.FITNESS_REGRESSION: IterationOutcome.ROLLBACK,
     FailureCategory.RUN_LIMIT: IterationOutcome.FAILURE,
+    FailureCategory.GAP_NOT_CLOSED: IterationOutcome.ROLLBACK,
 }
 """The outcome each failure category comes with."""
 
@@ -294,6 +295,7 @@ def history_rows(records: Iterable[IterationRecord]) -> tuple[HistoryRow, ...]:
             backend=r.backend,
             durations=r.durations,
             open_gaps=r.open_gaps,
+            ran_agent=r.ran_agent,
         )
         for r in records
     ]

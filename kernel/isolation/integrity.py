@@ -2,14 +2,20 @@
 
 Before the agent starts, the kernel takes a snapshot of the checkout: HEAD, every ref,
 .git/config and the hooks, the bytes of every protected file, and the status of tracked
-and untracked files. After the run (or, after a crash, at the next start) it compares:
+and untracked files. After the run (or, after a crash, at the next start) it compares, by
+one rule for both: with the sandbox on, a change no writable place of the run reached is a
+person's (listed, left as it is, never a violation); the rest is the run's (with the sandbox
+off, everything is reachable):
 
-- a change to a protected file, .git/config or a hook is SANDBOX_VIOLATION: the changed
-  bytes are saved under history/<iteration>/integrity/, and the file is put back to the
-  exact bytes (and mode) it had, or removed if it did not exist;
-- a change to HEAD or a ref is SANDBOX_VIOLATION too; it is saved and reported but not
-  undone (moving a ref back could hide a commit a person made);
-- any other change in the checkout is listed (the person may be working there), never undone.
+- the run's change to a protected file, .git/config or a hook is SANDBOX_VIOLATION: the
+  changed bytes are saved under history/<iteration>/integrity/, and the file is put back to
+  the exact bytes (and mode) it had, or removed if it did not exist;
+- the run's change to HEAD or a ref is SANDBOX_VIOLATION too; it is saved and reported but
+  not undone (moving a ref back could hide a commit a person made);
+- any other change in the checkout is listed (the person may be working there), never undone;
+- after a crash nothing is put back: since the daemon died a person may have edited the same
+  file, and no byte tells the two apart. The change is kept, its bytes and the earlier ones
+  saved; with the sandbox off it is `undecided` (the caller halts and says why).
 
 The snapshot and the bytes of what it protects are kept under <git-common-dir>/seed/integrity/
 so that a daemon killed during the run can still restore them. Files are identified by
@@ -79,6 +85,9 @@ class Snapshot:
     writable: tuple[str, ...] = ()
     """Absolute paths the run's sandbox profile had writable (the kernel's record of its binds,
     made before the run): a change under one of them is the run's, never a person's."""
+    sandboxed: bool = False
+    """Whether the run was sandboxed (the kernel's record): then a change no writable place
+    reached is a person's, in the live check and in recovery alike."""
 
     def to_json(self) -> str:
         """Serialised for the crash-recovery copy."""
@@ -93,6 +102,7 @@ class Snapshot:
                 "files": self.files,
                 "taken_ns": self.taken_ns,
                 "writable": list(self.writable),
+                "sandboxed": self.sandboxed,
             }
         )
 
@@ -120,6 +130,7 @@ class Snapshot:
             },
             taken_ns=int(data.get("taken_ns", 0)),
             writable=tuple(str(p) for p in cast(list[Any], data.get("writable", []))),
+            sandboxed=data.get("sandboxed") is True,
         )
 
 
@@ -284,6 +295,9 @@ class Report:
     """SANDBOX_VIOLATION evidence: protected files, HEAD, refs, config, hooks."""
     changes: list[str] = field(default_factory=list[str])
     """Other changes in the checkout (listed, never undone)."""
+    undecided: list[str] = field(default_factory=list[str])
+    """After a crash of an unsandboxed run: changes to what is protected that may be the run's
+    or a person's since (kept as they are, their bytes saved; the caller halts)."""
     problems: list[str] = field(default_factory=list[str])
     """Things the kernel could not put back (said, never hidden)."""
 
@@ -364,11 +378,14 @@ class Checkout:
             taken_ns=taken_ns,
         )
 
-    def begin(self, iteration_id: str, writable: Sequence[Path] = ()) -> Snapshot:
+    def begin(
+        self, iteration_id: str, writable: Sequence[Path] = (), *, sandboxed: bool = False
+    ) -> Snapshot:
         """Take the snapshot before an agent run and persist it (with the bytes it protects),
-        with the places the run's sandbox will have writable."""
+        with whether the run is sandboxed and the places its sandbox will have writable."""
         snapshot = self.take(iteration_id)
         snapshot.writable = tuple(os.path.realpath(p) for p in writable)
+        snapshot.sandboxed = sandboxed
         body = snapshot.to_json()
         sealed = json.dumps({"body": body, "seal": seal.seal(self.state, body.encode())})
         atomic_write_text(self.snapshot_path, sealed)
@@ -402,27 +419,31 @@ class Checkout:
 
     # -- after ------------------------------------------------------------------
 
-    def check(self, before: Snapshot, evidence_dir: Path, *, person: bool = False) -> Report:
+    def check(self, before: Snapshot, evidence_dir: Path, *, after_crash: bool = False) -> Report:
         """Compare the checkout with the snapshot; restore what is protected; list the rest.
 
-        With person (the run was sandboxed), a change under a place the run's profile had
-        writable (the snapshot's record of its binds) is the run's: a violation, put back;
-        any other change is a person's: listed, never restored, never a violation.
+        A sandboxed run's (the snapshot says), a change under a place its profile had writable
+        (the snapshot's record of its binds) is the run's: a violation, put back; any other
+        change is a person's: listed, never restored, never a violation. After a crash
+        (`after_crash`) nothing is put back (see the module's docstring).
         """
         report = Report()
+        person = before.sandboxed
         after = self.take(before.iteration_id, keep=False)
-        evidence = _Evidence(evidence_dir, report)
-        reached = _Reach(before.writable if person else ("/",))
+        evidence = _Evidence(evidence_dir, report, self.blobs)
+        reached = _Reach(before.writable if person else ("/",), after_crash)
         self._head_and_refs(before, after, evidence_dir, reached, report)
         paths = _git_paths(self.root, self.common, self.git_dir)
         for label, old, new in _changed(before.git_files, after.git_files):
             path = paths.get(label) or self._label_path(label)
             ours = reached(path)
-            tail = self._put_back(evidence, label, path, (old, new), ours)
+            tail = self._put_back(evidence, label, path, (old, new), ours, reached.after_crash)
             reached.say(report, path, f"{label} was {_verb(old, new)}; {tail}")
         for rel, old, new in _changed(before.protected, after.protected):
             ours = reached(self.root / rel)
-            tail = self._put_back(evidence, rel, self.root / rel, (old, new), ours)
+            tail = self._put_back(
+                evidence, rel, self.root / rel, (old, new), ours, reached.after_crash
+            )
             reached.say(
                 report,
                 self.root / rel,
@@ -449,11 +470,12 @@ class Checkout:
             path = self.git_dir / "HEAD" if name == "HEAD" else self.common / name
             if not (reached.person and (reached(path) or reached(self.common / "packed-refs"))):
                 reached.say(report, path, line)
-                continue
-            report.violations.append(
-                line.replace("(not undone", "(put back") + self._reset(name, old)
-            )
-        return
+            elif reached.after_crash:
+                report.violations.append(line)
+            else:
+                report.violations.append(
+                    line.replace("(not undone", "(put back") + self._reset(name, old)
+                )
 
     def _reset(self, name: str, old: str) -> str:
         """Put HEAD or a ref back to the snapshot's value; '' or why it could not be."""
@@ -473,10 +495,20 @@ class Checkout:
         path: Path,
         change: tuple[FileState, FileState],
         restore: bool,
+        after_crash: bool = False,
     ) -> str:
-        """Save a changed file's bytes as evidence and restore it; what was done, in words."""
+        """Save a changed file's bytes as evidence and restore it; what was done, in words.
+        After a crash it stays as it is, and its earlier bytes are saved beside."""
         old, new = change
         kept = evidence.save(label, path, old, new)
+        if restore and after_crash:
+            earlier = evidence.earlier(label, old)
+            saved = [f"saved as {kept}"] if kept else []
+            saved += [f"its earlier bytes as {earlier}"] if earlier else []
+            return (
+                "left as it is: after a crash, a later edit of yours cannot be told from the run's"
+                + (f" ({'; '.join(saved)})" if saved else "")
+            )
         done = self._restore(path, old, evidence.report) if restore else "left as it is"
         return done + (f" (saved as {kept})" if kept else "")
 
@@ -544,17 +576,27 @@ class _Evidence:
 
     folder: Path
     report: Report
+    blobs: Path
+    """The snapshot's kept bytes (the earlier bytes of a file not put back are copied out)."""
     saved: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
+
+    def earlier(self, label: str, old: FileState) -> str:
+        """Keep a file's snapshot bytes under integrity/earlier/; where they went, or ""."""
+        blob = self.blobs / old.sha
+        with contextlib.suppress(OSError):
+            data = blob.read_bytes() if old.kind != "missing" and blob.is_file() else b""
+            if data and hashlib.sha256(data).hexdigest() == old.sha:
+                target = _free(self.folder / "integrity" / "earlier", _name(label, old))
+                target.write_bytes(data + (b"\n" if old.kind == "symlink" else b""))
+                return target.relative_to(self.folder).as_posix()
+        return ""
 
     def save(self, label: str, path: Path, old: FileState, state: FileState) -> str:
         """Keep a changed file's bytes; where they went (relative to the folder), or ""."""
         if state.kind == "missing":
             self.saved.append({"what": label, "saved": "", "before": old.sha, "after": ""})
             return ""
-        # never a folder named .git inside history/: git would take it for a repository
-        name = "git-dir/" + label[5:] if label.startswith(".git/") else label.lstrip("/")
-        if state.kind == "symlink":
-            name += ".symlink"
+        name = _name(label, state)
         try:
             data = (
                 os.readlink(path).encode("utf-8", errors="surrogateescape") + b"\n"
@@ -573,7 +615,7 @@ class _Evidence:
     def write(self) -> None:
         """integrity.json, when anything was saved or violated."""
         report = self.report
-        if not (self.saved or report.violations):
+        if not (self.saved or report.violations or report.undecided):
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(
@@ -582,6 +624,7 @@ class _Evidence:
                 {
                     "violations": report.violations,
                     "changes": report.changes,
+                    "undecided": report.undecided,
                     "problems": report.problems,
                     "saved": self.saved,
                 },
@@ -589,6 +632,13 @@ class _Evidence:
             )
             + "\n",
         )
+
+
+def _name(label: str, state: FileState) -> str:
+    """Where a file's bytes are saved: never a folder named .git inside history/ (git would
+    take it for a repository); a symlink's target as a file of its own name."""
+    name = "git-dir/" + label[5:] if label.startswith(".git/") else label.lstrip("/")
+    return name + (".symlink" if state.kind == "symlink" else "")
 
 
 def _head_and_refs(
@@ -652,6 +702,8 @@ class _Reach:
     """The places a run's sandbox had writable: what changed under one is the run's doing."""
 
     writable: tuple[str, ...]
+    after_crash: bool = False
+    """Recovery: with the sandbox off, a change to what is protected is undecided."""
 
     @property
     def person(self) -> bool:
@@ -664,8 +716,11 @@ class _Reach:
         return any(real == w or real.startswith(w.rstrip("/") + "/") for w in self.writable)
 
     def say(self, report: Report, path: Path, line: str) -> None:
-        """A violation when the run could reach path, else a person's change."""
-        if self(path):
+        """A violation when the run could reach path, else a person's change (undecided after
+        the crash of an unsandboxed run)."""
+        if self(path) and not self.person and self.after_crash:
+            report.undecided.append(line)
+        elif self(path):
             report.violations.append(line)
         else:
             report.changes.append(

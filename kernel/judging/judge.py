@@ -275,9 +275,11 @@ class Judge:
             # the gap's own tests and the tests that ran a changed file first: a candidate
             # that breaks one is refused in seconds, not after the whole suite
             first = run_pytest(place(), ctx.target, work, timeout, argv)
-            early = gap_tests_first(it.plan, first)
-            if early is None:
-                early = self._confirmed(first, baseline, place)
+            # a confirmed regression first; the gap's tests still failing end it here only when
+            # the tests that ran a changed file ran too (else the whole suite says what broke)
+            early = self._confirmed(first, baseline, place)
+            if early is None and selection is not None:
+                early = gap_tests_first(it.plan, first, baseline.measurements.get(Tool.PYTEST))
             if early is not None:
                 return early
         after, _ = measure_cached(

@@ -19,7 +19,6 @@ from domain import (
     CriterionVerdict,
     Diagnostic,
     FailureCategory,
-    Gap,
     GapCategory,
     IterationPlan,
     Measurement,
@@ -177,9 +176,22 @@ _PRIORITY = (
     FailureCategory.TYPE_ERROR,
     FailureCategory.LINT_ERROR,
     FailureCategory.HYGIENE_VIOLATION,
+    FailureCategory.GAP_NOT_CLOSED,
     FailureCategory.AGENT_ERROR,
     FailureCategory.UNKNOWN,
 )
+
+
+def _open(category: FailureCategory) -> FailureCategory:
+    """A gap's own failing test that still fails is no regression: the gap is not closed."""
+    regression = category == FailureCategory.TEST_REGRESSION
+    return FailureCategory.GAP_NOT_CLOSED if regression else category
+
+
+def _reason(category: FailureCategory, evidence: Sequence[str]) -> str:
+    """The refusal in one line: the first evidence, said as a gap left open where it is one."""
+    prefix = "the gap's tests still fail: " if category == FailureCategory.GAP_NOT_CLOSED else ""
+    return prefix + (evidence[0] if evidence else category.value)
 
 
 def _not_running_category(m: Measurement) -> FailureCategory:
@@ -231,22 +243,12 @@ class Verification:
     """Changed places no passing test ran (`path:line`), judged on the passed candidate."""
 
 
-def gap_closed(
-    gap: Gap,
-    baseline: Measurements,
-    after: Measurements,
-    touched: Sequence[str],
-    task_kind: TaskKind,
-) -> tuple[bool, str]:
-    """Whether the plan's gap is gone from the changed tree."""
-    passed, evidence, _ = _closed(gap, after, touched, task_kind)
-    return passed, evidence
-
-
 def _closed(
-    gap: Gap, after: Measurements, touched: Sequence[str], task_kind: TaskKind
+    plan: IterationPlan, base: Measurement | None, after: Measurements, touched: Sequence[str]
 ) -> tuple[bool, str, FailureCategory]:
-    """gap_closed's verdict, and the category of a gap left open: what happened, by cause."""
+    """Whether the plan's gap is gone from the changed tree, and the category of a gap left
+    open: what happened, by cause."""
+    gap, task_kind = plan.gap, plan.task_kind
     if gap.category == GapCategory.QUALITY:
         if gap.key == "pytest:run":
             pytest = after.get(Tool.PYTEST)
@@ -258,7 +260,8 @@ def _closed(
         still = [d for d in gap.evidence if remaining[identity(d)] > 0]
         if still:
             more = f" (+{len(still) - 1} more)" if len(still) > 1 else ""
-            return False, f"still present: {describe(still[0])}{more}", _category(still[0])
+            category = _open(_category(still[0]))
+            return False, f"still present: {describe(still[0])}{more}", category
         for d in gap.evidence:
             if d.node_id and d.rule in ("failed", "error"):
                 pytest = after.get(Tool.PYTEST)
@@ -266,7 +269,7 @@ def _closed(
                     return (
                         False,
                         f"{d.node_id} did not run in the changed tree",
-                        FailureCategory.TEST_REGRESSION,
+                        FailureCategory.GAP_NOT_CLOSED,
                     )
         return True, "every finding of the gap is gone", FailureCategory.TEST_REGRESSION
     if not touched:
@@ -275,27 +278,35 @@ def _closed(
         # the guard has refused any code change (kernel/judging/taskkind.py): nothing a test could check
         return True, "a documentation change that changes no code", FailureCategory.TEST_REGRESSION
     if task_kind == TaskKind.FEATURE:
-        pytest = after.get(Tool.PYTEST)
-        test_files = {t for t in touched if is_test_path(t)}
-        ran = [n for n in (pytest.collected if pytest else ()) if n.split("::")[0] in test_files]
-        failing = failed_ids(pytest)
-        if not ran:
-            return (
-                False,
-                "a feature needs at least one new or changed test, and none ran",
-                FailureCategory.HYGIENE_VIOLATION,
-            )
-        if any(n in failing for n in ran):
-            # a test in a touched file that fails is broken by the change, touched or not
-            return False, "a new or changed test fails", FailureCategory.TEST_REGRESSION
-        if pytest is not None and not set(ran) & set(pytest.passed):
-            return (
-                False,
-                "no new or changed test passed (skipped or xfailed tests do not count)",
-                FailureCategory.HYGIENE_VIOLATION,
-            )
-        return True, f"{len(ran)} new or changed test(s) pass", FailureCategory.TEST_REGRESSION
+        return _feature(after.get(Tool.PYTEST), base, touched)
     return True, "the change is inside the allowlist", FailureCategory.TEST_REGRESSION
+
+
+def _feature(
+    pytest: Measurement | None, base: Measurement | None, touched: Sequence[str]
+) -> tuple[bool, str, FailureCategory]:
+    """A feature's verdict: a test of the touched test files ran, none fails, one passed."""
+    test_files = {t for t in touched if is_test_path(t)}
+    ran = [n for n in (pytest.collected if pytest else ()) if n.split("::")[0] in test_files]
+    if not ran:
+        return (
+            False,
+            "a feature needs at least one new or changed test, and none ran",
+            FailureCategory.HYGIENE_VIOLATION,
+        )
+    if failed_ids(pytest) & set(ran):
+        # a test in a touched file that fails is broken by the change, touched or not
+        return False, "a new or changed test fails", FailureCategory.TEST_REGRESSION
+    passed = set(ran) & set(pytest.passed if pytest else ())
+    if not passed:
+        return (
+            False,
+            "no new or changed test passed (skipped or xfailed tests do not count)",
+            FailureCategory.HYGIENE_VIOLATION,
+        )
+    new = passed - set(base.collected if base else ())
+    said = f"{len(new)} new test(s) pass, and {len(passed - new)} more in the touched test files"
+    return True, said, FailureCategory.TEST_REGRESSION
 
 
 def _python_files(args: Sequence[str], touched: Sequence[str]) -> list[str]:
@@ -406,6 +417,8 @@ def _criterion(
         passed, evidence = _tool_check(_TOOL_OF_CHECK[check], files, baseline, after)
     elif check == CheckName.PYTEST:
         passed, evidence = _pytest_check(criterion.args, after.get(Tool.PYTEST))
+        if failed_ids(baseline.get(Tool.PYTEST)) & set(criterion.args):
+            category = _open(category)  # its tests failed at the base too: no regression
     elif check == CheckName.PYTEST_ALL:
         passed, evidence = _suite_check(baseline.get(Tool.PYTEST), after.get(Tool.PYTEST), excused)
     elif check == CheckName.PY_COMPILE:
@@ -417,7 +430,7 @@ def _criterion(
             else selfcheck()
         )
     else:
-        passed, evidence, category = _closed(plan.gap, after, touched, plan.task_kind)
+        passed, evidence, category = _closed(plan, baseline.get(Tool.PYTEST), after, touched)
     verdict = CriterionVerdict(
         check=check, args=criterion.args, text=criterion.text, passed=passed, evidence=evidence
     )
@@ -571,7 +584,7 @@ def _base_tests(judged: _Judged, before: Measurement | None, run: BaseRun) -> No
     passed = set(m.passed)
     for node in run.gap:
         if node not in passed and node not in judged.excused:
-            judged.categories.append(FailureCategory.TEST_REGRESSION)
+            judged.categories.append(FailureCategory.GAP_NOT_CLOSED)
             result.evidence.append(
                 f"{node}: the gap's test {_how(node, m)} against the base's own test files"
             )
@@ -637,7 +650,7 @@ def verify(
     if judged.categories:
         result.passed = False
         result.category = next(c for c in _PRIORITY if c in judged.categories)
-        result.reason = result.evidence[0] if result.evidence else result.category.value
+        result.reason = _reason(result.category, result.evidence)
     elif judged.changed:
         result.changed_tests = list(judged.changed)
         result.reason = (
@@ -667,10 +680,13 @@ def _per_node(after: Measurements, base: Measurement, nodes: Sequence[str]) -> M
     return Measurements(items=(*(m for m in after.items if m.tool != Tool.PYTEST), base))
 
 
-def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | None:
+def gap_tests_first(
+    plan: IterationPlan, first: Measurement, base: Measurement | None
+) -> Verification | None:
     """A refusal from the gap's own tests alone, run before anything else (None: they pass,
     or could not tell, and the full verification decides). A candidate whose gap tests still
-    fail is refused in the time those tests take, not the whole suite's."""
+    fail is refused in the time those tests take, not the whole suite's: GAP_NOT_CLOSED, or
+    TEST_REGRESSION where one fails that did not fail at the base (only those are new problems)."""
     criteria = [c for c in plan.criteria if c.check == CheckName.PYTEST and c.args]
     if not criteria or not first.ran:
         return None
@@ -688,11 +704,11 @@ def gap_tests_first(plan: IterationPlan, first: Measurement) -> Verification | N
         )
     if not result.verdicts:
         return None
-    failing = failed_ids(first)
+    failing = {n for c in criteria for n in c.args} & failed_ids(first) - failed_ids(base)
     result.failures = [d for d in first.diagnostics if d.node_id in failing]
     result.passed = False
-    result.category = FailureCategory.TEST_REGRESSION
-    result.reason = result.evidence[0]
+    result.category = FailureCategory.TEST_REGRESSION if failing else FailureCategory.GAP_NOT_CLOSED
+    result.reason = _reason(result.category, result.evidence)
     result.evidence.append("judged on the gap's own tests first: the whole suite did not run")
     return result
 

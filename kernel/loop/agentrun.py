@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from domain import (
     RunResult,
     RunSpec,
 )
+from kernel.bounds import printable
 from kernel.contracts import protected_patterns
 from kernel.errors import HostError, Interrupted
 from kernel.fsutil import atomic_write_text, remove_any
@@ -221,7 +223,7 @@ class AgentRunner:
             ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
         reach = (*writable, *self._home_places(it, spec)) if it.sandboxed else ()
-        snapshot = checkout.begin(it.plan.iteration_id, reach)
+        snapshot = checkout.begin(it.plan.iteration_id, reach, sandboxed=it.sandboxed)
         # journalled: if the daemon dies during the run, the next start counts this much spent
         # (and which of its runs: an earlier round's ledger line does not account for this one)
         ledger_runs = budget.runs_of(ctx.paths.history, it.plan.iteration_id)
@@ -435,10 +437,11 @@ class AgentRunner:
             )
         if not agent.success:
             category = agent.failure_category or FailureCategory.AGENT_ERROR
+            said = printable(agent.summary.strip(), 300) or last_lines(completed.tail)
             return Ending(
                 IterationOutcome.FAILURE,
                 category,
-                f"the agent reported failure (exit {completed.exit_code}): {agent.summary[:300]}",
+                f"the agent reported failure (exit {completed.exit_code}): {said or '(no output)'}",
                 evidence=agent.refusals,
             )
         return None
@@ -502,14 +505,26 @@ def check_checkout(
     and never undone. Unsandboxed, a change to what is protected is put back and is a
     SANDBOX_VIOLATION. Either way, git configuration that gained a program to run is one.
     """
-    found = checkout.check(
-        snapshot, folder or ctx.store.folder(it.plan.iteration_id), person=it.sandboxed
-    )
+    found = checkout.check(snapshot, folder or ctx.store.folder(it.plan.iteration_id))
     checkout.done()
     it.note(stage="checked")
     it.checkout_changes = found.changes
     it.integrity_evidence = [*found.violations, *found.problems]
     it.integrity_evidence += it.watched(ctx.paths.root, ctx.target.python)
+
+
+_ESCAPES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+"""Terminal escape sequences (colours, titles) in an agent's output: dropped before quoting."""
+LAST_LINES = 5
+LAST_CHARS = 600
+"""The most of an agent's last output lines a failure's reason quotes."""
+
+
+def last_lines(output: bytes) -> str:
+    """The last non-blank lines of a run's output, made safe to show on one line (bounded)."""
+    text = _ESCAPES.sub(b"", output).decode("utf-8", errors="replace")
+    lines = [line.strip() for line in text.splitlines() if line.strip()][-LAST_LINES:]
+    return printable(" | ".join(lines), LAST_CHARS)
 
 
 def plus(before: AgentReport | None, run: AgentReport) -> AgentReport:

@@ -319,12 +319,19 @@ class Loop:
             )
         if plan.gap.key not in {g.key for g in ranked.report.gaps}:
             raise HostError(f"planner planned gap {plan.gap.key!r}, which is not in the report")
+        return self.clamp(
+            passed_over(plan, ranked.baseline.report, ranked.passed_over), ranked.baseline
+        )
+
+    def clamp(self, plan: IterationPlan, baseline: Baseline) -> IterationPlan:
+        """The plan as the iteration runs it (`plan` shows this one): its kind the kernel's,
+        its checks those of the tools that take part, its budget and paths the config's."""
         return clamp_plan(
-            passed_over(plan, ranked.baseline.report, ranked.passed_over),
+            plan,
             self.ctx.config,
             protected_patterns(self.ctx.config.guard.protected),
             self.ctx.paths.selfhost,
-            ranked.baseline.gate.adoption.tools,
+            baseline.gate.adoption.tools,
         )
 
     def _route(self, it: Iteration, hstate: halt.HaltState, execute: bool) -> tuple[str, str]:

@@ -5,10 +5,13 @@ running.json, and every process that still carries the dead daemon's token in it
 environment, whatever session it moved to: a local Ray instance's GCS, raylet and workers
 too; never the group this process is in); a torn last line of records.jsonl is cut
 (and said so); the user's checkout is checked against the snapshot taken before the
-agent ran; the unfinished iteration gets the record of what really happened (SUCCESS if
-its commit is on the user's branch, ABORTED otherwise); stale worktrees and branches go,
-and what killed Ray workers left in this machine's worker cache; claimed inbox items go
-back to the queue.
+agent ran, by the live check's rule (with the sandbox on, what no writable place of the run
+reached is the person's), except that nothing is put back: since the daemon died the person
+may have edited what the run changed. With the sandbox off a changed protected file cannot
+be told from the person's: it is kept, its bytes saved, and the daemon halts saying so. The
+unfinished iteration gets the record of what really happened (SUCCESS if its commit is on
+the user's branch, ABORTED otherwise); stale worktrees and branches go, and what killed Ray
+workers left in this machine's worker cache; claimed inbox items go back to the queue.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from kernel.contracts import protected_patterns
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation import agentgit, gitops, procs, readback, worker
-from kernel.isolation.integrity import Checkout
+from kernel.isolation.integrity import Checkout, Report
 from kernel.judging.iteration import Ending
 from kernel.loop.recording import Recorder, Recovered
 from kernel.records import budget, halt, inbox, notify
@@ -204,15 +207,14 @@ def _diff(ctx: Context, base: str, commit: str) -> tuple[list[str], DiffStat]:
     return paths, stat
 
 
-def _integrity(
-    ctx: Context, iteration_id: str, journal: dict[str, Any]
-) -> tuple[list[str], list[str]]:
+def _integrity(ctx: Context, iteration_id: str, journal: dict[str, Any]) -> Report:
     """Check the checkout against the snapshot of a run the dead daemon did not check."""
     checkout = Checkout(
         ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
     )
     violations: list[str] = []
     changes: list[str] = []
+    undecided: list[str] = []
     folder = ctx.paths.history / iteration_id if iteration_id else None
     if folder is not None and (folder / "integrity.json").exists():
         with contextlib.suppress(OSError, ValueError):
@@ -222,9 +224,10 @@ def _integrity(
     snapshot = checkout.saved()
     if snapshot is not None:
         evidence = ctx.store.folder(snapshot.iteration_id)
-        found = checkout.check(snapshot, evidence)
+        found = checkout.check(snapshot, evidence, after_crash=True)
         violations += [*found.violations, *found.problems]
         changes += found.changes
+        undecided += found.undecided
         checkout.done()
     elif journal.get("stage") == "agent" and not journal.get("sandboxed"):
         # an unsandboxed agent could delete the snapshot (then kill the daemon) to hide
@@ -232,14 +235,36 @@ def _integrity(
         violations.append(
             "the integrity snapshot of an unsandboxed agent run is missing or not the kernel's"
         )
-    return violations, changes
+    return Report(violations, changes, undecided)
+
+
+def _halt_undecided(ctx: Context, iteration_id: str, undecided: list[str]) -> None:
+    """Halt, saying why: the sandbox was off, and what changed may be the person's."""
+    if not undecided:
+        return
+    folder = f"history/{iteration_id}/integrity/" if iteration_id else "history/"
+    shown = "; ".join(cap_line(line, 400) for line in undecided[:5])
+    more = f" (+{len(undecided) - 5} more)" if len(undecided) > 5 else ""
+    state = halt.halt(
+        ctx.store,
+        f"the daemon died during an agent run with the sandbox off ({iteration_id or 'unrecorded'}); "
+        f"since then {len(undecided)} protected file(s) or git setting(s) changed in your "
+        "checkout, and seed cannot tell the agent's change from yours, so it put nothing back: "
+        f"{shown}{more}. Their bytes and the earlier ones are in {folder}; look at them, then "
+        f"run `{ctx.paths.command('resume')}`",
+        "CHECKOUT_CHANGED",
+        iteration_id,
+    )
+    notify.tell_halt(ctx.notify, state, ctx.paths.command)
 
 
 def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     """Write the record of the iteration a dead daemon left unfinished, and finish with it."""
     iteration_id = str(journal.get("iteration_id", ""))
-    violations, changes = _integrity(ctx, iteration_id, journal)
+    checked = _integrity(ctx, iteration_id, journal)
+    violations, undecided = checked.violations, checked.undecided
     if not iteration_id:
+        _halt_undecided(ctx, iteration_id, undecided)
         if violations:
             state = halt.halt(
                 ctx.store,
@@ -249,7 +274,7 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
             notify.tell_halt(ctx.notify, state, ctx.paths.command)
         return [
             "running.json was unreadable; there was no iteration to record",
-            *cap_lines(violations),
+            *cap_lines(violations + undecided),
         ]
     notes: list[str] = []
     record = ctx.store.get(iteration_id)
@@ -265,12 +290,12 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
     for run in entries_of(journal):  # each candidate's run is settled on its own
         notes += settle(ctx, run)
     if record is None:
-        found = _unrecorded(ctx, journal, iteration_id, plan, violations, changes)
+        known = _unrecorded(ctx, journal, iteration_id, plan, checked)
         cost, basis = budget.iteration_cost(ctx.paths.history, iteration_id)
-        found = replace(
-            found, cost_usd=cost, cost_basis=basis, backend=str(journal.get("backend", ""))
+        known = replace(
+            known, cost_usd=cost, cost_basis=basis, backend=str(journal.get("backend", ""))
         )
-        record = recorder.recovered(found)
+        record = recorder.recovered(known)
         notes.append(f"recorded {iteration_id} as {record.outcome.value} ({record.reason})")
     elif violations:
         state = halt.halt(
@@ -280,6 +305,7 @@ def finish_iteration(ctx: Context, journal: dict[str, Any]) -> list[str]:
             iteration_id,
         )
         notify.tell_halt(ctx.notify, state, ctx.paths.command)
+    _halt_undecided(ctx, iteration_id, undecided)
     with contextlib.suppress(Exception):
         ctx.start_host()  # for report.md; without it the report is a plain one
     claimed = str(journal.get("inbox", ""))
@@ -294,10 +320,10 @@ def _unrecorded(
     journal: dict[str, Any],
     iteration_id: str,
     plan: IterationPlan | None,
-    violations: list[str],
-    changes: list[str],
+    checked: Report,
 ) -> Recovered:
     """What is known of the iteration: landed (SUCCESS) or not (ABORTED), from the journal."""
+    violations, undecided = checked.violations, checked.undecided
     base = str(journal.get("base", ""))
     landed = _landed(ctx, journal)
     stage = str(journal.get("stage", ""))
@@ -320,8 +346,14 @@ def _unrecorded(
             category,
             f"the daemon was killed during this iteration (stage: {stage or 'unknown'}); "
             "its work was discarded"
-            + (f"; during the agent run: {violations[0]}" if violations else ""),
-            evidence=violations,
+            + (f"; during the agent run: {violations[0]}" if violations else "")
+            + (
+                "; with the sandbox off, seed cannot tell the agent's changes from yours since "
+                f"the crash, so it put nothing back: {undecided[0]}"
+                if undecided
+                else ""
+            ),
+            evidence=[*violations, *undecided],
         )
     return Recovered(
         iteration_id=iteration_id,
@@ -334,7 +366,7 @@ def _unrecorded(
         base=base,
         touched=touched,
         diff=stat,
-        changes=changes,
+        changes=checked.changes,
     )
 
 

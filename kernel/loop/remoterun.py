@@ -60,7 +60,7 @@ class RemoteRunner(agentrun.AgentRunner):
         checkout = Checkout(
             ctx.paths.root, ctx.paths.state, protected_patterns(ctx.config.guard.protected)
         )
-        snapshot = checkout.begin(it.plan.iteration_id, ())
+        snapshot = checkout.begin(it.plan.iteration_id, (), sandboxed=True)
         it.note(
             stage="agent",
             reserve_usd=reserve,

@@ -234,6 +234,7 @@ def history_row(row: ReportRow) -> HistoryRow:
             "durations": row.durations,
             "open_gaps": row.open_gaps,
             "candidates": row.candidates,
+            "ran_agent": row.ran_agent,
         }
     )
 
@@ -259,6 +260,8 @@ def digest(ctx: Context, limit: int = 0) -> HistoryDigest:
         totals=HistoryTotals(
             iterations=totals.iterations,
             by_outcome=totals.by_outcome,
+            agent_runs=totals.agent_runs,
+            agent_landed=totals.agent_landed,
             cost_usd=totals.cost,
             tokens_used=totals.tokens,
             day=spent.day,
@@ -376,6 +379,7 @@ def history_text(ctx: Context, rows: list[Summary], total: int, filtered: bool) 
                 gap_source=r.gap_source,
                 gap_title=r.gap_title,
                 gap_key=r.gap_key,
+                ran_agent=r.ran_agent,
             )
             for r in rows
         ),

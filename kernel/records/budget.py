@@ -217,7 +217,7 @@ class Spent:
     day: str
     cost_usd: float
     iterations: int
-    """Iterations that ran an agent (from the records)."""
+    """Iterations recorded, WAITING aside (what max_iterations_per_day counts)."""
 
     def cost_left(self, budget: BudgetConfig) -> float:
         """Dollars left of the day's cap (0 when spent or no cap)."""

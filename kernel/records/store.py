@@ -80,16 +80,16 @@ CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
 # what reports and charts need beyond the records table; a new version rebuilds the index
 _DETAILS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS details (
-    iteration_id TEXT PRIMARY KEY, durations TEXT, open_gaps TEXT, candidates TEXT
+    iteration_id TEXT PRIMARY KEY, durations TEXT, open_gaps TEXT, candidates TEXT, agent INTEGER
 );
 CREATE TABLE IF NOT EXISTS agents (
     iteration_id TEXT, run INTEGER, agent_key TEXT, task_kind TEXT, day TEXT,
     landed INTEGER, cost REAL, seconds REAL, PRIMARY KEY (iteration_id, run)
 );
 """
-_DETAILS_VERSION = "3"
+_DETAILS_VERSION = "4"
 """Version of the details tables (2: each candidate's outcome; 3: the portfolio agents'
-verified outcomes); an index of another is re-read."""
+verified outcomes; 4: whether an agent ran); an index of another is re-read."""
 _JUDGED = {
     IterationOutcome.SUCCESS: 1,
     IterationOutcome.FAILURE: 0,
@@ -136,6 +136,8 @@ class Summary:
     cost: float
     tokens: int
     backend: str
+    ran_agent: bool = False
+    """An agent ran in it (IterationRecord.ran_agent)."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,7 @@ class ReportRow:
     open_gaps: dict[str, int]
     candidates: tuple[str, ...] = ()
     """Each candidate's outcome ([candidates] n > 1; empty for a single run)."""
+    ran_agent: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,10 @@ class Totals:
     by_outcome: dict[str, int]
     cost: float
     tokens: int
+    agent_runs: int = 0
+    """Iterations that ran an agent (IterationRecord.ran_agent)."""
+    agent_landed: int = 0
+    """Of those, the ones that landed."""
 
 
 def sequence_of(iteration_id: str) -> int:
@@ -440,12 +447,13 @@ class RecordStore:
             ),
         )
         db.execute(
-            "INSERT OR REPLACE INTO details VALUES (?,?,?,?)",
+            "INSERT OR REPLACE INTO details VALUES (?,?,?,?,?)",
             (
                 record.iteration_id,
                 json.dumps(record.durations),
                 json.dumps(record.open_gaps),
                 json.dumps([c.outcome.value for c in record.candidates]),
+                int(record.ran_agent),
             ),
         )
         day = record.ended_at.astimezone(UTC).date().isoformat()
@@ -601,24 +609,31 @@ class RecordStore:
 
     def summaries(self, outcome: str = "", source: str = "", limit: int = 0) -> list[Summary]:
         """Index rows, newest first, optionally filtered by outcome and gap source."""
-        sql = "SELECT iteration_id, seq, outcome, category, gap_key, gap_source, gap_title, started, ended, cost, tokens, backend FROM records"
+        sql = (
+            "SELECT r.iteration_id, r.seq, r.outcome, r.category, r.gap_key, r.gap_source,"
+            " r.gap_title, r.started, r.ended, r.cost, r.tokens, r.backend, coalesce(d.agent, 0)"
+            " FROM records r LEFT JOIN details d ON d.iteration_id = r.iteration_id"
+        )
         where: list[str] = []
         args: list[Any] = []
         if outcome:
-            where.append("outcome = ?")
+            where.append("r.outcome = ?")
             args.append(outcome.upper())
         if source:
-            where.append("gap_source = ?")
+            where.append("r.gap_source = ?")
             args.append(source)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY seq DESC"
+        sql += " ORDER BY r.seq DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
-        return [Summary(*row) for row in self._index().execute(sql, args).fetchall()]
+        return [
+            Summary(*row[:-1], ran_agent=bool(row[-1])) for row in self._index().execute(sql, args)
+        ]
 
     def day_totals(self, day: str) -> tuple[float, int]:
-        """Cost and number of iterations that ran an agent, for one UTC day."""
+        """Cost and number of iterations recorded (WAITING aside: what max_iterations_per_day
+        counts), for one UTC day."""
         row = (
             self._index()
             .execute(
@@ -683,7 +698,7 @@ class RecordStore:
         sql = (
             "SELECT r.iteration_id, r.outcome, r.category, r.gap_key, r.gap_source, r.gap_category,"
             " r.gap_title, r.started, r.ended, r.cost, r.tokens, r.backend, d.durations, d.open_gaps,"
-            " d.candidates"
+            " d.candidates, d.agent"
             " FROM records r LEFT JOIN details d ON d.iteration_id = r.iteration_id"
             " ORDER BY r.seq DESC, r.started DESC"
         )
@@ -701,7 +716,13 @@ class RecordStore:
         cost, tokens = db.execute(
             "SELECT coalesce(sum(cost), 0), coalesce(sum(tokens), 0) FROM records"
         ).fetchone()
-        return Totals(sum(counts.values()), counts, float(cost), int(tokens))
+        runs, landed = db.execute(
+            "SELECT count(*), coalesce(sum(r.outcome = 'SUCCESS'), 0) FROM records r"
+            " JOIN details d ON d.iteration_id = r.iteration_id WHERE d.agent = 1"
+        ).fetchone()
+        return Totals(
+            sum(counts.values()), counts, float(cost), int(tokens), int(runs), int(landed)
+        )
 
     def candidate_totals(self) -> dict[str, int]:
         """Candidates by outcome, over every record (a single run counts none)."""
@@ -751,6 +772,7 @@ def _report_row(row: Sequence[Any]) -> ReportRow:
         durations=_json_numbers(row[12]),
         open_gaps={k: int(v) for k, v in _json_numbers(row[13]).items()},
         candidates=_json_strings(row[14]),
+        ran_agent=bool(row[15]),
     )
 
 

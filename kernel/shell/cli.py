@@ -298,7 +298,8 @@ def _print_plan(plan: IterationPlan) -> None:
         say(
             f"  {action.action_type.value:6} {', '.join(action.target_files) or '(any file)'}: {action.description}"
         )
-    say(f"  allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}")
+    docs = " (docs: no code may change but docstrings and comments)" * (plan.task_kind == "docs")
+    say(f"  allowed: {', '.join(plan.allowed_paths) or 'any non-protected file'}{docs}")
     if plan.agents:
         say(f"  agents: {', '.join(plan.agents)} ({plan.agents_why})")
     for criterion in plan.criteria:

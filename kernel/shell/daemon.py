@@ -672,6 +672,7 @@ def plan_only(ctx: Context) -> tuple[Baseline | None, IterationPlan | None]:
         )
         plan = ctx.host.plan(report, for_planner(history, report), state)
         why = dict.fromkeys(held, "quarantined")
-        return baseline, plan and passed_over(plan, baseline.report, why)
+        plan = plan and passed_over(plan, baseline.report, why)
+        return baseline, it.clamp(plan, baseline) if plan is not None else None
     finally:
         it.discard(worktree)

@@ -207,6 +207,7 @@ def read_status(ctx: Context) -> DaemonStatus:
             if isinstance(v, int)
         },
         gaps_as_of=_moment(as_of),
+        gaps_stale=_stale(ctx, _moment(as_of)),
         queue=_queue_now(ctx, live),
         budget_left_today_iterations=max(limits.max_iterations_per_day - spent.iterations, 0),
         max_cost_usd_per_day=limits.max_cost_usd_per_day,
@@ -232,6 +233,15 @@ def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:
     known = [t.name for t in reporting.last_queue(live)]
     present, dropped = inbox.peek(ctx.paths.inbox, known, read, reporting.QUEUE_MAX)
     return reporting.queue_now(live, present, dropped)
+
+
+def _stale(ctx: Context, as_of: datetime | None) -> str:
+    """Why the latest ranking predates the code: a landing after its analysis ('' when none)."""
+    landed = ctx.store.summaries(outcome="SUCCESS", limit=1)
+    ended = _moment(landed[0].ended) if landed else None
+    if as_of is None or ended is None or ended <= as_of:
+        return ""
+    return f"analysed before {landed[0].iteration_id} landed; the next analysis replaces them"
 
 
 def _uncovered(ctx: Context, iteration_id: str) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ MAX_WIDEN = 10
 _MISS = re.compile(r"^ALLOWLIST_VIOLATION: (?P<path>.+?): outside the plan's allowlist")
 REVISED = (
     FailureCategory.TEST_REGRESSION,
+    FailureCategory.GAP_NOT_CLOSED,
     FailureCategory.TYPE_ERROR,
     FailureCategory.LINT_ERROR,
     FailureCategory.IMPORT_ERROR,
@@ -102,6 +103,14 @@ def _test_output(record: IterationRecord) -> tuple[PlanDocument, ...]:
     return tuple(docs)
 
 
+def _ending(record: IterationRecord) -> tuple[PlanDocument, ...]:
+    """How a failed agent run ended, in the kernel's words (its exit and last output lines)."""
+    if not record.reason:
+        return ()
+    label = f"how the agent's run ended in {record.iteration_id}"
+    return (PlanDocument(label=label, text=cap(record.reason, OUTPUT_CHARS)),)
+
+
 def _pyright(record: IterationRecord) -> tuple[PlanDocument, ...]:
     touched = set(record.touched_files)
     found = [d for d in _findings(record, Tool.PYRIGHT) if not touched or d.file in touched]
@@ -165,6 +174,21 @@ def revise(gap: Gap, track: Track, fs: FileSystemPort) -> Revision:
             narrow=True,
             documents=_test_output(latest),
             note=f"{where}: scope narrowed to the gap's own files; the failing test's output is attached",
+        )
+    if category == FailureCategory.GAP_NOT_CLOSED:
+        # nothing broke: the change missed the fault, which says nothing against the scope
+        return Revision(
+            category,
+            documents=_test_output(latest),
+            note=f"{where}: the gap's tests still failed after the change; scope as before, "
+            "what the verifier saw is attached",
+        )
+    if category == FailureCategory.AGENT_ERROR:
+        # a crash says nothing about the scope: the same plan again, with how the run ended
+        return Revision(
+            category,
+            documents=_ending(latest),
+            note=f"{where}: the agent failed before its work was judged; retried once, scope as before",
         )
     if category == FailureCategory.TYPE_ERROR:
         return Revision(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from typing import Protocol
 
 from domain import GapCategory, IterationOutcome
 
@@ -23,18 +24,6 @@ OUTCOMES: tuple[IterationOutcome, ...] = (
     IterationOutcome.WAITING,
     IterationOutcome.ABORTED,
 )
-
-ATTEMPTED = frozenset(
-    {
-        IterationOutcome.SUCCESS.value,
-        IterationOutcome.ROLLBACK.value,
-        IterationOutcome.FAILURE.value,
-        IterationOutcome.NO_CHANGE.value,
-        IterationOutcome.MERGE_BLOCKED.value,
-        IterationOutcome.KEPT.value,
-    }
-)
-"""Outcomes of iterations in which an agent tried; the success rate counts only these."""
 
 OUTCOME_COLORS: dict[str, str] = {
     "SUCCESS": "#2e9d4f",
@@ -60,11 +49,25 @@ NON_QUALITY_SOURCES = frozenset(c.value for c in GapCategory if c != GapCategory
 """Inbox and roadmap gaps carry their category as their source; every other source is a tool."""
 
 
-def success_rate(by_outcome: Mapping[str, int]) -> tuple[float | None, int, int]:
-    """(rate or None, successes, attempts) over the iterations in which an agent tried."""
-    attempts = sum(n for o, n in by_outcome.items() if o in ATTEMPTED)
-    wins = by_outcome.get(IterationOutcome.SUCCESS.value, 0)
-    return (wins / attempts if attempts else None), wins, attempts
+class Ran(Protocol):
+    """An iteration as a count reads it: whether an agent ran in it, and how it ended."""
+
+    @property
+    def ran_agent(self) -> bool: ...
+    @property
+    def outcome(self) -> str: ...
+
+
+def success_rate(landed: int, runs: int) -> tuple[float | None, int, int]:
+    """(rate or None, landed, runs) over the iterations that ran an agent (the record's
+    ran_agent, counted by the kernel's index): the one success rate every view shows."""
+    return (landed / runs if runs else None), landed, runs
+
+
+def rate_of(rows: Iterable[Ran]) -> tuple[float | None, int, int]:
+    """success_rate over some rows (a page of history, one gap source)."""
+    ran = [r for r in rows if r.ran_agent]
+    return success_rate(sum(1 for r in ran if r.outcome == IterationOutcome.SUCCESS), len(ran))
 
 
 def percent(rate: float | None) -> str:

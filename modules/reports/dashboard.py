@@ -93,7 +93,7 @@ def _static_row(row: HistoryRow) -> str:
 
 def _tiles(digest: HistoryDigest) -> str:
     t = digest.totals
-    rate, wins, attempts = success_rate(t.by_outcome)
+    rate, wins, attempts = success_rate(t.agent_landed, t.agent_runs)
     empty: dict[str, int] = {}
     latest_open = next((r.open_gaps for r in digest.rows if r.open_gaps), empty)
     budget = f" of {money(t.max_cost_usd_per_day)}" if t.max_cost_usd_per_day else ""

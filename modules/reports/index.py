@@ -36,7 +36,7 @@ def _halt(digest: HistoryDigest) -> list[str]:
 
 def _totals(digest: HistoryDigest) -> list[str]:
     t = digest.totals
-    rate, wins, attempts = success_rate(t.by_outcome)
+    rate, wins, attempts = success_rate(t.agent_landed, t.agent_runs)
     budget = f" of {money(t.max_cost_usd_per_day)}" if t.max_cost_usd_per_day else ""
     runs_budget = f" of {t.max_iterations_per_day}" if t.max_iterations_per_day else ""
     lines = [

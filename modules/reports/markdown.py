@@ -36,6 +36,7 @@ HEADLINES: dict[IterationOutcome, str] = {
 
 CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.TEST_REGRESSION: "a test that passed before fails after the change",
+    FailureCategory.GAP_NOT_CLOSED: "the gap's tests still fail; nothing that passed before broke",
     FailureCategory.TEST_TIMEOUT: "the tests ran past their time limit",
     FailureCategory.FLAKY_TEST: "a test failed, then passed (or also failed before the change)",
     FailureCategory.COMPILATION_ERROR: "the change does not compile",
@@ -55,13 +56,6 @@ CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.MERGE_BLOCKED: "the branch moved or the checkout is in the way",
     FailureCategory.UNKNOWN: "no category fits",
 }
-
-
-def _agent_ran(record: IterationRecord) -> bool:
-    return record.agent_exit_code is not None or record.failure_category in (
-        FailureCategory.AGENT_ERROR,
-        FailureCategory.AGENT_TIMEOUT,
-    )
 
 
 def _where(d: Diagnostic) -> str:
@@ -253,7 +247,7 @@ def _plan(plan: IterationPlan) -> list[str]:
 
 
 def _agent(record: IterationRecord) -> list[str]:
-    if not (_agent_ran(record) or record.agent_summary or record.touched_files):
+    if not (record.ran_agent or record.agent_summary or record.touched_files):
         return []
     lines = ["", "## What the agent did", ""]
     if record.agent_summary:
@@ -270,7 +264,7 @@ def _agent(record: IterationRecord) -> list[str]:
         lines += [f"- {code(f)}" for f in record.touched_files[:100]]
         if len(record.touched_files) > 100:
             lines.append(f"- ... and {len(record.touched_files) - 100} more")
-    elif _agent_ran(record):
+    elif record.ran_agent:
         lines.append("No files changed.")
     if record.repairs:
         lines += ["", "Repaired by the kernel before judging (ruff's own fixers):", ""]
@@ -371,7 +365,7 @@ def _files(record: IterationRecord) -> list[str]:
             f"[candidate {c.number} agent.log](../{record.iteration_id}-c{c.number}/agent.log)"
             for c in record.candidates
         ]
-    elif _agent_ran(record):
+    elif record.ran_agent:
         links.append("[agent.log](agent.log)")
     if record.plan is not None:
         links.append("[plan.json](plan.json)")

@@ -11,9 +11,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from domain import DaemonStatus, QueuedTask
-
-ATTEMPTED = ("SUCCESS", "ROLLBACK", "FAILURE", "NO_CHANGE", "MERGE_BLOCKED", "KEPT")
-"""Outcomes in which an agent tried (the success rate counts only these)."""
+from modules.reports.common import percent, rate_of
 
 
 class Line(Protocol):
@@ -35,6 +33,8 @@ class Line(Protocol):
     def gap_title(self) -> str: ...
     @property
     def gap_key(self) -> str: ...
+    @property
+    def ran_agent(self) -> bool: ...
 
 
 def span(seconds: float) -> str:
@@ -159,6 +159,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         out.append(
             f"gaps:        {total} open ({counts or 'none'}) as of {_ago(status.gaps_as_of, now)}"
         )
+        if status.gaps_stale:
+            out.append(f"stale:       {status.gaps_stale}")
         for gap in status.top_gaps:
             note = f"  [{gap.skipped}]" if gap.skipped else ""
             out.append(
@@ -191,10 +193,9 @@ def history_lines(rows: Sequence[Line], total: int, filtered: bool) -> list[str]
                 :220
             ]
         )
-    wins = sum(1 for r in rows if r.outcome == "SUCCESS")
-    tried = sum(1 for r in rows if r.outcome in ATTEMPTED)
+    landed, wins, tried = rate_of(rows)
     rate = (
-        f"{wins / tried * 100:.0f}% landed ({wins} of {tried} agent {'run' if tried == 1 else 'runs'})"
+        f"{percent(landed)} landed ({wins} of {tried} agent {'run' if tried == 1 else 'runs'})"
         if tried
         else ""
     )

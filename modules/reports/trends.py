@@ -9,12 +9,12 @@ from datetime import UTC, date, datetime, timedelta
 
 from domain import HistoryRow
 from modules.reports.common import (
-    ATTEMPTED,
     NON_QUALITY_SOURCES,
     OUTCOME_COLORS,
     OUTCOMES,
     PHASE_COLORS,
     ordered_phases,
+    rate_of,
 )
 from modules.reports.svg import Series
 
@@ -135,14 +135,14 @@ class Binned:
 
 def success_by_source(rows: Sequence[HistoryRow]) -> list[tuple[str, float, int, int]]:
     """(source, rate, successes, attempts) for each gap source an agent tried, most tried first."""
-    wins: Counter[str] = Counter()
-    tries: Counter[str] = Counter()
+    by_source: defaultdict[str, list[HistoryRow]] = defaultdict(list)
     for row in rows:
-        if row.outcome.value in ATTEMPTED:
-            tries[row.gap_source] += 1
-            wins[row.gap_source] += row.outcome.value == "SUCCESS"
+        if row.ran_agent:
+            by_source[row.gap_source].append(row)
+    rates = [(s, rate_of(ran)) for s, ran in by_source.items()]
     return [
-        (s, wins[s] / n, wins[s], n) for s, n in sorted(tries.items(), key=lambda x: (-x[1], x[0]))
+        (s, rate or 0.0, wins, n)
+        for s, (rate, wins, n) in sorted(rates, key=lambda x: (-x[1][2], x[0]))
     ]
 
 

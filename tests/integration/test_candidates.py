@@ -19,7 +19,7 @@ from tests.support import AGENT, agent_checkouts, agent_io, git, make_repo, reco
 pytestmark = pytest.mark.usefixtures("bwrap")
 
 WRONG = [{"replace": "calc.py", "old": "return a - b", "new": "return a * b"}]
-"""Leaves test_add failing: refused (TEST_REGRESSION)."""
+"""Leaves test_add failing and breaks nothing else: refused (GAP_NOT_CLOSED)."""
 RIGHT = [FIX]
 RIGHT_UNCOVERED = [FIX, {"append": "calc.py", "text": "\n\ndef spare() -> int:\n    return 1\n"}]
 """Right, and a function no test runs: it would wait for a person ([landing] uncovered)."""
@@ -59,7 +59,7 @@ def test_of_three_candidates_the_one_that_is_right_lands_and_the_others_are_reco
     table = {c["number"]: c for c in record["candidates"]}
     assert [table[k]["outcome"] for k in (1, 2, 3)] == ["ROLLBACK", "SUCCESS", "ROLLBACK"]
     assert [table[k]["won"] for k in (1, 2, 3)] == [False, True, False]
-    assert table[1]["failure_category"] == table[3]["failure_category"] == "TEST_REGRESSION"
+    assert table[1]["failure_category"] == table[3]["failure_category"] == "GAP_NOT_CLOSED"
     assert "only one of 3" in record["choice"]
     # the landed commit is exactly candidate 2's verified tree, on the base
     assert git(repo, "rev-parse", "HEAD~1").strip() == head
@@ -109,7 +109,7 @@ def test_when_no_candidate_is_right_the_iteration_fails_once(tmp_path: Path) -> 
     assert result.returncode == 1, result.stderr[-3000:]
     [record] = records(repo)  # once in the halt table and the planner's history, not three times
     assert record["outcome"] == "ROLLBACK"
-    assert record["failure_category"] == "TEST_REGRESSION"
+    assert record["failure_category"] == "GAP_NOT_CLOSED"
     assert record["reason"].startswith("none of the 3 candidates passed")
     # every candidate's evidence is there for the next plan
     assert [e.split(":")[0] for e in record["evidence"][:3]] == [

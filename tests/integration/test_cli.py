@@ -79,8 +79,29 @@ def test_plan_json_round_trips_and_changes_nothing(lint_repo: Path) -> None:
     assert result.returncode == 0, result.stderr
     plan = IterationPlan.model_validate_json(result.stdout)
     assert plan.gap.key == "ruff:calc.py:F401"
-    assert {c.check.value for c in plan.criteria} >= {"ruff", "pyright"}
+    # the checks the iteration runs: lint_repo configures ruff, not pyright or ruff format
+    checks = {c.check.value for c in plan.criteria}
+    assert "ruff" in checks and not checks & {"pyright", "ruff_format"}, checks
     assert records(lint_repo) == []
+
+
+def test_plan_shows_what_the_iteration_runs_the_kernels_kind_and_checks(tmp_path: Path) -> None:
+    files = {
+        **SAMPLE,
+        "ROADMAP.md": "# Soon\n- [ ] document add() in the README\n",
+        "README.md": "# calc\n",
+        "pyproject.toml": '[tool.ruff.lint]\nselect = ["F"]\n',
+    }
+    repo = make_repo(tmp_path / "repo", files, '[agent]\nbackend = "none"\n')
+    result = seed(repo, "plan")
+    assert result.returncode == 0, result.stderr
+    shown = result.stdout
+    assert "roadmap" in shown and "kind:  docs" in shown, shown
+    assert "(docs: no code may change but docstrings and comments)" in shown, shown
+    assert "check: pyright" not in shown and "check: ruff_format" not in shown, shown
+    plan = IterationPlan.model_validate_json(seed(repo, "plan", "--json").stdout)
+    assert plan.task_kind.value == "docs"
+    assert any(n.startswith("kind docs (fixed by the kernel") for n in plan.notes), plan.notes
 
 
 def test_status_json_round_trips(lint_repo: Path) -> None:

@@ -141,3 +141,46 @@ def test_a_landed_roadmap_item_is_ticked_in_the_same_commit(tmp_path: Path) -> N
     assert (repo / "ROADMAP.md").read_text() == (
         "# Next\n- [x] add a sub function\n- [ ] add a sub function test suite\n"
     )
+
+
+UNRELATED = {"replace": "calc.py", "old": "return x is None", "new": "return x is None  # kept"}
+"""An edit that leaves the gap's test failing and breaks nothing else."""
+IS_NONE_TEST = (
+    "from calc import is_none\n\n\ndef test_is_none() -> None:\n    assert is_none(None)\n"
+)
+
+
+def _new_problems(repo: Path, record: dict[str, Any]) -> str:
+    """The report's "New problems" section ('' when it has none)."""
+    report = (repo / "history" / record["iteration_id"] / "report.md").read_text()
+    _, found, rest = report.partition("## New problems the change introduced")
+    return found + rest.split("\n## ", 1)[0]
+
+
+def test_an_unrelated_edit_claimed_as_success_is_refused_as_the_gaps_tests_still_fail(
+    tmp_path: Path,
+) -> None:
+    repo, head, result, record = _once(tmp_path, BUGGY, [UNRELATED])
+    assert result.returncode == 1, result.stderr
+    assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "GAP_NOT_CLOSED"), (
+        record["reason"]
+    )
+    assert record["reason"].startswith("the gap's tests still fail"), record["reason"]
+    assert "tests/test_calc.py::test_add" in record["reason"]
+    # the gap's test failed at the base: never a new problem of the change
+    assert not any(d["node_id"] == "tests/test_calc.py::test_add" for d in record["failures"])
+    assert _new_problems(repo, record) == ""
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+
+
+def test_a_test_is_a_new_problem_only_when_it_passed_at_the_base(tmp_path: Path) -> None:
+    files = {**BUGGY, "tests/test_none.py": IS_NONE_TEST}
+    breaks = {"replace": "calc.py", "old": "return x is None", "new": "return x is not None"}
+    repo, _, result, record = _once(tmp_path, files, [breaks])
+    assert result.returncode == 1, result.stderr
+    assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "TEST_REGRESSION"), (
+        record["reason"]
+    )
+    shown = _new_problems(repo, record)
+    assert "tests/test_none.py::test_is_none" in shown, shown
+    assert "test_add" not in shown, shown

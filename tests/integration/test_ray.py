@@ -350,7 +350,7 @@ def test_a_daemon_runs_its_candidates_on_the_cluster_and_lands_the_one_that_is_r
     [record] = records(repo)
     assert record["outcome"] == "SUCCESS", record["reason"]
     one, two = record["candidates"]
-    assert (one["failure_category"], two["won"]) == ("TEST_REGRESSION", True)
+    assert (one["failure_category"], two["won"]) == ("GAP_NOT_CLOSED", True)
     # on the workers, usage as they reported it; two rounds each, the second from the first's
     assert one["host"] and "node" in one["host"] and two["host"]
     assert one["usage_from"] == two["usage_from"] == "reported by the worker"

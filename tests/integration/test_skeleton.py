@@ -49,6 +49,11 @@ def test_ruff_fix_lands_a_fix_on_the_users_branch(tmp_path: Path) -> None:
     assert "SUCCESS" in (folder / "report.md").read_text()
     assert branches(repo) == []
     assert worktrees(repo) == [str(repo)]
+    # the ranking `status` shows was analysed before the landing: marked stale, never current
+    status = json.loads(seed(repo, "status", "--json").stdout)
+    assert lines[0]["iteration_id"] in status["gaps_stale"], status["gaps_stale"]
+    shown = seed(repo, "status").stdout
+    assert f"stale:       analysed before {lines[0]['iteration_id']} landed" in shown, shown
 
 
 def test_agent_that_breaks_a_test_is_rolled_back_and_nothing_of_the_user_changes(
@@ -178,3 +183,23 @@ def test_ctrl_c_during_an_agent_run_aborts_cleanly(tmp_path: Path) -> None:
     assert not pid_alive(agent_pid) and not pid_alive(child)
     status = json.loads((repo / "history" / "status.json").read_text())
     assert status["phase"] == "stopped"
+
+
+def test_a_crashing_agents_record_quotes_its_last_error_lines(tmp_path: Path) -> None:
+    crash = "\x1b[31mTraceback (most recent call last):\x1b[0m\n  File 'agent.py'\n\nRuntimeError: the model is overloaded\n"
+    steps = [{"print": crash}, {"exit": 1}]
+    repo = make_repo(
+        tmp_path / "repo",
+        {**SAMPLE, "ROADMAP.md": "# Next\n- [ ] add a sub function\n"},
+        agent_config(tmp_path, steps, extra='[quality]\ntools = ["ruff"]\n'),
+    )
+    result = seed(repo, "once")
+    assert result.returncode == 1, result.stderr
+    [record] = records(repo)
+    assert (record["outcome"], record["failure_category"]) == ("FAILURE", "AGENT_ERROR")
+    reason = record["reason"]
+    assert reason.startswith("the agent reported failure (exit 1): "), reason
+    assert reason.endswith("RuntimeError: the model is overloaded"), reason
+    assert "Traceback" in reason and "\x1b" not in reason and "[31m" not in reason, reason
+    report = (repo / "history" / record["iteration_id"] / "report.md").read_text()
+    assert "RuntimeError: the model is overloaded" in report

@@ -17,6 +17,7 @@ from kernel.faults import POINTS
 from tests.reliability.helpers import (
     DO_THE_TASK,
     FAST,
+    FILES,
     assert_checkout_kept,
     assert_clean_log,
     assert_no_leftovers,
@@ -126,10 +127,38 @@ def test_after_a_crash_in_the_agent_run_the_same_task_lands(tmp_path: Path) -> N
     assert (project.root / "inbox/done/sub.md").exists()
 
 
-def test_an_orphaned_agent_that_tampers_with_the_checkout_is_undone_at_restart(
+def test_a_person_editing_a_protected_file_after_a_crash_is_never_undone(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {**FILES, "seed.toml": "# the person's settings\n"})
+    project.task()
+    root = project.root
+    steps = [{"touch": "started.flag"}, {"hang": True}]
+    crashed = project.seed(
+        project.config(steps, extra=FAST), "once", env={"SEED_FAULT_AT": "agent-run"}
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    # the daemon is dead; the sandboxed agent had no writable place in the checkout
+    edit = "# the person's settings, edited while no daemon ran\n"
+    (root / "seed.toml").write_text(edit)
+    before = project.snapshot()
+
+    restarted = project.seed(project.plan_only(), "once")
+
+    assert restarted.returncode == 5, restarted.stderr  # planned, not halted
+    assert (root / "seed.toml").read_text() == edit
+    assert not project.halt()["halted"], project.halt()
+    [aborted, _waiting] = project.records()
+    assert (aborted["outcome"], aborted["failure_category"]) == ("ABORTED", None), aborted
+    assert aborted["evidence"] == [] and "during the agent run" not in aborted["reason"]
+    [change] = [c for c in aborted["checkout_changes"] if "seed.toml" in c]
+    assert "by a person" in change and "left as it is" in change, change
+    assert_checkout_kept(project, before)
+    assert_no_leftovers(project)
+
+
+def test_after_a_crash_unsandboxed_nothing_is_put_back_and_the_daemon_halts_saying_why(
     tmp_path: Path,
 ) -> None:
-    project = make_project(tmp_path)
+    project = make_project(tmp_path, {**FILES, "seed.toml": "# the person's settings\n"})
     project.task()
     root = project.root
     kernel_bytes = (root / "kernel/core.py").read_bytes()
@@ -140,28 +169,39 @@ def test_an_orphaned_agent_that_tampers_with_the_checkout_is_undone_at_restart(
         {"touch": str(done)},
         {"hang": True},
     ]
-    before = project.snapshot()
     crashed = project.seed(
         project.config(steps, extra=FAST + UNSANDBOXED), "once", env={"SEED_FAULT_AT": "agent-run"}
     )
     assert crashed.returncode == -signal.SIGKILL
     wait_for(done.exists, 60, "the orphaned agent to tamper with the checkout")
+    (root / "seed.toml").write_text("# edited by the person after the crash\n")
+    before = project.snapshot()
 
     restarted = project.seed(project.plan_only(), "once")
 
-    assert restarted.returncode == 3, restarted.stderr  # halted by what recovery found
-    [record] = project.records()
-    assert (record["outcome"], record["failure_category"]) == ("ABORTED", "SANDBOX_VIOLATION")
-    assert any("kernel/core.py" in e for e in record["evidence"])
-    assert record["checkout_changes"] == ["modified: notes.txt"]
-    assert (root / "kernel/core.py").read_bytes() == kernel_bytes
-    saved = root / "history" / record["iteration_id"] / "integrity" / "kernel/core.py"
-    assert "return False" in saved.read_text()
-    assert project.halt()["halted"] and "SANDBOX_VIOLATION" in project.halt()["reason"]
+    # with the sandbox off the agent's change cannot be told from the person's: nothing is
+    # put back, each changed protected file is listed and kept, and the daemon halts
+    assert restarted.returncode == 3, restarted.stderr
     assert not pid_alive(int(done.read_text()))
-    before["notes.txt"] = b"written by the orphan\n"
     assert_checkout_kept(project, before)
+    [record] = project.records()
+    assert (record["outcome"], record["failure_category"]) == ("ABORTED", None), record
+    folder = root / "history" / record["iteration_id"] / "integrity"
+    assert "return False" in (folder / "kernel/core.py").read_text()
+    assert (folder / "earlier/kernel/core.py").read_bytes() == kernel_bytes
+    assert "after the crash" in (folder / "seed.toml").read_text()
+    state = project.halt()
+    assert state["halted"] and state["category"] != "SANDBOX_VIOLATION", state
+    for said in ("kernel/core.py", "seed.toml", "sandbox", "cannot tell", "resume"):
+        assert said in state["reason"], (said, state["reason"])
+    assert record["checkout_changes"] == ["modified: notes.txt"]
     assert_no_leftovers(project)
+
+    resumed = project.seed(project.plan_only(), "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    again = project.seed(project.plan_only(), "once")
+    assert again.returncode == 5, again.stderr
+    assert_checkout_kept(project, before)
 
 
 def test_a_restart_removes_what_dead_processes_left_in_the_kernels_state(tmp_path: Path) -> None:

@@ -74,17 +74,22 @@ def _bug_did_not_land(project: Project, base: str, tmp: Path) -> None:
     assert passed, f"landed with base tests not passing: {bad}"
 
 
-def _refused(tmp: Path, files: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """The attack ends ROLLBACK TEST_REGRESSION, with the bug not landed."""
+def _refused(
+    tmp: Path,
+    files: dict[str, str],
+    steps: list[dict[str, Any]],
+    category: str = "GAP_NOT_CLOSED",
+) -> dict[str, Any]:
+    """The attack ends ROLLBACK, with the bug not landed: GAP_NOT_CLOSED where the gap's test
+    still does not pass and nothing else broke, TEST_REGRESSION where a passing test broke."""
     project = make_project(tmp, files)
     base = project.head()
     before = project.snapshot()
     record = _once(project, steps)
     _bug_did_not_land(project, base, tmp)
-    assert (record["outcome"], record["failure_category"]) == (
-        "ROLLBACK",
-        "TEST_REGRESSION",
-    ), record["reason"]
+    assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", category), record[
+        "reason"
+    ]
     assert_checkout_kept(project, before)
     return record
 
@@ -168,7 +173,7 @@ ORDER = {
 
 def test_a_regression_in_an_order_dependent_test_is_refused(tmp_path: Path) -> None:
     steps = [FIX, {"replace": "calc.py", "old": "return a * a", "new": "return a + a"}]
-    record = _refused(tmp_path, ORDER, steps)
+    record = _refused(tmp_path, ORDER, steps, "TEST_REGRESSION")
     assert any("test_b_squares" in e for e in record["evidence"])
 
 

@@ -160,3 +160,50 @@ def test_configured_protected_globs_count(tmp_path: Path) -> None:
     report = checkout.check(before, tmp_path / "evidence")
     assert len(report.violations) == 2
     assert (root / "data/keep.csv").read_text() == "a,b\n" and not (root / "deps.lock").exists()
+
+
+def test_after_a_crash_a_sandboxed_runs_snapshot_credits_the_person_and_puts_nothing_back(
+    tmp_path: Path,
+) -> None:
+    root = make_repo(tmp_path / "repo", FILES)
+    bound = root / "kernel"  # a writable bind of the run's (a person's misconfiguration)
+    checkout = Checkout(root, tmp_path / "state", protected_patterns(()))
+    checkout.begin("iter-0003-20260101-120000", (bound,), sandboxed=True)
+    (root / "seed.toml").write_text("# the person's edit after the crash\n")
+    (root / "kernel/core.py").write_text("X = 'the run, or the person since'\n")
+    # a new daemon: only the sealed snapshot is left, and it says the run was sandboxed
+    again = Checkout(root, tmp_path / "state", protected_patterns(()))
+    saved = again.saved()
+    assert saved is not None and saved.sandboxed and saved.writable == (str(bound),)
+    report = again.check(saved, tmp_path / "evidence", after_crash=True)
+    assert (root / "seed.toml").read_text() == "# the person's edit after the crash\n"
+    assert (root / "kernel/core.py").read_text() == "X = 'the run, or the person since'\n"
+    [person] = [c for c in report.changes if "seed.toml" in c]
+    assert "by a person" in person and "left as it is" in person
+    [violation] = report.violations
+    assert "kernel/core.py" in violation and "left as it is" in violation, violation
+    assert (tmp_path / "evidence/integrity/earlier/kernel/core.py").read_text() == "X = 1\n"
+    assert report.undecided == [] and report.problems == []
+
+
+def test_after_a_crash_of_an_unsandboxed_run_what_changed_is_undecided_and_kept(
+    tmp_path: Path,
+) -> None:
+    root, checkout, before = _setup(tmp_path)
+    assert not before.sandboxed
+    (root / "seed.toml").write_text("# who wrote this?\n")
+    (root / "kernel/local.py").unlink()
+    git(root, "commit", "-q", "--allow-empty", "-m", "a commit since the crash")
+    report = checkout.check(before, tmp_path / "evidence", after_crash=True)
+    assert report.violations == [] and report.problems == []
+    assert (root / "seed.toml").read_text() == "# who wrote this?\n"
+    assert not (root / "kernel/local.py").exists()
+    text = "\n".join(report.undecided)
+    assert "seed.toml" in text and "kernel/local.py" in text and "HEAD" in text, text
+    evidence = tmp_path / "evidence"
+    assert (evidence / "integrity/seed.toml").read_text() == "# who wrote this?\n"
+    assert (evidence / "integrity/earlier/seed.toml").read_text() == FILES["seed.toml"]
+    assert (
+        evidence / "integrity/earlier/kernel/local.py"
+    ).read_text() == "untracked but protected\n"
+    assert "undecided" in (evidence / "integrity.json").read_text()

@@ -14,6 +14,7 @@ from domain import (
     GapCategory,
     GapReport,
     HistoryDigest,
+    HistoryTotals,
     InboxItem,
     IterationOutcome,
     PlanningOrder,
@@ -244,3 +245,40 @@ def _inbox(name: str) -> Gap:
         title=name,
         inbox=item,
     )
+
+
+def test_every_success_rate_counts_the_iterations_that_ran_an_agent_alike(tmp_path: Path) -> None:
+    from modules.reports.index import render_index
+    from modules.reports.trends import success_by_source
+
+    store = RecordStore(tmp_path / "history")
+    ran = record(1, START, IterationOutcome.SUCCESS, source="ruff")
+    refused = record(2, START + timedelta(hours=1), IterationOutcome.ROLLBACK, source="ruff")
+    # kept work landed later: a landing in which no agent ran
+    kept = record(3, START + timedelta(hours=2), IterationOutcome.SUCCESS, source="ruff")
+    kept = kept.model_copy(
+        update={"agent_exit_code": None, "durations": {"analyse": 1.0, "land": 0.4}}
+    )
+    for item in (ran, refused, kept):
+        store.append(item)
+    assert [r.ran_agent for r in (ran, refused, kept)] == [True, True, False]
+    totals = store.totals()
+    assert (totals.agent_runs, totals.agent_landed) == (2, 1)
+    rows = [reporting.history_row(r) for r in store.report_rows()]
+    assert [r.ran_agent for r in rows] == [False, True, True]
+    index = render_index(
+        HistoryDigest(
+            generated_at=START,
+            rows=tuple(rows),
+            totals=HistoryTotals(
+                iterations=totals.iterations,
+                by_outcome=totals.by_outcome,
+                agent_runs=totals.agent_runs,
+                agent_landed=totals.agent_landed,
+            ),
+        )
+    )
+    assert "50% (1 of 2 that ran an agent)" in index, index
+    assert success_by_source(rows) == [("ruff", 0.5, 1, 2)]
+    listed = views.history_lines(store.summaries(), 3, filtered=False)
+    assert "50% landed (1 of 2 agent runs)" in listed[-1], listed[-1]

@@ -61,18 +61,24 @@ def test_the_gap_tests_first_refuse_a_candidate_that_leaves_them_failing() -> No
             Diagnostic(tool=Tool.PYTEST, node_id=node, rule="failed", message="assert -1 == 5"),
         ),
     )
-    refused = gap_tests_first(plan, still)
+    base = still  # the gap's test failed at the base: still failing is no new problem
+    refused = gap_tests_first(plan, still, base)
     assert refused is not None and not refused.passed
-    assert refused.category == FailureCategory.TEST_REGRESSION
-    assert "assert -1 == 5" in refused.reason and refused.failures[0].node_id == node
+    assert refused.category == FailureCategory.GAP_NOT_CLOSED
+    assert refused.reason.startswith("the gap's tests still fail: ")
+    assert "assert -1 == 5" in refused.reason and refused.failures == []
     assert "the whole suite did not run" in refused.evidence[-1]
     skipped = still.model_copy(update={"diagnostics": ()})
-    refused = gap_tests_first(plan, skipped)  # not failing is not passing (skipped, xfailed)
+    refused = gap_tests_first(plan, skipped, base)  # not failing is not passing (skipped...)
     assert refused is not None and "did not pass" in refused.reason
     fixed = still.model_copy(update={"diagnostics": (), "passed": (node,)})
-    assert gap_tests_first(plan, fixed) is None  # they pass: the full verification decides
+    assert gap_tests_first(plan, fixed, base) is None  # they pass: the full verification decides
     gone = fixed.model_copy(update={"collected": ()})
-    assert gap_tests_first(plan, gone) is None  # a test gone is the full verification's
+    assert gap_tests_first(plan, gone, base) is None  # a test gone is the full verification's
+    # a criterion's test that passed at the base and fails now is a regression, and a new problem
+    broke = gap_tests_first(plan, still, fixed)
+    assert broke is not None and broke.category == FailureCategory.TEST_REGRESSION
+    assert [d.node_id for d in broke.failures] == [node]
 
 
 def test_a_rerun_judges_like_for_like() -> None:
@@ -222,14 +228,14 @@ def _refusals() -> dict[str, tuple[FailureCategory, object]]:
     )
     failing = Measurements(items=(_pytest(_failed()),))
     cases["failing test gap still open"] = (
-        FailureCategory.TEST_REGRESSION,
+        FailureCategory.GAP_NOT_CLOSED,
         (quality_test, failing, failing, ["calc.py"]),
     )
     gone = Measurements(
         items=(_pytest().model_copy(update={"collected": (_SEEN,), "passed": (_SEEN,)}),)
     )
     cases["the gap's test did not run"] = (
-        FailureCategory.TEST_REGRESSION,  # and HYGIENE_VIOLATION: the test is gone
+        FailureCategory.HYGIENE_VIOLATION,  # the gap is not closed, and the test is gone
         (
             quality_test,
             failing.model_copy(update={"items": (_pytest(_failed()),)}),
@@ -298,3 +304,29 @@ def test_every_refusal_of_the_verifier_has_the_category_of_its_cause(tmp_path: o
         assert not result.passed, name
         assert result.category == category, (name, result.category, result.reason)
         assert result.category != FailureCategory.UNKNOWN, name
+
+
+def test_a_features_verdict_counts_the_new_tests_apart_from_the_others_of_their_file() -> None:
+    from pathlib import Path
+
+    from domain import Measurements
+    from kernel.judging.verify import check_criterion
+    from tests.unit.factories import inbox_gap, plan
+
+    feature = plan(inbox_gap("t.md", "a feature"), task_kind=TaskKind.FEATURE)
+    old = tuple(f"tests/test_calc.py::test_{n}" for n in range(230))
+    new = ("tests/test_calc.py::test_sub",)
+    base = _pytest().model_copy(update={"collected": old, "passed": old})
+    after = _pytest().model_copy(update={"collected": old + new, "passed": old + new})
+    closed = AcceptanceCriterion(check=CheckName.GAP_CLOSED)
+    verdict = check_criterion(
+        closed,
+        feature,
+        Measurements(items=(base,)),
+        Measurements(items=(after,)),
+        ["calc.py", "tests/test_calc.py"],
+        Path("."),
+        None,
+    )
+    assert verdict.passed
+    assert verdict.evidence == "1 new test(s) pass, and 230 more in the touched test files"

@@ -194,7 +194,6 @@ def test_a_flaky_test_is_retried_once_in_isolation() -> None:
 @pytest.mark.parametrize(
     "category",
     [
-        FailureCategory.AGENT_ERROR,
         FailureCategory.AGENT_TIMEOUT,
         FailureCategory.COMPILATION_ERROR,
         FailureCategory.TEST_TIMEOUT,
@@ -222,3 +221,34 @@ def test_revised_categories_are_retried_until_the_third_failure() -> None:
     assert must_plan([gap, other], two).gap == gap
     three = [*two, record(gap, 3, category=FailureCategory.TYPE_ERROR)]
     assert must_plan([gap, other], three).gap == other
+
+
+def test_the_gaps_tests_still_failing_keeps_the_scope_and_says_what_the_verifier_saw() -> None:
+    gap = pytest_gap()
+    fresh = must_plan([gap])
+    seen = "criterion failed: these tests pass: tests/test_calc.py::test_add failed: assert 1 == 5"
+    attempt = record(gap, 1, category=FailureCategory.GAP_NOT_CLOSED, evidence=[seen])
+    revised = must_plan([gap], [attempt])
+    assert revised.allowed_paths == fresh.allowed_paths
+    assert revised.budget == fresh.budget
+    (doc,) = revised.documents
+    assert "assert 1 == 5" in doc.text
+    assert any("GAP_NOT_CLOSED" in n and "scope as before" in n for n in revised.notes)
+    two = [attempt, record(gap, 2, category=FailureCategory.GAP_NOT_CLOSED)]
+    assert must_plan([gap, lint_gap()], two).gap == gap  # retried until the third failure
+
+
+def test_a_crash_does_not_narrow_the_scope_and_quotes_how_the_run_ended() -> None:
+    gap, other = pytest_gap(), lint_gap()
+    fresh = must_plan([gap])
+    crashed = "the agent reported failure (exit 1): RuntimeError: the model is overloaded"
+    once = [record(gap, 1, IterationOutcome.FAILURE, FailureCategory.AGENT_ERROR, reason=crashed)]
+    revised = must_plan([gap, other], once)
+    assert revised.gap == gap
+    assert revised.allowed_paths == fresh.allowed_paths
+    assert revised.budget == fresh.budget
+    assert not any("narrowed" in n for n in revised.notes), revised.notes
+    (doc,) = revised.documents
+    assert "the model is overloaded" in doc.text
+    twice = [*once, record(gap, 2, IterationOutcome.FAILURE, FailureCategory.AGENT_ERROR)]
+    assert must_plan([gap, other], twice).gap == other  # retried once

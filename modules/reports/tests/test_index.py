@@ -33,6 +33,8 @@ def test_index_lists_newest_first_with_links_and_totals() -> None:
         totals=HistoryTotals(
             iterations=5,
             by_outcome={"SUCCESS": 3, "ROLLBACK": 1, "WAITING": 1},
+            agent_runs=4,
+            agent_landed=3,
             cost_usd=1.5,
             day="2026-06-01",
             cost_today_usd=0.25,
