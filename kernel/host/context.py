@@ -22,6 +22,17 @@ from kernel.measuring.measure import Target, resolve_python, ruff_binary
 from kernel.records.store import RecordStore
 
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
+SELFHOST_PROTECTED = ("domain/**", "requirements*.lock", ".venv/**")
+"""On seed's own repository, what the kernel's processes run besides kernel/ and seed.py:
+domain/ (every kernel process imports it), the locks the bootstrap installs and the
+virtualenv it installs them in (SECURITY.md, "One level of trust")."""
+
+
+def _own_protected(config: Config) -> Config:
+    """The config with seed's own packages, locks and virtualenv protected (seed on itself)."""
+    protected = list(dict.fromkeys((*config.guard.protected, *SELFHOST_PROTECTED)))
+    guard = config.guard.model_copy(update={"protected": protected})
+    return config.model_copy(update={"guard": guard})
 
 
 def log_line(paths: Paths, message: str) -> None:
@@ -125,6 +136,8 @@ def _configured(
     """seed.toml read (what it says of removed keys to `note`, else stderr), and the target's
     tools as it sets them."""
     config = load_config(path, note)
+    if paths.selfhost:
+        config = _own_protected(config)
     strict = (
         tuple(config.quality.pyright_strict)
         if config.quality.pyright_strict is not None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import shutil
+import tempfile
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -64,6 +66,7 @@ class RayEngine:
         self._task: Any = None
         self._adopted: list[int] = []
         self._started = False
+        self._code: Path | None = None
 
     def start(self) -> None:
         """Join the cluster at `address`, or start a local instance (ConfigError without Ray)."""
@@ -77,8 +80,11 @@ class RayEngine:
             # '' is a fresh local instance: "local", as None would join RAY_ADDRESS's cluster
             # or the latest `ray start` on this machine (another person's Ray)
             address = self.scale.address or "local"
-            # the workers import the kernel from seed's folder (the same path on every machine)
-            job = ray.job_config.JobConfig(code_search_path=[str(SEED_HOME)])
+            # the job's working folder holds a copy of kernel/ and domain/ only: Ray ships it to
+            # every worker and puts it first on its sys.path, in place of seed's folder and the
+            # daemon's working folder (a repository, whose other files an agent may write)
+            self._code = own_packages()
+            job = ray.job_config.JobConfig(runtime_env={"working_dir": str(self._code)})
             with adopting() as self._adopted:
                 ray.init(
                     address=address, job_config=job, log_to_driver=False, configure_logging=False
@@ -146,6 +152,19 @@ class RayEngine:
         for pid in self._adopted:
             procs.forget_known(pid)
         self._started, self._adopted = False, []
+        if self._code is not None:
+            shutil.rmtree(self._code, ignore_errors=True)
+            self._code = None
+
+
+def own_packages() -> Path:
+    """A fresh folder holding a copy of the kernel's own packages (kernel/, domain/), nothing else."""
+    folder = Path(tempfile.mkdtemp(prefix="seed-ray-code-"))
+    for name in ("kernel", "domain"):
+        shutil.copytree(
+            SEED_HOME / name, folder / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return folder
 
 
 @contextlib.contextmanager
