@@ -152,16 +152,11 @@ def frozen_code(
     _sweep_code(where)
     dest = where / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
     dest.mkdir(parents=True)
-    repo = paths.seed_home
+    if tree:
+        trees.export_tree(paths.seed_home, tree, dest, store, only=SERVER_PACKAGES)
+        return dest
     for name in SERVER_PACKAGES:
-        if tree:
-            env = store.env() if store is not None else None
-            sub = gitops.git(
-                repo, "rev-parse", "--verify", "--quiet", f"{tree}:{name}", check=False, env=env
-            )
-            if sub.ok and sub.text().strip():
-                trees.export_tree(repo, sub.text().strip(), dest / name, store)
-        elif (source := (folder or repo) / name).is_dir():
+        if (source := (folder or paths.seed_home) / name).is_dir():
             shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
     return dest
 
