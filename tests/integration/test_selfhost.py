@@ -224,11 +224,14 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
         and good[:12] in fallbacks[-1]["message"]
         and "breaks where it is deployed" in fallbacks[-1]["message"]
     ), second.stderr[-4000:]
-    [item] = list((clone / "inbox").glob("module-fallback-*.md"))
+    [item] = list((clone / "inbox").rglob("module-fallback-*.md"))
     assert 'priority = "critical"' in item.read_text() and good in item.read_text()
-    os.utime(item, (0, 0))  # the scan leaves files younger than its quiet period for the next pass
-    third = _once(clone)  # the daemon still works: it repairs the breakage
-    assert third.returncode == 0, third.stderr[-4000:]
+    if item.parent == clone / "inbox":  # left for the next pass (younger than the quiet period)
+        os.utime(item, (0, 0))
+        third = _once(clone)  # the daemon still works: it repairs the breakage
+        assert third.returncode == 0, third.stderr[-4000:]
+    else:  # the same pass took the critical task at once: the daemon still works
+        assert second.returncode == 0, second.stderr[-4000:]
     last = records(clone)[-1]
     assert last["outcome"] == "SUCCESS" and last["gap"]["key"] == f"inbox:{item.name}"
     assert (
