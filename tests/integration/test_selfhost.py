@@ -224,9 +224,8 @@ def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_pa
         and good[:12] in fallbacks[-1]["message"]
         and "breaks where it is deployed" in fallbacks[-1]["message"]
     ), second.stderr[-4000:]
-    found = sorted((clone / "inbox").rglob("module-fallback-*.md"))
-    assert len(found) == 1, (found, records(clone)[-1]["outcome"], second.stderr[-3000:])
-    [item] = found
+    tasks = (clone / "inbox").rglob("module-fallback-*.md")
+    [item] = [t for t in tasks if not t.name.endswith(".result.md")]
     assert 'priority = "critical"' in item.read_text() and good in item.read_text()
     if item.parent == clone / "inbox":  # left for the next pass (younger than the quiet period)
         os.utime(item, (0, 0))
