@@ -7,11 +7,18 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
+from domain import IterationOutcome
+from domain.fitness import Generation
+from kernel.host.context import Context
 from kernel.host.host import LAST_GOOD_REF, BootNeeds, ModuleHost, boot
 from kernel.isolation.paths import Paths
+from kernel.loop import generations
 from kernel.records.store import RecordStore
 from tests.support import SEED_HOME, git
+from tests.unit.factories import gap, record
 
 
 def _seed_repo(tmp: Path) -> Path:
@@ -87,3 +94,26 @@ def test_last_good_moves_to_a_persons_commit_or_a_generation_never_to_an_unmeasu
     again = _commit(repo, "modules/planner/__init__.py", "\n# mine\n", by_the_kernel=False)
     assert _boot(repo) == again
     assert not list((repo / ".git" / "seed").glob("code/*")), "the copies of module code are gone"
+
+
+def test_kept_work_a_person_approves_becomes_a_generation_and_then_last_good(
+    tmp_path: Path,
+) -> None:
+    repo = _seed_repo(tmp_path)
+    person = git(repo, "rev-parse", "HEAD").strip()
+    assert _boot(repo) == person
+    # `seed.py approve` landed a kept change to the planner: measured before it was kept
+    landed = _commit(repo, "modules/planner/__init__.py", "\n# kept\n", by_the_kernel=True)
+    assert _boot(repo) == person
+    ctx = cast(
+        Context,
+        SimpleNamespace(paths=Paths(root=repo, common=repo / ".git", seed_home=repo), log=print),
+    )
+    kept = record(gap(), 1, IterationOutcome.KEPT, None)
+    generations.approved(
+        ctx, kept.model_copy(update={"generation": Generation(fell=("x",))}), landed
+    )
+    assert _boot(repo) == person, "a change the gate refused is no generation"
+    generations.approved(ctx, kept.model_copy(update={"generation": Generation()}), landed)
+    assert git(repo, "rev-parse", "refs/seed/generation/1").strip() == landed
+    assert _boot(repo) == landed
