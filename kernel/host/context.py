@@ -30,6 +30,17 @@ from kernel.terminal import say
 DEFAULT_STRICT_SELFHOST = ("kernel", "domain", "modules")
 IN_FORCE = "config-in-force.json"
 """The config the daemon put in force, in its state folder (`status` reads it)."""
+SELFHOST_PROTECTED = ("domain/**", "requirements*.lock", ".venv/**")
+"""On seed's own repository, what the kernel's processes run besides kernel/ and seed.py:
+domain/ (every kernel process imports it), the locks the bootstrap installs and the
+virtualenv it installs them in (SECURITY.md, "One level of trust")."""
+
+
+def _own_protected(config: Config) -> Config:
+    """The config with seed's own packages, locks and virtualenv protected (seed on itself)."""
+    protected = list(dict.fromkeys((*config.guard.protected, *SELFHOST_PROTECTED)))
+    guard = config.guard.model_copy(update={"protected": protected})
+    return config.model_copy(update={"guard": guard})
 
 
 def log_line(paths: Paths, message: str, *, echo: bool = True) -> None:
@@ -152,7 +163,10 @@ def _configured(
 
 
 def _target(paths: Paths, config: Config, path: Path) -> tuple[Config, Target]:
-    """The config with the target's tools as it sets them."""
+    """The config with the target's tools as it sets them (and, on seed itself, its own
+    packages, locks and virtualenv protected, whichever config stands)."""
+    if paths.selfhost:
+        config = _own_protected(config)
     strict = (
         tuple(config.quality.pyright_strict)
         if config.quality.pyright_strict is not None

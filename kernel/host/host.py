@@ -8,9 +8,14 @@ writable, no network or sockets, an empty HOME and an allow-listed environment; 
 sends it facts (which agent CLIs are installed) instead. Every answer is validated
 (kernel/host/answers.py) before the kernel uses it; a host that dies or answers nonsense is a
 HostError.
-The last good commit is the ref refs/seed/last-good in seed's own repository; a fallback
-runs the modules from an export of it (plain files) in <git-common-dir>/seed/last-good. The kernel
-itself never falls back: it is protected and only people change it.
+Module code always runs from a copy the kernel made (`frozen_code`): HEAD's packages (or, with
+edits not committed, the folder's), a generation's under test, the last good commit's; each
+in a fresh folder under <git-common-dir>/seed/code/, bound read-only at seed's own folder in
+the sandbox (`jails.ModuleJail`), so a run that is measured cannot be told from one that is used.
+The last good commit is the ref refs/seed/last-good in seed's own repository: HEAD, once its
+modules pass the self-check, when the module server's code there is a person's (the commit
+that last changed it is one the kernel did not make) or a generation that passed the fitness
+gate (`vouched`). The kernel itself never falls back: it is protected and only people change it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -66,6 +72,7 @@ from kernel.host.answers import (
 from kernel.isolation import gitops, procs, trees
 from kernel.isolation.jails import ModuleJail
 from kernel.isolation.paths import Paths
+from kernel.records.commitmsg import TRAILER
 from kernel.records.store import RecordStore
 
 _DATA = frozenset({"analyze", "plan", "agent_spec", "order"})
@@ -73,6 +80,8 @@ _DATA = frozenset({"analyze", "plan", "agent_spec", "order"})
 gap keys, the run spec the machine's argv. What of them is shown goes through a rendering
 (cleaned as every other answer) or the terminal's sink (`kernel/terminal.py`)."""
 LAST_GOOD_REF = "refs/seed/last-good"
+GENERATION_REF = "refs/seed/generation/"
+"""A landed generation's commit: refs/seed/generation/N (a write of the kernel's own)."""
 RELOAD_PATHS = ("modules/", "domain/")
 """A landed change under these paths reloads the module host (when seed works on itself;
 kernel/, the server's third package, is protected there)."""
@@ -137,17 +146,87 @@ def _fallback_dir(repo: Path) -> Path:
     return gitops.common_dir(repo) / "seed" / "last-good"
 
 
+def frozen_code(
+    paths: Paths,
+    tree: str = "",
+    store: trees.ObjectStore | None = None,
+    folder: Path | None = None,
+) -> Path:
+    """A fresh folder of the kernel's holding the module server's packages: those of `tree`
+    (a commit or tree of seed's repository, from its objects or `store`'s), else those of
+    `folder` (seed's own by default) as they are on disk. Named by no fact of what it holds."""
+    where = paths.state / "code"
+    _sweep_code(where)
+    dest = where / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    dest.mkdir(parents=True)
+    if tree:
+        trees.export_tree(paths.seed_home, tree, dest, store, only=SERVER_PACKAGES)
+        return dest
+    for name in SERVER_PACKAGES:
+        if (source := (folder or paths.seed_home) / name).is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def _sweep_code(where: Path) -> None:
+    """Remove copies of module code left by processes that are gone."""
+    with contextlib.suppress(OSError):
+        for old in where.iterdir():
+            owner = old.name.split("-", 1)[0]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                remove_any(old)
+
+
+def own_code(paths: Paths) -> Path:
+    """The copy of seed's own module code a command runs: HEAD's packages when they are
+    what the folder holds, else the folder's (a person's edits not committed)."""
+    repo = _seed_repo(paths.seed_home)
+    if repo is not None and repo == paths.seed_home.resolve() and _code_is_committed(repo):
+        head = gitops.head(repo)
+        if head:
+            return frozen_code(paths, head)
+    return frozen_code(paths)
+
+
+def vouched(repo: Path, commit: str) -> bool:
+    """Whether the module server's code at commit may become the last good one: the commit
+    that last changed it is a person's (without the kernel's trailer), or a generation that
+    passed the fitness gate; never a change of the kernel's that was not measured."""
+    last = gitops.git(repo, "log", "-1", "--format=%H", commit, "--", *SERVER_PACKAGES, check=False)
+    changer = last.text().strip()
+    if not last.ok or not changer:
+        return False
+    said = gitops.git(
+        repo, "log", "-1", f"--format=%(trailers:key={TRAILER},valueonly)", changer, check=False
+    )
+    if said.ok and not said.text().strip():
+        return True
+    kept = gitops.git(
+        repo,
+        "for-each-ref",
+        "--points-at",
+        changer,
+        "--format=%(refname)",
+        GENERATION_REF,
+        check=False,
+    )
+    return kept.ok and bool(kept.text().strip())
+
+
 def _start(host: ModuleHost, needs: BootNeeds, code_dir: Path, check: bool) -> tuple[bool, str]:
-    """Start a host from code_dir (after its self-check when check is set); (ok, why not)."""
+    """Start a host from code_dir, a copy of the kernel's that the host then owns (after its
+    self-check when check is set); (ok, why not)."""
     evidence = "started"
+    fresh = ModuleHost(code_dir, needs.paths.state / "host.log", jail=needs.jail, frozen=True)
     if check:
         ok, evidence = needs.selfcheck(code_dir, needs.paths.state / "selfcheck.log", needs.jail)
         if not ok:
+            fresh.stop()
             return False, f"self-check failed: {evidence}"
-    fresh = ModuleHost(code_dir, needs.paths.state / "host.log", jail=needs.jail)
     try:
         fresh.start()
     except HostError as exc:
+        fresh.stop()
         return False, str(exc)
     host.adopt(fresh)
     return True, evidence
@@ -160,12 +239,12 @@ def boot(host: ModuleHost, needs: BootNeeds, *, record: bool = True) -> str:
     self-check and leaves no event, inbox item or ref behind.
     """
     home = needs.paths.seed_home
-    ok, why = _start(host, needs, home, check=record)
+    ok, why = _start(host, needs, own_code(needs.paths), check=record)
     repo = _seed_repo(home)
     if ok:
         if record and repo is not None and _code_is_committed(repo):
             head = gitops.head(repo)
-            if head:
+            if head and vouched(repo, head):
                 gitops.git(repo, "update-ref", LAST_GOOD_REF, head)
         _drop_fallback_worktree(repo)
         return f"modules loaded from {home} ({why})"
@@ -187,12 +266,8 @@ def _fall_back(host: ModuleHost, needs: BootNeeds, repo: Path, why: str, record:
             f"the modules in {home} do not load and no commit has passed the self-check yet: {why}"
         )
     commit = good.text().strip()
-    where = _fallback_dir(repo)
-    # the commit's files written afresh by the kernel: no git worktree (whose admin folder
-    # would live in the repository's .git), and nothing earlier module code left there is kept
-    remove_any(where)
-    trees.export_tree(repo, commit, where)
-    started, fallback_why = _start(host, needs, where, check=False)
+    _drop_fallback_worktree(repo)  # where an older daemon exported it
+    started, fallback_why = _start(host, needs, frozen_code(needs.paths, commit), check=False)
     if not started:
         raise HostError(
             f"the modules in {home} do not load ({why}), nor do those of {commit[:12]}: {fallback_why}"
@@ -279,10 +354,13 @@ class ModuleHost:
         log_path: Path,
         timeout_s: float = 300.0,
         jail: ModuleJail | None = None,
+        frozen: bool = False,
     ) -> None:
         self.code_dir = code_dir
         self.jail = jail
         """The sandbox every run of module code goes through (None: the sandbox is off)."""
+        self.frozen = frozen
+        """code_dir is a copy of the kernel's (`frozen_code`), removed when the process ends."""
         self.log_path = log_path
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
@@ -294,19 +372,24 @@ class ModuleHost:
         self.hello: dict[str, Any] = {}
 
     @property
+    def place(self) -> Path:
+        """Where the module server sees its own folder (seed's, in the sandbox)."""
+        return self.jail.place if self.jail is not None else self.code_dir
+
+    @property
     def running(self) -> bool:
         """The host process is alive."""
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> dict[str, Any]:
         """Start the host and check its greeting: protocol and contract versions must match."""
-        self.stop()
+        self._end()
         # the allow-list (no credential of the daemon's), HOME an empty tmpfs in the sandbox
         env = procs.run_env()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         try:
-            argv = [sys.executable, "-I", "-B", "-u", "-c", _LAUNCH, str(self.code_dir)]
+            argv = [sys.executable, "-I", "-B", "-u", "-c", _LAUNCH, str(self.place)]
             self._proc = subprocess.Popen(
                 self.jail(argv, self.code_dir) if self.jail is not None else argv,
                 cwd=self.code_dir,
@@ -342,7 +425,13 @@ class ModuleHost:
         return hello
 
     def stop(self) -> None:
-        """Ask the host to exit, then end its process group."""
+        """Ask the host to exit, then end its process group (and remove the kernel's copy of
+        its code: a frozen host is not started again)."""
+        self._end()
+        if self.frozen:
+            remove_any(self.code_dir)
+
+    def _end(self) -> None:
         proc = self._proc
         if proc is None:
             return
@@ -368,9 +457,9 @@ class ModuleHost:
         """Take over other's running process (a host started from other code), ending this one's."""
         self.stop()
         self.code_dir, self.jail, self.log_path = other.code_dir, other.jail, other.log_path
-        self.timeout_s, self.hello = other.timeout_s, other.hello
+        self.timeout_s, self.hello, self.frozen = other.timeout_s, other.hello, other.frozen
         self._proc, self._buffer, self._next_id = other._proc, other._buffer, other._next_id
-        other._proc = None
+        other._proc, other.frozen = None, False
 
     def _read(self, timeout_s: float) -> dict[str, Any]:
         proc = self._proc

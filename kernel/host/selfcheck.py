@@ -32,8 +32,11 @@ from domain import (
 from kernel.config import QualityConfig
 from kernel.contracts import CONTRACT_VERSIONS
 from kernel.errors import HostError
-from kernel.host.host import ModuleHost
+from kernel.fsutil import remove_any
+from kernel.host.host import ModuleHost, frozen_code
+from kernel.isolation import trees
 from kernel.isolation.jails import ModuleJail
+from kernel.isolation.paths import Paths
 from kernel.measuring.gate import freeze_gate
 from kernel.measuring.measure import Target, ruff_binary, run_pytest, run_ruff
 from kernel.records.inbox import task_text
@@ -142,7 +145,7 @@ def _exercise(host: ModuleHost) -> list[Check]:
         return checks
     context = AgentContext(
         worktree="/nonexistent",
-        seed_home=str(host.code_dir),
+        seed_home=str(host.place),
         python=sys.executable,
         ruff=ruff_binary(),
         command=("true",),
@@ -273,6 +276,17 @@ def run_selfcheck(tree: Path, log: Path, jail: ModuleJail | None = None) -> list
     finally:
         host.stop()
     return checks
+
+
+def selfcheck_of(
+    paths: Paths, tree: str, store: trees.ObjectStore | None, jail: ModuleJail | None
+) -> tuple[bool, str]:
+    """The self-check of a tree's modules (a candidate's), copied as the module server runs them."""
+    code = frozen_code(paths, tree, store)
+    try:
+        return selfcheck(code, paths.state / "selfcheck.log", jail)
+    finally:
+        remove_any(code)
 
 
 def selfcheck(tree: Path, log: Path, jail: ModuleJail | None = None) -> tuple[bool, str]:

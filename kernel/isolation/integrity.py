@@ -40,8 +40,9 @@ from kernel.contracts import PERSONS_FILES, matches_any
 from kernel.fsutil import atomic_write_bytes, atomic_write_text, unique_path
 from kernel.isolation import gitops, seal
 
-KERNEL_OWNED = ("history", ".git")
-"""Protected, but written by the kernel itself (history/) or checked on their own (.git)."""
+KERNEL_OWNED = ("history", ".git", ".venv")
+"""Protected, but written by the kernel itself (history/, the bootstrap's .venv, read-only to
+every run) or checked on their own (.git)."""
 UNWATCHED = ("history", "inbox", ".git")
 """Top-level folders whose changes are not the checkout's (records, tasks, git's own files)."""
 MAX_KEPT_BYTES = 64 * 1024 * 1024

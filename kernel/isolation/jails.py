@@ -41,9 +41,6 @@ Jail = Callable[[Sequence[str], Path, Sequence[Path]], Jailed]
 """Wraps the argv of a run that executes repository code on a tree so it runs sandboxed, with
 only the tree and the given folders writable (the kernel's output folder)."""
 
-ModuleJail = Callable[[Sequence[str], Path], list[str]]
-"""Wraps the module server's argv so it runs sandboxed with its code (the path) shown
-read-only and nothing writable (kernel/isolation/jails.py module_jail)."""
 
 _NEVER_SHOWN = (
     ".ssh",
@@ -452,22 +449,43 @@ def _linked_entries(root: Path, python: Path | None) -> tuple[Path, ...]:
     return tuple(p for p in found if Path(os.path.realpath(p)).is_relative_to(root))[:50]
 
 
-def module_jail(paths: Paths, guard: GuardConfig) -> ModuleJail | None:
-    """The sandbox of the module server and the self-check: the test-run profile with nothing
-    writable (its answers go out on a pipe, its log on a descriptor the kernel opened), its
-    code shown read-only; None when the sandbox is off or missing."""
-    if not enabled(guard) or not sandbox.available().ok:
-        return None
+@dataclass(frozen=True)
+class ModuleJail:
+    """The sandbox of module code (the module server, the self-check, a fitness replay): the
+    test-run profile with nothing writable (answers go out on a pipe, the log on a descriptor
+    the kernel opened), the code's folder bound read-only at seed's own folder (`place`),
+    which is its working folder. Wherever the code came from (HEAD's, a generation's under
+    test, the last good one's), it runs at one path, from one folder, in one profile: a run
+    that is measured cannot be told from one that is used."""
 
-    def jail(argv: Sequence[str], code: Path) -> list[str]:
+    paths: Paths
+    guard: GuardConfig
+
+    @property
+    def place(self) -> Path:
+        """Where module code sees its own folder: seed's."""
+        return self.paths.seed_home
+
+    def __call__(self, argv: Sequence[str], code: Path) -> list[str]:
+        """argv sandboxed, with the code folder at `place`."""
         # the planner reads the iteration's fresh checkout of HEAD (ProjectState.worktree):
         # the checkouts' folder is shown read-only, made first so the bind exists
-        paths.checkouts.mkdir(parents=True, exist_ok=True)
-        shown = (*_shown(paths), paths.checkouts)
-        profile = _measurement(guard, paths, readonly=(code,), shown=shown, chdir=code)
+        self.paths.checkouts.mkdir(parents=True, exist_ok=True)
+        shown = (*_shown(self.paths), self.paths.checkouts)
+        place = self.place
+        if code.resolve() == place.resolve():  # seed's folder itself: its state stays hidden
+            mounts: dict[str, Any] = {"readonly": (code,)}
+        else:
+            mounts = {"in_place": (code, place), "frozen": True}
+        profile = _measurement(self.guard, self.paths, shown=shown, chdir=place, **mounts)
         return sandbox.wrap(argv, profile)
 
-    return jail
+
+def module_jail(paths: Paths, guard: GuardConfig) -> ModuleJail | None:
+    """The sandbox of module code; None when the sandbox is off or missing."""
+    if not enabled(guard) or not sandbox.available().ok:
+        return None
+    return ModuleJail(paths, guard)
 
 
 def extra_writable(paths: Paths) -> tuple[Path, ...]:

@@ -25,6 +25,8 @@ import importlib
 import importlib.metadata
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -87,6 +89,7 @@ class RayEngine:
         self._started = False
         self._saved: dict[str, Any] = {}
         """What _close changed for a local instance, put back when it stops."""
+        self._code: Path | None = None
 
     def start(self) -> None:
         """Join the cluster at `address`, or start a local instance (ConfigError without Ray)."""
@@ -97,8 +100,11 @@ class RayEngine:
         self._ray = ray
         self._task = ray.remote(max_retries=0)(run_candidate)
         if not ray.is_initialized():
-            # the workers import the kernel from seed's folder (the same path on every machine)
-            job = ray.job_config.JobConfig(code_search_path=[str(SEED_HOME)])
+            # the job's working folder holds a copy of kernel/ and domain/ only: Ray ships it to
+            # every worker and puts it first on its sys.path, in place of seed's folder and the
+            # daemon's working folder (a repository, whose other files an agent may write)
+            self._code = own_packages()
+            job = ray.job_config.JobConfig(runtime_env={"working_dir": str(self._code)})
             quiet: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
             with adopting() as self._adopted:
                 if self.scale.address:
@@ -182,6 +188,19 @@ class RayEngine:
             procs.forget_known(pid)
         _reopen(self._saved)
         self._started, self._adopted, self._saved = False, [], {}
+        if self._code is not None:
+            shutil.rmtree(self._code, ignore_errors=True)
+            self._code = None
+
+
+def own_packages() -> Path:
+    """A fresh folder holding a copy of the kernel's own packages (kernel/, domain/), nothing else."""
+    folder = Path(tempfile.mkdtemp(prefix="seed-ray-code-"))
+    for name in ("kernel", "domain"):
+        shutil.copytree(
+            SEED_HOME / name, folder / name, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    return folder
 
 
 @functools.cache

@@ -99,6 +99,8 @@ class Profile:
     """(source, place): with `in_place`, what the run still sees of the person's side inside
     the checkout, read-only (their environment, build products git ignores); shown places
     inside the checkout are added here."""
+    frozen: bool = False
+    """With `in_place`: the export read-only too (module code writes nothing)."""
     sockets: tuple[tuple[Path, Path], ...] = ()
     """(source, place): Unix sockets bound read-write at a place under the empty /run of a run
     without network, mounted last (the model gateway's: the only way out of the namespace)."""
@@ -342,6 +344,9 @@ def _mounts(profile: Profile, covered: Sequence[Path], real_home: Path) -> list[
         mounts.append((len(checkout.parts), 1, ["--bind", str(export), str(checkout)]))
         for source, place in _through(profile, checkout):
             mounts.append((len(place.parts), 2, ["--ro-bind", str(source), str(place)]))
+        if profile.frozen:
+            # after every mount point inside it is made: that mount alone, not those inside
+            mounts.append((1 << 16, 0, ["--remount-ro", str(checkout)]))
     # sorted is stable: at equal depth and rank, the profile's own order stays
     return [arg for _, _, args in sorted(mounts, key=lambda m: (m[0], m[1])) for arg in args]
 

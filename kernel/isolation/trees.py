@@ -68,10 +68,10 @@ class Candidate:
 
 
 def _entries(
-    root: Path, tree: str, env: dict[str, str] | None = None
+    root: Path, tree: str, env: dict[str, str] | None = None, only: Sequence[str] = ()
 ) -> Iterator[tuple[str, str, str]]:
-    """(mode, object id, path) of every file in a tree."""
-    raw = gitops.git(root, "ls-tree", "-r", "-z", "--full-tree", tree, env=env).stdout
+    """(mode, object id, path) of every file in a tree (`only`: below these folders)."""
+    raw = gitops.git(root, "ls-tree", "-r", "-z", "--full-tree", tree, "--", *only, env=env).stdout
     for item in raw.split(b"\0"):
         if not item:
             continue
@@ -422,12 +422,18 @@ def _blob_bytes(root: Path, oids: Sequence[str], env: Mapping[str, str] | None) 
     return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
 
 
-def export_tree(root: Path, tree: str, dest: Path, store: ObjectStore | None = None) -> list[str]:
-    """A fresh folder holding exactly the tree's files, written by the kernel from git objects
-    (never checkout or archive, which apply smudge filters, export-ignore and export-subst);
-    returns the paths written."""
+def export_tree(
+    root: Path,
+    tree: str,
+    dest: Path,
+    store: ObjectStore | None = None,
+    only: Sequence[str] = (),
+) -> list[str]:
+    """A fresh folder holding exactly the tree's files (`only`: those below these folders),
+    written by the kernel from git objects (never checkout or archive, which apply smudge
+    filters, export-ignore and export-subst); returns the paths written."""
     env = store.env() if store is not None else None
-    entries = list(_entries(root, tree, env))
+    entries = list(_entries(root, tree, env, only))
     blobs = [(m, o, p) for m, o, p in entries if m != "160000"]
     dest.mkdir(parents=True, exist_ok=True)
     for (mode, _, rel), data in zip(

@@ -18,7 +18,7 @@ from domain import (
 )
 from kernel import faults
 from kernel.host.context import Context
-from kernel.host.selfcheck import selfcheck
+from kernel.host.selfcheck import selfcheck_of
 from kernel.isolation import jails, trees
 from kernel.isolation.exports import Export
 from kernel.judging import basetests, guard, uncovered
@@ -363,7 +363,7 @@ class Judge:
 
         def boot() -> tuple[bool, str]:
             jail = jails.module_jail(ctx.paths, ctx.config.guard)
-            return selfcheck(place(), ctx.paths.state / "selfcheck.log", jail)
+            return selfcheck_of(ctx.paths, place.tree, place.store, jail)
 
         wants_boot = any(c.check == CheckName.SELFCHECK for c in it.plan.criteria)
         verification = verify(

@@ -13,6 +13,7 @@ and did it work on the case's gap. Old trees are never measured again: the plann
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -33,7 +34,7 @@ from kernel.errors import HostError
 from kernel.fsutil import remove_any
 from kernel.host import answers
 from kernel.host.context import Context
-from kernel.host.host import ModuleHost
+from kernel.host.host import ModuleHost, frozen_code, own_code
 from kernel.isolation import agentgit, gitops, jails, trees
 from kernel.judging.guard import clamp_plan, is_test_path
 from kernel.loop import corpus
@@ -149,23 +150,23 @@ def measure(
         if not (folder / "modules").is_dir() or not (folder / "domain").is_dir():
             raise HostError(f"--modules {modules}: a folder without modules/ and domain/")
         name = "working" if not modules else str(folder.resolve())
-        return fitness(name, Replay(ctx, folder.resolve(), blobs).run(cases, records, tell))
-    repo = ctx.paths.seed_home
-    found = gitops.git(
-        repo, "rev-parse", "--verify", "--quiet", f"{modules}^{{commit}}", check=False
-    )
-    if not found.ok:
-        raise HostError(
-            f"--modules {modules}: neither a folder nor a commit of seed's repository {repo}"
+        code = own_code(ctx.paths) if not modules else frozen_code(ctx.paths, folder=folder)
+    else:
+        repo = ctx.paths.seed_home
+        found = gitops.git(
+            repo, "rev-parse", "--verify", "--quiet", f"{modules}^{{commit}}", check=False
         )
-    commit = found.text().strip()
-    where = ctx.paths.state / "fitness-modules"
-    remove_any(where)
-    trees.export_tree(repo, commit, where)
+        if not found.ok:
+            raise HostError(
+                f"--modules {modules}: neither a folder nor a commit of seed's repository {repo}"
+            )
+        name = found.text().strip()[:12]
+        code = frozen_code(ctx.paths, found.text().strip())
+    # a copy of the packages, made and bound in the sandbox as the daemon makes its own
     try:
-        return fitness(commit[:12], Replay(ctx, where, blobs).run(cases, records, tell))
+        return fitness(name, Replay(ctx, code, blobs).run(cases, records, tell))
     finally:
-        remove_any(where)
+        remove_any(code)
 
 
 def _share(some: Sequence[object], of: Sequence[object]) -> float:
@@ -183,7 +184,8 @@ class Replay:
         self.ctx = ctx
         self.blobs = blobs or {}
         """The texts of the corpus cases' files."""
-        log = ctx.paths.state / "fitness.log"
+        # the live module server's log: even the name of its stderr is the same
+        log = ctx.paths.state / "host.log"
         # a generation that hangs is as bad as one that fails, and much slower: a request of
         # the replay waits FITNESS_REQUEST_S at most (the case is then invalid)
         self.host = ModuleHost(
@@ -202,9 +204,14 @@ class Replay:
         """Each case's score; a host that does not start scores every case invalid."""
         try:
             self.host.start()
-            # every agent adapter loaded, as the daemon loads them when it starts: code that
-            # runs when an adapter is imported runs before the cases, as it would before a plan
-            self.host.agents()
+            # started as the daemon starts it: every agent adapter loaded (code that runs when
+            # an adapter is imported runs before the cases, as it would before a plan) and the
+            # backend chosen as the daemon's config names it
+            listed, _ = self.host.agents()
+            with contextlib.suppress(HostError):
+                self.host.choose_backend(
+                    self.ctx.config.agent.backend, self.ctx.config_path.name, listed
+                )
         except HostError as exc:
             self.host.stop()
             return [CaseScore(id=c.id, part=c.part, error=str(exc)) for c in cases]

@@ -26,8 +26,8 @@ from domain import FailureCategory, IterationOutcome, IterationRecord
 from domain.fitness import Fitness, FitnessCase, FitnessFigures, Generation
 from kernel.fsutil import append_line, remove_any
 from kernel.host.context import Context
-from kernel.host.host import SERVER_PACKAGES
-from kernel.isolation import gitops, trees
+from kernel.host.host import GENERATION_REF, SERVER_PACKAGES, frozen_code
+from kernel.isolation import gitops
 from kernel.judging.iteration import Ending, Iteration
 from kernel.judging.judge import Passed
 from kernel.loop import fitness
@@ -36,8 +36,6 @@ from kernel.records import jsonl
 PLANNING = tuple(f"{name}/" for name in SERVER_PACKAGES)
 """The module server's code, all of it: what a generation changes (an allow-list of what
 may pass unmeasured would be a deny-list of what is measured)."""
-GENERATION_REF = "refs/seed/generation/"
-"""A landed generation's commit: refs/seed/generation/N (a write of the kernel's own)."""
 FIGURES = ("valid", "chosen", "recall", "top1", "top3", "precision")
 """The figures a generation must hold (the prompt's length is shown, not held: a longer
 prompt may be the better one)."""
@@ -115,10 +113,8 @@ class Gate:
     ) -> Fitness:
         """The fitness of the modules in `tree` (the base's commit, or the candidate's tree
         in its store), exported by the kernel."""
-        paths = self.ctx.paths
-        where = paths.state / "generations" / f"{tree[:16]}-{id(passed)}"
-        remove_any(where)
-        trees.export_tree(paths.root, tree, where, passed.store if passed else None)
+        # the packages the module server runs, copied as the daemon copies its own
+        where = frozen_code(self.ctx.paths, tree, passed.store if passed else None)
         try:
             scores = fitness.Replay(self.ctx, where, blobs).run(cases, records)
             return fitness.fitness(tree[:12], scores)
@@ -132,23 +128,36 @@ def _figures(found: Fitness) -> Fitness:
 
 
 def land(ctx: Context, it: Iteration, ending: Ending) -> None:
-    """A landed change to the planning modules becomes the next generation: numbered, its
-    line in history/generations.jsonl and its commit at refs/seed/generation/N."""
+    """A landed change to the planning modules becomes the next generation."""
     if it.generation is None or ending.outcome != IterationOutcome.SUCCESS or not ending.commit:
         return
+    it.generation = number(ctx, it.plan.iteration_id, it.generation, ending.commit)
+
+
+def approved(ctx: Context, record: IterationRecord, commit: str) -> None:
+    """Kept work a person approved that changed the planning modules (measured, and held,
+    before it was kept) becomes the next generation too."""
+    if record.generation is not None and not record.generation.fell:
+        number(ctx, record.iteration_id, record.generation, commit)
+
+
+def number(ctx: Context, iteration_id: str, generation: Generation, commit: str) -> Generation:
+    """The generation numbered: its line in history/generations.jsonl and its commit at
+    refs/seed/generation/N (what lets refs/seed/last-good move to it, `host.vouched`)."""
     root = ctx.paths.root
-    number = _next_number(root, ctx.paths.history / "generations.jsonl")
-    it.generation = it.generation.model_copy(update={"number": number})
+    found = _next_number(root, ctx.paths.history / "generations.jsonl")
+    generation = generation.model_copy(update={"number": found})
     line = {
-        "number": number,
-        "iteration_id": it.plan.iteration_id,
-        "commit": ending.commit,
-        "before": it.generation.before.model_dump(mode="json"),
-        "after": it.generation.after.model_dump(mode="json"),
+        "number": found,
+        "iteration_id": iteration_id,
+        "commit": commit,
+        "before": generation.before.model_dump(mode="json"),
+        "after": generation.after.model_dump(mode="json"),
     }
     append_line(ctx.paths.history / "generations.jsonl", json.dumps(line, sort_keys=True))
-    gitops.git(root, "update-ref", f"{GENERATION_REF}{number}", ending.commit)
-    ctx.log(f"{it.plan.iteration_id}: generation {number} landed ({ending.commit[:12]})")
+    gitops.git(root, "update-ref", f"{GENERATION_REF}{found}", commit)
+    ctx.log(f"{iteration_id}: generation {found} landed ({commit[:12]})")
+    return generation
 
 
 def _next_number(root: Path, kept: Path) -> int:

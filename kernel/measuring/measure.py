@@ -369,7 +369,9 @@ def run_pyright(
         own = pyright_config(gate, tree, target.strict, target.root)
         config = pyright_config_outside(own, tree, Path(raw))
         config_path.write_text(json.dumps(config), encoding="utf-8")
-        argv = [sys.executable, "-m", "pyright", *PYRIGHT_FLAGS, "-p", str(config_path)]
+        # -I: the tree is the working folder, and `-m` would put it first on sys.path (a
+        # `pyright/` or `json.py` of the change would run here, outside the sandbox)
+        argv = [sys.executable, "-I", "-m", "pyright", *PYRIGHT_FLAGS, "-p", str(config_path)]
         argv += ["--pythonpath", target.python, *files]
         result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=tool_env())
     if result.timed_out or result.exit_code not in (0, 1):

@@ -172,7 +172,8 @@ def install(
         if time.time() - failed.stat().st_mtime < RETRY_AFTER_S:
             return None  # offline or no such wheel: one attempt a day, not one per analysis
     with tempfile.TemporaryDirectory(prefix="seed-ruff-") as raw:
-        argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+        # -I: `-m` would put the daemon's working folder (a repository) first on sys.path
+        argv = [sys.executable, "-I", "-m", "pip", "download", "--quiet", "--no-deps"]
         argv += ["--only-binary", ":all:", "--dest", raw, f"ruff=={version}"]
         if find_links is not None:
             argv += ["--no-index", "--find-links", str(find_links)]

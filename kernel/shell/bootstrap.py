@@ -80,8 +80,10 @@ def install(env_dir: Path, lock: Path) -> None:
         sys.stderr,
         flush=True,
     )
+    # -I: `-m` would put the working folder (a repository) first on sys.path
     command = [
         str(_python(env_dir)),
+        "-I",
         "-m",
         "pip",
         "install",

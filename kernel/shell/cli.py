@@ -19,16 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from domain import GapReport, IterationOutcome, IterationPlan
-from kernel.config import Config
+from kernel.config import Config, GuardConfig
 from kernel.errors import HostError, LockHeld, SeedError, UsageError
-from kernel.fsutil import atomic_write_text
+from kernel.fsutil import atomic_write_text, remove_any
 from kernel.host.context import Context, open_context
+from kernel.host.host import own_code
 from kernel.host.selfcheck import run_selfcheck
-from kernel.isolation import gitops, procs
+from kernel.isolation import gitops, jails, procs
 from kernel.isolation.daemonlock import DaemonLock
-from kernel.isolation.paths import SEED_HOME
+from kernel.isolation.paths import SEED_HOME, discover
 from kernel.judging import landing
-from kernel.loop import fitness, replaying, reporting
+from kernel.loop import fitness, generations, replaying, reporting
 from kernel.records import halt
 from kernel.records.inbox import write_task
 from kernel.shell.daemon import (
@@ -542,7 +543,11 @@ def cmd_approve(args: argparse.Namespace) -> int:
     if not found:
         return EXIT_USAGE
     try:
+        before = gitops.head(ctx.paths.root)
         say(landing.approve(ctx, found))
+        record, after = ctx.store.get(found), gitops.head(ctx.paths.root)
+        if record is not None and after and after != before and ctx.paths.selfhost:
+            generations.approved(ctx, record, after)
         with contextlib.suppress(SeedError, OSError):
             reporting.write_index(ctx)
     finally:
@@ -641,7 +646,16 @@ sandbox = "{defaults.guard.sandbox}"
 
 def cmd_selfcheck(args: argparse.Namespace) -> int:
     log = Path(tempfile.gettempdir()) / f"seed-selfcheck-{os.getpid()}.log"
-    checks = run_selfcheck(SEED_HOME, log)
+    try:
+        paths = discover(SEED_HOME)
+    except UsageError:  # no git checkout, so no state folder to hold a copy: as it is
+        checks = run_selfcheck(SEED_HOME, log)
+    else:  # as the daemon boots: a copy of the modules, sandboxed where the sandbox runs
+        code = own_code(paths)
+        try:
+            checks = run_selfcheck(code, log, jails.module_jail(paths, GuardConfig()))
+        finally:
+            remove_any(code)
     for check in checks:
         say(str(check))
     failed = [c for c in checks if not c.ok]

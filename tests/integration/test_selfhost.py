@@ -180,42 +180,59 @@ def test_an_agent_improves_a_module_and_the_next_iteration_runs_it(tmp_path: Pat
     )
 
 
+def _apply(clone: Path, steps: list[dict[str, Any]]) -> None:
+    """A person's own edit: the scripted agent's write and replace steps, done by hand."""
+    for step in steps:
+        path = clone / (step.get("write") or step["replace"])
+        if "write" in step:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(step["text"])
+        else:
+            path.write_text(path.read_text().replace(step["old"], step["new"]))
+
+
 def test_a_module_that_breaks_only_when_loaded_falls_back_and_is_repaired(tmp_path: Path) -> None:
     clone = clone_of_seed(tmp_path)
-    # the kernel's test runs see the export at the checkout's path (under pytest), its
-    # self-check and its fitness replays boot a candidate's modules from exports in its state
-    # under <git-common-dir>/seed/: a module may still break only in the person's checkout
-    guard_line = 'if "/.git/seed/" not in __file__ and "pytest" not in __import__("sys").modules:\n    raise ImportError("works in the worktree, breaks where it is deployed")\n'
-    breaking = _reporter_wrapper(clone, guard_line, "fragile")
+    # module code runs at one path in every run of it (the self-check, a fitness replay, the
+    # daemon), so a change that breaks only where it is deployed no longer lands: here it is
+    # a person's own commit, which the kernel never measured
+    guard_line = 'if "pytest" not in __import__("sys").modules:\n    raise ImportError("works in the tests, breaks where it is deployed")\n'
+    trivial = [
+        {
+            "write": "modules/reports/tests/test_noop.py",
+            "text": "def test_noop() -> None:\n    assert sum([1, 2]) == 3\n",
+        }
+    ]
     regression = 'import importlib\n\n\ndef test_fragile_loads() -> None:\n    assert importlib.import_module("modules.reports.fragile").REPORTER\n'
     repair = [
         {"replace": "modules/reports/fragile.py", "old": guard_line + "\n", "new": ""},
         {"write": "modules/reports/tests/test_fragile_loads.py", "text": regression},
     ]
-    _configure(clone, tmp_path, [breaking, repair])
-    _task(
-        clone,
-        "fragile.md",
-        "Add a footer to reports",
-        ["modules/reports/**", "modules/registry.py"],
-    )
+    _configure(clone, tmp_path, [trivial, repair])
+    _task(clone, "noop.md", "Add a trivial test", ["modules/reports/tests/**"])
     first = _once(clone)
     assert first.returncode == 0, first.stderr[-4000:]
     good = git(clone, "rev-parse", "refs/seed/last-good").strip()
-    assert good == git(clone, "rev-parse", "HEAD~1").strip()
+    assert good == git(clone, "rev-parse", "HEAD").strip()  # a generation: measured
+    _apply(clone, _reporter_wrapper(clone, guard_line, "fragile"))
+    git(clone, "add", "-A")
+    git(clone, "commit", "-qm", "a footer for reports (the person's own)")
+    second = _once(clone)  # the person's modules fail the self-check: the last good ones run
     fallbacks = [e for e in _events(clone) if e["kind"] == "module_fallback"]
     assert (
         fallbacks
         and good[:12] in fallbacks[-1]["message"]
         and "breaks where it is deployed" in fallbacks[-1]["message"]
-    )
-    [item] = list((clone / "inbox").glob("module-fallback-*.md"))
+    ), second.stderr[-4000:]
+    tasks = (clone / "inbox").rglob("module-fallback-*.md")
+    [item] = [t for t in tasks if not t.name.endswith(".result.md")]
     assert 'priority = "critical"' in item.read_text() and good in item.read_text()
-    os.utime(item, (0, 0))  # the scan leaves files younger than its quiet period for the next pass
-    second = _once(
-        clone
-    )  # the daemon still works: it boots the last good modules and repairs the breakage
-    assert second.returncode == 0, second.stderr[-4000:]
+    if item.parent == clone / "inbox":  # left for the next pass (younger than the quiet period)
+        os.utime(item, (0, 0))
+        third = _once(clone)  # the daemon still works: it repairs the breakage
+        assert third.returncode == 0, third.stderr[-4000:]
+    else:  # the same pass took the critical task at once: the daemon still works
+        assert second.returncode == 0, second.stderr[-4000:]
     last = records(clone)[-1]
     assert last["outcome"] == "SUCCESS" and last["gap"]["key"] == f"inbox:{item.name}"
     assert (
@@ -263,12 +280,10 @@ def test_a_module_that_patches_the_kernel_changes_nothing_the_kernel_checks(tmp_
     head = git(clone, "rev-parse", "HEAD").strip()
     _task(clone, "break.md", "Rename a category", ["domain/**"])
     second = _once(clone)
-    assert second.returncode == 1, second.stderr[-4000:]
+    # domain/ is protected on seed's own repository (every kernel process imports it)
+    assert second.returncode == 3, second.stderr[-4000:]
     last = records(clone)[-1]
-    assert last["outcome"] == "ROLLBACK" and last["failure_category"] in (
-        "TEST_REGRESSION",
-        "IMPORT_ERROR",
-    )
+    assert last["outcome"] == "ROLLBACK" and last["failure_category"] == "SANDBOX_VIOLATION"
     assert git(clone, "rev-parse", "HEAD").strip() == head
 
 
