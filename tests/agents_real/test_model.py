@@ -61,9 +61,15 @@ def test_each_api_answers_the_turn_its_history_has_reached() -> None:
         assert chunk["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "shell"
 
         tools = {"tools": [{"type": "function"}]}
-        _, text = _post(f"{model.url}/chat/completions", {**tools, "stream": True, "messages": []})
+        chat = {**tools, "stream": True, "messages": []}
+        _, text = _post(f"{model.url}/chat/completions", chat)
         chunks = _events(text)
         assert chunks[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "shell"
+        # as OpenAI's API: a stream carries usage only when the request asks for it
+        assert all("usage" not in chunk for chunk in chunks)
+        asked = {**chat, "stream_options": {"include_usage": True}}
+        _, text = _post(f"{model.url}/chat/completions", asked)
+        chunks = _events(text)
         assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["prompt_tokens"] == 1000
         answered = [{"role": "assistant", "tool_calls": [{}]}, {"role": "tool"}]
         _, text = _post(f"{model.url}/chat/completions", {**tools, "messages": answered})
@@ -71,7 +77,7 @@ def test_each_api_answers_the_turn_its_history_has_reached() -> None:
         # a side call (no tools: a title) does not move the script on
         _, text = _post(f"{model.url}/chat/completions", {"messages": []})
         assert json.loads(text)["choices"][0]["message"]["content"] == SIDE_TEXT
-    assert [r.turn for r in model.requests] == [0, 1, 0, 1, 0, 0, 1, -1]
+    assert [r.turn for r in model.requests] == [0, 1, 0, 1, 0, 0, 0, 1, -1]
 
 
 def test_a_text_only_script_counts_the_answers_it_gave() -> None:

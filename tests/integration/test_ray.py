@@ -364,7 +364,8 @@ def test_a_daemon_runs_its_candidates_on_the_cluster_and_lands_the_one_that_is_r
 MODEL_AGENT = r"""
 import json, os, pathlib, sys, time, urllib.request
 shared, name = pathlib.Path(sys.argv[1]), os.environ["SEED_ITERATION_ID"].rsplit("-", 1)[1]
-body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "fix"}]}
+body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "fix"}],
+        "stream_options": {"include_usage": True}, "max_tokens": 100}
 asked = urllib.request.Request(
     os.environ["SEED_MODEL_BASE_URL"] + "/v1/chat/completions",
     data=json.dumps(body).encode(),

@@ -44,9 +44,12 @@ def test_the_test_extras_are_bootstrapped_when_the_daemon_measures_itself(
         asked.append(tests)
         rays.append(ray)
 
-    monkeypatch.setattr(entry, "ensure", ensure)
-    monkeypatch.setattr(sys, "argv", ["seed.py", *argv])
+    import kernel.shell.bootstrap
     import kernel.shell.cli
+
+    # main() imports ensure from the bootstrap when it runs (after `_own_path`)
+    monkeypatch.setattr(kernel.shell.bootstrap, "ensure", ensure)
+    monkeypatch.setattr(sys, "argv", ["seed.py", *argv])
 
     monkeypatch.setattr(kernel.shell.cli, "main", lambda _argv: 0)
     assert entry.main() == 0
