@@ -148,6 +148,7 @@ class Recorder:
             base=it.base,
             commit=ending.commit,
             kept_branch=ending.kept,
+            pull_request=ending.pull_request,
             blocked_by=ending.blocked,
             changed_tests=tuple(cap_lines(verification.changed_tests)) if verification else (),
             uncovered=tuple(cap_lines(verification.uncovered)) if verification else (),

@@ -476,7 +476,8 @@ class Daemon:
             if not ran:
                 self.ctx.log(self._nothing_to_do(records))
                 return EXIT_NOTHING
-            return EXIT_OK if ran[-1].outcome == IterationOutcome.SUCCESS else EXIT_FAILED
+            landed = (IterationOutcome.SUCCESS, IterationOutcome.PROPOSED)
+            return EXIT_OK if ran[-1].outcome in landed else EXIT_FAILED
         finally:
             self._stop()
 
