@@ -14,7 +14,7 @@ from kernel.errors import ConfigError
 from tests.forge_double import ForgeDouble
 from tests.integration.test_ratchet import TOOLS
 from tests.integration.test_uncovered import LINT
-from tests.support import agent_config, git, make_repo, records, seed
+from tests.support import AGENT_IO, agent_config, git, make_repo, records, seed
 
 pytestmark = pytest.mark.usefixtures("bwrap")
 
@@ -29,12 +29,14 @@ def double() -> Iterator[ForgeDouble]:
     forge.close()
 
 
-def _repo(tmp_path: Path, landing: str) -> tuple[Path, Path, str]:
+def _repo(
+    tmp_path: Path, landing: str, steps: list[dict[str, object]] | None = None
+) -> tuple[Path, Path, str]:
     """A project with a real bare remote `origin`; its path and head."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     extra = TOOLS + f'\n[landing]\nuncovered = "land"\n{landing}'
-    repo = make_repo(tmp_path / "repo", LINT, agent_config(tmp_path, FIX, extra=extra))
+    repo = make_repo(tmp_path / "repo", LINT, agent_config(tmp_path, steps or FIX, extra=extra))
     git(repo, "remote", "add", "origin", str(remote))
     return repo, remote, git(repo, "rev-parse", "HEAD").strip()
 
@@ -48,7 +50,10 @@ def _history_text(repo: Path) -> str:
 def test_branch_mode_pushes_the_verified_commit_and_leaves_the_local_branch(
     tmp_path: Path,
 ) -> None:
-    repo, remote, head = _repo(tmp_path, 'mode = "branch"\n')
+    seen = AGENT_IO / f"env-{tmp_path.name}"
+    read_env = {"spawn": ["sh", "-c", f"env > {seen}.part && mv {seen}.part {seen}"]}
+    steps: list[dict[str, object]] = [read_env, {"wait_for": str(seen)}, *FIX]
+    repo, remote, head = _repo(tmp_path, 'mode = "branch"\n', steps)
 
     result = seed(repo, "once", env={"GITHUB_TOKEN": TOKEN})
 
@@ -62,6 +67,10 @@ def test_branch_mode_pushes_the_verified_commit_and_leaves_the_local_branch(
     assert git(remote, "show", f"{pushed}:calc.py").endswith("+ 0\n")
     assert git(remote, "for-each-ref", "--format=%(refname)").split() == [f"refs/heads/{branch}"]
     assert TOKEN not in _history_text(repo)
+    # read from inside the agent's sandbox: the token is not in its environment
+    inside = seen.read_text()
+    assert "PATH=" in inside and TOKEN not in inside and "GITHUB_TOKEN" not in inside
+    seen.unlink()
 
 
 def test_pr_mode_opens_one_pull_request_whose_head_holds_the_verified_tree(
