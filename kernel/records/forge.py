@@ -4,16 +4,21 @@ the forge's REST API (GitHub first, others behind the same Protocol)."""
 from __future__ import annotations
 
 import base64
+import os
 import json
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from domain import IterationOutcome
+from kernel.config import ForgeConfig
 from kernel.errors import SeedError
 from kernel.isolation import gitops
+from kernel.records.store import RecordStore
 
 _PUSH_PROTOCOLS = ("file", "https", "http", "ssh")
 """The transports a push may use (every kernel git command allows none by default)."""
@@ -190,3 +195,47 @@ def fenced(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
+
+
+FOLLOWED = ("pr_merged", "pr_closed")
+"""The events that end the following of a pull request (history/events.jsonl)."""
+
+
+def follow(
+    root: Path, store: RecordStore, config: ForgeConfig, log: Callable[[str], None]
+) -> list[str]:
+    """Read the state of seed's open pull requests and record what changed (`pr_merged`,
+    `pr_closed`); a merged PR's branch is deleted. A forge that does not answer costs nothing:
+    the same PRs are read again next cycle. The kinds of the events written."""
+    done = {str(e.data.get("iteration")) for e in store.events(limit=5000) if e.kind in FOLLOWED}
+    waiting = [
+        r
+        for r in store.recent(limit=500)
+        if r.outcome == IterationOutcome.PROPOSED and r.pull_request and r.iteration_id not in done
+    ]
+    if not waiting:
+        return []
+    token = os.environ.get(config.token, "")
+    written: list[str] = []
+    for record in waiting:
+        assert record.pull_request is not None
+        try:
+            url = gitops.out(root, "remote", "get-url", config.remote)
+            hub = GitHub(config.api_url, config.repo or repo_of(url), token)
+            pull = hub.pull(int(record.pull_request.rstrip("/").rsplit("/", 1)[1]))
+        except (ForgeError, ValueError, SeedError) as exc:
+            log(f"could not read {record.pull_request} (read again next cycle): {exc}")
+            continue
+        if not pull.merged and pull.state != "closed":
+            continue
+        kind = "pr_merged" if pull.merged else "pr_closed"
+        store.event(
+            kind,
+            f"{record.iteration_id}: {pull.html_url} {'merged' if pull.merged else 'closed unmerged'}",
+            iteration=record.iteration_id,
+            pull_request=pull.html_url,
+        )
+        written.append(kind)
+        if pull.merged:
+            delete_remote_branch(root, config.remote, f"seed/{record.iteration_id}", token)
+    return written

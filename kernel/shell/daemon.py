@@ -450,7 +450,10 @@ class Daemon:
         self.ctx.notify("stopped", "", message)
 
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:
-        """One pass: analyse, then plan and run what can run (single: one record at most)."""
+        """One pass: follow seed's pull requests, analyse, then plan and run what can run
+        (single: one record at most)."""
+        if self.ctx.config.landing.mode == "pr":
+            forge.follow(self.ctx.paths.root, self.ctx.store, self.ctx.config.forge, self.ctx.log)
         try:
             return Loop(self.ctx, self._phase, self._analysed).run(single=single)
         finally:
