@@ -27,9 +27,11 @@ from modules.planner.actions import draft_actions, targets, task_kind
 from modules.planner.allowlist import (
     clean_path,
     derive,
+    docs_globs,
     is_protected,
     is_test_path,
     unique,
+    verification_files,
 )
 from modules.planner.criteria import base_criteria, criterion, merge, parse_acceptance
 from modules.planner.documents import module_docs, vision_summary
@@ -44,6 +46,8 @@ from modules.planner.risk import assess as assess_risk
 from modules.planner.selection import Assessment, Queue, memory_group, planning_queue
 
 MAX_SKIP_NOTES = 10
+WITH_DOCS = (TaskKind.FEATURE, TaskKind.FIX_TEST, TaskKind.REFACTOR)
+"""Kinds whose plans allow the documentation that goes with their code (issue 40)."""
 SELFCHECK_ROOTS = ("modules", "domain")
 
 
@@ -92,6 +96,8 @@ def _allowlist(
         # the work may add its test where the project keeps its tests
         kept = [f"{t}/**" for t in ("tests", "test", "testing") if fs.is_dir(t)]
         allowed = unique((*allowed, *(kept[:1] if folders and not named else kept)))
+    if kind in WITH_DOCS and allowed:
+        allowed = unique((*allowed, *docs_globs(fs, protected)))  # real changes update docs
     return unique((*allowed, *widen))
 
 
@@ -184,6 +190,11 @@ def draft(
         if gap.inbox is not None
         else ()
     )
+    if allowed and not (gap.inbox is not None and gap.inbox.allowed):
+        # a derived allowlist never lets the work change what decides its verification
+        words = f"{gap.title}\n{gap.description}"
+        own = (*named, *ranked, *planned, *allowed)  # a gap in such a file may change it
+        forbidden = unique((*forbidden, *verification_files(own, words)))
     remarks = [gap.rank_reason, memory.describe(kind, rate), revision.note]
     if located is not None:
         remarks.append(located.note())
