@@ -96,6 +96,8 @@ def _allowlist(
         # the work may add its test where the project keeps its tests
         kept = [f"{t}/**" for t in ("tests", "test", "testing") if fs.is_dir(t)]
         allowed = unique((*allowed, *(kept[:1] if folders and not named else kept)))
+    if kind == TaskKind.FEATURE and allowed:  # a feature's new test goes where tests live
+        allowed = unique((*allowed, *(f"{t}/**" for t in ("tests", "test") if fs.is_dir(t))))
     if kind in WITH_DOCS and allowed:
         allowed = unique((*allowed, *docs_globs(fs, protected)))  # real changes update docs
     return unique((*allowed, *widen))
