@@ -114,6 +114,7 @@ ROOT_DOCS = ("*.md", "*.rst", "*.txt", "CHANGELOG*", "CHANGES*", "NEWS*", "HISTO
 """Documentation at the root: README, CHANGELOG/NEWS and the like (by name and suffix)."""
 STUBS = "**/*.pyi"
 EXAMPLES = ("examples", "example")
+MKDOCS = ("mkdocs.yml", "mkdocs.yaml")
 VERIFICATION = (
     "conftest.py",
     "**/conftest.py",
@@ -148,7 +149,7 @@ def docs_folders(fs: FileSystemPort) -> tuple[str, ...]:
     """The docs folder the project's config names (Sphinx conf.py's folder, mkdocs.yml's
     docs_dir), else docs/ and doc/ where they exist."""
     found: list[str] = []
-    mkdocs = fs.read_text("mkdocs.yml") or fs.read_text("mkdocs.yaml")
+    mkdocs = next((t for m in MKDOCS if (t := fs.read_text(m)) is not None), None)
     if mkdocs is not None:
         named = _MKDOCS_DIR.search(mkdocs)
         found.append(clean_path(named.group(1)) or "docs" if named else "docs")
@@ -168,6 +169,7 @@ def docs_globs(fs: FileSystemPort, protected: Sequence[str]) -> tuple[str, ...]:
         *(f"{d}/**" for d in docs_folders(fs)),
         *ROOT_DOCS,
         *(f"{e}/**" for e in EXAMPLES if fs.is_dir(e)),
+        *(m for m in MKDOCS if fs.is_file(m)),  # a new docs page is listed in its nav
         STUBS,
     ]
     return unique(g for g in globs if not is_protected(g, protected))
