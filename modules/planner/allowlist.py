@@ -142,6 +142,7 @@ VERIFICATION = (
 )
 """Files that decide verification (pytest and tool configuration, conftest files, CI,
 packaging metadata): out of every derived allowlist unless the task names them."""
+_NOT_DOC_NAMES = ("requirements", "constraints")
 _MKDOCS_DIR = re.compile(r"^docs_dir:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
 
 
@@ -183,3 +184,12 @@ def verification_files(named: Sequence[str], words: str) -> tuple[str, ...]:
         if not any(matches_any(n, (v,)) for n in named)
         and PurePosixPath(v.removesuffix("/**")).name.replace("*", "") not in words
     )
+
+
+def is_doc_path(path: str, fs: FileSystemPort) -> bool:
+    """Whether a path is documentation by its name and place: *.md, *.rst, *.txt (not a
+    requirements list), or anything in the project's docs folder."""
+    name = PurePosixPath(path.rstrip("/")).name.lower()
+    if name.endswith((".md", ".rst", ".txt")) and not name.startswith(_NOT_DOC_NAMES):
+        return True
+    return any(matches_any(path.rstrip("/"), (f"{d}/**",)) for d in docs_folders(fs))

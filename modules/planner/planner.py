@@ -28,6 +28,7 @@ from modules.planner.allowlist import (
     clean_path,
     derive,
     docs_globs,
+    is_doc_path,
     is_protected,
     is_test_path,
     unique,
@@ -85,6 +86,8 @@ def _allowlist(
     core = tuple(ranked) if ranked else unique((*targets(actions), *named))
     if not core or (ranked and all(is_test_path(f) for f in ranked)):
         return ()  # nothing says where the fault is: any non-protected file
+    if kind == TaskKind.FEATURE and not ranked and all(is_doc_path(f, fs) for f in core):
+        return ()  # the words name only docs (a changelog): nothing says where the code is
     widen = unique(
         c for p in revision.widen if (c := clean_path(p)) and not is_protected(c, protected)
     )
@@ -192,7 +195,7 @@ def draft(
         if gap.inbox is not None
         else ()
     )
-    if allowed and not (gap.inbox is not None and gap.inbox.allowed):
+    if not (gap.inbox is not None and gap.inbox.allowed):
         # a derived allowlist never lets the work change what decides its verification
         words = f"{gap.title}\n{gap.description}"
         own = (*named, *ranked, *planned, *allowed)  # a gap in such a file may change it

@@ -187,3 +187,13 @@ def test_the_docs_folder_is_the_one_the_config_names() -> None:
     sphinx = allowlist.docs_folders(MemoryFS({"documentation/conf.py": "", "docs/x.md": ""}))
     assert sphinx == ("documentation",)
     assert allowlist.docs_folders(MemoryFS({"doc/x.rst": ""})) == ("doc",)
+
+
+def test_a_feature_whose_words_name_only_a_changelog_is_not_held_to_it() -> None:
+    """validators' "add validators for base16 and base32 ... fix: typos in CHANGES.md": the
+    changelog is the only file the words name; the code it asks for is somewhere else."""
+    files = {**TREE_FILES, "CHANGES.md": "# changes\n"}
+    gap = inbox_gap(title="add base16 validators; fix: typos in `CHANGES.md`")
+    plan = must_plan([gap], files=files)
+    assert plan.allowed_paths == ()  # any file the guard does not protect
+    assert matches_any("pyproject.toml", plan.forbidden_paths)  # verification's files still out
