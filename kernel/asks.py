@@ -32,6 +32,14 @@ _BEHAVIOUR_WORDS = re.compile(
     re.IGNORECASE,
 )
 """Words that ask for code to behave in a new way (a docs task changes no behaviour)."""
+_NEW_CODE = re.compile(
+    r"\b(feat|features?|adds?|added|adding|create|implement|introduce|new)\b(?!\s*\()"
+    r"(?![^.\n]{0,40}\b(docstrings?|documentation|docs|comments?|readme|typos?|changelog"
+    r"|examples?)\b)",
+    re.IGNORECASE,
+)
+"""Asking for something new that is not documentation ("feat: add validators for base16"):
+a name called as a function (`add()`) is a name, not a verb."""
 _PATH_WORD = re.compile(r"(?<![\w/.-])[\w][\w./-]*\.(py|pyi|md|rst|txt|toml|cfg|ini|ya?ml|json)\b")
 _GLOB_CHARS = frozenset("*?[")
 _UNTESTED = re.compile(
@@ -101,7 +109,8 @@ def docs_reason(gap: Gap) -> str:
 def code_asked(gap: Gap) -> str:
     """What in a task's words asks for code (a test or a behaviour), quoted; '' for nothing."""
     words = _PATH_WORD.sub(" ", _words(gap))  # tests/test_x.py names a place, asks nothing
-    for pattern, what in ((_TEST_WORDS, "a test"), (_BEHAVIOUR_WORDS, "a behaviour")):
+    asks = ((_TEST_WORDS, "a test"), (_BEHAVIOUR_WORDS, "a behaviour"), (_NEW_CODE, "new code"))
+    for pattern, what in asks:
         found = pattern.search(words)
         if found:
             return f"{what} ({found.group(0)!r})"

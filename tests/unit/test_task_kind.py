@@ -113,3 +113,17 @@ def test_a_task_naming_only_doc_paths_and_asking_no_behaviour_is_docs() -> None:
     assert _clamped(behaviour).task_kind == TaskKind.FEATURE
     # front matter still decides over the words
     assert _clamped(_task("Add a test for add()", kind="docs")).task_kind == TaskKind.DOCS
+
+
+def test_a_feature_that_also_fixes_typos_in_the_changelog_is_a_feature() -> None:
+    """validators' own words (e5d7b4a): the one path they name is CHANGES.md, but they ask
+    for new validators; read as docs, a comment-only change would have landed for it."""
+    words = "- add validators for `base16` and `base32` encodings\n- fix: typos in `CHANGES.md`"
+    g = inbox_gap("t.md", "feat: add validators for base16 and base32 encodings (#386)")
+    assert g.inbox is not None
+    g = g.model_copy(update={"inbox": g.inbox.model_copy(update={"body": words})})
+    clamped = _clamped(plan(g, task_kind=TaskKind.FEATURE))
+    assert clamped.task_kind == TaskKind.FEATURE
+    assert "new code ('feat')" in clamped.notes[0]
+    assert _clamped(_task("Add a docstring to add() in calc.py")).task_kind == TaskKind.DOCS
+    assert _clamped(_task("Add an example to the README")).task_kind == TaskKind.DOCS
