@@ -71,6 +71,9 @@ class Case:
     """fix: the fix's tests are the baseline and fail; feature: the task is an inbox item."""
     task: str = ""
     """A feature's task as its maintainers wrote it (the commit message)."""
+    generated: dict[str, str] = field(default_factory=dict[str, str])
+    """Git-ignored build products a person's checkout has (humanize's hatch-vcs _version.py),
+    written untracked after the baseline is committed."""
     other_files: list[str] = field(default_factory=list[str])
     """A feature's other changed files (docs, changelog, packaging): part of its honest change."""
     env_pythonpath: bool = False
@@ -272,6 +275,8 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
     if init.returncode != 0:
         raise RuntimeError(f"seed init failed: {(init.stdout + init.stderr).strip()[:400]}")
     commit_all(tree, "seed config for the benchmark")
+    for path, text in case.generated.items():
+        (tree / path).write_text(text, encoding="utf-8")
     if case.kind == "feature":  # the person's task, dropped into the inbox as they would
         (tree / "inbox").mkdir(exist_ok=True)
         (tree / "inbox" / f"{case.id}.md").write_text(case.task + "\n", encoding="utf-8")
