@@ -232,3 +232,14 @@ def test_features_are_a_part_of_their_own_and_a_fall_there_is_refused(tmp_path: 
     assert said == [
         "shipped-features recall fell from 100% to 0% (over 2 case(s); the margin is one)"
     ]
+
+
+def test_an_empty_allowlist_allows_every_file_and_a_forbidden_one_none() -> None:
+    """As the guard reads a plan (issue 40): an empty allowlist is every file, so it recalls
+    the fix at the lowest precision; a forbidden file is never allowed."""
+    anything = plan(gap(), allowed_paths=())
+    found = score(_case(fixed=("calc.py",)), anything, "", FILES)
+    assert found.recall is True and found.allowed == len(FILES)
+    assert found.precision == 1 / len(FILES)
+    forbids = plan(gap(), allowed_paths=(), forbidden_paths=("calc.py",))
+    assert score(_case(fixed=("calc.py",)), forbids, "", FILES).recall is False
