@@ -91,7 +91,8 @@ def test_an_allowlist_miss_gets_a_round_and_a_sandbox_violation_never(tmp_path: 
         ("SUCCESS", None),
     ], result.stderr[-3000:]
     assert (
-        "scratch.py" in (repo / "history" / record["iteration_id"] / "prompt-round-2.md").read_text()
+        "scratch.py"
+        in (repo / "history" / record["iteration_id"] / "prompt-round-2.md").read_text()
     )
 
     protected = {"write": "seed.py", "text": "# the kernel's own entry point, rewritten\n"}
