@@ -73,12 +73,13 @@ def land(
         )
     if verification.uncovered:
         said = uncovered.said(verification.uncovered)
-        if _keeps_uncovered(ctx, it):
+        why = f" (asked for a test: {it.untested_why})" if it.untested_why else ""
+        if keeps_uncovered(ctx, it):
             return _keep(
                 ctx,
                 it,
                 commit,
-                f"{said}; approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
+                f"{said}{why}; approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
                 verification,
                 IterationOutcome.KEPT,
             )
@@ -108,7 +109,7 @@ def keep_tree(ctx: Context, it: Iteration, tree: str, store: trees.ObjectStore, 
     return commit
 
 
-def _keeps_uncovered(ctx: Context, it: Iteration) -> bool:
+def keeps_uncovered(ctx: Context, it: Iteration) -> bool:
     """Whether a change with lines no passing test ran waits for a person: unless [landing]
     says land, or it is ruff-fix's own fix of a lint finding."""
     if it.backend.name == "ruff-fix" and it.plan.gap.source in ("ruff", "ruff-format"):
