@@ -793,6 +793,9 @@ def _pytest_env(target: Target) -> dict[str, str]:
     """The run's environment: the measurement's, with no marker of the kernel's plugin, the
     target's virtualenv active and the base commit's version for setuptools-scm."""
     env = {k: v for k, v in tool_env().items() if not k.startswith(("SEED_PYTEST", "SEED_COVER"))}
+    # no plugin of pytest's own search (it reads every *.dist-info on sys.path, the tree's
+    # too): the kernel's plugin loads those the interpreter's own site-packages name
+    env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return {**env, **venv_env(target.python, env.get("PATH", "")), **scm_env(target.root)}
 
 

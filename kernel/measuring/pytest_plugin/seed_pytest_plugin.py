@@ -29,10 +29,12 @@ It must import nothing but the standard library and pytest. Configuration (JSON 
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import inspect
 import json
 import os
+import site
 import sys
 import sysconfig
 import threading
@@ -556,6 +558,35 @@ def _cover(cover: dict[str, Any]) -> ModuleType:
     return module
 
 
+_SITE = [os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)]
+"""The target interpreter's own site-packages, read before the tree is on sys.path."""
+
+
+def _installed_plugins() -> None:
+    """With pytest's autoload off, its `pytest11` entry points from the interpreter's own
+    site-packages only (a *.dist-info in the tree never names a plugin), where pytest would
+    load them: after `-p`, honouring `-p no:NAME`, known to `required_plugins`. `-p NAME`
+    loads a NAME entry point from there too."""
+    manager = _pytest.config.PytestPluginManager
+    load, consider_env = manager.load_setuptools_entrypoints, manager.consider_env
+
+    def installed(self: Any, group: str, name: str | None = None) -> int:
+        found = importlib.metadata.distributions
+        where = [p for p in _SITE if not _inside(p, _root)]
+        setattr(importlib.metadata, "distributions", lambda **_: found(path=where))  # noqa: B010
+        try:
+            return load(self, group, name)
+        finally:
+            setattr(importlib.metadata, "distributions", found)  # noqa: B010
+
+    def loading(self: Any) -> None:
+        self.load_setuptools_entrypoints("pytest11")
+        consider_env(self)
+
+    setattr(manager, "load_setuptools_entrypoints", installed)  # noqa: B010
+    setattr(manager, "consider_env", loading)  # noqa: B010
+
+
 def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     """Run pytest in the tree with this plugin: the kernel's bootstrap calls this first."""
     global _fd, _root, _forbid, _files
@@ -582,6 +613,7 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     if config.get("cover"):
         plugins.append(_cover(cast(dict[str, Any], config["cover"])))
     _keep_pythonpath_behind()
+    _installed_plugins()
     _tree_on_path(_root)
     os.chdir(_root)
     args = [str(a) for a in cast(list[Any], config["args"])]
