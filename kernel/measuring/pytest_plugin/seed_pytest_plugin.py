@@ -573,7 +573,11 @@ def _installed_plugins() -> None:
     def installed(self: Any, group: str, name: str | None = None) -> int:
         found = importlib.metadata.distributions
         where = [p for p in _SITE if not _inside(p, _root)]
-        setattr(importlib.metadata, "distributions", lambda **_: found(path=where))  # noqa: B010
+
+        def site_only(**_: object) -> Any:
+            return found(path=where)
+
+        setattr(importlib.metadata, "distributions", site_only)  # noqa: B010
         try:
             return load(self, group, name)
         finally:
