@@ -28,6 +28,7 @@ It must import nothing but the standard library and pytest. Configuration (JSON 
 
 from __future__ import annotations
 
+import dis
 import importlib.machinery
 import importlib.metadata
 import importlib.util
@@ -272,6 +273,26 @@ def _check_imports() -> None:
             _emit({"kind": "outside_import", "module": name, "file": real})
 
 
+_JUMPS: dict[Any, dict[int, tuple[int, str, int]]] = {}
+
+
+def _jumps(code: Any) -> dict[int, tuple[int, str, int]]:
+    """A code object's conditional jumps by offset: (line, where, the jump's target offset);
+    `where` names the jump for a person (its function, column and instruction)."""
+    found = _JUMPS.get(code)
+    if found is None:
+        found = {}
+        line = code.co_firstlineno
+        for ins in dis.get_instructions(code):
+            line = ins.positions.lineno if ins.positions and ins.positions.lineno else line
+            if ins.opname.startswith(("POP_JUMP", "JUMP_IF")) and isinstance(ins.argval, int):
+                col = ins.positions.col_offset if ins.positions else None
+                where = f"{code.co_name}, column {col}, {ins.opname}"
+                found[ins.offset] = (line, where, ins.argval)
+        _JUMPS[code] = found
+    return found
+
+
 class _Files:
     """Which files' code runs during one test: a code object counts once per test.
 
@@ -289,6 +310,8 @@ class _Files:
         self.watch = watch
         """Files whose executed lines are kept too (by sys.settrace only)."""
         self.lines: dict[str, set[int]] = {}
+        self.known: dict[str, set[tuple[int, str, int]]] = {}
+        self.taken: dict[str, set[tuple[tuple[int, str, int], bool]]] = {}
         self._mon: Any = None if watch else getattr(sys, "monitoring", None)
         self._tool = 0
         if self._mon is not None:
@@ -314,12 +337,42 @@ class _Files:
     def _trace(self, frame: Any, event: str, arg: Any) -> Any:
         name = frame.f_code.co_filename
         self.seen.add(name)
-        return self._line if self.watch and self._rel(name) in self.watch else None
+        if not (self.watch and self._rel(name) in self.watch):
+            return None
+        # opcode events in the watched files only: a line holds both sides of `x if c else y`,
+        # and only the instruction after a conditional jump tells which side ran
+        frame.f_trace_opcodes = True
+        jumps = _jumps(frame.f_code)
+        self.known.setdefault(name, set()).update(jumps.values())
+        taken = self.taken.setdefault(name, set())
+        lines = self.lines.setdefault(name, set())
+        last = [-1]
 
-    def _line(self, frame: Any, event: str, arg: Any) -> Any:
-        if event == "line":
-            self.lines.setdefault(frame.f_code.co_filename, set()).add(frame.f_lineno)
-        return self._line
+        def step(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                lines.add(frame.f_lineno)
+            elif event == "opcode":
+                branch = jumps.get(last[0])
+                if branch is not None:
+                    taken.add((branch, frame.f_lasti == branch[2]))
+                last[0] = frame.f_lasti
+            return step
+
+        return step
+
+    def ran_branches(self) -> dict[str, list[list[Any]]]:
+        """Per watched file, each conditional jump's two sides in the code the test ran:
+        [line, where, side, taken] (side True: the jump taken)."""
+        found: dict[str, list[list[Any]]] = {}
+        for name, known in self.known.items():
+            rel = self._rel(name)
+            taken = self.taken.get(name, set())
+            found[rel] = [
+                [b[0], b[1], side, (b, side) in taken]
+                for b in sorted(known)
+                for side in (True, False)
+            ]
+        return found
 
     def _rel(self, name: str) -> str:
         rel = self.rel.get(name)
@@ -340,6 +393,7 @@ class _Files:
     def start(self) -> None:
         self.seen = set()
         self.lines = {}
+        self.known, self.taken = {}, {}
         self.blind = False
         if self._mon is not None:
             self._mon.restart_events()
@@ -380,6 +434,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
         fact: dict[str, Any] = {"kind": "files", "nodeid": item.nodeid, "files": _files.stop()}
         if _files.watch:
             fact["lines"] = _files.ran_lines()
+            fact["branches"] = _files.ran_branches()
         _emit(fact)
 
 
@@ -448,7 +503,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # what ran on import (conftests, test modules importing the code): module and class
         # bodies a test only reads from still ran
         _files.stop()
-        _emit({"kind": "import_lines", "lines": _files.ran_lines()})
+        _emit(
+            {
+                "kind": "import_lines",
+                "lines": _files.ran_lines(),
+                "branches": _files.ran_branches(),
+            }
+        )
     _emit({"kind": "collected", "nodeids": [item.nodeid for item in session.items]})
     _check_imports()
     _check_tampering(session, loaders=True)
