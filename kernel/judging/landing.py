@@ -19,6 +19,7 @@ from kernel.judging import guard, uncovered
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.judging.judge import Judge, Passed
 from kernel.judging.verify import Verification
+from kernel.measuring import filetypes
 from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
 from kernel.records import commitmsg
@@ -71,6 +72,11 @@ def land(
             verification,
             IterationOutcome.KEPT,
         )
+    unvetted = filetypes.unvetted(root, commit)
+    if unvetted:  # what runs may not be what a person can read in the diff
+        approve = ctx.paths.command("approve", plan.iteration_id)
+        why = f"{filetypes.said(unvetted)}; approve it with `{approve}`"
+        return _keep(ctx, it, commit, why, verification, IterationOutcome.KEPT)
     if verification.uncovered:
         said = uncovered.said(verification.uncovered)
         why = f" (asked for a test: {it.untested_why})" if it.untested_why else ""
