@@ -1,0 +1,75 @@
+"""The files the person's tests need that git ignores (generated data, compiled translations)
+are used read-only in seed's test runs the way the person's checkout has them; secret-named
+ones never are, and none of them is ever written into the tree (issue 41 item 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernel.isolation import sandbox
+from tests.support import make_repo, seed
+
+needs_bwrap = pytest.mark.skipif(not sandbox.available().ok, reason="needs bubblewrap")
+
+_QUALITY = '[quality]\ntools = ["pytest"]\n'
+
+FILES = {
+    ".gitignore": "*.mo\n__pycache__/\nhistory/\napi_token.txt\n.env.local\n",
+    "trans/__init__.py": "",
+    "trans/locale/de.po": 'msgid "hello"\nmsgstr "hallo"\n',
+    "make_mo.py": (
+        "import pathlib\n\n"
+        "for po in pathlib.Path('trans/locale').glob('*.po'):\n"
+        "    po.with_suffix('.mo').write_text(po.read_text().upper())\n"
+    ),
+    "tests/test_trans.py": (
+        "import pathlib\n\nimport pytest\n\n"
+        "MO = pathlib.Path(__file__).parents[1] / 'trans' / 'locale' / 'de.mo'\n\n\n"
+        "@pytest.mark.skipif(not MO.exists(), reason='de.mo missing: run make_mo.py')\n"
+        "def test_the_compiled_translation_says_hallo() -> None:\n"
+        "    assert 'HALLO' in MO.read_text()\n\n\n"
+        "def test_no_secret_of_the_person_is_there() -> None:\n"
+        "    top = pathlib.Path(__file__).parents[1]\n"
+        "    assert not (top / 'api_token.txt').exists()\n"
+        "    assert not (top / '.env.local').exists()\n"
+    ),
+}
+
+
+def _project(tmp_path: Path, translation: str) -> Path:
+    root = make_repo(tmp_path / "repo", FILES, config=_QUALITY)
+    (root / "trans" / "locale" / "de.mo").write_text(translation, encoding="utf-8")
+    (root / "api_token.txt").write_text("s3cret\n", encoding="utf-8")
+    (root / ".env.local").write_text("TOKEN=1\n", encoding="utf-8")
+    return root
+
+
+def _gaps(root: Path) -> dict[str, object]:
+    shown = seed(root, "gaps", "--json")
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)
+
+
+def _keys(report: dict[str, object]) -> list[str]:
+    return [str(g["key"]) for g in report["gaps"]]  # type: ignore[index, union-attr]
+
+
+@needs_bwrap
+def test_a_good_generated_file_is_used_and_passes(tmp_path: Path) -> None:
+    root = _project(tmp_path, 'MSGID "HELLO"\nMSGSTR "HALLO"\n')
+    report = _gaps(root)
+    assert _keys(report) == []
+    assert report["errors"] == []
+    assert (root / "trans" / "locale" / "de.mo").exists()  # the person's file is left alone
+
+
+@needs_bwrap
+def test_a_broken_generated_file_fails_as_a_gap(tmp_path: Path) -> None:
+    root = _project(tmp_path, "broken\n")
+    keys = _keys(_gaps(root))
+    assert any("test_the_compiled_translation_says_hallo" in k for k in keys), keys
+    # the secret-named files stayed unseen: that test still passes
+    assert not any("test_no_secret" in k for k in keys), keys
