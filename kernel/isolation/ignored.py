@@ -96,3 +96,22 @@ def rebuilt_from(changed: list[str], shown: list[str]) -> list[str]:
         for s in shown
         if (str(PurePosixPath(s).parent), stem(PurePosixPath(s))) in sources and s not in changed
     ]
+
+
+def said(root: Path, sandboxed: bool) -> tuple[str, ...]:
+    """What `status` says of the ignored files test runs see (count, bytes, a few names)."""
+    if not sandboxed:
+        return (
+            "git-ignored files of the checkout are not shown to test runs: the sandbox is "
+            "off, so seed cannot keep them the person's",
+        )
+    shown = ignored_files(root)
+    if not shown.files:
+        return ()
+    names = ", ".join(p.relative_to(root).as_posix() for p in shown.files[:3])
+    more = f" and {len(shown.files) - 3} more" if len(shown.files) > 3 else ""
+    cut = f"; {shown.over_bounds} left out over the bounds" if shown.over_bounds else ""
+    return (
+        f"{len(shown.files)} git-ignored files ({shown.bytes:,} bytes) of the checkout are "
+        f"shown read-only to test runs: {names}{more}{cut}",
+    )

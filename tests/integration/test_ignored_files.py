@@ -73,3 +73,20 @@ def test_a_broken_generated_file_fails_as_a_gap(tmp_path: Path) -> None:
     assert any("test_the_compiled_translation_says_hallo" in k for k in keys), keys
     # the secret-named files stayed unseen: that test still passes
     assert not any("test_no_secret" in k for k in keys), keys
+
+
+@needs_bwrap
+def test_status_lists_the_shown_files_and_never_a_secret(tmp_path: Path) -> None:
+    root = _project(tmp_path, "HALLO\n")
+    status = json.loads(seed(root, "status", "--json").stdout)
+    said = "\n".join(status["differences"])
+    assert "1 git-ignored files (6 bytes)" in said and "trans/locale/de.mo" in said
+    assert "token" not in said and ".env" not in said
+    assert "differs:" in seed(root, "status").stdout
+
+
+def test_with_the_sandbox_off_nothing_is_shown_and_status_says_why(tmp_path: Path) -> None:
+    root = _project(tmp_path, "broken\n")
+    (root / "seed.toml").write_text(_QUALITY + '[guard]\nsandbox = "off"\n', encoding="utf-8")
+    status = json.loads(seed(root, "status", "--json").stdout)
+    assert any("sandbox is off" in line for line in status["differences"])
