@@ -90,3 +90,14 @@ def test_with_the_sandbox_off_nothing_is_shown_and_status_says_why(tmp_path: Pat
     (root / "seed.toml").write_text(_QUALITY + '[guard]\nsandbox = "off"\n', encoding="utf-8")
     status = json.loads(seed(root, "status", "--json").stdout)
     assert any("sandbox is off" in line for line in status["differences"])
+
+
+def test_tests_that_skip_for_a_missing_file_are_named_in_differences(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", FILES, config=_QUALITY)  # make_mo.py never ran
+    report = _gaps(root)
+    assert _keys(report) == []
+    assert report["errors"] == []
+    said = report["differences"]
+    assert "1 tests skip in seed's runs: de.mo missing: run make_mo.py" in said, said
+    status = json.loads(seed(root, "status", "--json").stdout)
+    assert status["differences"] == [] or "skip" not in " ".join(status["differences"])
