@@ -78,6 +78,7 @@ class StatusWriter:
             "top_gaps": [g.model_dump(mode="json") for g in reporting.ranked(report, passed_over)],
             "open_gaps": reporting.open_gaps(report),
             "gaps_as_of": _now(),
+            "differences": list(report.differences),
         }
         if order is not None:
             queue = reporting.queue(report, passed_over, order)
@@ -214,11 +215,22 @@ def read_status(ctx: Context) -> DaemonStatus:
         max_iterations_per_day=limits.max_iterations_per_day,
         metrics_url=str(live.get("metrics_url", "")) if running else "",
         setup=read_setup(ctx),
-        differences=ignored.said(ctx.paths.root, jails.active(ctx.config.guard)),
+        differences=_differences(ctx, live),
         dirty=tuple(gitops.uncommitted(ctx.paths.root)),
         python=ctx.target.python,
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
     )
+
+
+def _differences(ctx: Context, live: dict[str, Any]) -> tuple[str, ...]:
+    """The ignored files shown now, and the skips the latest analysis counted."""
+    found = live.get("differences")
+    skips = (
+        [str(d) for d in found if "skip in seed's runs" in str(d)]
+        if isinstance(found, list)
+        else []
+    )
+    return (*ignored.said(ctx.paths.root, jails.active(ctx.config.guard)), *skips)
 
 
 def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:
