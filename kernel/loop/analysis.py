@@ -34,6 +34,7 @@ from kernel.isolation import gitops, ignored, jails, trees
 from kernel.isolation.exports import Export
 from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
+from kernel.measuring.offline import split_offline
 from kernel.measuring.suppressions import without_suppressed
 from kernel.records import inbox
 
@@ -286,6 +287,7 @@ def analyse(
     _tell_setup(ctx, setup)
     left_out = [*setup, *left_out]
     ctx.start_host()
+    measured, offline = split_offline(measured, jails.active(ctx.config.guard))
     given = AnalysisInput(
         measurements=without_suppressed(measured),  # gaps never come from them
         inbox=tuple(items),
@@ -307,6 +309,7 @@ def analyse(
     differences = (
         *ignored.said(root, jails.active(ctx.config.guard)),
         *skip_lines(pytest),
+        *offline,
     )
     if differences:
         report = report.model_copy(update={"differences": differences})

@@ -102,3 +102,29 @@ def test_tests_that_skip_for_a_missing_file_are_named_in_differences(tmp_path: P
     seed(root, "once")  # the daemon's analysis keeps what it found for status
     status = json.loads(seed(root, "status", "--json").stdout)
     assert any("1 tests skip in seed's runs" in d for d in status["differences"]), status
+
+
+NETWORK = {
+    ".gitignore": "__pycache__/\nhistory/\n",
+    "tests/test_net.py": (
+        "import socket\nimport urllib.request\n\n\n"
+        "def test_fetches_a_page() -> None:\n"
+        "    urllib.request.urlopen('http://example.com/', timeout=5)\n\n\n"
+        "def test_resolves_a_name() -> None:\n"
+        "    socket.create_connection(('pypi.org', 443), timeout=5)\n\n\n"
+        "def test_a_real_failure() -> None:\n"
+        "    assert 1 == 2\n"
+    ),
+}
+
+
+@needs_bwrap
+def test_a_test_that_needs_the_network_is_a_difference_not_a_gap(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", NETWORK, config=_QUALITY)
+    report = _gaps(root)
+    keys = _keys(report)
+    assert any("test_a_real_failure" in k for k in keys), keys
+    assert not any("test_fetches_a_page" in k or "test_resolves_a_name" in k for k in keys), keys
+    said = report["differences"]
+    assert "2 tests need the network: they fail in seed's sandbox" in " ".join(said), said
+    assert report["errors"] == []
