@@ -115,3 +115,14 @@ def said(root: Path, sandboxed: bool) -> tuple[str, ...]:
         f"{len(shown.files)} git-ignored files ({shown.bytes:,} bytes) of the checkout are "
         f"shown read-only to test runs: {names}{more}{cut}",
     )
+
+
+def unbuildable(root: Path, base: str, tip: str) -> list[str]:
+    """The shown ignored files whose sources a range of commits changes (same folder, same
+    stem): seed cannot build them again, so a person must (`rebuilt_from`)."""
+    raw = gitops.git(root, "diff", "--name-only", "-z", base, tip, check=False)
+    if not raw.ok:
+        return []
+    changed = [p for p in raw.text().split("\0") if p]
+    shown = [p.relative_to(root).as_posix() for p in ignored_files(root).files]
+    return rebuilt_from(changed, shown)

@@ -13,7 +13,7 @@ from kernel import faults
 from kernel.errors import SeedError, UsageError
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import blockers, gitops, trees
+from kernel.isolation import blockers, gitops, ignored, trees
 from kernel.isolation.exports import Export
 from kernel.judging import guard, uncovered
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
@@ -68,6 +68,18 @@ def land(
             commit,
             f"the change edits base tests that no longer pass against the base's own test "
             f"files ({shown}); approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
+            verification,
+            IterationOutcome.KEPT,
+        )
+    stale = ignored.unbuildable(root, it.base, commit)
+    if stale:
+        return _keep(
+            ctx,
+            it,
+            commit,
+            f"the change edits the sources of git-ignored files the tests read "
+            f"({', '.join(stale[:5])}), which seed cannot rebuild: rebuild them, then approve "
+            f"it with `{ctx.paths.command('approve', plan.iteration_id)}`",
             verification,
             IterationOutcome.KEPT,
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernel.isolation import sandbox
-from tests.support import make_repo, seed
+from tests.support import agent_config, git, make_repo, records, seed
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available().ok, reason="needs bubblewrap")
 
@@ -128,3 +128,34 @@ def test_a_test_that_needs_the_network_is_a_difference_not_a_gap(tmp_path: Path)
     said = report["differences"]
     assert "2 tests need the network: they fail in seed's sandbox" in " ".join(said), said
     assert report["errors"] == []
+
+
+SOURCES = {
+    **FILES,
+    "tests/test_po.py": (
+        "import pathlib\n\n"
+        "PO = pathlib.Path(__file__).parents[1] / 'trans' / 'locale' / 'de.po'\n\n\n"
+        "def test_the_source_says_hallo() -> None:\n"
+        "    assert 'hallo' in PO.read_text()\n"
+    ),
+    "trans/locale/de.po": 'msgid "hello"\nmsgstr "hullo"\n',
+}
+
+
+@needs_bwrap
+def test_a_change_to_a_shown_files_source_is_kept_and_the_file_never_lands(
+    tmp_path: Path,
+) -> None:
+    steps = [{"replace": "trans/locale/de.po", "old": "hullo", "new": "hallo"}]
+    config = agent_config(tmp_path, steps, extra=_QUALITY)
+    root = make_repo(tmp_path / "repo", SOURCES, config=config)
+    (root / "trans" / "locale" / "de.mo").write_text("HALLO\n", encoding="utf-8")
+    head = git(root, "rev-parse", "HEAD").strip()
+    seed(root, "once")
+    [record] = records(root)
+    assert record["outcome"] == "KEPT", record["reason"]
+    assert "trans/locale/de.mo" in record["reason"] and "cannot rebuild" in record["reason"]
+    assert git(root, "rev-parse", "HEAD").strip() == head  # nothing landed
+    kept = git(root, "ls-tree", "-r", "--name-only", record["kept_branch"])
+    assert "trans/locale/de.po" in kept and "de.mo" not in kept  # never in a tree
+    assert (root / "trans" / "locale" / "de.mo").read_text() == "HALLO\n"
