@@ -224,12 +224,8 @@ def read_status(ctx: Context) -> DaemonStatus:
 
 def _differences(ctx: Context, live: dict[str, Any]) -> tuple[str, ...]:
     """The ignored files shown now, and the skips the latest analysis counted."""
-    found = live.get("differences")
-    skips = (
-        [str(d) for d in found if "skip in seed's runs" in str(d)]
-        if isinstance(found, list)
-        else []
-    )
+    found = cast(list[Any], live.get("differences") or [])
+    skips = [str(d) for d in found if "skip in seed's runs" in str(d)]
     return (*ignored.said(ctx.paths.root, jails.active(ctx.config.guard)), *skips)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -97,7 +98,7 @@ def test_tests_that_skip_for_a_missing_file_are_named_in_differences(tmp_path: P
     report = _gaps(root)
     assert _keys(report) == []
     assert report["errors"] == []
-    said = report["differences"]
+    said = cast(list[str], report["differences"])
     assert "1 tests skip in seed's runs: de.mo missing: run make_mo.py" in said, said
     seed(root, "once")  # the daemon's analysis keeps what it found for status
     status = json.loads(seed(root, "status", "--json").stdout)
@@ -125,7 +126,7 @@ def test_a_test_that_needs_the_network_is_a_difference_not_a_gap(tmp_path: Path)
     keys = _keys(report)
     assert any("test_a_real_failure" in k for k in keys), keys
     assert not any("test_fetches_a_page" in k or "test_resolves_a_name" in k for k in keys), keys
-    said = report["differences"]
+    said = cast(list[str], report["differences"])
     assert "2 tests need the network: they fail in seed's sandbox" in " ".join(said), said
     assert report["errors"] == []
 
