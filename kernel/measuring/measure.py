@@ -608,6 +608,17 @@ _MAX_SKIP_REASONS = 20
 """Reasons for skips kept at most."""
 
 
+def skip_jump(before: Measurement | None, after: Measurement | None) -> str:
+    """Evidence for the judge when many more tests skip after a change than at the base
+    (at least 5 more, and at least twice as many): '' otherwise."""
+    was = sum(n for _, n in before.skips) if before is not None else 0
+    now = sum(n for _, n in after.skips) if after is not None else 0
+    if now - was < 5 or now < 2 * was:
+        return ""
+    top = after.skips[0][0] if after is not None and after.skips else ""
+    return f"skipped tests rose from {was} at the base to {now} after the change (most: {top})"
+
+
 def _map_run(
     tree: Path, target: Target, node_ids: Sequence[str], timeout_s: float
 ) -> list[dict[str, Any]]:

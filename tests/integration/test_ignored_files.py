@@ -160,3 +160,29 @@ def test_a_change_to_a_shown_files_source_is_kept_and_the_file_never_lands(
     kept = git(root, "ls-tree", "-r", "--name-only", record["kept_branch"])
     assert "trans/locale/de.po" in kept and "de.mo" not in kept  # never in a tree
     assert (root / "trans" / "locale" / "de.mo").read_text() == "HALLO\n"
+
+
+MANY = {
+    ".gitignore": "__pycache__/\nhistory/\n",
+    "calc.py": "READY = True\n\n\ndef add(a: int, b: int) -> int:\n    return a - b\n",
+    "tests/test_calc.py": "from calc import add\n\n\ndef test_add() -> None:\n    assert add(1, 1) == 2\n",
+    "tests/test_many.py": "import pytest\n\nimport calc\n\n\n"
+    + "".join(
+        f"@pytest.mark.skipif(not calc.READY, reason='not ready')\ndef test_{n}() -> None:\n"
+        "    assert True\n\n\n"
+        for n in range(6)
+    ),
+}
+
+
+@needs_bwrap
+def test_a_jump_in_skipped_tests_is_evidence_in_the_record(tmp_path: Path) -> None:
+    steps = [
+        {"replace": "calc.py", "old": "a - b", "new": "a + b"},
+        {"replace": "calc.py", "old": "READY = True", "new": "READY = False"},
+    ]
+    root = make_repo(tmp_path / "repo", MANY, config=agent_config(tmp_path, steps, extra=_QUALITY))
+    seed(root, "once")
+    [record] = records(root)
+    said = "\n".join(record["evidence"])
+    assert "skipped tests rose from 0 at the base to 6" in said, record
