@@ -13,7 +13,7 @@ from kernel import faults
 from kernel.errors import SeedError, UsageError
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import blockers, gitops, trees
+from kernel.isolation import blockers, gitops, ignored, trees
 from kernel.isolation.exports import Export
 from kernel.judging import guard, uncovered
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
@@ -60,36 +60,11 @@ def land(
         if isinstance(rebased, Ending):
             return rebased
         commit, verification = rebased
-    if verification.changed_tests:
-        # a behaviour change the base's tests pin: a person approves it, it never lands alone
-        shown = ", ".join(verification.changed_tests[:5])
-        return _keep(
-            ctx,
-            it,
-            commit,
-            f"the change edits base tests that no longer pass against the base's own test "
-            f"files ({shown}); approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
-            verification,
-            IterationOutcome.KEPT,
-        )
-    unvetted = filetypes.unvetted(root, commit)
-    if unvetted:  # what runs may not be what a person can read in the diff
+    held = _for_a_person(ctx, it, commit, verification)
+    if held:
         approve = ctx.paths.command("approve", plan.iteration_id)
-        why = f"{filetypes.said(unvetted)}; approve it with `{approve}`"
+        why = f"{held}; approve it with `{approve}`"
         return _keep(ctx, it, commit, why, verification, IterationOutcome.KEPT)
-    if verification.uncovered:
-        said = uncovered.said(verification.uncovered)
-        why = f" (asked for a test: {it.untested_why})" if it.untested_why else ""
-        if keeps_uncovered(ctx, it):
-            return _keep(
-                ctx,
-                it,
-                commit,
-                f"{said}{why}; approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
-                verification,
-                IterationOutcome.KEPT,
-            )
-        verification.reason = f"{verification.reason}; but {said}"
     collisions = [
         p
         for p in gitops.added_files(root, it.base, commit)
@@ -105,6 +80,35 @@ def land(
             blocked=tuple(sorted(collisions)),
         )
     return _fast_forward(ctx, it, commit, verification, t0)
+
+
+def _for_a_person(ctx: Context, it: Iteration, commit: str, verification: Verification) -> str:
+    """Why a verified change waits for a person ('' when it may land alone); an uncovered
+    change that may land has it said in the verification's reason instead."""
+    root = ctx.paths.root
+    if verification.changed_tests:
+        # a behaviour change the base's tests pin: a person approves it, it never lands alone
+        shown = ", ".join(verification.changed_tests[:5])
+        return (
+            f"the change edits base tests that no longer pass against the base's own test "
+            f"files ({shown})"
+        )
+    unvetted = filetypes.unvetted(root, commit)
+    if unvetted:  # what runs may not be what a person can read in the diff
+        return filetypes.said(unvetted)
+    stale = ignored.unbuildable(root, it.base, commit)
+    if stale:
+        return (
+            f"the change edits the sources of git-ignored files the tests read "
+            f"({', '.join(stale[:5])}), which seed cannot rebuild: rebuild them"
+        )
+    if verification.uncovered:
+        said = uncovered.said(verification.uncovered)
+        if keeps_uncovered(ctx, it):
+            why = f" (asked for a test: {it.untested_why})" if it.untested_why else ""
+            return f"{said}{why}"
+        verification.reason = f"{verification.reason}; but {said}"
+    return ""
 
 
 def keep_tree(ctx: Context, it: Iteration, tree: str, store: trees.ObjectStore, branch: str) -> str:

@@ -29,6 +29,7 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -589,7 +590,33 @@ def run_pytest(
     measured = _pytest_measurement(
         result, diagnostics, collected, finish is not None, timeout_s, _tampering(records)
     )
-    return measured.model_copy(update={"passed": passed_ids(records, collected, diagnostics)})
+    passed = passed_ids(records, collected, diagnostics)
+    return measured.model_copy(update={"passed": passed, "skips": skip_reasons(records)})
+
+
+def skip_reasons(records: list[dict[str, Any]]) -> tuple[tuple[str, int], ...]:
+    """How many tests skipped for each reason, most first (xfails are not skips)."""
+    counts = Counter(
+        str(rec.get("reason", "no reason given"))
+        for rec in records
+        if rec.get("kind") == "test" and rec.get("outcome") == "skipped" and not rec.get("xfail")
+    )
+    return tuple(counts.most_common(_MAX_SKIP_REASONS))
+
+
+_MAX_SKIP_REASONS = 20
+"""Reasons for skips kept at most."""
+
+
+def skip_jump(before: Measurement | None, after: Measurement | None) -> str:
+    """Evidence for the judge when many more tests skip after a change than at the base
+    (at least 5 more, and at least twice as many): '' otherwise."""
+    was = sum(n for _, n in before.skips) if before is not None else 0
+    now = sum(n for _, n in after.skips) if after is not None else 0
+    if now - was < 5 or now < 2 * was:
+        return ""
+    top = after.skips[0][0] if after is not None and after.skips else ""
+    return f"skipped tests rose from {was} at the base to {now} after the change (most: {top})"
 
 
 def _map_run(

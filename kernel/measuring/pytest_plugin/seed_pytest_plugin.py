@@ -469,6 +469,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     }
     if hasattr(report, "wasxfail"):
         record["xfail"] = True
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        # (path, line, "Skipped: reason"): the reason says what the run lacked
+        record["reason"] = str(report.longrepr[-1]).removeprefix("Skipped: ")[:_MAX_TEXT]
     if report.failed:
         text = str(report.longreprtext)
         if excinfo is not None:
