@@ -1,7 +1,8 @@
 """Which changed files may land without a person: an allow-list of file types, from the tree.
 
 What may land on a verification alone is text of a kind the project already has (a suffix
-the parent commit's tree holds). Everything else is code or configuration no line of the
+the parent commit's tree holds), or documentation (`.md`, `.rst`, `.txt`: read in the diff,
+and judged line by line as code if a test loads one). Everything else is code or configuration no line of the
 diff shows a person: binaries, extension modules, `.pth` files (the interpreter runs them at
 start), package metadata (`*.dist-info`/`*.egg-info`: entry points, plugins) and new
 executables. Such work is kept for a person with the reason, never refused as wrong.
@@ -17,6 +18,8 @@ EXTENSIONS = (".so", ".pyd", ".dylib", ".dll")
 """Suffixes the interpreter imports as compiled extension modules (or loads them from)."""
 METADATA = (".dist-info", ".egg-info")
 """Folders whose files name entry points: plugins that load themselves."""
+DOCUMENTATION = (".md", ".rst", ".txt")
+"""Text suffixes a project without any yet may still gain (the docs that come with code)."""
 
 
 def _suffix(path: str) -> str:
@@ -74,7 +77,7 @@ def unvetted(root: Path, commit: str) -> list[str]:
     parent = f"{commit}^"
     listed = gitops.git(root, "ls-tree", "-r", "-z", "--name-only", parent).stdout
     known = {_suffix(p) for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
-    known -= {*EXTENSIONS, ".pth"}
+    known = (known | set(DOCUMENTATION)) - {*EXTENSIONS, ".pth"}
     raw = gitops.git(
         root, "diff", "--raw", "--no-renames", "--no-abbrev", "-z", parent, commit
     ).stdout.split(b"\0")
