@@ -3,7 +3,7 @@ pytest's plugin autoload off, the kernel's judged run (autoload off, entry point
 interpreter's own site-packages only), and the traced run that vouches for a changed file's
 lines and both sides of its conditional jumps (opcode tracing in that file only).
 
-    python bench/judging_cost.py /tmp/jc/boltons boltons/strutils.py [--rounds 3]
+    python bench/judging_cost.py /tmp/jc/boltons boltons/strutils.py [--line N] [--rounds 3]
 
 Run it from two checkouts of seed (before and after a change) to compare: it imports the
 kernel of the checkout it sits in. Medians of the rounds, interleaved, with the load average.
@@ -45,6 +45,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("changed", help="the file a change touches, relative to root")
+    parser.add_argument("--line", type=int, help="a changed line: trace only code spanning it")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     root: Path = args.root.resolve()
@@ -59,6 +60,10 @@ def main(argv: list[str]) -> int:
             root, target, 1800, [], [args.changed]
         ),
     }
+    if args.line:
+        steps[f"traced run, code spanning line {args.line} only"] = lambda: run_lines(
+            root, target, 1800, [], [args.changed], near={args.changed: [args.line]}
+        )
     times: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(args.rounds):
         for name, step in steps.items():

@@ -440,6 +440,7 @@ class Judge:
                 argv,
                 [c.path for c in changed],
                 branches,
+                {c.path: c.lines | c.cuts for c in changed},
             )
             vouching = set(passed) & set(own.passed)  # passed in the judged run and in this one
             loaded = {path for per_file in lines.values() for path, n in per_file.items() if n}

@@ -30,7 +30,7 @@ import sys
 import sysconfig
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -636,6 +636,7 @@ def _launch(
     files: str,
     timeout_s: float,
     lines: Sequence[str] = (),
+    near: Mapping[str, Collection[int]] | None = None,
 ) -> tuple[procs.Completed, list[dict[str, Any]], Path]:
     """One pytest process through the kernel's bootstrap: how it ended, the facts it sent,
     and where it saw the tree."""
@@ -645,6 +646,7 @@ def _launch(
         jailed = target.jail(argv, tree, () if run_dir is None else (run_dir,))
     config = _pytest_config(tree, jailed.seen, target, node_ids, run_dir, files=files)
     config["lines"] = list(lines)
+    config["near"] = {path: sorted(numbers) for path, numbers in (near or {}).items()}
     argv = jailed.argv
     read, write = os.pipe()  # procs.run closes the write end once the child holds it
     config["fd"] = write
@@ -727,13 +729,17 @@ def run_lines(
     node_ids: Sequence[str],
     watch: Sequence[str],
     branches: Branches | None = None,
+    near: Mapping[str, Collection[int]] | None = None,
 ) -> tuple[frozenset[str], RanLines]:
     """The tests that passed in a traced run of its own, and the lines of the `watch` files
     each ran (nothing when the run did not finish); under IMPORTED, the lines that ran on
     import while the tests were collected (none when a module could not be collected). The
     facts come down the kernel's pipe; sys.settrace, which a test can see, never runs in a run
-    whose outcomes judge a change."""
-    result, records, _ = _launch(tree, target, node_ids, None, "trace", timeout_s, lines=watch)
+    whose outcomes judge a change. `near`: per file, the lines that matter; code spanning
+    none of them is not traced, and line 0 says a test ran some code of the file."""
+    result, records, _ = _launch(
+        tree, target, node_ids, None, "trace", timeout_s, lines=watch, near=near
+    )
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if result.timed_out or finish is None or _tampering(records):
         return frozenset(), {}  # no facts: every watched line counts as run by no test

@@ -293,6 +293,19 @@ def _jumps(code: Any) -> dict[int, tuple[int, str, int]]:
     return found
 
 
+_SPANS: dict[Any, tuple[int, int]] = {}
+
+
+def _spans_any(code: Any, lines: list[int]) -> bool:
+    """Whether one of the lines lies within a code object's first and last line (nested code
+    included: an outer function spans its inner ones)."""
+    span = _SPANS.get(code)
+    if span is None:
+        numbers = [n for _, _, n in code.co_lines() if n is not None]
+        span = _SPANS[code] = (code.co_firstlineno, max(numbers, default=code.co_firstlineno))
+    return any(span[0] <= n <= span[1] for n in lines)
+
+
 class _Files:
     """Which files' code runs during one test: a code object counts once per test.
 
@@ -303,12 +316,17 @@ class _Files:
     only a run of its own may use it.
     """
 
-    def __init__(self, watch: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, watch: frozenset[str] = frozenset(), near: dict[str, list[int]] | None = None
+    ) -> None:
         self.seen: set[str] = set()
         self.rel: dict[str, str] = {}
         self.blind = False
         self.watch = watch
         """Files whose executed lines are kept too (by sys.settrace only)."""
+        self.near = near or {}
+        """Per watched file, the lines that matter (the changed ones): a code object that
+        spans none of them is not traced line by line (a file absent here is traced whole)."""
         self.lines: dict[str, set[int]] = {}
         self.known: dict[str, set[tuple[int, str, int]]] = {}
         self.taken: dict[str, set[tuple[tuple[int, str, int], bool]]] = {}
@@ -337,15 +355,20 @@ class _Files:
     def _trace(self, frame: Any, event: str, arg: Any) -> Any:
         name = frame.f_code.co_filename
         self.seen.add(name)
-        if not (self.watch and self._rel(name) in self.watch):
+        rel = self._rel(name)
+        if not (self.watch and rel in self.watch):
             return None
+        lines = self.lines.setdefault(name, set())
+        lines.add(0)  # code of the file ran in this test (0 is no line of it)
+        near = self.near.get(rel)
+        if near is not None and not _spans_any(frame.f_code, near):
+            return None  # no line that matters lies in this code: its lines say nothing
         # opcode events in the watched files only: a line holds both sides of `x if c else y`,
         # and only the instruction after a conditional jump tells which side ran
         frame.f_trace_opcodes = True
         jumps = _jumps(frame.f_code)
         self.known.setdefault(name, set()).update(jumps.values())
         taken = self.taken.setdefault(name, set())
-        lines = self.lines.setdefault(name, set())
         last = [-1]
 
         def step(frame: Any, event: str, arg: Any) -> Any:
@@ -667,8 +690,12 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     _root = os.path.realpath(str(config["root"]))
     _forbid = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
     watch = frozenset(str(f) for f in cast(list[Any], config.get("lines") or []))
+    near = {
+        str(f): [int(n) for n in cast(list[Any], lines)]
+        for f, lines in cast(dict[Any, Any], config.get("near") or {}).items()
+    }
     _files = (
-        _Files(watch if config.get("files") == "trace" else frozenset())
+        _Files(watch if config.get("files") == "trace" else frozenset(), near)
         if config.get("files")
         else None
     )
