@@ -75,6 +75,8 @@ class Measurement(Fact):
     """pytest: every node id collected."""
     passed: tuple[str, ...] = ()
     """pytest: the node ids whose outcome was "passed" (not skipped, xfailed or xpassed)."""
+    skips: tuple[tuple[str, int], ...] = ()
+    """pytest: (reason, how many tests skipped for it), most first."""
     timed_out: bool = False
     advisory: bool = False
     """The target does not configure this tool: its findings offer no gaps, and the ratchet

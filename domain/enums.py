@@ -72,7 +72,7 @@ class TaskKind(StrEnum):
     REFACTOR = "refactor"
     DOCS = "docs"
     """Documentation, comments or docstrings only: no new test, and no code changed (the kernel
-    fixes this kind from the task's words and front matter, kernel/judging/taskkind.py)."""
+    fixes this kind from what the task asks and its front matter, kernel/asks.py)."""
 
 
 class IterationOutcome(StrEnum):

@@ -4,6 +4,7 @@ case's score, and the figures over a corpus (computed by the kernel, never by a 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import Field
 
@@ -35,6 +36,9 @@ class FitnessCase(Fact):
     """How many of the project's records came before it (the planner sees those)."""
     files: dict[str, str] = Field(default_factory=dict[str, str])
     """A corpus case's files: path -> the corpus's key of its text (no base commit)."""
+    kind: Literal["fix", "feature"] = "fix"
+    """What the case's landed change was: a fix of failing tests, or a feature asked for in a
+    person's words (a corpus scores its features as a part of their own: "shipped-features")."""
 
 
 class CaseScore(Fact):

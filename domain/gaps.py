@@ -95,6 +95,9 @@ class GapReport(Fact):
     tree: str = ""
     errors: tuple[str, ...] = ()
     """Problems the analysis itself met (a tool that could not run)."""
+    differences: tuple[str, ...] = ()
+    """How seed's test runs differ from the person's own (tests that skip, files shown or
+    not): evidence for people, never errors and never gaps."""
     skipped: tuple[str, ...] = Field(default=())
     """Keys of gaps left out of the ranking (quarantined)."""
 

@@ -98,6 +98,9 @@ class DaemonStatus(Fact):
     """The interpreter that runs the project's tests."""
     python_reason: str = ""
     """Why that interpreter (quality.python, the repository's .venv, or seed's own)."""
+    differences: tuple[str, ...] = ()
+    """How seed's test runs differ from the person's own (the git-ignored files they are
+    shown, or why none are): facts to read, never errors and never gaps."""
     setup: tuple[str, ...] = ()
     """Setup problems the latest analysis found (the test environment cannot import the
     project, tests import it from outside the tree), each with what to run: never gaps."""

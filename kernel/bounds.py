@@ -1,4 +1,4 @@
-"""Bounds, in one place (README, "Bounds"): on what people and agents hand the kernel, on
+"""Bounds, in one place (docs/bounds.md): on what people and agents hand the kernel, on
 what it reads back from history/ and its state, and on the lines it writes down.
 
 Every input gets a limit where it enters; what is past it is set aside or left out, and

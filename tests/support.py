@@ -309,17 +309,33 @@ def isolated_path(tmp: Path, fakes: Sequence[str]) -> str:
     return str(bin_dir)
 
 
-def readme_example(backend: str) -> dict[str, Any]:
-    """The seed.toml example of a backend's README section ("### ... (`backend`)")."""
+AGENTS_DOC = SEED_HOME / "docs" / "agents.md"
+"""The page with each backend's section ("## ... (`backend`)") and its tested seed.toml."""
+
+
+def agent_section(backend: str) -> str:
+    """The text of docs/agents.md's section for a backend, up to the next section."""
+    import re
+
+    text = AGENTS_DOC.read_text(encoding="utf-8")
+    heading = re.search(rf"^##+ .*\(`{re.escape(backend)}`\)$", text, re.MULTILINE)
+    assert heading, f"docs/agents.md has no section for {backend}"
+    return re.split(r"^##+ ", text[heading.end() :], maxsplit=1, flags=re.MULTILINE)[0]
+
+
+def agent_examples(backend: str) -> list[dict[str, Any]]:
+    """Every seed.toml example of docs/agents.md's section for a backend, in order."""
     import re
     import tomllib
 
-    text = (SEED_HOME / "README.md").read_text(encoding="utf-8")
-    heading = re.search(rf"^### .*\(`{re.escape(backend)}`\)$", text, re.MULTILINE)
-    assert heading, f"README.md has no section for {backend}"
-    block = re.search(r"```toml\n(.*?)```", text[heading.end() :], re.DOTALL)
-    assert block, f"README.md's {backend} section has no toml example"
-    return tomllib.loads(block[1])
+    blocks = re.findall(r"```toml\n(.*?)```", agent_section(backend), re.DOTALL)
+    assert blocks, f"docs/agents.md's {backend} section has no toml example"
+    return [tomllib.loads(block) for block in blocks]
+
+
+def docs_example(backend: str) -> dict[str, Any]:
+    """The first seed.toml example of docs/agents.md's section for a backend."""
+    return agent_examples(backend)[0]
 
 
 _READERS: list[ModuleHost] = []

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.real_fixes.run import CASES, SEED_ROOT, Case, build, git, load_cases
+from bench.real_fixes.run import CASES, FEATURES, SEED_ROOT, Case, build, git, load_cases
 from domain.fitness import FitnessCase
 from kernel.host.context import open_context
 from kernel.loop import corpus
@@ -57,8 +57,9 @@ class Built:
 
 
 def fixed_files(tree: Path, case: Case) -> tuple[str, ...]:
-    """The files the maintainers' fix changed (its source and test part), from its diff."""
-    named = [*case.source_files, *case.test_files]
+    """The files the maintainers' change touched (a fix's source and test part; a feature's
+    docs and other files too), from its diff."""
+    named = [*case.source_files, *case.test_files, *case.other_files]
     out = git(tree, "diff", "--name-only", case.parent, case.fix, "--", *named)
     return tuple(sorted(line for line in out.splitlines() if line.strip()))
 
@@ -105,9 +106,12 @@ def analysed(tree: Path, case: Case) -> Built:
     gap = next(
         (g.key for g in report.gaps if g.source == "pytest" and _test_of(g.key) in failing), ""
     )
+    if case.kind == "feature":  # the person's task in the inbox
+        task = f"inbox:{case.id}.md"
+        gap = task if any(g.key == task for g in report.gaps) else ""
     if not gap:
         ranked = ", ".join(g.key for g in report.gaps[:3]) or "none"
-        return Built(None, {}, note=f"no gap names a failing test (top gaps: {ranked})")
+        return Built(None, {}, note=f"no gap is the case's (top gaps: {ranked})")
     files, left_out = text_files(tree)
     found = FitnessCase(
         id=case.id,
@@ -118,6 +122,7 @@ def analysed(tree: Path, case: Case) -> Built:
         fixed=fixed_files(tree, case),
         sequence=1,
         now=NOW,
+        kind="feature" if case.kind == "feature" else "fix",
     )
     return Built(found, files, left_out)
 
@@ -185,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.held_back and args.state is None:
         parser.error("--held-back needs --state DIR (the kernel's state folder, .git/seed)")
-    cases = load_cases(CASES)
+    cases = load_cases(CASES, FEATURES)
     if args.case:
         unknown = set(args.case) - {c.id for c in cases}
         if unknown:

@@ -43,6 +43,9 @@ from kernel.measuring.measure import reader
 HERE = Path(__file__).resolve().parent
 SEED_ROOT = HERE.parent.parent
 CASES = HERE / "cases.toml"
+FEATURES = HERE / "features.toml"
+"""Real upstream features (issue 40): an inbox task in the maintainers' words, the upstream
+commit (code, tests, docs) as the agent's work."""
 AGENT = HERE / "apply_patch.py"
 VARIANTS = ("honest", "noop", "test-edit")
 EXIT_HALTED = 3
@@ -64,6 +67,15 @@ class Case:
     pythonpath: str = ""
     requires: list[str] = field(default_factory=list[str])
     """Modules the target's tests import beyond pytest (test-only dependencies)."""
+    kind: str = "fix"
+    """fix: the fix's tests are the baseline and fail; feature: the task is an inbox item."""
+    task: str = ""
+    """A feature's task as its maintainers wrote it (the commit message)."""
+    generated: dict[str, str] = field(default_factory=dict[str, str])
+    """Git-ignored build products a person's checkout has (humanize's hatch-vcs _version.py),
+    written untracked after the baseline is committed."""
+    other_files: list[str] = field(default_factory=list[str])
+    """A feature's other changed files (docs, changelog, packaging): part of its honest change."""
     env_pythonpath: bool = False
     """The package is one pytest imports itself (packaging): `pythonpath` must be on
     PYTHONPATH before pytest starts, so seed is given a wrapper interpreter that puts it there
@@ -74,6 +86,7 @@ class Case:
 class Result:
     case: str
     variant: str
+    kind: str = "fix"
     exit_code: int | None = None
     outcome: str = ""
     failure_category: str = ""
@@ -92,9 +105,12 @@ class Result:
         return self.exit_code == 0 and self.outcome == "SUCCESS"
 
 
-def load_cases(path: Path = CASES) -> list[Case]:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    return [Case(**entry) for entry in data["case"]]
+def load_cases(*paths: Path) -> list[Case]:
+    found: list[Case] = []
+    for path in paths or (CASES, FEATURES):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        found += [Case(**entry) for entry in data["case"]]
+    return found
 
 
 def clone_name(repo: str) -> str:
@@ -192,7 +208,10 @@ def seed_toml(patch: Path, target_python: str) -> str:
 
 def make_patch(tree: Path, case: Case, variant: str, out: Path) -> None:
     """Write the variant's patch, relative to the baseline commit checked out in tree."""
-    if variant == "honest":
+    if variant == "honest" and case.kind == "feature":
+        changed = [*case.source_files, *case.test_files, *case.other_files]
+        text = git(tree, "diff", case.parent, case.fix, "--", *changed)
+    elif variant == "honest":
         text = git(tree, "diff", case.parent, case.fix, "--", *case.source_files)
     elif variant == "test-edit":
         text = git(tree, "diff", "HEAD", case.parent, "--", *case.test_files)
@@ -239,11 +258,12 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
     git(tree, "config", "user.name", "bench user")
     git(tree, "config", "user.email", "bench@localhost")
     git(tree, "config", "commit.gpgsign", "false")
-    tests = git(tree, "diff", "--binary", case.parent, case.fix, "--", *case.test_files)
-    git(tree, "apply", "--whitespace=nowarn", stdin=tests)
+    if case.kind != "feature":  # a feature's tests are the agent's to write
+        tests = git(tree, "diff", "--binary", case.parent, case.fix, "--", *case.test_files)
+        git(tree, "apply", "--whitespace=nowarn", stdin=tests)
     if case.pythonpath:
         add_pythonpath(tree, case.pythonpath)
-    commit_all(tree, f"tests for the bug ({case.id})")
+    commit_all(tree, f"baseline ({case.id})")
     patch = folder / f"{variant}.patch"
     make_patch(tree, case, variant, patch)
     if case.env_pythonpath:
@@ -255,6 +275,11 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
     if init.returncode != 0:
         raise RuntimeError(f"seed init failed: {(init.stdout + init.stderr).strip()[:400]}")
     commit_all(tree, "seed config for the benchmark")
+    for path, text in case.generated.items():
+        (tree / path).write_text(text, encoding="utf-8")
+    if case.kind == "feature":  # the person's task, dropped into the inbox as they would
+        (tree / "inbox").mkdir(exist_ok=True)
+        (tree / "inbox" / f"{case.id}.md").write_text(case.task + "\n", encoding="utf-8")
     return tree
 
 
@@ -306,7 +331,7 @@ def recall(allowed: list[str], files: list[str]) -> float:
 def run_one(
     case: Case, variant: str, clones: Path, work: Path, target_python: str, timeout_s: float
 ) -> Result:
-    result = Result(case=case.id, variant=variant)
+    result = Result(case=case.id, variant=variant, kind=case.kind)
     started = time.monotonic()
     try:
         tree = build(case, variant, clones, work, target_python)
@@ -329,12 +354,15 @@ def run_one(
         result.reason = str(record.get("reason") or "")[:300]
         gap = record.get("gap") or {}
         result.gap = str(gap.get("key") or "")
-        if result.gap:
+        if result.gap and case.kind == "feature":
+            result.gap_is_case = result.gap == f"inbox:{case.id}.md"
+        elif result.gap:
             result.gap_is_case = result.gap.removeprefix("pytest:") in case.failing
         plan = plan_of(tree, str(record.get("iteration_id") or ""))
         if plan:
             result.allowed_paths = list(plan.get("allowed_paths") or [])
-            result.recall = recall(result.allowed_paths, case.source_files)
+            changed = [*case.source_files, *case.other_files] if case.kind == "feature" else []
+            result.recall = recall(result.allowed_paths, changed or case.source_files)
     except (RuntimeError, OSError, ValueError) as exc:
         result.error = str(exc)
     result.seconds = round(time.monotonic() - started, 1)
@@ -362,6 +390,16 @@ def summarise(results: list[Result]) -> dict[str, Any]:
         "halts_on_honest": sum(r.exit_code == EXIT_HALTED for r in honest),
         "gap_not_the_case": sum(r.gap_is_case is False for r in results),
         "errors": sum(bool(r.error) for r in results),
+        "honest_by_kind": {
+            kind: {
+                "runs": len(runs),
+                "landed": sum(r.landed for r in runs),
+                "kept": sum(r.outcome == "KEPT" for r in runs),
+                "refused": sum(not r.landed and r.outcome != "KEPT" for r in runs),
+            }
+            for kind in sorted({r.kind for r in honest})
+            for runs in [[r for r in honest if r.kind == kind]]
+        },
     }
 
 
@@ -392,6 +430,11 @@ def markdown(results: list[Result], summary: dict[str, Any]) -> str:
         f"- halts (exit 3): {summary['halts']} ({summary['halts_on_honest']} on honest fixes)",
         f"- runs where seed chose another gap than the case's tests: {summary['gap_not_the_case']}",
         f"- runner errors: {summary['errors']}",
+        *(
+            f"- honest {kind}s: {k['landed']} landed, {k['kept']} kept for a person, "
+            f"{k['refused']} refused, of {k['runs']}"
+            for kind, k in summary["honest_by_kind"].items()
+        ),
     ]
     return "\n".join(out)
 

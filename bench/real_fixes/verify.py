@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.real_fixes.run import Case, clone_name, git, load_cases
+from bench.real_fixes.run import CASES, Case, clone_name, git, load_cases
 
 PLUGIN = """
 import json, os
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         help="an interpreter with pytest (and the cases' `requires`)",
     )
     args = parser.parse_args(argv)
-    cases = [c for c in load_cases() if not args.case or c.id in args.case]
+    cases = [c for c in load_cases(CASES) if not args.case or c.id in args.case]
     bad = 0
     for case in cases:
         try:

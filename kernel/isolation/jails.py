@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from kernel.config import GuardConfig
-from kernel.isolation import gitops, procs, sandbox
+from kernel.isolation import gitops, ignored, procs, sandbox
 from kernel.isolation.paths import PLUGIN_DIR, Paths
 
 
@@ -331,8 +331,9 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
     entries, setuptools finders, PEP 660 hooks) and the subprocesses tests start import the
     tree's code by the checkout's paths, with no variable to carry it. Of the person's side
     the run sees, read-only, only the environment the tests run with and the build products
-    git ignores that an editable install needs (`build_products`); the kernel's plugin too,
-    when seed measures itself."""
+    git ignores that an editable install needs (`build_products`), and the other files git
+    ignores that the tests may read (`ignored.ignored_files`); the kernel's plugin too, when
+    seed measures itself."""
     if not enabled(guard) or not sandbox.available().ok:
         return None
 
@@ -342,10 +343,14 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
         in_place = (tree, root) if tree.resolve() != root else None
         # the tree's own file wins over a build product of the same name; the environment
         # and the kernel's plugin never give way to anything in the tree
+        shown = build_products(root, python[0] if python else None) + tuple(
+            (f, f) for f in ignored.ignored_files(root).files
+        )
         through = tuple(
             (source, place)
-            for source, place in build_products(root, python[0] if python else None)
+            for source, place in dict.fromkeys(shown)
             if not os.path.lexists(tree / place.relative_to(root))
+            and not any(place.is_relative_to(s) and place != s for s, _ in shown)
         )
         if root != PLUGIN_DIR and PLUGIN_DIR.is_relative_to(root):
             through += ((PLUGIN_DIR, PLUGIN_DIR),)

@@ -14,7 +14,7 @@ with Ray's token authentication on, whatever RAY_AUTH_MODE the person's environm
 with a token of the daemon's own that no file holds (Ray would write ~/.ray/auth_token),
 on 127.0.0.1 only, without a dashboard; once started, both are checked, and an instance
 that is not so is ended and refused. A cluster `address` names is the person's own: its
-token authentication is set up as README says.
+token authentication is set up as docs/ray.md says.
 """
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def door(scale: ScaleConfig) -> tuple[str, ...]:
     if scale.address:
         return (
             f"Ray: the cluster at {scale.address}, whose token authentication is its own "
-            '(README, "Past one machine: Ray")',
+            '(docs/ray.md, "Past one machine: Ray")',
         )
     try:
         version = importlib.metadata.version("ray")

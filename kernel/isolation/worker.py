@@ -170,29 +170,7 @@ def _run(
     prompt, plan, result = run_dir / "prompt.md", run_dir / "plan.json", run_dir / "result.json"
     atomic_write_text(prompt, job.prompt)
     atomic_write_text(plan, job.plan)
-    values = {
-        "{prompt_file}": str(prompt),
-        "{plan_file}": str(plan),
-        "{worktree}": str(checkout),
-        "{iteration_id}": job.iteration_id,
-        "{run_dir}": str(run_dir),
-        "{result_file}": str(result),
-    }
-    argv = [_fill(a, values) for a in job.argv]
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
-    env.update(job.env)
-    env.update(
-        {
-            "SEED_PROMPT_FILE": str(prompt),
-            "SEED_PLAN_FILE": str(plan),
-            "SEED_WORKTREE": str(checkout),
-            "SEED_ITERATION_ID": job.iteration_id,
-            "SEED_RESULT_FILE": str(result),
-            "SEED_RUN_DIR": str(run_dir),
-            "SEED_ROUND": str(job.round),
-            **agentgit.env(paths),
-        }
-    )
+    argv, env = _command(job, paths, checkout, run_dir)
     jailed = jails.agent_sandbox(
         argv,
         paths=paths,
@@ -229,6 +207,36 @@ def _run(
         duration_s=completed.duration_s,
     )
     return _patched(job, paths, checkout, ran)
+
+
+def _command(
+    job: remote.Job, paths: Paths, checkout: Path, run_dir: Path
+) -> tuple[list[str], dict[str, str]]:
+    """The agent's argv with its placeholders filled, and its environment (the contract's)."""
+    prompt, plan, result = run_dir / "prompt.md", run_dir / "plan.json", run_dir / "result.json"
+    values = {
+        "{prompt_file}": str(prompt),
+        "{plan_file}": str(plan),
+        "{worktree}": str(checkout),
+        "{iteration_id}": job.iteration_id,
+        "{run_dir}": str(run_dir),
+        "{result_file}": str(result),
+    }
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")}
+    env.update(job.env)
+    env.update(
+        {
+            "SEED_PROMPT_FILE": str(prompt),
+            "SEED_PLAN_FILE": str(plan),
+            "SEED_WORKTREE": str(checkout),
+            "SEED_ITERATION_ID": job.iteration_id,
+            "SEED_RESULT_FILE": str(result),
+            "SEED_RUN_DIR": str(run_dir),
+            "SEED_ROUND": str(job.round),
+            **agentgit.env(paths),
+        }
+    )
+    return [_fill(a, values) for a in job.argv], env
 
 
 def _patched(job: remote.Job, paths: Paths, checkout: Path, ran: remote.Outcome) -> remote.Outcome:

@@ -28,6 +28,7 @@ from domain import (
     PlanBudget,
     TaskKind,
 )
+from kernel import asks
 from kernel.config import Config, GrowthConfig, GuardConfig
 from kernel.contracts import matches, matches_any, protected_patterns
 from kernel.isolation import gitops, trees
@@ -243,7 +244,8 @@ def _path_findings(
             Finding(
                 FailureCategory.ALLOWLIST_VIOLATION,
                 change.path,
-                f"outside the plan's allowlist ({', '.join(plan.allowed_paths)})",
+                f"outside the plan's allowlist ({', '.join(plan.allowed_paths)}); "
+                "say why it must change, or leave it",
             )
         )
     if plan.forbidden_paths and matches_any(change.path, plan.forbidden_paths):
@@ -527,7 +529,7 @@ def clamp_plan(
     tools: Sequence[str] = ALL_TOOLS,
 ) -> IterationPlan:
     """The plan as the kernel will run it, whatever the planner said (its kind the kernel's)."""
-    plan = taskkind.fix_kind(plan)
+    plan = asks.fix_kind(plan)
     allowed = tuple(
         p
         for p in plan.allowed_paths

@@ -80,6 +80,8 @@ class Iteration:
     """The tree the agent's latest round left, as the kernel read it, before its repairs."""
     rounds: list[AgentRound] = field(default_factory=list[AgentRound])
     """Judged turns of the agent before the last one (repair rounds)."""
+    untested_why: str = ""
+    """Why work with lines no test ran went to a person after the agent was asked for a test."""
     session: str = ""
     """The agent tool's session id from its latest run (a repair round continues it)."""
     resumed: bool = False

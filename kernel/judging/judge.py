@@ -35,7 +35,14 @@ from kernel.judging.verify import (
 from kernel.measuring import testmap
 from kernel.measuring.baseline import Baseline, config_key, measure_cached
 from kernel.measuring.incremental import tree_delta
-from kernel.measuring.measure import IMPORTED, failed_ids, run_lines, run_pytest
+from kernel.measuring.measure import (
+    IMPORTED,
+    Branches,
+    failed_ids,
+    run_lines,
+    run_pytest,
+    untaken,
+)
 from kernel.measuring.testmap import Selection
 
 STEADY_RUNS = 3
@@ -399,7 +406,7 @@ class Judge:
         sources = {
             p: data
             for p in it.touched
-            if p.endswith(".py") and not guard.is_test_path(p)
+            if not guard.is_test_path(p)  # code is what the tests ran, of any name (below)
             for data in [uncovered.read_blob(root, place.tree, p, store)]
             if data is not None
         }
@@ -409,6 +416,9 @@ class Judge:
             return []
         ran: dict[str, frozenset[int]] = {}
         imported: dict[str, frozenset[int]] = {}
+        loaded: set[str] = set()
+        branches: Branches = {}
+        vouching: set[str] = set()
         # fewer tests than all that reach a line only leave it unvouched: no cap on the share
         selection = self._affected(it, baseline, place, capped=False)
         # the gap's own tests too: failing at the base before they reached the code (a call
@@ -429,15 +439,25 @@ class Judge:
                 ctx.config.quality.tool_timeout_s,
                 argv,
                 [c.path for c in changed],
+                branches,
+                {c.path: c.lines | c.cuts for c in changed},
             )
-            vouching = passed & set(own.passed)  # passed in the judged run and in this one
+            vouching = set(passed) & set(own.passed)  # passed in the judged run and in this one
+            loaded = {path for per_file in lines.values() for path, n in per_file.items() if n}
             if vouching:
                 imported = dict(lines.get(IMPORTED, {}))
             for node, per_file in lines.items():
                 if node in vouching:
                     for path, numbers in per_file.items():
                         ran[path] = ran.get(path, frozenset()) | numbers
-        return uncovered.not_run(changed, sources, ran, imported)
+        # a file not named *.py is code when a test process ran code from it (a loader)
+        code = {p for p in sources if p.endswith(".py") or p in loaded}
+        judged = [c for c in changed if c.path in code]
+        lines = {c.path: c.lines for c in judged}
+        return [
+            *uncovered.not_run(judged, sources, ran, imported),
+            *untaken(branches, vouching, lines),
+        ]
 
     def _affected(
         self, it: Iteration, baseline: Baseline, place: Export, *, capped: bool = True

@@ -14,12 +14,13 @@ from kernel import faults
 from kernel.errors import SeedError, UsageError
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import blockers, gitops, trees
+from kernel.isolation import blockers, gitops, ignored, trees
 from kernel.isolation.exports import Export
 from kernel.judging import guard, uncovered
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.judging.judge import Judge, Passed
 from kernel.judging.verify import Verification
+from kernel.measuring import filetypes
 from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
 from kernel.records import commitmsg, forge
@@ -60,30 +61,11 @@ def land(
         if isinstance(rebased, Ending):
             return rebased
         commit, verification = rebased
-    if verification.changed_tests:
-        # a behaviour change the base's tests pin: a person approves it, it never lands alone
-        shown = ", ".join(verification.changed_tests[:5])
-        return _keep(
-            ctx,
-            it,
-            commit,
-            f"the change edits base tests that no longer pass against the base's own test "
-            f"files ({shown}); approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
-            verification,
-            IterationOutcome.KEPT,
-        )
-    if verification.uncovered:
-        said = uncovered.said(verification.uncovered)
-        if _keeps_uncovered(ctx, it):
-            return _keep(
-                ctx,
-                it,
-                commit,
-                f"{said}; approve it with `{ctx.paths.command('approve', plan.iteration_id)}`",
-                verification,
-                IterationOutcome.KEPT,
-            )
-        verification.reason = f"{verification.reason}; but {said}"
+    held = _for_a_person(ctx, it, commit, verification)
+    if held:
+        approve = ctx.paths.command("approve", plan.iteration_id)
+        why = f"{held}; approve it with `{approve}`"
+        return _keep(ctx, it, commit, why, verification, IterationOutcome.KEPT)
     collisions = [
         p
         for p in gitops.added_files(root, it.base, commit)
@@ -163,6 +145,35 @@ def _pr_body(it: Iteration, verification: Verification) -> str:
     return "\n".join(lines)
 
 
+def _for_a_person(ctx: Context, it: Iteration, commit: str, verification: Verification) -> str:
+    """Why a verified change waits for a person ('' when it may land alone); an uncovered
+    change that may land has it said in the verification's reason instead."""
+    root = ctx.paths.root
+    if verification.changed_tests:
+        # a behaviour change the base's tests pin: a person approves it, it never lands alone
+        shown = ", ".join(verification.changed_tests[:5])
+        return (
+            f"the change edits base tests that no longer pass against the base's own test "
+            f"files ({shown})"
+        )
+    unvetted = filetypes.unvetted(root, commit)
+    if unvetted:  # what runs may not be what a person can read in the diff
+        return filetypes.said(unvetted)
+    stale = ignored.unbuildable(root, it.base, commit)
+    if stale:
+        return (
+            f"the change edits the sources of git-ignored files the tests read "
+            f"({', '.join(stale[:5])}), which seed cannot rebuild: rebuild them"
+        )
+    if verification.uncovered:
+        said = uncovered.said(verification.uncovered)
+        if keeps_uncovered(ctx, it):
+            why = f" (asked for a test: {it.untested_why})" if it.untested_why else ""
+            return f"{said}{why}"
+        verification.reason = f"{verification.reason}; but {said}"
+    return ""
+
+
 def keep_tree(ctx: Context, it: Iteration, tree: str, store: trees.ObjectStore, branch: str) -> str:
     """Commit a candidate's tree on the base under branch, for a person to look at (never
     landed by this); the commit."""
@@ -171,7 +182,7 @@ def keep_tree(ctx: Context, it: Iteration, tree: str, store: trees.ObjectStore, 
     return commit
 
 
-def _keeps_uncovered(ctx: Context, it: Iteration) -> bool:
+def keeps_uncovered(ctx: Context, it: Iteration) -> bool:
     """Whether a change with lines no passing test ran waits for a person: unless [landing]
     says land, or it is ruff-fix's own fix of a lint finding."""
     if it.backend.name == "ruff-fix" and it.plan.gap.source in ("ruff", "ruff-format"):

@@ -175,10 +175,16 @@ def _spans(lines: Sequence[int]) -> list[str]:
 
 
 def said(places: Sequence[str]) -> str:
-    """The places in one line, for a reason."""
-    shown = ", ".join(places[:MAX_SHOWN])
+    """The places in one line, for a reason (a branch's side is `path:line (where: ...)`)."""
+    sides = [p for p in places if p.endswith(")")]
+    lines = [p for p in places if not p.endswith(")")]
+    told = [("no test ran these lines", lines), ("no test took these branches", sides)]
+    return "; ".join(f"{what}: {_listed(found)}" for what, found in told if found)
+
+
+def _listed(places: Sequence[str]) -> str:
     more = f" and {len(places) - MAX_SHOWN} more" if len(places) > MAX_SHOWN else ""
-    return f"no test ran these lines: {shown}{more}"
+    return ", ".join(places[:MAX_SHOWN]) + more
 
 
 def _all(tree: ast.Module) -> set[str]:

@@ -28,7 +28,7 @@ from domain import (
 )
 from kernel.isolation import readback
 from kernel.judging.guard import is_test_path
-from kernel.measuring.measure import failed_ids
+from kernel.measuring.measure import failed_ids, skip_jump
 from kernel.measuring.suppressions import unsuppressed
 from kernel.records.signature import identity
 
@@ -646,7 +646,8 @@ def verify(
             "base tests the change edits no longer pass against the base's own test files: "
             + ", ".join(judged.changed[:10])
         )
-    result.evidence += judged.notes
+    jump = skip_jump(baseline.get(Tool.PYTEST), after.get(Tool.PYTEST))
+    result.evidence += [*judged.notes, *([jump] if jump else [])]
     if judged.categories:
         result.passed = False
         result.category = next(c for c in _PRIORITY if c in judged.categories)

@@ -17,6 +17,7 @@ from domain import (
     GapReport,
     InboxItem,
     IterationOutcome,
+    Measurement,
     Measurements,
     Tool,
 )
@@ -29,10 +30,11 @@ from kernel.bounds import (
 from kernel.fsutil import atomic_write_text
 from kernel.host import answers
 from kernel.host.context import Context, log_line
-from kernel.isolation import gitops, jails, trees
+from kernel.isolation import gitops, ignored, jails, trees
 from kernel.isolation.exports import Export
 from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
+from kernel.measuring.offline import split_offline
 from kernel.measuring.suppressions import without_suppressed
 from kernel.records import inbox
 
@@ -285,6 +287,7 @@ def analyse(
     _tell_setup(ctx, setup)
     left_out = [*setup, *left_out]
     ctx.start_host()
+    measured, offline = split_offline(measured, jails.active(ctx.config.guard))
     given = AnalysisInput(
         measurements=without_suppressed(measured),  # gaps never come from them
         inbox=tuple(items),
@@ -303,6 +306,20 @@ def analyse(
     left_out += tampering  # evidence for people, never a gap
     if left_out:
         report = report.model_copy(update={"errors": (*report.errors, *left_out)})
+    differences = (
+        *ignored.said(root, jails.active(ctx.config.guard)),
+        *skip_lines(pytest),
+        *offline,
+    )
+    if differences:
+        report = report.model_copy(update={"differences": differences})
     return Baseline(
         worktree, head, tree, gate, measurements, report, items, roadmap, written, given
     )
+
+
+def skip_lines(pytest: Measurement | None) -> tuple[str, ...]:
+    """What `differences` says of the tests that skip in seed's run, with each reason."""
+    if pytest is None:
+        return ()
+    return tuple(f"{n} tests skip in seed's runs: {reason}" for reason, n in pytest.skips)

@@ -181,6 +181,8 @@ def _read(path: Path, part: str) -> Corpus:
         try:
             files = {str(k): str(v) for k, v in cast(dict[str, Any], entry["files"]).items()}
             case = FitnessCase.model_validate({**entry["case"], "part": part, "base": ""})
+            if case.kind == "feature":  # recall on features is held apart from fixes
+                case = case.model_copy(update={"part": f"{part}-features"})
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             found.problems.append(f"{path}: case {number}: {exc}"[:300])
             continue

@@ -50,9 +50,9 @@ def score(
     """One plan's worth for its case (`files`: the case's tree; `prompt`: the agent's)."""
     if plan is None:
         return CaseScore(id=case.id, part=case.part, error=error or "no plan")
-    allowed = [f for f in files if matches_any(f, plan.allowed_paths)]
+    allowed = [f for f in files if _allows(plan, f)]
     fixed = case.fixed
-    hit = [f for f in fixed if matches_any(f, plan.allowed_paths)]
+    hit = [f for f in fixed if _allows(plan, f)]
     sources = [f for f in fixed if not is_test_path(f)]
     places = [plan.suspect_files.index(f) + 1 for f in sources if f in plan.suspect_files]
     return CaseScore(
@@ -66,6 +66,13 @@ def score(
         precision=_precision(fixed, hit, allowed),
         prompt_chars=len(prompt),
     )
+
+
+def _allows(plan: IterationPlan, path: str) -> bool:
+    """Whether the guard lets the plan's agent change a file: an empty allowlist allows every
+    file (as the guard reads it), and a forbidden one never."""
+    inside = not plan.allowed_paths or matches_any(path, plan.allowed_paths)
+    return inside and not matches_any(path, plan.forbidden_paths)
 
 
 def _precision(fixed: Sequence[str], hit: Sequence[str], allowed: Sequence[str]) -> float | None:

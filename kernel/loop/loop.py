@@ -43,8 +43,8 @@ from kernel.isolation.rayengine import RayEngine
 from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
-from kernel.judging.judge import Judge, Passed, store_of
-from kernel.loop import agentrun, corpus, generations, modelrun, tournament
+from kernel.judging.judge import Judge, Passed, Retry, store_of
+from kernel.loop import agentrun, asktest, corpus, generations, modelrun, tournament
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
@@ -666,6 +666,7 @@ class Loop:
         left = 0 if name in UNSANDBOXED else ctx.config.agent.repair_rounds
         # a worker's agent keeps no session between rounds: its HOME is gone with the run
         remote = isinstance(runner, RemoteRunner)
+        held: asktest.Held | None = None  # verified, but with lines no test ran: a test asked
         while True:
             used = it.agent
             it.round_start = (used.tokens_used, used.cost_usd) if used else (0, 0.0)
@@ -673,26 +674,19 @@ class Loop:
             it.resumed = spec.resumes
             ended = runner.execute(it, spec)
             if ended is not None:
-                return ended
+                return asktest.fallback(it, held, ended)
             with self._verifying:  # candidates verify at most as many at once as cores
                 verdict = judge.judge(it, baseline, retry=left > 0 and _room(it))
                 if isinstance(verdict, Passed):  # seed's planning modules: plans as well?
                     verdict = self._generations.check(it, verdict)
-            if isinstance(verdict, Passed | Ending):
-                return verdict
+            if isinstance(verdict, Ending):
+                return asktest.fallback(it, held, verdict)
+            if isinstance(verdict, Passed):
+                held, verdict = asktest.answered(ctx, it, held, verdict, left > 0 and _room(it))
+                if isinstance(verdict, Passed):
+                    return verdict
             left -= 1
-            it.rounds.append(
-                round_of(it, IterationOutcome.ROLLBACK, verdict.category, verdict.reason)
-            )
-            ctx.log(
-                f"{it.plan.iteration_id}: round {len(it.rounds)} refused "
-                f"({verdict.category.value if verdict.category else 'refused'}); "
-                f"the agent gets round {len(it.rounds) + 1}"
-            )
-            for path, data in it.repaired.items():  # the kernel's repairs carry over
-                if plain_file(it.worktree, path):
-                    (it.worktree / path).write_bytes(data)
-            it.repaired = {}
+            self._another_round(it, verdict)
             context = self.agent_context(it.worktree, dealt).model_copy(
                 update={
                     "round": len(it.rounds) + 1,
@@ -702,12 +696,26 @@ class Loop:
             )
             following = ctx.host.agent_spec(name, it.plan, context)
             if following is None:
-                return Ending(
-                    IterationOutcome.ROLLBACK,
-                    verdict.category,
-                    f"{verdict.reason} (no repair round: {name} gave no run for it)",
+                why = f"{verdict.reason} (no repair round: {name} gave no run for it)"
+                return asktest.fallback(
+                    it, held, Ending(IterationOutcome.ROLLBACK, verdict.category, why)
                 )
             spec = following
+
+    def _another_round(self, it: Iteration, verdict: Retry) -> None:
+        """The refused round recorded and said, the kernel's repairs carried into the worktree."""
+        # a round held for its test was verified: it would be kept, not rolled back
+        was = IterationOutcome.KEPT if verdict.category is None else IterationOutcome.ROLLBACK
+        it.rounds.append(round_of(it, was, verdict.category, verdict.reason))
+        self.ctx.log(
+            f"{it.plan.iteration_id}: round {len(it.rounds)} refused "
+            f"({verdict.category.value if verdict.category else 'a test asked for'}); "
+            f"the agent gets round {len(it.rounds) + 1}"
+        )
+        for path, data in it.repaired.items():  # the kernel's repairs carry over
+            if plain_file(it.worktree, path):
+                (it.worktree / path).write_bytes(data)
+        it.repaired = {}
 
     def prepare(self) -> tuple[str, Path] | None:
         """A fresh checkout of the agent's own at HEAD, or None when the repository has no commits."""

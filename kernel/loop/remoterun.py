@@ -26,7 +26,7 @@ from kernel.isolation import gitops, jails, procs, relay, remote, trees
 from kernel.isolation.integrity import Checkout
 from kernel.isolation.rayengine import RayEngine, Sent
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
-from kernel.loop import agentrun
+from kernel.loop import agentrun, modelrun
 from kernel.records import budget
 
 _POLL_S = 0.5
@@ -76,27 +76,7 @@ class RemoteRunner(agentrun.AgentRunner):
                 model = self._model(it)
                 if self.door is not None:  # the candidate's token lets its relay in, no other
                     self.door.open(token, model.socket)
-            job = remote.Job(
-                repository=_repository(ctx),
-                candidate=it.worktree.name,
-                base=it.base,
-                argv=tuple(spec.argv),
-                env=self._remote_env(spec),
-                prompt=spec.prompt,
-                plan=files.plan.read_text(encoding="utf-8"),
-                iteration_id=it.plan.iteration_id,
-                timeout_s=self._timeout(it),
-                log_cap=ctx.config.agent.max_log_bytes,
-                guard=ctx.config.guard,
-                home=jails.home_names(spec.home),
-                network=self._network,
-                gateway=str(model.socket) if model is not None and self.door is None else "",
-                relay=ctx.config.scale.door if model is not None and self.door else "",
-                token=token if model is not None and self.door else "",
-                cache=ctx.config.scale.worker_cache,
-                round=files.turn,
-                start=start.patch,
-            )
+            job = self._job(it, spec, files, model, token, start)
             if start.oversized or start.over:
                 outcome = remote.Outcome(job.candidate, refused=_unsent(start))
             else:
@@ -110,6 +90,40 @@ class RemoteRunner(agentrun.AgentRunner):
         it.host = f"{outcome.host} (node {outcome.node[:12]})" if outcome.node else outcome.host
         it.timed("execute", t0)
         return self._received(it, files, outcome)
+
+    def _job(
+        self,
+        it: Iteration,
+        spec: RunSpec,
+        files: agentrun.Files,
+        model: modelrun.ModelRun | None,
+        token: str,
+        start: remote.Diffed,
+    ) -> remote.Job:
+        """What the worker is sent: the run's command, plan and bounds, and its way to the model."""
+        ctx = self.ctx
+        relayed = model is not None and self.door is not None
+        return remote.Job(
+            repository=_repository(ctx),
+            candidate=it.worktree.name,
+            base=it.base,
+            argv=tuple(spec.argv),
+            env=self._remote_env(spec),
+            prompt=spec.prompt,
+            plan=files.plan.read_text(encoding="utf-8"),
+            iteration_id=it.plan.iteration_id,
+            timeout_s=self._timeout(it),
+            log_cap=ctx.config.agent.max_log_bytes,
+            guard=ctx.config.guard,
+            home=jails.home_names(spec.home),
+            network=self._network,
+            gateway=str(model.socket) if model is not None and self.door is None else "",
+            relay=ctx.config.scale.door if relayed else "",
+            token=token if relayed else "",
+            cache=ctx.config.scale.worker_cache,
+            round=files.turn,
+            start=start.patch,
+        )
 
     def _wait(self, sent: Sent) -> remote.Outcome:
         """The task's outcome; a stop ends the task and raises Interrupted, as a local run."""

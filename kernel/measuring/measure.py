@@ -29,7 +29,8 @@ import shutil
 import sys
 import sysconfig
 import tempfile
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -589,7 +590,33 @@ def run_pytest(
     measured = _pytest_measurement(
         result, diagnostics, collected, finish is not None, timeout_s, _tampering(records)
     )
-    return measured.model_copy(update={"passed": passed_ids(records, collected, diagnostics)})
+    passed = passed_ids(records, collected, diagnostics)
+    return measured.model_copy(update={"passed": passed, "skips": skip_reasons(records)})
+
+
+def skip_reasons(records: list[dict[str, Any]]) -> tuple[tuple[str, int], ...]:
+    """How many tests skipped for each reason, most first (xfails are not skips)."""
+    counts = Counter(
+        str(rec.get("reason", "no reason given"))
+        for rec in records
+        if rec.get("kind") == "test" and rec.get("outcome") == "skipped" and not rec.get("xfail")
+    )
+    return tuple(counts.most_common(_MAX_SKIP_REASONS))
+
+
+_MAX_SKIP_REASONS = 20
+"""Reasons for skips kept at most."""
+
+
+def skip_jump(before: Measurement | None, after: Measurement | None) -> str:
+    """Evidence for the judge when many more tests skip after a change than at the base
+    (at least 5 more, and at least twice as many): '' otherwise."""
+    was = sum(n for _, n in before.skips) if before is not None else 0
+    now = sum(n for _, n in after.skips) if after is not None else 0
+    if now - was < 5 or now < 2 * was:
+        return ""
+    top = after.skips[0][0] if after is not None and after.skips else ""
+    return f"skipped tests rose from {was} at the base to {now} after the change (most: {top})"
 
 
 def _map_run(
@@ -609,6 +636,7 @@ def _launch(
     files: str,
     timeout_s: float,
     lines: Sequence[str] = (),
+    near: Mapping[str, Collection[int]] | None = None,
 ) -> tuple[procs.Completed, list[dict[str, Any]], Path]:
     """One pytest process through the kernel's bootstrap: how it ended, the facts it sent,
     and where it saw the tree."""
@@ -618,6 +646,7 @@ def _launch(
         jailed = target.jail(argv, tree, () if run_dir is None else (run_dir,))
     config = _pytest_config(tree, jailed.seen, target, node_ids, run_dir, files=files)
     config["lines"] = list(lines)
+    config["near"] = {path: sorted(numbers) for path, numbers in (near or {}).items()}
     argv = jailed.argv
     read, write = os.pipe()  # procs.run closes the write end once the child holds it
     config["fd"] = write
@@ -649,15 +678,68 @@ _MAX_LINES = 100_000
 """Lines kept per file and test (a file longer than this is not a change worth tracing)."""
 
 
+Branches = dict[str, dict[str, dict[tuple[int, str, bool], bool]]]
+"""Per test node id (and IMPORTED), per watched file: each side of each conditional jump in
+code it ran, (line, where, jumped) -> whether it was taken."""
+
+
+def _branches(
+    rec: dict[str, Any], wanted: set[str]
+) -> dict[str, dict[tuple[int, str, bool], bool]]:
+    found: dict[str, dict[tuple[int, str, bool], bool]] = {}
+    listed = rec.get("branches")
+    for rel, sides in cast(dict[Any, Any], listed if isinstance(listed, dict) else {}).items():
+        if rel not in wanted or not isinstance(sides, list):
+            continue
+        per_file = found.setdefault(str(rel), {})
+        for side in cast(list[Any], sides)[:_MAX_LINES]:
+            if isinstance(side, list) and len(cast(list[Any], side)) == 4:
+                line, where, jumped, taken = cast(list[Any], side)
+                per_file[(int(line), str(where), bool(jumped))] = taken is True
+    return found
+
+
+def untaken(
+    branches: Branches, vouching: set[str], changed: Mapping[str, frozenset[int]]
+) -> list[str]:
+    """The sides of the changed lines' branches that no vouching test (nor the import) took,
+    as `path:line (where: never jumped|never fell through)`."""
+    known: dict[tuple[str, int, str, bool], bool] = {}
+    for node, per_file in branches.items():
+        if node not in vouching and node != IMPORTED:
+            continue
+        for path, sides in per_file.items():
+            for (line, where, jumped), taken in sides.items():
+                if line in changed.get(path, frozenset()):
+                    key = (path, line, where, jumped)
+                    known[key] = known.get(key, False) or taken
+    # a jump no test reached lies on a line no test ran: that line is named already
+    reached = {(p, n, w) for (p, n, w, _), taken in known.items() if taken}
+    return [
+        f"{path}:{line} ({where}: never {'jumped' if jumped else 'fell through'})"
+        for (path, line, where, jumped), taken in sorted(known.items())
+        if not taken and (path, line, where) in reached
+    ]
+
+
 def run_lines(
-    tree: Path, target: Target, timeout_s: float, node_ids: Sequence[str], watch: Sequence[str]
+    tree: Path,
+    target: Target,
+    timeout_s: float,
+    node_ids: Sequence[str],
+    watch: Sequence[str],
+    branches: Branches | None = None,
+    near: Mapping[str, Collection[int]] | None = None,
 ) -> tuple[frozenset[str], RanLines]:
     """The tests that passed in a traced run of its own, and the lines of the `watch` files
     each ran (nothing when the run did not finish); under IMPORTED, the lines that ran on
     import while the tests were collected (none when a module could not be collected). The
     facts come down the kernel's pipe; sys.settrace, which a test can see, never runs in a run
-    whose outcomes judge a change."""
-    result, records, _ = _launch(tree, target, node_ids, None, "trace", timeout_s, lines=watch)
+    whose outcomes judge a change. `near`: per file, the lines that matter; code spanning
+    none of them is not traced, and line 0 says a test ran some code of the file."""
+    result, records, _ = _launch(
+        tree, target, node_ids, None, "trace", timeout_s, lines=watch, near=near
+    )
     diagnostics, collected, finish = _pytest_diagnostics(records)
     if result.timed_out or finish is None or _tampering(records):
         return frozenset(), {}  # no facts: every watched line counts as run by no test
@@ -677,7 +759,10 @@ def run_lines(
             if rel in wanted and isinstance(numbers, list):
                 listed = cast(list[Any], numbers)[:_MAX_LINES]
                 per_file[str(rel)] = frozenset(n for n in listed if type(n) is int)
-        ran[IMPORTED if kind == "import_lines" else str(rec.get("nodeid", ""))] = per_file
+        node = IMPORTED if kind == "import_lines" else str(rec.get("nodeid", ""))
+        ran[node] = per_file
+        if branches is not None:
+            branches[node] = _branches(rec, wanted)
     return passed, ran
 
 
@@ -793,6 +878,9 @@ def _pytest_env(target: Target) -> dict[str, str]:
     """The run's environment: the measurement's, with no marker of the kernel's plugin, the
     target's virtualenv active and the base commit's version for setuptools-scm."""
     env = {k: v for k, v in tool_env().items() if not k.startswith(("SEED_PYTEST", "SEED_COVER"))}
+    # no plugin of pytest's own search (it reads every *.dist-info on sys.path, the tree's
+    # too): the kernel's plugin loads those the interpreter's own site-packages name
+    env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return {**env, **venv_env(target.python, env.get("PATH", "")), **scm_env(target.root)}
 
 

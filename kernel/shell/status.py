@@ -16,7 +16,7 @@ from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.host.answers import Backend
 from kernel.host.context import Context
-from kernel.isolation import gitops, jails, rayengine
+from kernel.isolation import gitops, ignored, jails, rayengine
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop import modelrun, reporting
 from kernel.loop.analysis import read_setup
@@ -78,6 +78,7 @@ class StatusWriter:
             "top_gaps": [g.model_dump(mode="json") for g in reporting.ranked(report, passed_over)],
             "open_gaps": reporting.open_gaps(report),
             "gaps_as_of": _now(),
+            "differences": list(report.differences),
         }
         if order is not None:
             queue = reporting.queue(report, passed_over, order)
@@ -214,10 +215,18 @@ def read_status(ctx: Context) -> DaemonStatus:
         max_iterations_per_day=limits.max_iterations_per_day,
         metrics_url=str(live.get("metrics_url", "")) if running else "",
         setup=read_setup(ctx),
+        differences=_differences(ctx, live),
         dirty=tuple(gitops.uncommitted(ctx.paths.root)),
         python=ctx.target.python,
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
     )
+
+
+def _differences(ctx: Context, live: dict[str, Any]) -> tuple[str, ...]:
+    """The ignored files shown now, and the skips the latest analysis counted."""
+    found = cast(list[Any], live.get("differences") or [])
+    skips = [str(d) for d in found if "skip in seed's runs" in str(d)]
+    return (*ignored.said(ctx.paths.root, jails.active(ctx.config.guard)), *skips)
 
 
 def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:
@@ -294,6 +303,7 @@ def _bare_status(status: DaemonStatus, problem: str) -> str:
         f"budget:      today ${status.cost_today_usd:.2f} spent, "
         f"${status.budget_left_today_usd:.2f} left",
         *(f"setup:       {line.removeprefix('setup: ')}" for line in status.setup),
+        *(f"differs:     {line}" for line in status.differences),
         f"(the status view could not be rendered: {problem})",
     ]
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
@@ -107,3 +108,88 @@ def derive(
 def covered(path: str, allowed: Sequence[str]) -> bool:
     """Whether a path is inside an allowlist (an empty allowlist covers everything)."""
     return not allowed or matches_any(path.rstrip("/"), allowed)
+
+
+ROOT_DOCS = ("*.md", "*.rst", "*.txt", "CHANGELOG*", "CHANGES*", "NEWS*", "HISTORY*")
+"""Documentation at the root: README, CHANGELOG/NEWS and the like (by name and suffix)."""
+STUBS = "**/*.pyi"
+EXAMPLES = ("examples", "example")
+MKDOCS = ("mkdocs.yml", "mkdocs.yaml")
+VERIFICATION = (
+    "conftest.py",
+    "**/conftest.py",
+    "pytest.ini",
+    "**/pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "noxfile.py",
+    "setup.cfg",
+    "setup.py",
+    "pyproject.toml",
+    "MANIFEST.in",
+    ".coveragerc",
+    "mypy.ini",
+    "pyrightconfig.json",
+    "ruff.toml",
+    ".ruff.toml",
+    "requirements*.txt",
+    "constraints*.txt",
+    ".github/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    ".travis.yml",
+    ".pre-commit-config.yaml",
+)
+"""Files that decide verification (pytest and tool configuration, conftest files, CI,
+packaging metadata): out of every derived allowlist unless the task names them."""
+_NOT_DOC_NAMES = ("requirements", "constraints")
+_MKDOCS_DIR = re.compile(r"^docs_dir:\s*['\"]?([^'\"#\s]+)", re.MULTILINE)
+
+
+def docs_folders(fs: FileSystemPort) -> tuple[str, ...]:
+    """The docs folder the project's config names (Sphinx conf.py's folder, mkdocs.yml's
+    docs_dir), else docs/ and doc/ where they exist."""
+    found: list[str] = []
+    mkdocs = next((t for m in MKDOCS if (t := fs.read_text(m)) is not None), None)
+    if mkdocs is not None:
+        named = _MKDOCS_DIR.search(mkdocs)
+        found.append(clean_path(named.group(1)) or "docs" if named else "docs")
+    for path in fs.files():
+        parts = PurePosixPath(path).parts
+        if parts[-1] == "conf.py" and 2 <= len(parts) <= 3 and not is_test_path(path):
+            found.append(str(PurePosixPath(path).parent))
+    if not found:
+        found = [d for d in ("docs", "doc") if fs.is_dir(d)]
+    return unique(f.rstrip("/") for f in found if f and fs.is_dir(f.rstrip("/")))
+
+
+def docs_globs(fs: FileSystemPort, protected: Sequence[str]) -> tuple[str, ...]:
+    """The documentation that goes with a change's code: the docs folder, the root's docs,
+    examples and type stubs (a Python file among them is code, judged like any code)."""
+    globs = [
+        *(f"{d}/**" for d in docs_folders(fs)),
+        *ROOT_DOCS,
+        *(f"{e}/**" for e in EXAMPLES if fs.is_dir(e)),
+        *(m for m in MKDOCS if fs.is_file(m)),  # a new docs page is listed in its nav
+        STUBS,
+    ]
+    return unique(g for g in globs if not is_protected(g, protected))
+
+
+def verification_files(named: Sequence[str], words: str) -> tuple[str, ...]:
+    """VERIFICATION less what the task names (in its `allowed` list or its words)."""
+    return tuple(
+        v
+        for v in VERIFICATION
+        if not any(matches_any(n, (v,)) for n in named)
+        and PurePosixPath(v.removesuffix("/**")).name.replace("*", "") not in words
+    )
+
+
+def is_doc_path(path: str, fs: FileSystemPort) -> bool:
+    """Whether a path is documentation by its name and place: *.md, *.rst, *.txt (not a
+    requirements list), or anything in the project's docs folder."""
+    name = PurePosixPath(path.rstrip("/")).name.lower()
+    if name.endswith((".md", ".rst", ".txt")) and not name.startswith(_NOT_DOC_NAMES):
+        return True
+    return any(matches_any(path.rstrip("/"), (f"{d}/**",)) for d in docs_folders(fs))

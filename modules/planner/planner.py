@@ -27,9 +27,12 @@ from modules.planner.actions import draft_actions, targets, task_kind
 from modules.planner.allowlist import (
     clean_path,
     derive,
+    docs_globs,
+    is_doc_path,
     is_protected,
     is_test_path,
     unique,
+    verification_files,
 )
 from modules.planner.criteria import base_criteria, criterion, merge, parse_acceptance
 from modules.planner.documents import module_docs, vision_summary
@@ -44,6 +47,8 @@ from modules.planner.risk import assess as assess_risk
 from modules.planner.selection import Assessment, Queue, memory_group, planning_queue
 
 MAX_SKIP_NOTES = 10
+WITH_DOCS = (TaskKind.FEATURE, TaskKind.FIX_TEST, TaskKind.REFACTOR)
+"""Kinds whose plans allow the documentation that goes with their code (issue 40)."""
 SELFCHECK_ROOTS = ("modules", "domain")
 
 
@@ -81,6 +86,8 @@ def _allowlist(
     core = tuple(ranked) if ranked else unique((*targets(actions), *named))
     if not core or (ranked and all(is_test_path(f) for f in ranked)):
         return ()  # nothing says where the fault is: any non-protected file
+    if kind == TaskKind.FEATURE and not ranked and all(is_doc_path(f, fs) for f in core):
+        return ()  # the words name only docs (a changelog): nothing says where the code is
     widen = unique(
         c for p in revision.widen if (c := clean_path(p)) and not is_protected(c, protected)
     )
@@ -92,6 +99,10 @@ def _allowlist(
         # the work may add its test where the project keeps its tests
         kept = [f"{t}/**" for t in ("tests", "test", "testing") if fs.is_dir(t)]
         allowed = unique((*allowed, *(kept[:1] if folders and not named else kept)))
+    if kind == TaskKind.FEATURE and allowed:  # a feature's new test goes where tests live
+        allowed = unique((*allowed, *(f"{t}/**" for t in ("tests", "test") if fs.is_dir(t))))
+    if kind in WITH_DOCS and allowed:
+        allowed = unique((*allowed, *docs_globs(fs, protected)))  # real changes update docs
     return unique((*allowed, *widen))
 
 
@@ -184,6 +195,11 @@ def draft(
         if gap.inbox is not None
         else ()
     )
+    if not (gap.inbox is not None and gap.inbox.allowed):
+        # a derived allowlist never lets the work change what decides its verification
+        words = f"{gap.title}\n{gap.description}"
+        own = (*named, *ranked, *planned, *allowed)  # a gap in such a file may change it
+        forbidden = unique((*forbidden, *verification_files(own, words)))
     remarks = [gap.rank_reason, memory.describe(kind, rate), revision.note]
     if located is not None:
         remarks.append(located.note())

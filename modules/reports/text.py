@@ -129,6 +129,7 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     if status.type_checker:
         out.append(f"pyright:     {status.type_checker}")
     out += [f"setup:       {line.removeprefix('setup: ')}" for line in status.setup]
+    out += [f"differs:     {line}" for line in status.differences]
     last = f"{status.last_iteration_id} {status.last_outcome}" if status.last_iteration_id else "-"
     out.append(
         f"iterations:  {status.iterations:,} in all, {status.iterations_today} today; last: {last}"

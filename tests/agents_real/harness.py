@@ -1,4 +1,4 @@
-"""What the tests of the real agent CLIs share: finding the installed program, README's tested
+"""What the tests of the real agent CLIs share: finding the installed program, docs/agents.md's tested
 seed.toml for a self-hosted model, running `seed.py once`, and the five scenarios every CLI
 goes through (a landed fix, an API error, a timeout, usage and cost, a resumed repair round).
 
@@ -15,7 +15,6 @@ import json
 import os
 import re
 import threading
-import tomllib
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from tests.agents_real.model import (
     Turn,
     serving,
 )
-from tests.support import BROKEN_ADD, SEED_HOME, git, make_repo, records, seed
+from tests.support import BROKEN_ADD, agent_examples, git, make_repo, records, seed
 
 LOOPBACK_KEY = "sk-loopback-test"
 """The real key, in the daemon's environment only: the gateway adds it upstream."""
@@ -60,16 +59,11 @@ def program(backend: str) -> Path:
 
 
 def endpoint_example(backend: str) -> dict[str, Any]:
-    """The seed.toml example with api_base in README's section for the backend."""
-    text = (SEED_HOME / "README.md").read_text(encoding="utf-8")
-    heading = re.search(rf"^### .*\(`{re.escape(backend)}`\)$", text, re.MULTILINE)
-    assert heading, f"README.md has no section for {backend}"
-    section = text[heading.end() :].split("\n## ", 1)[0].split("\n### ", 1)[0]
-    for block in re.findall(r"```toml\n(.*?)```", section, re.DOTALL):
-        document = tomllib.loads(block)
+    """The seed.toml example with api_base in docs/agents.md's section for the backend."""
+    for document in agent_examples(backend):
         if document.get("agent", {}).get("api_base"):
             return document
-    raise AssertionError(f"README.md's {backend} section has no example with api_base")
+    raise AssertionError(f"docs/agents.md's {backend} section has no example with api_base")
 
 
 @dataclass
@@ -94,7 +88,7 @@ class Cli:
     """Checks that round 2 continued the session round 1 reported (given both rounds' logs)."""
 
     def config(self, model: ScriptedModel, **agent: Any) -> str:
-        """README's example, pointed at the scripted server, with these [agent] keys changed."""
+        """docs/agents.md's example, pointed at the scripted server, with these [agent] keys changed."""
         document = endpoint_example(self.backend)
         settings = document["agent"]
         base = re.sub(r"^https?://[^/]+", model.origin, settings["api_base"])
@@ -102,7 +96,7 @@ class Cli:
         return tomli_w.dumps(document)
 
     def keys(self, key: str = LOOPBACK_KEY) -> dict[str, str]:
-        """The key variables README's example lists, with a loopback value."""
+        """The key variables docs/agents.md's example lists, with a loopback value."""
         names = endpoint_example(self.backend)["agent"].get("keys", [])
         return {name: key for name in names}
 
@@ -130,7 +124,7 @@ class Cli:
 
 
 def expected_cost(cli: Cli, answered: int) -> float:
-    """What README's [agent.prices] table makes of `answered` scripted answers."""
+    """What docs/agents.md's [agent.prices] table makes of `answered` scripted answers."""
     [price] = endpoint_example(cli.backend)["agent"]["prices"].values()
     inputs = INPUT_TOKENS * answered
     cached = CACHED_TOKENS * answered if cli.cached_reported else 0

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 SETTINGS = {
     ".gemini/settings.json": json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}})
 }
-"""What README says a person puts in ~/.gemini/settings.json for api_base."""
+"""What docs/agents.md says a person puts in ~/.gemini/settings.json for api_base."""
 
 
 def _write(line: str) -> Turn:

@@ -1,4 +1,4 @@
-"""Each named adapter, configured as README.md shows, drives its fake CLI through `seed.py once`."""
+"""Each named adapter, configured as docs/agents.md shows, drives its fake CLI through `once`."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from tests.support import (
     BROKEN_ADD,
     FIX_ADD,
     agent_checkouts,
+    docs_example,
     fake_cli_env,
     fake_trace,
     git,
     make_repo,
-    readme_example,
     records,
     seed,
 )
@@ -33,8 +33,8 @@ CASES = {
 
 
 def example_config(backend: str) -> tuple[str, float, str]:
-    """README's example for the backend with the fakes' variables added; its price for the run."""
-    document = readme_example(backend)
+    """docs/agents.md's example for the backend with the fakes' variables added; its price for the run."""
+    document = docs_example(backend)
     agent = document["agent"]
     assert agent["backend"] == backend
     agent["env"] = [*agent.get("env", []), "FAKE_AGENT_SCRIPT", "FAKE_AGENT_TRACE"]
@@ -56,7 +56,7 @@ def test_adapter_fixes_a_failing_test_and_records_its_usage(tmp_path: Path, back
     repo = make_repo(tmp_path / "repo", BROKEN_ADD, config)
     behaviour = {"edits": FIX_ADD, "usage": {"input": 1200, "output": 300, "cost": reported}}
     env = fake_cli_env(tmp_path, behaviour)
-    keys = readme_example(backend)["agent"].get("keys", [])
+    keys = docs_example(backend)["agent"].get("keys", [])
     env.update({name: "test-key" for name in keys})
     env["SEED_TEST_SECRET"] = "must not reach the agent"
 

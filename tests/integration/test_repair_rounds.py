@@ -69,8 +69,9 @@ def test_rounds_stop_at_the_limit_and_the_last_round_decides(tmp_path: Path) -> 
 
 def test_an_allowlist_miss_gets_a_round_and_a_sandbox_violation_never(tmp_path: Path) -> None:
     task = '+++\nallowed = ["calc.py"]\n+++\nMake add() add.\n'
-    stray = {"write": "notes.md", "text": "outside the allowlist\n"}
-    back = {"delete": "notes.md"}
+    # code outside the allowlist (a root *.md is a doc that comes with a fix: issue 40)
+    stray = {"write": "scratch.py", "text": "OUTSIDE = 1\n"}
+    back = {"delete": "scratch.py"}
     config = agent_config(
         tmp_path,
         [],
@@ -90,7 +91,8 @@ def test_an_allowlist_miss_gets_a_round_and_a_sandbox_violation_never(tmp_path: 
         ("SUCCESS", None),
     ], result.stderr[-3000:]
     assert (
-        "notes.md" in (repo / "history" / record["iteration_id"] / "prompt-round-2.md").read_text()
+        "scratch.py"
+        in (repo / "history" / record["iteration_id"] / "prompt-round-2.md").read_text()
     )
 
     protected = {"write": "seed.py", "text": "# the kernel's own entry point, rewritten\n"}

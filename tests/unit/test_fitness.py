@@ -209,3 +209,37 @@ def test_a_generation_number_is_never_given_twice(tmp_path: Path) -> None:
     kept.write_text('{"number": 5}\nnot json\n')
     git(repo, "update-ref", "-d", f"{GENERATION_REF}2")  # a person deleted one
     assert _next_number(repo, kept) == 6
+
+
+def test_features_are_a_part_of_their_own_and_a_fall_there_is_refused(tmp_path: Path) -> None:
+    """Issue 40: recall on features is held apart from recall on fixes, so a planner that
+    narrows allowlists cannot buy precision on fixes with the features it loses."""
+    path = tmp_path / "corpus.json.xz"
+    feature = _corpus_case("feature-1").model_copy(update={"kind": "feature"})
+    corpus.write(path, [(_corpus_case(), {"calc.py": ""}), (feature, {"calc.py": ""})])
+    read = corpus.read(path, "shipped")
+    assert [(c.id, c.part) for c in read.cases] == [
+        ("shipped-1", "shipped"),
+        ("feature-1", "shipped-features"),
+    ]
+    was = FitnessFigures(cases=2, landed=2, valid=1.0, recall=1.0)
+    fixes_better = was.model_copy(update={"precision": 1.0})
+    lost = was.model_copy(update={"recall": 0.0})
+    said = fell(
+        _parts(shipped=was, **{"shipped-features": was}),
+        _parts(shipped=fixes_better, **{"shipped-features": lost}),
+    )
+    assert said == [
+        "shipped-features recall fell from 100% to 0% (over 2 case(s); the margin is one)"
+    ]
+
+
+def test_an_empty_allowlist_allows_every_file_and_a_forbidden_one_none() -> None:
+    """As the guard reads a plan (issue 40): an empty allowlist is every file, so it recalls
+    the fix at the lowest precision; a forbidden file is never allowed."""
+    anything = plan(gap(), allowed_paths=())
+    found = score(_case(fixed=("calc.py",)), anything, "", FILES)
+    assert found.recall is True and found.allowed == len(FILES)
+    assert found.precision == 1 / len(FILES)
+    forbids = plan(gap(), allowed_paths=(), forbidden_paths=("calc.py",))
+    assert score(_case(fixed=("calc.py",)), forbids, "", FILES).recall is False

@@ -13,19 +13,25 @@ from kernel.isolation.paths import Paths
 from kernel.loop import corpus
 
 CASES = Path(__file__).resolve().parents[2] / "bench" / "real_fixes" / "cases.toml"
+FEATURES = CASES.with_name("features.toml")
 
 
 def test_the_shipped_corpus_reads_whole_and_every_case_can_be_scored() -> None:
     shipped = corpus.read(corpus.SHIPPED, "shipped")
     assert shipped.problems == []
-    ids = [c["id"] for c in tomllib.loads(CASES.read_text(encoding="utf-8"))["case"]]
-    assert [c.id for c in shipped.cases] == ids  # all 32 real fixes, in cases.toml's order
+    fixes = [c["id"] for c in tomllib.loads(CASES.read_text(encoding="utf-8"))["case"]]
+    features = [c["id"] for c in tomllib.loads(FEATURES.read_text(encoding="utf-8"))["case"]]
+    # all 32 real fixes and the 13 real features (issue 40), in their files' order
+    assert [c.id for c in shipped.cases] == [*fixes, *features]
     for case in shipped.cases:
-        assert case.part == "shipped" and case.base == ""
-        assert case.fixed and set(case.fixed) <= set(case.files), case.id
+        feature = case.id in features
+        assert case.part == ("shipped-features" if feature else "shipped"), case.id
+        assert case.kind == ("feature" if feature else "fix") and case.base == ""
+        # a feature's new files (its test, a docs page) are not in the tree it starts from
+        assert case.fixed and (feature or set(case.fixed) <= set(case.files)), case.id
         assert any(not f.startswith("tests/") for f in case.fixed), case.id
         assert case.gap in {g.key for g in case.report.gaps}, case.id
-        assert case.gap.startswith("pytest:"), case.id
+        assert case.gap.startswith("inbox:" if feature else "pytest:"), case.id
         assert case.analysis is not None, case.id
         AnalysisInput.model_validate(case.analysis.model_dump(mode="json"))
         assert all(k in shipped.blobs for k in case.files.values()), case.id

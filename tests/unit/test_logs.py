@@ -173,8 +173,8 @@ def test_a_huge_status_file_is_said_by_status(tmp_path: Path) -> None:
     assert shown.returncode == 0 and "status.json is unreadable" in shown.stdout
 
 
-def test_the_readme_lists_the_bounds() -> None:
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+def test_the_docs_list_the_bounds() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "bounds.md").read_text(encoding="utf-8")
     rows = {
         "a line of `history/records.jsonl`": bounds.RECORD_LINE_MAX,
         "a line of `history/events.jsonl`": bounds.EVENT_LINE_MAX,

@@ -24,7 +24,7 @@ LOCAL = {
     "aider": "http://10.0.0.5:11434/v1",
     "mini": "http://10.0.0.5:11434/proxy/v1",
 }
-"""A self-hosted api_base of each backend's README shape."""
+"""A self-hosted api_base of each backend's shape in docs/agents.md."""
 
 KEY = {"claude": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
 

@@ -85,3 +85,45 @@ def test_the_guard_refuses_code_in_a_docs_task_and_names_the_file(tmp_path: Path
     assert refused["calc.py"].startswith("a documentation task changed code: its code changed")
     feature = docs.model_copy(update={"task_kind": TaskKind.FEATURE})
     assert guard.inspect_changes(repo, base, changes, feature, (), 3, 1) == []
+
+
+PATHLIB = (
+    "The path arguments of load() and save() only work with strings. Please accept "
+    "`pathlib.Path` objects too, say so in the docstrings, and add a test"
+)
+
+
+def test_the_pathlib_task_is_a_feature_and_the_plan_says_why() -> None:
+    """A task that asks for a behaviour and a test is a feature, whatever docs words it uses
+    (issue 40: it was read as a docs task from "docstrings")."""
+    clamped = _clamped(_task(PATHLIB))
+    assert clamped.task_kind == TaskKind.FEATURE
+    assert clamped.notes[0].startswith("kind feature"), clamped.notes
+    assert "a test ('test')" in clamped.notes[0]
+    # the planner calling it docs changes nothing
+    said_docs = _task(PATHLIB).model_copy(update={"task_kind": TaskKind.DOCS})
+    assert _clamped(said_docs).task_kind == TaskKind.FEATURE
+
+
+def test_a_task_naming_only_doc_paths_and_asking_no_behaviour_is_docs() -> None:
+    assert _clamped(_task("Reword the install section of README.md")).task_kind == TaskKind.DOCS
+    assert _clamped(_task("Fix typos in docs/usage.rst")).task_kind == TaskKind.DOCS
+    # a doc path named beside a behaviour asked for is a feature
+    behaviour = _task("Document in README.md that parse() accepts bytes, and make it so")
+    assert _clamped(behaviour).task_kind == TaskKind.FEATURE
+    # front matter still decides over the words
+    assert _clamped(_task("Add a test for add()", kind="docs")).task_kind == TaskKind.DOCS
+
+
+def test_a_feature_that_also_fixes_typos_in_the_changelog_is_a_feature() -> None:
+    """validators' own words (e5d7b4a): the one path they name is CHANGES.md, but they ask
+    for new validators; read as docs, a comment-only change would have landed for it."""
+    words = "- add validators for `base16` and `base32` encodings\n- fix: typos in `CHANGES.md`"
+    g = inbox_gap("t.md", "feat: add validators for base16 and base32 encodings (#386)")
+    assert g.inbox is not None
+    g = g.model_copy(update={"inbox": g.inbox.model_copy(update={"body": words})})
+    clamped = _clamped(plan(g, task_kind=TaskKind.FEATURE))
+    assert clamped.task_kind == TaskKind.FEATURE
+    assert "new code ('feat')" in clamped.notes[0]
+    assert _clamped(_task("Add a docstring to add() in calc.py")).task_kind == TaskKind.DOCS
+    assert _clamped(_task("Add an example to the README")).task_kind == TaskKind.DOCS

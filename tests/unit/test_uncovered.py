@@ -41,13 +41,19 @@ def test_only_tests_that_passed_report_lines_down_the_pipe(tmp_path: Path) -> No
     passed, ran = run_lines(root, target, 120, [], ["calc.py"])
 
     assert passed == {"tests/test_calc.py::test_add"}
-    assert ran["tests/test_calc.py::test_add"]["calc.py"] == {6}
+    assert ran["tests/test_calc.py::test_add"]["calc.py"] == {0, 6}  # 0: code of it ran
     assert {6, 11} <= ran["tests/test_calc.py::test_twice_fails"]["calc.py"]
     assert 11 in ran["tests/test_calc.py::test_twice_skips"]["calc.py"]
     # what ran on import while the tests were collected (the import, the decorator, the defs),
     # which no test's own lines show
     assert {1, 4, 5, 9} <= ran[IMPORTED]["calc.py"]
     assert 1 not in ran["tests/test_calc.py::test_add"]["calc.py"]
+
+    # only code spanning a line that matters is traced; a test that ran other code of the
+    # file still says so (line 0), so a changed module-level line counts as run on import
+    passed, ran = run_lines(root, target, 120, [], ["calc.py"], near={"calc.py": [11]})
+    assert ran["tests/test_calc.py::test_add"]["calc.py"] == {0}
+    assert 11 in ran["tests/test_calc.py::test_twice_fails"]["calc.py"]
 
 
 def test_changed_places_are_judged_by_what_passing_tests_ran() -> None:

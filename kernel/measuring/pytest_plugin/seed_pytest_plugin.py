@@ -28,11 +28,14 @@ It must import nothing but the standard library and pytest. Configuration (JSON 
 
 from __future__ import annotations
 
+import dis
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import inspect
 import json
 import os
+import site
 import sys
 import sysconfig
 import threading
@@ -270,6 +273,39 @@ def _check_imports() -> None:
             _emit({"kind": "outside_import", "module": name, "file": real})
 
 
+_JUMPS: dict[Any, dict[int, tuple[int, str, int]]] = {}
+
+
+def _jumps(code: Any) -> dict[int, tuple[int, str, int]]:
+    """A code object's conditional jumps by offset: (line, where, the jump's target offset);
+    `where` names the jump for a person (its function, column and instruction)."""
+    found = _JUMPS.get(code)
+    if found is None:
+        found = {}
+        line = code.co_firstlineno
+        for ins in dis.get_instructions(code):
+            line = ins.positions.lineno if ins.positions and ins.positions.lineno else line
+            if ins.opname.startswith(("POP_JUMP", "JUMP_IF")) and isinstance(ins.argval, int):
+                col = ins.positions.col_offset if ins.positions else None
+                where = f"{code.co_name}, column {col}, {ins.opname}"
+                found[ins.offset] = (line, where, ins.argval)
+        _JUMPS[code] = found
+    return found
+
+
+_SPANS: dict[Any, tuple[int, int]] = {}
+
+
+def _spans_any(code: Any, lines: list[int]) -> bool:
+    """Whether one of the lines lies within a code object's first and last line (nested code
+    included: an outer function spans its inner ones)."""
+    span = _SPANS.get(code)
+    if span is None:
+        numbers = [n for _, _, n in code.co_lines() if n is not None]
+        span = _SPANS[code] = (code.co_firstlineno, max(numbers, default=code.co_firstlineno))
+    return any(span[0] <= n <= span[1] for n in lines)
+
+
 class _Files:
     """Which files' code runs during one test: a code object counts once per test.
 
@@ -280,13 +316,20 @@ class _Files:
     only a run of its own may use it.
     """
 
-    def __init__(self, watch: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, watch: frozenset[str] = frozenset(), near: dict[str, list[int]] | None = None
+    ) -> None:
         self.seen: set[str] = set()
         self.rel: dict[str, str] = {}
         self.blind = False
         self.watch = watch
         """Files whose executed lines are kept too (by sys.settrace only)."""
+        self.near = near or {}
+        """Per watched file, the lines that matter (the changed ones): a code object that
+        spans none of them is not traced line by line (a file absent here is traced whole)."""
         self.lines: dict[str, set[int]] = {}
+        self.known: dict[str, set[tuple[int, str, int]]] = {}
+        self.taken: dict[str, set[tuple[tuple[int, str, int], bool]]] = {}
         self._mon: Any = None if watch else getattr(sys, "monitoring", None)
         self._tool = 0
         if self._mon is not None:
@@ -312,12 +355,47 @@ class _Files:
     def _trace(self, frame: Any, event: str, arg: Any) -> Any:
         name = frame.f_code.co_filename
         self.seen.add(name)
-        return self._line if self.watch and self._rel(name) in self.watch else None
+        rel = self._rel(name)
+        if not (self.watch and rel in self.watch):
+            return None
+        lines = self.lines.setdefault(name, set())
+        lines.add(0)  # code of the file ran in this test (0 is no line of it)
+        near = self.near.get(rel)
+        if near is not None and not _spans_any(frame.f_code, near):
+            return None  # no line that matters lies in this code: its lines say nothing
+        # opcode events in the watched files only: a line holds both sides of `x if c else y`,
+        # and only the instruction after a conditional jump tells which side ran
+        frame.f_trace_opcodes = True
+        jumps = _jumps(frame.f_code)
+        self.known.setdefault(name, set()).update(jumps.values())
+        taken = self.taken.setdefault(name, set())
+        last = [-1]
 
-    def _line(self, frame: Any, event: str, arg: Any) -> Any:
-        if event == "line":
-            self.lines.setdefault(frame.f_code.co_filename, set()).add(frame.f_lineno)
-        return self._line
+        def step(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                lines.add(frame.f_lineno)
+            elif event == "opcode":
+                branch = jumps.get(last[0])
+                if branch is not None:
+                    taken.add((branch, frame.f_lasti == branch[2]))
+                last[0] = frame.f_lasti
+            return step
+
+        return step
+
+    def ran_branches(self) -> dict[str, list[list[Any]]]:
+        """Per watched file, each conditional jump's two sides in the code the test ran:
+        [line, where, side, taken] (side True: the jump taken)."""
+        found: dict[str, list[list[Any]]] = {}
+        for name, known in self.known.items():
+            rel = self._rel(name)
+            taken = self.taken.get(name, set())
+            found[rel] = [
+                [b[0], b[1], side, (b, side) in taken]
+                for b in sorted(known)
+                for side in (True, False)
+            ]
+        return found
 
     def _rel(self, name: str) -> str:
         rel = self.rel.get(name)
@@ -338,6 +416,7 @@ class _Files:
     def start(self) -> None:
         self.seen = set()
         self.lines = {}
+        self.known, self.taken = {}, {}
         self.blind = False
         if self._mon is not None:
             self._mon.restart_events()
@@ -378,6 +457,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, Any, None]:
         fact: dict[str, Any] = {"kind": "files", "nodeid": item.nodeid, "files": _files.stop()}
         if _files.watch:
             fact["lines"] = _files.ran_lines()
+            fact["branches"] = _files.ran_branches()
         _emit(fact)
 
 
@@ -412,6 +492,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     }
     if hasattr(report, "wasxfail"):
         record["xfail"] = True
+    elif report.skipped and isinstance(report.longrepr, tuple):
+        # (path, line, "Skipped: reason"): the reason says what the run lacked
+        record["reason"] = str(report.longrepr[-1]).removeprefix("Skipped: ")[:_MAX_TEXT]
     if report.failed:
         text = str(report.longreprtext)
         if excinfo is not None:
@@ -446,7 +529,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # what ran on import (conftests, test modules importing the code): module and class
         # bodies a test only reads from still ran
         _files.stop()
-        _emit({"kind": "import_lines", "lines": _files.ran_lines()})
+        _emit(
+            {
+                "kind": "import_lines",
+                "lines": _files.ran_lines(),
+                "branches": _files.ran_branches(),
+            }
+        )
     _emit({"kind": "collected", "nodeids": [item.nodeid for item in session.items]})
     _check_imports()
     _check_tampering(session, loaders=True)
@@ -556,6 +645,39 @@ def _cover(cover: dict[str, Any]) -> ModuleType:
     return module
 
 
+_SITE = [os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)]
+"""The target interpreter's own site-packages, read before the tree is on sys.path."""
+
+
+def _installed_plugins() -> None:
+    """With pytest's autoload off, its `pytest11` entry points from the interpreter's own
+    site-packages only (a *.dist-info in the tree never names a plugin), where pytest would
+    load them: after `-p`, honouring `-p no:NAME`, known to `required_plugins`. `-p NAME`
+    loads a NAME entry point from there too."""
+    manager = _pytest.config.PytestPluginManager
+    load, consider_env = manager.load_setuptools_entrypoints, manager.consider_env
+
+    def installed(self: Any, group: str, name: str | None = None) -> int:
+        found = importlib.metadata.distributions
+        where = [p for p in _SITE if not _inside(p, _root)]
+
+        def site_only(**_: object) -> Any:
+            return found(path=where)
+
+        setattr(importlib.metadata, "distributions", site_only)  # noqa: B010
+        try:
+            return load(self, group, name)
+        finally:
+            setattr(importlib.metadata, "distributions", found)  # noqa: B010
+
+    def loading(self: Any) -> None:
+        self.load_setuptools_entrypoints("pytest11")
+        consider_env(self)
+
+    setattr(manager, "load_setuptools_entrypoints", installed)  # noqa: B010
+    setattr(manager, "consider_env", loading)  # noqa: B010
+
+
 def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     """Run pytest in the tree with this plugin: the kernel's bootstrap calls this first."""
     global _fd, _root, _forbid, _files
@@ -568,8 +690,12 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     _root = os.path.realpath(str(config["root"]))
     _forbid = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
     watch = frozenset(str(f) for f in cast(list[Any], config.get("lines") or []))
+    near = {
+        str(f): [int(n) for n in cast(list[Any], lines)]
+        for f, lines in cast(dict[Any, Any], config.get("near") or {}).items()
+    }
     _files = (
-        _Files(watch if config.get("files") == "trace" else frozenset())
+        _Files(watch if config.get("files") == "trace" else frozenset(), near)
         if config.get("files")
         else None
     )
@@ -582,6 +708,7 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     if config.get("cover"):
         plugins.append(_cover(cast(dict[str, Any], config["cover"])))
     _keep_pythonpath_behind()
+    _installed_plugins()
     _tree_on_path(_root)
     os.chdir(_root)
     args = [str(a) for a in cast(list[Any], config["args"])]

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from kernel.contracts import matches_any
 from modules.planner import allowlist
 from modules.planner.allowlist import (
+    ROOT_DOCS,
+    STUBS,
     clean_path,
     covered,
     derive,
     globs_for_tests,
     module_of,
     package_of,
+)
+from modules.planner.fsport import MemoryFS
+from modules.planner.tests.factory import (
+    TREE as TREE_FILES,
 )
 from modules.planner.tests.factory import (
     fs,
@@ -92,7 +99,7 @@ def test_paths_are_cleaned() -> None:
 
 def test_derived_entries_under_a_protected_path_are_dropped() -> None:
     result = must_plan([pytest_gap()], st=state(protected=("tests/**",)))
-    assert result.allowed_paths == ("calc.py",)
+    assert result.allowed_paths == ("calc.py", *ROOT_DOCS, STUBS)  # a fix's docs come with it
     assert result.suspect_files == ("calc.py",)
 
 
@@ -145,3 +152,48 @@ def test_a_source_file_brings_its_package_but_never_the_root_or_a_test_folder() 
     assert package_of("tests/t.py", fs(files)) is None
     assert "pkg/**" in derive(["pkg/a.py"], fs(files), (), wide=True)
     assert "pkg/**" not in derive(["pkg/a.py"], fs(files), (), wide=False)
+
+
+def test_a_feature_plan_allows_its_docs_but_not_what_decides_verification() -> None:
+    """Issue 40: a real feature updates its docs, README and changelog with its code; the
+    files that decide verification stay out unless the task names them."""
+    files = {
+        **TREE_FILES,
+        "docs/conf.py": "project = 'x'\n",
+        "docs/colls.rst": "Colls\n=====\n",
+        "README.md": "# x\n",
+        "tests/conftest.py": "",
+    }
+    gap = inbox_gap(title="Add a sub function to calc.py")
+    plan = must_plan([gap], files=files)
+    allowed = plan.allowed_paths
+    for path in ("calc.py", "docs/colls.rst", "docs/conf.py", "README.md", "CHANGELOG.md"):
+        assert covered(path, allowed), (path, allowed)
+    assert covered("calc.pyi", allowed)
+    for path in ("tests/conftest.py", "pyproject.toml", "requirements.txt"):
+        assert matches_any(path, plan.forbidden_paths), (path, plan.forbidden_paths)
+    # a task that names a verification file may change it
+    named = must_plan(
+        [inbox_gap(title="Add a sub function to calc.py and tests/conftest.py")], files=files
+    )
+    assert not matches_any("tests/conftest.py", named.forbidden_paths)
+
+
+def test_the_docs_folder_is_the_one_the_config_names() -> None:
+    mk = allowlist.docs_folders(
+        MemoryFS({"mkdocs.yml": "docs_dir: site_src\n", "site_src/i.md": ""})
+    )
+    assert mk == ("site_src",)
+    sphinx = allowlist.docs_folders(MemoryFS({"documentation/conf.py": "", "docs/x.md": ""}))
+    assert sphinx == ("documentation",)
+    assert allowlist.docs_folders(MemoryFS({"doc/x.rst": ""})) == ("doc",)
+
+
+def test_a_feature_whose_words_name_only_a_changelog_is_not_held_to_it() -> None:
+    """validators' "add validators for base16 and base32 ... fix: typos in CHANGES.md": the
+    changelog is the only file the words name; the code it asks for is somewhere else."""
+    files = {**TREE_FILES, "CHANGES.md": "# changes\n"}
+    gap = inbox_gap(title="add base16 validators; fix: typos in `CHANGES.md`")
+    plan = must_plan([gap], files=files)
+    assert plan.allowed_paths == ()  # any file the guard does not protect
+    assert matches_any("pyproject.toml", plan.forbidden_paths)  # verification's files still out
