@@ -4,24 +4,33 @@ the forge's REST API (GitHub first, others behind the same Protocol)."""
 from __future__ import annotations
 
 import base64
-import os
 import json
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from domain import IterationOutcome
-from kernel.config import ForgeConfig
 from kernel.errors import SeedError
 from kernel.isolation import gitops
-from kernel.records.store import RecordStore
 
 _PUSH_PROTOCOLS = ("file", "https", "http", "ssh")
 """The transports a push may use (every kernel git command allows none by default)."""
+
+
+TRUSTED = ("OWNER", "MEMBER", "COLLABORATOR")
+"""The `author_association`s whose word on the forge seed reads (anyone else's is not read)."""
+COMMENT_MAX = 2000
+"""Characters of a reviewer's comment kept as evidence for the next plan."""
+
+
+def number_of(url: str) -> int:
+    """A pull request's number, from its web address (…/pull/N)."""
+    tail = url.rstrip("/").rsplit("/", 1)[-1]
+    if not tail.isdigit():
+        raise ForgeError(f"no pull request number in {url!r}")
+    return int(tail)
 
 
 class ForgeError(SeedError):
@@ -47,6 +56,11 @@ class Forge(Protocol):
 
     def pull(self, number: int) -> PullRequest:
         """A pull request's state now."""
+        ...
+
+    def last_word(self, number: int) -> str:
+        """The latest comment on an issue or pull request by its OWNER, a MEMBER or a
+        COLLABORATOR ('' when none)."""
         ...
 
 
@@ -136,6 +150,13 @@ class GitHub:
     def _call(
         self, method: str, path: str, body: dict[str, object] | None = None
     ) -> dict[str, Any]:
+        """One API call answered with an object."""
+        parsed = self._request(method, path, body)
+        if not isinstance(parsed, dict):
+            raise ForgeError(f"the forge's answer to {method} {path} is not an object")
+        return cast(dict[str, Any], parsed)
+
+    def _request(self, method: str, path: str, body: dict[str, object] | None = None) -> object:
         """One API call; a refusal, a 5xx or a timeout is a ForgeError (retried later)."""
         opener = urllib.request.build_opener(_NoRedirect(), urllib.request.ProxyHandler({}))
         data = None if body is None else json.dumps(body).encode()
@@ -152,12 +173,9 @@ class GitHub:
                 f"the forge did not answer {method} {path}: {type(exc).__name__}"
             ) from exc
         try:
-            parsed: object = json.loads(raw)
+            return json.loads(raw)
         except ValueError as exc:
             raise ForgeError(f"the forge's answer to {method} {path} is not JSON") from exc
-        if not isinstance(parsed, dict):
-            raise ForgeError(f"the forge's answer to {method} {path} is not an object")
-        return cast(dict[str, Any], parsed)
 
     def open_pull(self, title: str, head: str, base: str, body: str, draft: bool) -> PullRequest:
         """POST /repos/{owner}/{repo}/pulls."""
@@ -171,6 +189,22 @@ class GitHub:
     def pull(self, number: int) -> PullRequest:
         """GET /repos/{owner}/{repo}/pulls/{number}."""
         return _pull(self._call("GET", f"/pulls/{number}"))
+
+    def last_word(self, number: int) -> str:
+        """GET /repos/{owner}/{repo}/issues/{number}/comments (oldest first, the first 100):
+        the latest body by a trusted author."""
+        answer = self._request("GET", f"/issues/{number}/comments?per_page=100")
+        if not isinstance(answer, list):
+            raise ForgeError(f"the forge's comments of #{number} are not a list")
+        said = ""
+        for comment in cast(list[object], answer):
+            if not isinstance(comment, dict):
+                continue
+            fields = cast(dict[str, Any], comment)
+            body = fields.get("body")
+            if fields.get("author_association") in TRUSTED and isinstance(body, str):
+                said = body
+        return said[:COMMENT_MAX]
 
 
 def _pull(data: dict[str, Any]) -> PullRequest:
@@ -195,47 +229,3 @@ def fenced(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
-
-
-FOLLOWED = ("pr_merged", "pr_closed")
-"""The events that end the following of a pull request (history/events.jsonl)."""
-
-
-def follow(
-    root: Path, store: RecordStore, config: ForgeConfig, log: Callable[[str], None]
-) -> list[str]:
-    """Read the state of seed's open pull requests and record what changed (`pr_merged`,
-    `pr_closed`); a merged PR's branch is deleted. A forge that does not answer costs nothing:
-    the same PRs are read again next cycle. The kinds of the events written."""
-    done = {str(e.data.get("iteration")) for e in store.events(limit=5000) if e.kind in FOLLOWED}
-    waiting = [
-        r
-        for r in store.recent(limit=500)
-        if r.outcome == IterationOutcome.PROPOSED and r.pull_request and r.iteration_id not in done
-    ]
-    if not waiting:
-        return []
-    token = os.environ.get(config.token, "")
-    written: list[str] = []
-    for record in waiting:
-        assert record.pull_request is not None
-        try:
-            url = gitops.out(root, "remote", "get-url", config.remote)
-            hub = GitHub(config.api_url, config.repo or repo_of(url), token)
-            pull = hub.pull(int(record.pull_request.rstrip("/").rsplit("/", 1)[1]))
-        except (ForgeError, ValueError, SeedError) as exc:
-            log(f"could not read {record.pull_request} (read again next cycle): {exc}")
-            continue
-        if not pull.merged and pull.state != "closed":
-            continue
-        kind = "pr_merged" if pull.merged else "pr_closed"
-        store.event(
-            kind,
-            f"{record.iteration_id}: {pull.html_url} {'merged' if pull.merged else 'closed unmerged'}",
-            iteration=record.iteration_id,
-            pull_request=pull.html_url,
-        )
-        written.append(kind)
-        if pull.merged:
-            delete_remote_branch(root, config.remote, f"seed/{record.iteration_id}", token)
-    return written

@@ -30,6 +30,7 @@ from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import discover
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
+from kernel.loop.following import Follower
 from kernel.loop.loop import Loop, for_planner, passed_over, planning_history
 from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
@@ -347,6 +348,8 @@ class Daemon:
             ctx.paths.history, ctx.paths.root, lambda: ctx.config.notify, ctx.log
         )
         self.passed_over: Mapping[str, str] = {}
+        self.follower = Follower()
+        """Reads seed's open pull requests each cycle (bounded, backing off)."""
         self.blocked: tuple[str, ...] = ()
         """The checkout's files that block a gap, as watched now (blocked_paths)."""
         """The gaps the latest analysis passed over, and why (waiting, quarantined)."""
@@ -452,8 +455,7 @@ class Daemon:
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:
         """One pass: follow seed's pull requests, analyse, then plan and run what can run
         (single: one record at most)."""
-        if self.ctx.config.landing.mode == "pr":
-            forge.follow(self.ctx.paths.root, self.ctx.store, self.ctx.config.forge, self.ctx.log)
+        self.follower.follow(self.ctx)
         try:
             return Loop(self.ctx, self._phase, self._analysed).run(single=single)
         finally:
