@@ -20,6 +20,7 @@ class ForgeDouble:
         """Answer this many requests with 500 first."""
         self.calls: list[tuple[str, str, dict[str, Any], dict[str, str]]] = []
         self.pulls: dict[int, dict[str, Any]] = {}
+        self.comments: dict[int, list[dict[str, Any]]] = {}
         self.errors: list[str] = []
         double = self
 
@@ -72,13 +73,41 @@ class ForgeDouble:
             }
             self.pulls[number] = pull
             return self._send(handler, 201, pull)
+        issues = f"/repos/{self.repo}/issues/"
+        if method == "GET" and handler.path.startswith(issues):
+            # GET /repos/{owner}/{repo}/issues/{issue_number}/comments: an array, oldest first
+            number, _, rest = handler.path[len(issues) :].partition("/")
+            if not number.isdigit() or rest.split("?")[0] != "comments":
+                self.errors.append(f"unexpected call {method} {handler.path}")
+            return self._send(handler, 200, self.comments.get(int(number or 0), []))
         if method == "GET" and handler.path.startswith(prefix + "/"):
             pull = self.pulls.get(int(handler.path.rsplit("/", 1)[1]))
             return self._send(handler, 200 if pull else 404, pull or {"message": "Not Found"})
         self.errors.append(f"unexpected call {method} {handler.path}")
         self._send(handler, 404, {"message": "Not Found"})
 
-    def _send(self, handler: BaseHTTPRequestHandler, code: int, data: dict[str, Any]) -> None:
+    def merge(self, number: int) -> None:
+        """A person merges the pull request on the forge."""
+        self.pulls[number].update(state="closed", merged=True, merged_at="2026-12-07T12:00:00Z")
+
+    def close_pull(self, number: int, comment: str = "", association: str = "MEMBER") -> None:
+        """A person closes the pull request unmerged, after a comment."""
+        if comment:
+            self.comments.setdefault(number, []).append(
+                {
+                    "id": 100 + len(self.comments.get(number, [])),
+                    "body": comment,
+                    "user": {"login": "reviewer"},
+                    "author_association": association,
+                    "created_at": "2026-12-07T12:00:00Z",
+                    "html_url": f"https://github.example/{self.repo}/pull/{number}#issuecomment-1",
+                }
+            )
+        self.pulls[number].update(state="closed", merged=False)
+
+    def _send(
+        self, handler: BaseHTTPRequestHandler, code: int, data: dict[str, Any] | list[Any]
+    ) -> None:
         raw = json.dumps(data).encode()
         handler.send_response(code)
         handler.send_header("Content-Type", "application/json")

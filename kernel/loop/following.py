@@ -40,6 +40,10 @@ class Follower:
         return written
 
 
+PROPOSAL_WAITS = ("waiting on ", "merged in ")
+"""How proposal_wait's reasons begin."""
+
+
 def proposal_wait(record: IterationRecord) -> str:
     """What a gap whose latest record proposed its fix waits on (`status` shows it)."""
     if record.outcome == IterationOutcome.SUCCESS:

@@ -30,7 +30,7 @@ from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import discover
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
-from kernel.loop.following import Follower
+from kernel.loop.following import PROPOSAL_WAITS, Follower
 from kernel.loop.loop import Loop, for_planner, passed_over, planning_history
 from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
@@ -492,6 +492,9 @@ class Daemon:
         held = [k for k, why in self.passed_over.items() if why == WAITING and k not in reasons]
         for record in self.ctx.store.for_gaps(held, per_gap=1, brief=True):
             reasons[record.gap.key] = record.reason
+        for key, why in self.passed_over.items():
+            if why.startswith(PROPOSAL_WAITS) and key not in reasons:
+                reasons[key] = why
         if not reasons:
             return "nothing to do: no open gap an agent can take"
         shown = [f"{key} ({why})" for key, why in list(reasons.items())[:_LISTED]]
