@@ -386,6 +386,14 @@ class ForgeConfig(_Section):
     the kernel; never given to an agent or a test run)."""
 
 
+class InboxConfig(_Section):
+    """[inbox]: where tasks come from besides files in inbox/."""
+
+    forge_label: str = Field(default="", max_length=50, pattern=r"^[\w .:-]*$")
+    """Open issues on [forge] with this label, by an OWNER, MEMBER or COLLABORATOR, become
+    inbox tasks (docs/forge.md; empty: none)."""
+
+
 class DaemonConfig(_Section):
     """[daemon]: how the loop waits."""
 
@@ -512,6 +520,7 @@ class Config(_Section):
     scale: ScaleConfig = Field(default_factory=ScaleConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     forge: ForgeConfig = Field(default_factory=ForgeConfig)
+    inbox: InboxConfig = Field(default_factory=InboxConfig)
 
     @field_validator("forge")
     @classmethod

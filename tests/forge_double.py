@@ -7,6 +7,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 _CREATE_KEYS = {"title", "head", "base", "body", "draft"}
 
@@ -21,6 +22,7 @@ class ForgeDouble:
         self.calls: list[tuple[str, str, dict[str, Any], dict[str, str]]] = []
         self.pulls: dict[int, dict[str, Any]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.issues: dict[int, dict[str, Any]] = {}
         self.errors: list[str] = []
         double = self
 
@@ -74,6 +76,28 @@ class ForgeDouble:
             self.pulls[number] = pull
             return self._send(handler, 201, pull)
         issues = f"/repos/{self.repo}/issues/"
+        listed = f"/repos/{self.repo}/issues?"
+        if method == "GET" and handler.path.startswith(listed):
+            # GET /repos/{owner}/{repo}/issues?labels=a,b&state=open: issues and PRs, an array
+            query = parse_qs(handler.path[len(listed) :])
+            if query.get("state") != ["open"] or "labels" not in query:
+                self.errors.append(f"issues listed with {query}")
+            wanted = set(query.get("labels", [""])[0].split(","))
+            found = [
+                i
+                for i in self.issues.values()
+                if i["state"] == "open" and wanted <= {label["name"] for label in i["labels"]}
+            ]
+            return self._send(handler, 200, found)
+        if method == "POST" and handler.path.startswith(issues):
+            # POST /repos/{owner}/{repo}/issues/{issue_number}/comments {"body": ...}: 201
+            number, _, rest = handler.path[len(issues) :].partition("/")
+            if rest != "comments" or set(body) != {"body"} or not isinstance(body["body"], str):
+                self.errors.append(f"POST {handler.path} with keys {sorted(body)}")
+                return self._send(handler, 422, {"message": "Validation Failed"})
+            comment = {"id": len(self.calls), "body": body["body"], "author_association": "OWNER"}
+            self.comments.setdefault(int(number), []).append(comment)
+            return self._send(handler, 201, comment)
         if method == "GET" and handler.path.startswith(issues):
             # GET /repos/{owner}/{repo}/issues/{issue_number}/comments: an array, oldest first
             number, _, rest = handler.path[len(issues) :].partition("/")
@@ -85,6 +109,19 @@ class ForgeDouble:
             return self._send(handler, 200 if pull else 404, pull or {"message": "Not Found"})
         self.errors.append(f"unexpected call {method} {handler.path}")
         self._send(handler, 404, {"message": "Not Found"})
+
+    def open_issue(self, number: int, title: str, body: str, association: str = "OWNER") -> None:
+        """Someone opens an issue labelled `seed`."""
+        self.issues[number] = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "labels": [{"name": "seed"}],
+            "user": {"login": "someone"},
+            "author_association": association,
+            "html_url": f"https://github.example/{self.repo}/issues/{number}",
+        }
 
     def merge(self, number: int) -> None:
         """A person merges the pull request on the forge."""

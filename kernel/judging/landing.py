@@ -106,7 +106,7 @@ def _propose(ctx: Context, it: Iteration, commit: str, verification: Verificatio
             commitmsg.message(it.plan, "").splitlines()[0][:200],
             branch,
             base,
-            _pr_body(it, verification),
+            _pr_body(it, verification, ctx.config.inbox.forge_label),
             draft=False,
         )
     except forge.ForgeError as exc:
@@ -122,11 +122,14 @@ def _propose(ctx: Context, it: Iteration, commit: str, verification: Verificatio
     )
 
 
-def _pr_body(it: Iteration, verification: Verification) -> str:
-    """The iteration's report as a PR body; every text of the agent's or the tree's fenced."""
+def _pr_body(it: Iteration, verification: Verification, label: str) -> str:
+    """The iteration's report as a PR body; every text of the agent's or the tree's fenced.
+    Only here, from the task's own issue, does a closing keyword get written."""
     plan = it.plan
+    issue = forge.issue_of(plan.gap.inbox.name) if plan.gap.inbox and label else None
     lines = [
         f"seed iteration `{plan.iteration_id}`: verified by the kernel.",
+        *([f"Closes #{issue}"] if issue is not None else []),
         "",
         "## Gap",
         forge.fenced(f"{plan.gap.source}: {plan.gap.description}"),

@@ -9,7 +9,9 @@ import time
 from collections.abc import Callable
 
 from domain import IterationOutcome, IterationRecord
+from kernel.bounds import INBOX_MAX_BYTES
 from kernel.errors import SeedError
+from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation import gitops
 from kernel.records import forge, inbox
@@ -31,10 +33,12 @@ class Follower:
 
     def follow(self, ctx: Context) -> list[str]:
         """Read what changed on seed's open pull requests; the kinds of the events written."""
-        proposed = ctx.store.proposed()
-        if not proposed or self._clock() < self._next:
+        proposed, label = ctx.store.proposed(), ctx.config.inbox.forge_label
+        if not (proposed or label) or self._clock() < self._next:
             return []
-        written, missed = follow(ctx, proposed)
+        written, missed = follow(ctx, proposed) if proposed else ([], False)
+        if label:
+            missed = not take_issues(ctx, label) or missed
         self._misses = self._misses + 1 if missed else 0
         self._next = self._clock() + min(BACKOFF_MAX_S, FOLLOW_EVERY_S * 2**self._misses)
         return written
@@ -100,6 +104,10 @@ def _ended(
         branch = f"seed/{record.iteration_id}"
         forge.delete_remote_branch(ctx.paths.root, ctx.config.forge.remote, branch, token)
         _task_done(ctx, record, message)
+    full = ctx.store.get(record.iteration_id)
+    task = full.plan.gap.inbox if full is not None and full.plan is not None else None
+    if task is not None:
+        tell_issue(ctx, task.name, f"seed: the {message.split(';')[0]}.")
     return kind
 
 
@@ -113,3 +121,54 @@ def _task_done(ctx: Context, record: IterationRecord, message: str) -> None:
         task.name, "SUCCESS", message, [(record.iteration_id, "SUCCESS", message)]
     )
     inbox.fail_queued(ctx.paths.inbox, task.name, note, folder="done")
+
+
+def take_issues(ctx: Context, label: str) -> bool:
+    """Open issues with the label, by a trusted author, written once as inbox/issue-N.md (the
+    text of the moment seed first reads it; never again once done or failed). False: the
+    forge did not answer (read again later)."""
+    try:
+        issues = _hub(ctx, os.environ.get(ctx.config.forge.token, "")).issues(label)
+    except (forge.ForgeError, SeedError) as exc:
+        ctx.log(f"could not read the issues labelled {label!r} (read again later): {exc}")
+        return False
+    folder = ctx.paths.inbox
+    for issue in issues:
+        name = f"issue-{issue.number}.md"
+        seen = [folder / name, folder / ".active" / name, folder / "done", folder / "failed"]
+        if any(p.exists() for p in seen[:2]) or any(
+            q.name.startswith(name) for d in seen[2:] if d.is_dir() for q in d.iterdir()
+        ):
+            continue
+        # "Issue #N:" first, so no front matter is read; the bounds of inbox files cut the rest
+        text = f"Issue #{issue.number}: {issue.title}\n\n{issue.body}\n"
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(folder / name, text[: INBOX_MAX_BYTES // 4])
+        ctx.log(f"inbox/{name}: from issue #{issue.number} labelled {label!r}")
+    return True
+
+
+def tell_issue(ctx: Context, task: str, body: str) -> None:
+    """Comment on the issue an inbox task came from (nothing for a person's file); a forge
+    that does not answer is logged, the comment is not owed again."""
+    number = forge.issue_of(task)
+    if number is None or not ctx.config.inbox.forge_label:
+        return
+    try:
+        _hub(ctx, os.environ.get(ctx.config.forge.token, "")).comment(number, body)
+    except (forge.ForgeError, SeedError) as exc:
+        ctx.log(f"could not comment on issue #{number}: {exc}")
+
+
+def issue_note(record: IterationRecord, folder: str) -> str:
+    """What seed comments on an issue when an iteration of its task ends (folder: where the
+    task went, "failed" meaning it is never tried again); the reason fenced, as data."""
+    if record.pull_request:
+        where = f": pull request {record.pull_request}"
+    elif record.outcome == IterationOutcome.SUCCESS and record.commit:
+        where = f": commit {record.commit[:12]}"
+    else:
+        where = ""
+    head = f"seed iteration `{record.iteration_id}` ended {record.outcome.value}{where}."
+    tail = "\n\nseed cannot do this task and will not try it again." if folder == "failed" else ""
+    return f"{head}\n\n{forge.fenced(record.reason[:2000])}{tail}"

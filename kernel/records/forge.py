@@ -7,6 +7,7 @@ import base64
 import json
 import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,25 @@ class PullRequest:
     merged: bool = False
 
 
+@dataclass(frozen=True)
+class Issue:
+    """An open issue as the forge answered it (its title and body are data, never instructions)."""
+
+    number: int
+    title: str
+    body: str
+
+
+ISSUE_TASK = re.compile(r"^issue-(\d{1,9})\.md$")
+"""The inbox file name the kernel gives a labelled issue's task."""
+
+
+def issue_of(task: str) -> int | None:
+    """The issue a task of inbox/ came from (None: a person's file)."""
+    match = ISSUE_TASK.match(task)
+    return int(match.group(1)) if match else None
+
+
 class Forge(Protocol):
     """What the kernel asks of a forge (GitHub today; GitLab or Forgejo by the same door)."""
 
@@ -61,6 +81,14 @@ class Forge(Protocol):
     def last_word(self, number: int) -> str:
         """The latest comment on an issue or pull request by its OWNER, a MEMBER or a
         COLLABORATOR ('' when none)."""
+        ...
+
+    def issues(self, label: str) -> list[Issue]:
+        """Open issues with the label, by an OWNER, MEMBER or COLLABORATOR."""
+        ...
+
+    def comment(self, number: int, body: str) -> None:
+        """Comment on an issue or pull request."""
         ...
 
 
@@ -205,6 +233,30 @@ class GitHub:
             if fields.get("author_association") in TRUSTED and isinstance(body, str):
                 said = body
         return said[:COMMENT_MAX]
+
+    def issues(self, label: str) -> list[Issue]:
+        """GET /repos/{owner}/{repo}/issues?labels=…&state=open (the first 100; pull requests,
+        which the endpoint lists too, and untrusted authors left out)."""
+        query = urllib.parse.urlencode({"labels": label, "state": "open", "per_page": "100"})
+        answer = self._request("GET", f"/issues?{query}")
+        if not isinstance(answer, list):
+            raise ForgeError("the forge's issues are not a list")
+        found: list[Issue] = []
+        for item in cast(list[object], answer):
+            fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+            number, title, body = fields.get("number"), fields.get("title"), fields.get("body")
+            if (
+                isinstance(number, int)
+                and isinstance(title, str)
+                and "pull_request" not in fields
+                and fields.get("author_association") in TRUSTED
+            ):
+                found.append(Issue(number, title, body if isinstance(body, str) else ""))
+        return found
+
+    def comment(self, number: int, body: str) -> None:
+        """POST /repos/{owner}/{repo}/issues/{number}/comments."""
+        self._call("POST", f"/issues/{number}/comments", {"body": body})
 
 
 def _pull(data: dict[str, Any]) -> PullRequest:

@@ -247,3 +247,36 @@ def test_a_forge_that_does_not_answer_while_followed_costs_no_record_and_is_read
     seed(repo, "once", env=env)
     assert [e["kind"] for e in _events(repo) if str(e["kind"]).startswith("pr_")] == ["pr_merged"]
     assert len(records(repo)) == 1
+
+
+def test_a_labelled_issue_becomes_a_task_gets_its_comments_and_is_closed_by_the_merge(
+    tmp_path: Path, double: ForgeDouble
+) -> None:
+    repo, _, _ = _pr_repo(tmp_path, double, SUB[:2], SAMPLE)
+    with (repo / "seed.toml").open("a") as toml:
+        toml.write('\n[inbox]\nforge_label = "seed"\n')
+    git(repo, "commit", "-qam", "issues as tasks")
+    double.open_issue(7, "Add sub(a, b) to calc.py", "---\npriority: critical\n---\nWith a test.")
+    double.open_issue(8, "Delete calc.py", "A stranger's task.", association="NONE")
+    env = {"GITHUB_TOKEN": TOKEN}
+
+    first = seed(repo, "once", env=env)
+
+    [record] = records(repo)
+    assert record["outcome"] == "PROPOSED", (record["reason"], first.stderr[-2000:])
+    assert record["gap"]["source"] == "inbox" and record["gap"]["category"] == "inbox"
+    assert record["plan"]["gap"]["inbox"]["name"] == "issue-7.md"
+    assert record["plan"]["gap"]["inbox"]["priority"] != "critical"  # its front matter unread
+    assert not (repo / "inbox" / "issue-8.md").exists()
+    [(_, _, opened, _)] = [c for c in double.calls if c[0] == "POST" and c[1].endswith("/pulls")]
+    assert opened["body"].count("Closes #") == 1 and "Closes #7\n" in opened["body"]
+    [told] = double.comments[7]
+    assert record["pull_request"] in told["body"] and "PROPOSED" in told["body"]
+
+    double.merge(1)
+    seed(repo, "once", env=env)
+
+    assert (repo / "inbox" / "done" / "issue-7.md").exists()
+    assert "merged" in double.comments[7][-1]["body"]
+    assert len(records(repo)) == 1 and 8 not in double.comments
+    assert double.errors == []
