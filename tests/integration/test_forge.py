@@ -12,6 +12,8 @@ import pytest
 
 from kernel.config import load_config
 from kernel.errors import ConfigError
+from kernel.host.context import open_context
+from kernel.loop.following import Follower
 from kernel.records.store import RecordStore
 from tests.forge_double import ForgeDouble
 from tests.integration.test_honest_features import SUB
@@ -280,3 +282,36 @@ def test_a_labelled_issue_becomes_a_task_gets_its_comments_and_is_closed_by_the_
     assert "merged" in double.comments[7][-1]["body"]
     assert len(records(repo)) == 1 and 8 not in double.comments
     assert double.errors == []
+
+
+def test_the_daemon_reads_the_forge_at_a_bounded_rate_and_backs_off_while_it_does_not_answer(
+    tmp_path: Path, double: ForgeDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, _, _ = _pr_repo(tmp_path, double)
+    seed(repo, "once", env={"GITHUB_TOKEN": TOKEN})
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    now = [1000.0]
+    follower = Follower(clock=lambda: now[0])
+    ctx = open_context(repo, quiet=True)
+    reads = lambda: sum(1 for c in double.calls if c[0] == "GET")  # noqa: E731
+
+    double.fail = 1000
+    follower.follow(ctx)
+    assert reads() == 1
+    for step, waited in ((100.0, 1), (21.0, 2), (239.0, 2), (1.0, 3), (480.0, 4)):
+        now[0] += step  # 120 s after one miss, 240 after two, 480 after three
+        follower.follow(ctx)
+        assert reads() == waited, (step, waited)
+    double.fail = 0
+    now[0] += 10_000
+    assert follower.follow(ctx) == []  # answered: the PR is open
+    now[0] += 30
+    follower.follow(ctx)
+    assert reads() == 5  # at most once a minute when it answers
+    double.merge(1)
+    now[0] += 30
+    assert follower.follow(ctx) == ["pr_merged"]
+    now[0] += 3600
+    follower.follow(ctx)
+    assert reads() == 6  # nothing PROPOSED is left: the forge is not read at all
+    assert len(records(repo)) == 1
