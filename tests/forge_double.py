@@ -27,7 +27,7 @@ class ForgeDouble:
         double = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
+            def log_message(self, format: str, *args: Any) -> None:
                 return None
 
             def do_POST(self) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ def double() -> Iterator[ForgeDouble]:
 def _repo(
     tmp_path: Path,
     landing: str,
-    steps: list[dict[str, object]] | None = None,
+    steps: Sequence[dict[str, Any]] | None = None,
     files: dict[str, str] = LINT,
 ) -> tuple[Path, Path, str]:
     """A project with a real bare remote `origin`; its path and head."""
@@ -60,7 +61,7 @@ def test_branch_mode_pushes_the_verified_commit_and_leaves_the_local_branch(
 ) -> None:
     seen = AGENT_IO / f"env-{tmp_path.name}"
     read_env = {"spawn": ["sh", "-c", f"env > {seen}.part && mv {seen}.part {seen}"]}
-    steps: list[dict[str, object]] = [read_env, {"wait_for": str(seen)}, *FIX]
+    steps: list[dict[str, Any]] = [read_env, {"wait_for": str(seen)}, *FIX]
     repo, remote, head = _repo(tmp_path, 'mode = "branch"\n', steps)
 
     result = seed(repo, "once", env={"GITHUB_TOKEN": TOKEN})
@@ -140,7 +141,7 @@ def test_a_forge_token_handed_to_the_agent_is_refused(tmp_path: Path) -> None:
 def _pr_repo(
     tmp_path: Path,
     double: ForgeDouble,
-    steps: list[dict[str, object]] | None = None,
+    steps: Sequence[dict[str, Any]] | None = None,
     files: dict[str, str] = LINT,
 ) -> tuple[Path, Path, str]:
     forge = f'mode = "pr"\n\n[forge]\napi_url = "{double.url}"\nrepo = "team/project"\n'
