@@ -42,7 +42,7 @@ def _plain(root: Path, python: str, autoload: bool) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("changed", help="the file a change touches, relative to root")
     parser.add_argument("--line", type=int, help="a changed line: trace only code spanning it")

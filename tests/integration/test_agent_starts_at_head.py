@@ -22,6 +22,7 @@ FILES = {
         "def test_total():\n"
         "    Path(__file__).parent.parent.joinpath('range_check.html').write_text('<p>')\n"
         "    assert total([1, 2]) == 3\n"
+        "    assert total(None) == 0\n"  # both sides of `x or []`: the changed line is vouched for
     ),
     ".gitignore": "history/*\ninbox/*\n",
 }

@@ -327,6 +327,7 @@ class _Files:
         self.near = near or {}
         """Per watched file, the lines that matter (the changed ones): a code object that
         spans none of them is not traced line by line (a file absent here is traced whole)."""
+        self._decided: dict[Any, bool] = {}
         self.lines: dict[str, set[int]] = {}
         self.known: dict[str, set[tuple[int, str, int]]] = {}
         self.taken: dict[str, set[tuple[tuple[int, str, int], bool]]] = {}
@@ -352,17 +353,23 @@ class _Files:
         self.seen.add(code.co_filename)
         return self._mon.DISABLE
 
+    def _traced(self, code: Any) -> bool:
+        """Whether a code object's lines and jumps are followed: it is of a watched file and
+        spans a line that matters (decided once per code object: this runs on every call)."""
+        traced = self._decided.get(code)
+        if traced is None:
+            rel = self._rel(code.co_filename)
+            near = self.near.get(rel)
+            traced = bool(self.watch) and rel in self.watch
+            traced = self._decided[code] = traced and (near is None or _spans_any(code, near))
+        return traced
+
     def _trace(self, frame: Any, event: str, arg: Any) -> Any:
         name = frame.f_code.co_filename
         self.seen.add(name)
-        rel = self._rel(name)
-        if not (self.watch and rel in self.watch):
-            return None
+        if not self._traced(frame.f_code):
+            return None  # not watched, or no line that matters lies in it
         lines = self.lines.setdefault(name, set())
-        lines.add(0)  # code of the file ran in this test (0 is no line of it)
-        near = self.near.get(rel)
-        if near is not None and not _spans_any(frame.f_code, near):
-            return None  # no line that matters lies in this code: its lines say nothing
         # opcode events in the watched files only: a line holds both sides of `x if c else y`,
         # and only the instruction after a conditional jump tells which side ran
         frame.f_trace_opcodes = True
@@ -407,6 +414,9 @@ class _Files:
     def ran_lines(self) -> dict[str, list[int]]:
         """The watched files' lines the test ran."""
         found: dict[str, set[int]] = {}
+        for name in self.seen:  # code of the file ran in this test: 0, which is no line of it
+            if self._rel(name) in self.watch:
+                found.setdefault(self._rel(name), set()).add(0)
         for name, lines in self.lines.items():
             rel = self._rel(name)
             if rel in self.watch:
