@@ -88,6 +88,9 @@ class IterationOutcome(StrEnum):
     """Verified except for base tests the change deliberately edits: kept on a branch for a
     person (`seed.py approve ITER`)."""
     ABORTED = "ABORTED"
+    PROPOSED = "PROPOSED"
+    """Verified and pushed to the person's remote as seed/<id> (`[landing] mode` "branch" or
+    "pr"), waiting there; with "pr", its pull request is the record's `pull_request`."""
 
 
 class FailureCategory(StrEnum):

@@ -137,6 +137,8 @@ class IterationRecord(Fact):
     """The commit the iteration started from."""
     commit: str | None = None
     kept_branch: str | None = None
+    pull_request: str | None = None
+    """PROPOSED in `[landing] mode = "pr"`: the pull request's web address (its html_url)."""
     blocked_by: tuple[str, ...] = ()
     """What in the person's checkout kept the work from landing, as the kernel read it from
     git: the checkout's state (HEAD detached, a merge in progress) or the paths with uncommitted

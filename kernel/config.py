@@ -364,6 +364,34 @@ class LandingConfig(_Section):
     """A verified change with lines no passing test ran: "keep" it on a branch for a person
     (`seed.py approve ID` lands it), or "land" it, saying so. ruff-fix's own lint fixes
     land either way."""
+    mode: Literal["local", "branch", "pr"] = "local"
+    """Where verified work goes: "local" fast-forwards the checkout's branch (or keeps it);
+    "branch" pushes it to [forge] remote as seed/<iteration id>, leaving the local branch;
+    "pr" pushes it so and opens a pull request on [forge] (docs/forge.md)."""
+
+
+class ForgeConfig(_Section):
+    """[forge]: the service the team's repository lives on, for `[landing] mode` "branch"/"pr"."""
+
+    kind: Literal["github"] = "github"
+    """The forge's API: "github" (github.com or an Enterprise server's REST API)."""
+    api_url: str = Field(default="https://api.github.com", max_length=2048, pattern=r"^https?://")
+    """The REST API's base URL (Enterprise: https://HOST/api/v3)."""
+    repo: str = Field(default="", max_length=200, pattern=r"^(|[\w.-]+/[\w.-]+)$")
+    """owner/name on the forge (empty: read from the remote's URL)."""
+    remote: str = Field(default="origin", max_length=200, pattern=r"^[A-Za-z0-9][\w.-]*$")
+    """The git remote seed pushes seed/* branches to."""
+    token: str = Field(default="GITHUB_TOKEN", max_length=200, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The name of the daemon's environment variable holding the forge token (used only by
+    the kernel; never given to an agent or a test run)."""
+
+
+class InboxConfig(_Section):
+    """[inbox]: where tasks come from besides files in inbox/."""
+
+    forge_label: str = Field(default="", max_length=50, pattern=r"^[\w .:-]*$")
+    """Open issues on [forge] with this label, by an OWNER, MEMBER or COLLABORATOR, become
+    inbox tasks (docs/forge.md; empty: none)."""
 
 
 class DaemonConfig(_Section):
@@ -491,6 +519,20 @@ class Config(_Section):
     candidates: CandidatesConfig = Field(default_factory=CandidatesConfig)
     scale: ScaleConfig = Field(default_factory=ScaleConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
+    forge: ForgeConfig = Field(default_factory=ForgeConfig)
+    inbox: InboxConfig = Field(default_factory=InboxConfig)
+
+    @field_validator("forge")
+    @classmethod
+    def _token_not_the_agents(cls, value: ForgeConfig, info: ValidationInfo) -> ForgeConfig:
+        """The forge token's variable is never one the agent or its model gateway is given."""
+        agent = info.data.get("agent")
+        if isinstance(agent, AgentConfig) and value.token in (*agent.env, *agent.keys):
+            raise ValueError(
+                f"token names {value.token}, which [agent] env or keys hands the agent: "
+                "the forge token is the kernel's alone"
+            )
+        return value
 
     @field_validator("notify")
     @classmethod

@@ -55,6 +55,8 @@ class Ending:
     """WAITING: what the plan waits on (`loop.waited_on`)."""
     blocked: tuple[str, ...] = ()
     """What in the person's checkout kept the work from landing (`blockers.py`)."""
+    pull_request: str | None = None
+    """PROPOSED in "pr" mode: the pull request's html_url."""
 
 
 @dataclass

@@ -3,6 +3,7 @@ with the rules of the commit it moved to), and fast-forward the user's branch, o
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -22,7 +23,7 @@ from kernel.judging.verify import Verification
 from kernel.measuring import filetypes
 from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
-from kernel.records import commitmsg
+from kernel.records import commitmsg, forge
 
 Reverify = Callable[[Iteration, Baseline, Export], Verification]
 """Verifies a tree again (after a rebase), as the Judge does."""
@@ -79,7 +80,72 @@ def land(
             verification,
             blocked=tuple(sorted(collisions)),
         )
+    if ctx.config.landing.mode != "local":
+        return _propose(ctx, it, commit, verification)
     return _fast_forward(ctx, it, commit, verification, t0)
+
+
+def _propose(ctx: Context, it: Iteration, commit: str, verification: Verification) -> Ending:
+    """Push exactly the verified commit as seed/<id> (the local branch untouched) and, in "pr"
+    mode, open its pull request onto the branch the checkout is on: PROPOSED."""
+    root, config = ctx.paths.root, ctx.config.forge
+    token = os.environ.get(config.token, "")
+    branch = f"seed/{it.plan.iteration_id}"
+    it.note(stage="pushing", commit=commit, branch=branch)
+    try:
+        forge.push(root, config.remote, commit, branch, token)
+        said = f"{verification.reason}; pushed {commit[:12]} to {config.remote} as {branch}"
+        if ctx.config.landing.mode == "branch":
+            return Ending(
+                IterationOutcome.PROPOSED, None, said, commit=commit, verification=verification
+            )
+        base = gitops.current_branch(root) or "main"
+        url = gitops.out(root, "remote", "get-url", config.remote)
+        hub = forge.GitHub(config.api_url, config.repo or forge.repo_of(url), token)
+        pull = hub.open_pull(
+            commitmsg.message(it.plan, "").splitlines()[0][:200],
+            branch,
+            base,
+            _pr_body(it, verification, ctx.config.inbox.forge_label),
+            draft=False,
+        )
+    except forge.ForgeError as exc:
+        # nothing landed and nothing is lost: the verified commit stays on the local seed/ branch
+        return _keep(ctx, it, commit, f"could not propose the work: {exc}", verification)
+    return Ending(
+        IterationOutcome.PROPOSED,
+        None,
+        f"{said}; pull request {pull.html_url}",
+        commit=commit,
+        verification=verification,
+        pull_request=pull.html_url,
+    )
+
+
+def _pr_body(it: Iteration, verification: Verification, label: str) -> str:
+    """The iteration's report as a PR body; every text of the agent's or the tree's fenced.
+    Only here, from the task's own issue, does a closing keyword get written."""
+    plan = it.plan
+    issue = forge.issue_of(plan.gap.inbox.name) if plan.gap.inbox and label else None
+    lines = [
+        f"seed iteration `{plan.iteration_id}`: verified by the kernel.",
+        *([f"Closes #{issue}"] if issue is not None else []),
+        "",
+        "## Gap",
+        forge.fenced(f"{plan.gap.source}: {plan.gap.description}"),
+        "",
+        "## Plan",
+        forge.fenced(plan.goal),
+        "",
+        "## Criteria",
+    ]
+    for v in verification.verdicts:
+        lines.append(
+            f"- {'PASS' if v.passed else 'FAIL'}: "
+            + forge.fenced(v.text or f"{v.check.value} {' '.join(v.args)}")
+        )
+    lines += ["", "## Cost", f"{it.wire_cost_usd:.4f} USD over {it.wire_requests} model requests"]
+    return "\n".join(lines)
 
 
 def _for_a_person(ctx: Context, it: Iteration, commit: str, verification: Verification) -> str:

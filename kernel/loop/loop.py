@@ -47,6 +47,7 @@ from kernel.judging.judge import Judge, Passed, Retry, store_of
 from kernel.loop import agentrun, asktest, corpus, generations, modelrun, tournament
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
+from kernel.loop.following import proposal_wait
 from kernel.loop.quarantine import apply_quarantine, latest_records, waiting
 from kernel.loop.recording import QUARANTINED, WAITING, Recorder, round_of
 from kernel.loop.recovery import settle
@@ -276,6 +277,11 @@ class Loop:
             r.gap.key: f"blocked by {blockers.describe(r.blocked_by)}"
             for _, r in latest_records(baseline.report, history)
             if r.gap.key in waits and r.blocked_by and r not in landable
+        }
+        held |= {
+            r.gap.key: proposal_wait(r)
+            for _, r in latest_records(baseline.report, history)
+            if r.gap.key in waits and (r.pull_request or r.outcome == IterationOutcome.PROPOSED)
         }
         passed_over = {k: WAITING for k in waits} | held | {k: QUARANTINED for k in quarantined}
         self.recorder.note_baseline(baseline.report, passed_over)

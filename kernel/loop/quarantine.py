@@ -199,7 +199,8 @@ def waiting(
     blocked: Callable[[IterationRecord], bool] = lambda record: True,
 ) -> set[str]:
     """Gaps already planned and waiting for an agent (on what still holds: the same backend,
-    sandbox and api_base, `loop.waited_on`), for a person (KEPT), or for the person's checkout
+    sandbox and api_base, `loop.waited_on`), for a person (KEPT), on a pull request or pushed
+    branch (PROPOSED), or for the person's checkout
     (`blocked` says whether a blocked record still waits), unchanged since."""
     out: set[str] = set()
     for gap, record in latest_records(report, records):
@@ -211,6 +212,10 @@ def waiting(
             (record.outcome == IterationOutcome.WAITING and record.waited_on == waited_on)
             # kept for a person to approve: another agent run would only keep it again
             or record.outcome == IterationOutcome.KEPT
+            # its fix waits in an open pull request or on a pushed branch (or was merged there
+            # and is not yet in this checkout: a second PR would only repeat it)
+            or record.outcome == IterationOutcome.PROPOSED
+            or (record.outcome == IterationOutcome.SUCCESS and bool(record.pull_request))
         ):
             out.add(gap.key)
     return out

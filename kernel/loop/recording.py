@@ -30,6 +30,7 @@ from kernel.isolation import procs
 from kernel.judging.iteration import Ending, Iteration
 from kernel.judging.verify import Verification
 from kernel.loop import reporting
+from kernel.loop.following import issue_note, tell_issue
 from kernel.loop.quarantine import quarantine_reason
 from kernel.records import halt, inbox, notify
 from kernel.records.halt import FAILED_OUTCOMES
@@ -148,6 +149,7 @@ class Recorder:
             base=it.base,
             commit=ending.commit,
             kept_branch=ending.kept,
+            pull_request=ending.pull_request,
             blocked_by=ending.blocked,
             changed_tests=tuple(cap_lines(verification.changed_tests)) if verification else (),
             uncovered=tuple(cap_lines(verification.uncovered)) if verification else (),
@@ -263,11 +265,13 @@ class Recorder:
             ],
         )
         if record.outcome == IterationOutcome.SUCCESS:
-            inbox.release(ctx.paths.inbox, name, "done", text)
+            folder = "done"
         elif quarantined or (record.outcome in FAILED_OUTCOMES and failures >= 3):
-            inbox.release(ctx.paths.inbox, name, "failed", text)
+            folder = "failed"
         else:
-            inbox.release(ctx.paths.inbox, name, "")
+            folder = ""
+        inbox.release(ctx.paths.inbox, name, folder, text if folder else "")
+        tell_issue(ctx, name, issue_note(record, folder))
 
     def _apply_halts(self, record: IterationRecord) -> None:
         ctx = self.ctx

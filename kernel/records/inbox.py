@@ -381,9 +381,9 @@ def release(inbox: Path, name: str, folder: str, result_text: str = "") -> Path:
     return target
 
 
-def fail_queued(inbox: Path, name: str, result_text: str) -> Path:
-    """Move a queued (not active) item to failed/ with its result note."""
-    failed = own_folder(inbox, "failed")
+def fail_queued(inbox: Path, name: str, result_text: str, folder: str = "failed") -> Path:
+    """Move a queued (not active) item to failed/ (or done/) with its result note."""
+    failed = own_folder(inbox, folder)
     target = unique_path(failed / name)
     os.rename(inbox / name, target)
     atomic_write_text(target.with_name(target.name + ".result.md"), result_text)

@@ -73,9 +73,11 @@ CREATE TABLE IF NOT EXISTS records (
     cost REAL, tokens INTEGER, backend TEXT, fingerprint TEXT
 );
 CREATE TABLE IF NOT EXISTS briefs (iteration_id TEXT PRIMARY KEY, brief TEXT);
+CREATE TABLE IF NOT EXISTS fates (iteration_id TEXT PRIMARY KEY, outcome TEXT, said TEXT);
 CREATE INDEX IF NOT EXISTS records_by_kind ON records (task_kind, fingerprint, day, outcome);
 CREATE INDEX IF NOT EXISTS records_by_gap ON records (gap_key, seq);
 CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq);
+CREATE INDEX IF NOT EXISTS records_by_outcome ON records (outcome);
 """
 # what reports and charts need beyond the records table; a new version rebuilds the index
 _DETAILS_SCHEMA = """
@@ -99,6 +101,9 @@ _JUDGED = {
 """Outcomes that say whether a portfolio agent was right (the rest: waiting, aborted, kept for
 a person, blocked by the person's checkout, say nothing of it)."""
 _AGENT_PHASES = ("execute", "inspect", "verify")
+FATES = {"pr_merged": IterationOutcome.SUCCESS, "pr_closed": IterationOutcome.ROLLBACK}
+"""What the forge did to a PROPOSED iteration's pull request (events.jsonl), as the outcome the
+index counts it as for memory, counts, quarantine and the inbox task (the record stays as written)."""
 
 
 def agent_runs(record: IterationRecord) -> list[tuple[int, str, int, float, float]]:
@@ -203,6 +208,8 @@ class RecordStore:
         """Malformed lines met while indexing (path, line, reason); they are skipped, not lost."""
         self._local = threading.local()
         """Each thread its own index connection (candidates run in threads of their own)."""
+        self._fates: dict[str, tuple[IterationOutcome, str]] = {}
+        self._fates_mark = ""
 
     @property
     def _db(self) -> sqlite3.Connection | None:
@@ -411,7 +418,51 @@ class RecordStore:
                     self.index_path.unlink()
                 self._db = self._connect()
         self._refresh(self._db)
+        self._refresh_fates(self._db)
         return self._db
+
+    def _refresh_fates(self, db: sqlite3.Connection) -> None:
+        """Read new pr_merged/pr_closed events into the fates table and count PROPOSED records
+        by them (the first word on an iteration is its fate)."""
+        size = self.events_path.stat().st_size if self.events_path.exists() else 0
+        mark = f"{size}:{self._meta(db, 'size')}"
+        if mark == self._meta(db, "fated") and self._fates_mark == mark:
+            return
+        read = int(self._meta(db, "events") or 0)
+        if size < read:  # rewritten by a repair: read it all again
+            db.execute("DELETE FROM fates")
+            read = 0
+        for line in jsonl.lines(self.events_path, EVENT_LINE_MAX, read) if size else ():
+            if not line.ended:
+                break
+            read = line.offset + line.size
+            for event in _events_in(line.data or b""):
+                fate, iteration = FATES.get(event.kind), event.data.get("iteration")
+                if fate is not None and isinstance(iteration, str):
+                    db.execute(
+                        "INSERT OR IGNORE INTO fates VALUES (?, ?, ?)",
+                        (iteration, fate.value, event.message),
+                    )
+        db.execute(
+            "UPDATE records SET outcome = (SELECT f.outcome FROM fates f WHERE f.iteration_id ="
+            " records.iteration_id) WHERE outcome = 'PROPOSED' AND iteration_id IN"
+            " (SELECT iteration_id FROM fates)"
+        )
+        self._set_meta(db, "events", str(read))
+        self._set_meta(db, "fated", mark)
+        db.commit()
+        rows = db.execute("SELECT iteration_id, outcome, said FROM fates").fetchall()
+        self._fates = {r[0]: (IterationOutcome(r[1]), str(r[2])) for r in rows}
+        self._fates_mark = mark
+
+    def _fated(self, record: IterationRecord) -> IterationRecord:
+        """A PROPOSED record as its pull request's fate counts it (the forge's word in its reason)."""
+        fate = self._fates.get(record.iteration_id)
+        if record.outcome != IterationOutcome.PROPOSED or fate is None:
+            return record
+        return record.model_copy(
+            update={"outcome": fate[0], "reason": f"{record.reason}; then {fate[1]}"}
+        )
 
     def _meta(self, db: sqlite3.Connection, key: str) -> str:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -540,7 +591,7 @@ class RecordStore:
             handle.seek(offset)
             raw = handle.read(length)
         try:
-            return IterationRecord.model_validate_json(raw)
+            return self._fated(IterationRecord.model_validate_json(raw))
         except (ValidationError, ValueError):
             return None
 
@@ -560,7 +611,7 @@ class RecordStore:
         out: list[IterationRecord] = []
         for (text,) in rows:
             with contextlib.suppress(ValidationError, ValueError):
-                out.append(IterationRecord.model_validate_json(text))
+                out.append(self._fated(IterationRecord.model_validate_json(text)))
         return out
 
     def recent(self, limit: int = 20, *, brief: bool = False) -> list[IterationRecord]:
@@ -597,6 +648,15 @@ class RecordStore:
         if brief:
             return self._briefs([(b,) for _, b, _ in rows])
         return self._records([(o, n) for _, o, n in rows])
+
+    def proposed(self) -> list[IterationRecord]:
+        """The PROPOSED records whose pull request the forge has not yet merged or closed."""
+        rows = (
+            self._index()
+            .execute("SELECT offset, length FROM records WHERE outcome = 'PROPOSED' ORDER BY seq")
+            .fetchall()
+        )
+        return [r for r in self._records(rows) if r.pull_request]
 
     def get(self, iteration_id: str) -> IterationRecord | None:
         """One record by id."""

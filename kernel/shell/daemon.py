@@ -30,6 +30,7 @@ from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import discover
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
+from kernel.loop.following import PROPOSAL_WAITS, Follower
 from kernel.loop.loop import Loop, for_planner, passed_over, planning_history
 from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
@@ -347,6 +348,8 @@ class Daemon:
             ctx.paths.history, ctx.paths.root, lambda: ctx.config.notify, ctx.log
         )
         self.passed_over: Mapping[str, str] = {}
+        self.follower = Follower()
+        """Reads seed's open pull requests each cycle (bounded, backing off)."""
         self.blocked: tuple[str, ...] = ()
         """The checkout's files that block a gap, as watched now (blocked_paths)."""
         """The gaps the latest analysis passed over, and why (waiting, quarantined)."""
@@ -450,7 +453,9 @@ class Daemon:
         self.ctx.notify("stopped", "", message)
 
     def iterate(self, *, single: bool = False) -> list[IterationRecord]:
-        """One pass: analyse, then plan and run what can run (single: one record at most)."""
+        """One pass: follow seed's pull requests, analyse, then plan and run what can run
+        (single: one record at most)."""
+        self.follower.follow(self.ctx)
         try:
             return Loop(self.ctx, self._phase, self._analysed).run(single=single)
         finally:
@@ -476,7 +481,8 @@ class Daemon:
             if not ran:
                 self.ctx.log(self._nothing_to_do(records))
                 return EXIT_NOTHING
-            return EXIT_OK if ran[-1].outcome == IterationOutcome.SUCCESS else EXIT_FAILED
+            landed = (IterationOutcome.SUCCESS, IterationOutcome.PROPOSED)
+            return EXIT_OK if ran[-1].outcome in landed else EXIT_FAILED
         finally:
             self._stop()
 
@@ -486,6 +492,9 @@ class Daemon:
         held = [k for k, why in self.passed_over.items() if why == WAITING and k not in reasons]
         for record in self.ctx.store.for_gaps(held, per_gap=1, brief=True):
             reasons[record.gap.key] = record.reason
+        for key, why in self.passed_over.items():
+            if why.startswith(PROPOSAL_WAITS) and key not in reasons:
+                reasons[key] = why
         if not reasons:
             return "nothing to do: no open gap an agent can take"
         shown = [f"{key} ({why})" for key, why in list(reasons.items())[:_LISTED]]

@@ -1,0 +1,153 @@
+"""A loopback double of GitHub's REST API (127.0.0.1 only): the calls seed makes, each checked
+against the documented shape (docs.github.com/en/rest/pulls/pulls), answered as GitHub does."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+_CREATE_KEYS = {"title", "head", "base", "body", "draft"}
+
+
+class ForgeDouble:
+    """Pull requests kept in memory; `calls` lists every request as (method, path, body, headers)."""
+
+    def __init__(self, repo: str = "team/project", fail: int = 0) -> None:
+        self.repo = repo
+        self.fail = fail
+        """Answer this many requests with 500 first."""
+        self.calls: list[tuple[str, str, dict[str, Any], dict[str, str]]] = []
+        self.pulls: dict[int, dict[str, Any]] = {}
+        self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.issues: dict[int, dict[str, Any]] = {}
+        self.errors: list[str] = []
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                double.answer(self, "POST")
+
+            def do_GET(self) -> None:
+                double.answer(self, "GET")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        """Stop serving."""
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        """One request: recorded, its shape checked, answered."""
+        length = int(handler.headers.get("Content-Length") or 0)
+        body: dict[str, Any] = json.loads(handler.rfile.read(length) or b"{}")
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        self.calls.append((method, handler.path, body, headers))
+        if self.fail > 0:
+            self.fail -= 1
+            return self._send(handler, 500, {"message": "Server Error"})
+        if headers.get("accept") != "application/vnd.github+json":
+            self.errors.append(f"{method} {handler.path}: Accept is {headers.get('accept')}")
+        prefix = f"/repos/{self.repo}/pulls"
+        if method == "POST" and handler.path == prefix:
+            if set(body) - _CREATE_KEYS or not {"title", "head", "base"} <= set(body):
+                self.errors.append(f"POST pulls with keys {sorted(body)}")
+                return self._send(handler, 422, {"message": "Validation Failed"})
+            number = len(self.pulls) + 1
+            pull = {
+                "number": number,
+                "html_url": f"https://github.example/{self.repo}/pull/{number}",
+                "state": "open",
+                "merged": False,
+                "draft": bool(body.get("draft")),
+                "head": {"ref": body["head"]},
+                "base": {"ref": body["base"]},
+                "body": body.get("body"),
+                "title": body["title"],
+            }
+            self.pulls[number] = pull
+            return self._send(handler, 201, pull)
+        issues = f"/repos/{self.repo}/issues/"
+        listed = f"/repos/{self.repo}/issues?"
+        if method == "GET" and handler.path.startswith(listed):
+            # GET /repos/{owner}/{repo}/issues?labels=a,b&state=open: issues and PRs, an array
+            query = parse_qs(handler.path[len(listed) :])
+            if query.get("state") != ["open"] or "labels" not in query:
+                self.errors.append(f"issues listed with {query}")
+            wanted = set(query.get("labels", [""])[0].split(","))
+            found = [
+                i
+                for i in self.issues.values()
+                if i["state"] == "open" and wanted <= {label["name"] for label in i["labels"]}
+            ]
+            return self._send(handler, 200, found)
+        if method == "POST" and handler.path.startswith(issues):
+            # POST /repos/{owner}/{repo}/issues/{issue_number}/comments {"body": ...}: 201
+            number, _, rest = handler.path[len(issues) :].partition("/")
+            if rest != "comments" or set(body) != {"body"} or not isinstance(body["body"], str):
+                self.errors.append(f"POST {handler.path} with keys {sorted(body)}")
+                return self._send(handler, 422, {"message": "Validation Failed"})
+            comment = {"id": len(self.calls), "body": body["body"], "author_association": "OWNER"}
+            self.comments.setdefault(int(number), []).append(comment)
+            return self._send(handler, 201, comment)
+        if method == "GET" and handler.path.startswith(issues):
+            # GET /repos/{owner}/{repo}/issues/{issue_number}/comments: an array, oldest first
+            number, _, rest = handler.path[len(issues) :].partition("/")
+            if not number.isdigit() or rest.split("?")[0] != "comments":
+                self.errors.append(f"unexpected call {method} {handler.path}")
+            return self._send(handler, 200, self.comments.get(int(number or 0), []))
+        if method == "GET" and handler.path.startswith(prefix + "/"):
+            pull = self.pulls.get(int(handler.path.rsplit("/", 1)[1]))
+            return self._send(handler, 200 if pull else 404, pull or {"message": "Not Found"})
+        self.errors.append(f"unexpected call {method} {handler.path}")
+        self._send(handler, 404, {"message": "Not Found"})
+
+    def open_issue(self, number: int, title: str, body: str, association: str = "OWNER") -> None:
+        """Someone opens an issue labelled `seed`."""
+        self.issues[number] = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "labels": [{"name": "seed"}],
+            "user": {"login": "someone"},
+            "author_association": association,
+            "html_url": f"https://github.example/{self.repo}/issues/{number}",
+        }
+
+    def merge(self, number: int) -> None:
+        """A person merges the pull request on the forge."""
+        self.pulls[number].update(state="closed", merged=True, merged_at="2026-12-07T12:00:00Z")
+
+    def close_pull(self, number: int, comment: str = "", association: str = "MEMBER") -> None:
+        """A person closes the pull request unmerged, after a comment."""
+        if comment:
+            self.comments.setdefault(number, []).append(
+                {
+                    "id": 100 + len(self.comments.get(number, [])),
+                    "body": comment,
+                    "user": {"login": "reviewer"},
+                    "author_association": association,
+                    "created_at": "2026-12-07T12:00:00Z",
+                    "html_url": f"https://github.example/{self.repo}/pull/{number}#issuecomment-1",
+                }
+            )
+        self.pulls[number].update(state="closed", merged=False)
+
+    def _send(
+        self, handler: BaseHTTPRequestHandler, code: int, data: dict[str, Any] | list[Any]
+    ) -> None:
+        raw = json.dumps(data).encode()
+        handler.send_response(code)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(raw)))
+        handler.end_headers()
+        handler.wfile.write(raw)
