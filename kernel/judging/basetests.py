@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 from domain import Measurement
 from kernel.isolation import trees
 from kernel.judging.guard import is_test_path
-from kernel.judging.hygiene import PYTEST_FILES, pytest_config_changed
+from kernel.judging.hygiene import PYTEST_FILES, pytest_config_changed, renamed
 from kernel.measuring.incremental import imported_names, module_names
 from kernel.measuring.testmap import ANY_FILE, TestMap
 
@@ -170,3 +170,19 @@ def _write(root: Path, entries: dict[str, tuple[str, str]], store: trees.ObjectS
         if m == "160000"
     ]
     return trees.tree_from_lines(root, env, lines)
+
+
+def renamed_tests(
+    root: Path, base_tree: str, candidate_tree: str, store: trees.ObjectStore, edited: Iterable[str]
+) -> frozenset[str]:
+    """The base's test functions (node ids without parameters) that the change renamed in
+    their file with their bodies kept (hygiene.renamed): moved, not lost."""
+    env = store.env()
+    base, now = _entries(root, base_tree, None), _entries(root, candidate_tree, env)
+    paths = sorted(p for p in edited if p.endswith(".py") and p in base and p in now)
+    texts = _texts(root, [o for p in paths for o in (base[p][1], now[p][1])], env)
+    return frozenset(
+        f"{path}::{old.replace('.', '::')}"
+        for i, path in enumerate(paths)
+        for old in renamed(texts[2 * i], texts[2 * i + 1])
+    )

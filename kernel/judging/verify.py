@@ -485,9 +485,13 @@ def _rerun_suspects(
     return [d for d in fresh if d.node_id not in flaky | earlier]
 
 
-def _lost(judged: _Judged, before: Measurement, after: Measurement) -> None:
-    """Tests collected on the baseline that are gone after the change."""
-    lost = lost_tests(before.collected, after.collected)
+def _lost(
+    judged: _Judged, before: Measurement, after: Measurement, renamed: frozenset[str]
+) -> None:
+    """Tests collected on the baseline that are gone after the change (not those renamed
+    with their bodies kept: their old names still pass against the base's own test files)."""
+    kept = [n for n in before.collected if _test_function(n) not in renamed]
+    lost = lost_tests(kept, after.collected)
     if lost.count:
         judged.categories.append(FailureCategory.HYGIENE_VIOLATION)
         judged.result.evidence.append(
@@ -507,6 +511,7 @@ def _ratchet(
     after: Measurements,
     rerun: Rerun | None,
     gap: Sequence[str] = (),
+    renamed: frozenset[str] = frozenset(),
 ) -> None:
     """Nothing that ran stops running, nothing new is found, no test is lost."""
     result = judged.result
@@ -528,7 +533,7 @@ def _ratchet(
             result.failures.append(d)
             result.evidence.append(describe(d))
         if m.tool == Tool.PYTEST and before is not None and before.ran and m.ran:
-            _lost(judged, before, m)
+            _lost(judged, before, m, renamed)
 
 
 def lost_passes(before: Sequence[str], after: Sequence[str]) -> list[str]:
@@ -560,6 +565,8 @@ class BaseRun:
     """The gap's failing tests (the kernel's gap): each must pass here."""
     edited: frozenset[str] = frozenset()
     """Base test files the candidate changed: their lost tests go to a person (KEPT)."""
+    renamed: frozenset[str] = frozenset()
+    """Base test functions the change renamed, their bodies kept: not lost (hygiene.renamed)."""
 
 
 def _how(node: str, m: Measurement) -> str:
@@ -616,7 +623,8 @@ def verify(
     baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
-    _ratchet(judged, baseline, after, rerun, base_run.gap if base_run is not None else ())
+    gap, renamed = (base_run.gap, base_run.renamed) if base_run else ((), frozenset[str]())
+    _ratchet(judged, baseline, after, rerun, gap, renamed)
     if base_run is not None:
         _base_tests(judged, baseline.get(Tool.PYTEST), base_run)
     for criterion in plan.criteria:
