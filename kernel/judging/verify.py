@@ -567,6 +567,8 @@ class BaseRun:
     """Base test files the candidate changed: their lost tests go to a person (KEPT)."""
     renamed: frozenset[str] = frozenset()
     """Base test functions the change renamed, their bodies kept: not lost (hygiene.renamed)."""
+    doctests: frozenset[str] = frozenset()
+    """The base's doctests whose docstring the change edited: changed tests, for a person."""
 
 
 def _how(node: str, m: Measurement) -> str:
@@ -595,8 +597,10 @@ def _base_tests(judged: _Judged, before: Measurement | None, run: BaseRun) -> No
             result.evidence.append(
                 f"{node}: the gap's test {_how(node, m)} against the base's own test files"
             )
-    for node in lost_passes(before.passed if before is not None else (), m.passed):
-        if node in said or node in run.gap:
+    passed_before = before.passed if before is not None else ()
+    judged.changed += [n for n in passed_before if n in run.doctests]
+    for node in lost_passes(passed_before, m.passed):
+        if node in said or node in run.gap or node in run.doctests:
             continue
         if node.split("::")[0].split(" ")[0] in run.edited:
             judged.changed.append(node)
