@@ -336,6 +336,9 @@ def _tool_check(
     before_m, after_m = baseline.get(tool), after.get(tool)
     if after_m is None:
         return False, f"{tool.value} was not measured"
+    if not after_m.ran and before_m is not None and not before_m.ran:
+        # the base's own configuration and version (the lint view): nothing the change did
+        return True, f"{tool.value} could not run at the base either: {before_m.error[:200]}"
     if not after_m.ran:
         return False, f"{tool.value} could not run: {after_m.error[:200]}"
     fresh = [d for d in new_findings(before_m, after_m) if d.file in files]
@@ -510,11 +513,12 @@ def _ratchet(
     baseline: Measurements,
     after: Measurements,
     rerun: Rerun | None,
-    gap: Sequence[str] = (),
-    renamed: frozenset[str] = frozenset(),
+    base_run: BaseRun | None = None,
 ) -> None:
-    """Nothing that ran stops running, nothing new is found, no test is lost."""
+    """Nothing that ran stops running, nothing new is found, no test is lost (the base run's
+    gap and renamed tests aside)."""
     result = judged.result
+    gap, renamed = (base_run.gap, base_run.renamed) if base_run else ((), frozenset[str]())
     for m in after.items:
         before = baseline.get(m.tool)
         if before is not None and before.ran and not m.ran:
@@ -627,8 +631,7 @@ def verify(
     baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
-    gap, renamed = (base_run.gap, base_run.renamed) if base_run else ((), frozenset[str]())
-    _ratchet(judged, baseline, after, rerun, gap, renamed)
+    _ratchet(judged, baseline, after, rerun, base_run)
     if base_run is not None:
         _base_tests(judged, baseline.get(Tool.PYTEST), base_run)
     for criterion in plan.criteria:
