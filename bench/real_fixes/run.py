@@ -74,6 +74,9 @@ class Case:
     generated: dict[str, str] = field(default_factory=dict[str, str])
     """Git-ignored build products a person's checkout has (humanize's hatch-vcs _version.py),
     written untracked after the baseline is committed."""
+    built: list[str] = field(default_factory=list[str])
+    """The person's build steps for git-ignored products (`sh` command lines run in the tree
+    after `generated`: humanize's compiled .mo catalogues)."""
     other_files: list[str] = field(default_factory=list[str])
     """A feature's other changed files (docs, changelog, packaging): part of its honest change."""
     env_pythonpath: bool = False
@@ -277,6 +280,8 @@ def build(case: Case, variant: str, clones: Path, work: Path, target_python: str
     commit_all(tree, "seed config for the benchmark")
     for path, text in case.generated.items():
         (tree / path).write_text(text, encoding="utf-8")
+    for line in case.built:
+        subprocess.run(["sh", "-c", line], cwd=tree, check=True, capture_output=True)
     if case.kind == "feature":  # the person's task, dropped into the inbox as they would
         (tree / "inbox").mkdir(exist_ok=True)
         (tree / "inbox" / f"{case.id}.md").write_text(case.task + "\n", encoding="utf-8")

@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 from domain import Measurement
 from kernel.isolation import trees
 from kernel.judging.guard import is_test_path
-from kernel.judging.hygiene import PYTEST_FILES, pytest_config_changed
+from kernel.judging.hygiene import PYTEST_FILES, pytest_config_changed, renamed
+from kernel.measuring.doctests import edited, is_doctest
 from kernel.measuring.incremental import imported_names, module_names
 from kernel.measuring.testmap import ANY_FILE, TestMap
 
@@ -90,6 +91,8 @@ def base_test_files(
     tests = {p for p in base if _test_kind(p)}
     if baseline is not None:
         named = [*baseline.collected, *(d.node_id for d in baseline.diagnostics if d.node_id)]
+        # a module holding doctests is code: its examples change with it (edited_doctests)
+        named = [n for n in named if n.split("::")[0] in tests or not is_doctest(n)]
         tests |= {n.split("::")[0] for n in named if n.split("::")[0] in base}
     python = [p for p, (m, _) in base.items() if p.endswith(".py") and m != "120000"]
     # a map of another tree knows nothing of a module added since: it would call the new
@@ -170,3 +173,42 @@ def _write(root: Path, entries: dict[str, tuple[str, str]], store: trees.ObjectS
         if m == "160000"
     ]
     return trees.tree_from_lines(root, env, lines)
+
+
+def renamed_tests(
+    root: Path, base_tree: str, candidate_tree: str, store: trees.ObjectStore, edited: Iterable[str]
+) -> frozenset[str]:
+    """The base's test functions (node ids without parameters) that the change renamed in
+    their file with their bodies kept (hygiene.renamed): moved, not lost."""
+    env = store.env()
+    base, now = _entries(root, base_tree, None), _entries(root, candidate_tree, env)
+    paths = sorted(p for p in edited if p.endswith(".py") and p in base and p in now)
+    texts = _texts(root, [o for p in paths for o in (base[p][1], now[p][1])], env)
+    return frozenset(
+        f"{path}::{old.replace('.', '::')}"
+        for i, path in enumerate(paths)
+        for old in renamed(texts[2 * i], texts[2 * i + 1])
+    )
+
+
+def edited_doctests(
+    root: Path,
+    base_tree: str,
+    candidate_tree: str,
+    store: trees.ObjectStore,
+    baseline: Measurement | None,
+) -> frozenset[str]:
+    """The base's doctests whose docstring the change edited: changed test expectations."""
+    env = store.env()
+    base, now = _entries(root, base_tree, None), _entries(root, candidate_tree, env)
+    nodes: dict[str, list[str]] = {}
+    for node in baseline.collected if baseline is not None else ():
+        path = node.split("::")[0]
+        if is_doctest(node) and path in base and base[path] != now.get(path):
+            nodes.setdefault(path, []).append(node)
+    paths = sorted(p for p in nodes if p in now)
+    texts = _texts(root, [o for p in paths for o in (base[p][1], now[p][1])], env)
+    found = {n for p in nodes if p not in now for n in nodes[p]}  # the module is gone
+    for i, path in enumerate(paths):
+        found |= edited(nodes[path], texts[2 * i], texts[2 * i + 1])
+    return frozenset(found)

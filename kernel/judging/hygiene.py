@@ -104,6 +104,8 @@ class TestFacts:
     exact: int = 0
     trivial: int = 0
     skips: int = 0
+    body: str = field(default="", compare=False)
+    """Its body's syntax tree, without its name, arguments and decorators (ast.dump)."""
 
 
 @dataclass
@@ -205,6 +207,7 @@ def file_facts(source: str) -> FileFacts | None:
                 test = TestFacts(skips=inherited)
                 test.skips += sum(skip_mentions(d) for d in child.decorator_list)
                 _test_body(test, child.body)
+                test.body = ast.dump(ast.Module(body=child.body, type_ignores=[]))
                 facts.tests[f"{prefix}{child.name}"] = test
             elif not prefix and isinstance(child, ast.Assign | ast.AnnAssign | ast.Expr):
                 facts.module_skips += skip_mentions(child)  # pytestmark, importorskip
@@ -213,6 +216,26 @@ def file_facts(source: str) -> FileFacts | None:
 
     visit(tree, "", 0)
     return facts
+
+
+def _moved(old: FileFacts, new: FileFacts) -> dict[str, str]:
+    """Tests gone under their name whose very body a new test of the file holds: renamed or
+    moved into a class, not lost (old name: new name, one to one)."""
+    fresh: dict[str, list[str]] = {}
+    for name in sorted(set(new.tests) - set(old.tests)):
+        fresh.setdefault(new.tests[name].body, []).append(name)
+    found: dict[str, str] = {}
+    for name in sorted(set(old.tests) - set(new.tests)):
+        same = fresh.get(old.tests[name].body)
+        if same:
+            found[name] = same.pop(0)
+    return found
+
+
+def renamed(before: str | None, after: str | None) -> dict[str, str]:
+    """The tests of one file the change renamed with their bodies unchanged (old: new)."""
+    old, new = file_facts(before or ""), file_facts(after or "")
+    return _moved(old, new) if old is not None and new is not None and after else {}
 
 
 def weakening(before: str | None, after: str | None) -> list[str]:
@@ -224,15 +247,17 @@ def weakening(before: str | None, after: str | None) -> list[str]:
     old, new = file_facts(before), file_facts(after)
     if old is None or new is None:
         return []
+    moved = _moved(old, new)
     found: list[str] = []
-    for name in sorted(set(old.tests) - set(new.tests)):
+    for name in sorted(set(old.tests) - set(new.tests) - set(moved)):
         found.append(f"test {name} was deleted or renamed away")
     if new.module_skips > old.module_skips:
         found.append(
             f"module-level skips went from {old.module_skips} to {new.module_skips} (pytestmark or importorskip)"
         )
-    for name in sorted(set(old.tests) & set(new.tests)):
-        was, now = old.tests[name], new.tests[name]
+    pairs = [(n, n) for n in sorted(set(old.tests) & set(new.tests))] + sorted(moved.items())
+    for was_name, name in pairs:
+        was, now = old.tests[was_name], new.tests[name]
         if now.skips > was.skips:
             found.append(f"{name}: a skip, skipif or xfail was added")
         if now.asserts < was.asserts:
@@ -243,7 +268,8 @@ def weakening(before: str | None, after: str | None) -> list[str]:
             found.append(
                 f"{name}: an assertion that proves nothing was added (assert True, x or True)"
             )
-    added_trivial = sum(t.trivial for n, t in new.tests.items() if n not in old.tests and t.trivial)
+    kept = set(old.tests) | set(moved.values())
+    added_trivial = sum(t.trivial for n, t in new.tests.items() if n not in kept and t.trivial)
     if added_trivial:
         found.append("a new test asserts nothing real (assert True, x or True)")
     return found

@@ -294,8 +294,14 @@ class Judge:
         )
         judged, tests = self._judged_place(it, baseline, place, after.get(Tool.PYTEST))
         edited = frozenset(p for p in it.touched if p in tests)
+        store = place.store or trees.ObjectStore(
+            self.ctx.paths.objects / it.worktree.name, self.ctx.paths.common / "objects"
+        )
+        root, pytest = self.ctx.paths.root, baseline.measurements.get(Tool.PYTEST)
+        moved = basetests.renamed_tests(root, baseline.tree, place.tree, store, edited)
+        docs = basetests.edited_doctests(root, baseline.tree, place.tree, store, pytest)
         try:
-            return self._verified(it, baseline, place, after, (judged, edited))
+            return self._verified(it, baseline, place, after, (judged, edited, moved, docs))
         finally:
             if judged is not place:
                 judged.close()
@@ -339,14 +345,14 @@ class Judge:
         baseline: Baseline,
         place: Export,
         after: Measurements,
-        base_tests: tuple[Export, frozenset[str]],
+        base_tests: tuple[Export, frozenset[str], frozenset[str], frozenset[str]],
     ) -> Verification:
         """The comparison: the ratchet on the candidate's own tree, the base's own tests on
         the candidate's code, the criteria, then the gap's tests three more times."""
         ctx = self.ctx
         work = ctx.paths.runs / "pytest"
         timeout = ctx.config.quality.tool_timeout_s
-        judged, edited = base_tests
+        judged, edited, moved, docs = base_tests
         own = after.get(Tool.PYTEST)
         base_m = (
             own
@@ -381,7 +387,7 @@ class Judge:
             place(),
             rerun=rerun,
             selfcheck=boot if wants_boot else None,
-            base_run=BaseRun(base_m, gap, edited) if base_m is not None else None,
+            base_run=BaseRun(base_m, gap, edited, moved, docs) if base_m is not None else None,
         )
         if judged is not place:
             verification.evidence.append(

@@ -42,8 +42,8 @@ def _ruff(
     flags: Sequence[str], gate: Gate, files: Sequence[str], tree: Path, timeout: float
 ) -> None:
     argv = ruff_argv(gate, flags, files)
-    if argv is None:
-        return
+    if isinstance(argv, str):
+        return  # no ruff, or none that has these flags (`--range` before 0.2.2): nothing fixed
     env = {k: v for k, v in tool_env().items() if not k.startswith("RUFF_")}
     # a fixer that fails or times out changes nothing worth keeping: the verifier judges as is
     procs.run(argv, cwd=tree, timeout_s=timeout, env=env)

@@ -336,6 +336,9 @@ def _tool_check(
     before_m, after_m = baseline.get(tool), after.get(tool)
     if after_m is None:
         return False, f"{tool.value} was not measured"
+    if not after_m.ran and before_m is not None and not before_m.ran:
+        # the base's own configuration and version (the lint view): nothing the change did
+        return True, f"{tool.value} could not run at the base either: {before_m.error[:200]}"
     if not after_m.ran:
         return False, f"{tool.value} could not run: {after_m.error[:200]}"
     fresh = [d for d in new_findings(before_m, after_m) if d.file in files]
@@ -485,9 +488,13 @@ def _rerun_suspects(
     return [d for d in fresh if d.node_id not in flaky | earlier]
 
 
-def _lost(judged: _Judged, before: Measurement, after: Measurement) -> None:
-    """Tests collected on the baseline that are gone after the change."""
-    lost = lost_tests(before.collected, after.collected)
+def _lost(
+    judged: _Judged, before: Measurement, after: Measurement, renamed: frozenset[str]
+) -> None:
+    """Tests collected on the baseline that are gone after the change (not those renamed
+    with their bodies kept: their old names still pass against the base's own test files)."""
+    kept = [n for n in before.collected if _test_function(n) not in renamed]
+    lost = lost_tests(kept, after.collected)
     if lost.count:
         judged.categories.append(FailureCategory.HYGIENE_VIOLATION)
         judged.result.evidence.append(
@@ -506,10 +513,12 @@ def _ratchet(
     baseline: Measurements,
     after: Measurements,
     rerun: Rerun | None,
-    gap: Sequence[str] = (),
+    base_run: BaseRun | None = None,
 ) -> None:
-    """Nothing that ran stops running, nothing new is found, no test is lost."""
+    """Nothing that ran stops running, nothing new is found, no test is lost (the base run's
+    gap and renamed tests aside)."""
     result = judged.result
+    gap, renamed = (base_run.gap, base_run.renamed) if base_run else ((), frozenset[str]())
     for m in after.items:
         before = baseline.get(m.tool)
         if before is not None and before.ran and not m.ran:
@@ -528,7 +537,7 @@ def _ratchet(
             result.failures.append(d)
             result.evidence.append(describe(d))
         if m.tool == Tool.PYTEST and before is not None and before.ran and m.ran:
-            _lost(judged, before, m)
+            _lost(judged, before, m, renamed)
 
 
 def lost_passes(before: Sequence[str], after: Sequence[str]) -> list[str]:
@@ -560,6 +569,10 @@ class BaseRun:
     """The gap's failing tests (the kernel's gap): each must pass here."""
     edited: frozenset[str] = frozenset()
     """Base test files the candidate changed: their lost tests go to a person (KEPT)."""
+    renamed: frozenset[str] = frozenset()
+    """Base test functions the change renamed, their bodies kept: not lost (hygiene.renamed)."""
+    doctests: frozenset[str] = frozenset()
+    """The base's doctests whose docstring the change edited: changed tests, for a person."""
 
 
 def _how(node: str, m: Measurement) -> str:
@@ -588,8 +601,10 @@ def _base_tests(judged: _Judged, before: Measurement | None, run: BaseRun) -> No
             result.evidence.append(
                 f"{node}: the gap's test {_how(node, m)} against the base's own test files"
             )
-    for node in lost_passes(before.passed if before is not None else (), m.passed):
-        if node in said or node in run.gap:
+    passed_before = before.passed if before is not None else ()
+    judged.changed += [n for n in passed_before if n in run.doctests]
+    for node in lost_passes(passed_before, m.passed):
+        if node in said or node in run.gap or node in run.doctests:
             continue
         if node.split("::")[0].split(" ")[0] in run.edited:
             judged.changed.append(node)
@@ -616,7 +631,7 @@ def verify(
     baseline, after = unsuppressed(baseline), unsuppressed(after)
     judged = _Judged()
     result = judged.result
-    _ratchet(judged, baseline, after, rerun, base_run.gap if base_run is not None else ())
+    _ratchet(judged, baseline, after, rerun, base_run)
     if base_run is not None:
         _base_tests(judged, baseline.get(Tool.PYTEST), base_run)
     for criterion in plan.criteria:

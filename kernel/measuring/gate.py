@@ -137,7 +137,11 @@ def _ruff_version_line(pin: pins.Pin | None) -> str:
     own = running_ruff_version()
     if pin is None or pin.version == own:
         return f"ruff: version {own}" + (f" as pinned in {pin.where}" if pin else "")
-    if pins.binary(pin.version) is not None:
+    found = pins.binary(pin.version)
+    why = pins.cannot_judge(found) if found is not None else ""
+    if why:
+        return f"ruff: differs: runs {own}, not {pin.version} as pinned in {pin.where} ({why})"
+    if found is not None:
         return f"ruff: version {pin.version} as pinned in {pin.where} (seed's tool cache)"
     return (
         f"ruff: differs: runs {own}, not {pin.version} as pinned in {pin.where} "
@@ -350,7 +354,7 @@ def _gate_from(
     version = ""
     if pin is not None and pin.version != running_ruff_version():
         found = pins.install(pin.version) if install else pins.binary(pin.version)
-        version = pin.version if found is not None else ""
+        version = pin.version if found is not None and not pins.cannot_judge(found) else ""
     adopted = adoption(read, quality, paths)
     ruff_dir: Path | None = out_dir / "ruff"
     shutil.rmtree(ruff_dir, ignore_errors=True)

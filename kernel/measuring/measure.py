@@ -116,16 +116,7 @@ def ruff_binary() -> str:
     return found
 
 
-RUFF_CHECK_FLAGS: tuple[str, ...] = (
-    "check",
-    "--no-fix",
-    "--no-fix-only",  # `fix-only = true` in a configuration still writes under --no-fix alone
-    "--no-unsafe-fixes",
-    "--no-cache",
-    "--output-format",
-    "json",
-)
-"""`ruff check` reports and never writes, whatever the configuration says."""
+RUFF_CHECK_FLAGS = pins.RUFF_CHECK_FLAGS
 
 RUFF_FORMAT_FLAGS: tuple[str, ...] = ("format", "--check", "--no-cache", "--output-format", "json")
 """`ruff format` only checks: without --check it rewrites files."""
@@ -172,25 +163,27 @@ def ruff_for(gate: Gate) -> str | None:
     return str(found) if found is not None else None
 
 
-def ruff_argv(gate: Gate, flags: Sequence[str], files: Sequence[str]) -> list[str] | None:
+def ruff_argv(gate: Gate, flags: Sequence[str], files: Sequence[str]) -> list[str] | str:
     """ruff's command line in a lint view: the project's own configuration files found there
-    as ruff finds them, seed's config only for a target without one (None: no usable ruff)."""
+    as ruff finds them, seed's config only for a target without one, the flags as the ruff
+    that runs spells them (a str: why no ruff can run)."""
     exe = ruff_for(gate)
     if exe is None:
-        return None
-    argv = [exe, *flags]
+        return (
+            f"ruff {gate.ruff_version} in seed's tool cache no longer matches its recorded sha256"
+        )
+    spelled = pins.ruff_flags(exe, flags) if gate.ruff_version else list(flags)
+    if isinstance(spelled, str):
+        return spelled
+    argv = [exe, *spelled]
     if gate.ruff_dir is None:
         argv += ["--config", str(gate.ruff_config)]
     # files named on the command line are linted even when excluded, unless forced
     return [*argv, "--force-exclude", "--", *files] if files else [*argv, "."]
 
 
-def _unusable(tool: Tool, gate: Gate) -> Measurement:
-    return Measurement(
-        tool=tool,
-        ran=False,
-        error=f"ruff {gate.ruff_version} in seed's tool cache no longer matches its recorded sha256",
-    )
+def _unusable(tool: Tool, why: str) -> Measurement:
+    return Measurement(tool=tool, ran=False, error=why)
 
 
 def _ruff_env() -> dict[str, str]:
@@ -234,8 +227,8 @@ def _ruff_check(
     tree: Path, gate: Gate, timeout_s: float, files: Sequence[str], extra: Sequence[str]
 ) -> Measurement:
     argv = ruff_argv(gate, (*RUFF_CHECK_FLAGS, *extra), files)
-    if argv is None:
-        return _unusable(Tool.RUFF, gate)
+    if isinstance(argv, str):
+        return _unusable(Tool.RUFF, argv)
     result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
     if result.timed_out or result.exit_code not in (0, 1):
         return _failed(Tool.RUFF, result, "ruff")
@@ -254,7 +247,8 @@ def _ruff_check(
                 column=int(location.get("column") or 0),
                 rule=str(item.get("code") or "invalid-syntax"),
                 message=str(item.get("message", "")),
-                fixable=bool(fix and fix.get("applicability") == "safe"),
+                # ruff before 0.1.0 names its safe fixes "Automatic"
+                fixable=bool(fix and fix.get("applicability") in ("safe", "Automatic")),
             )
         )
     return _measured(Tool.RUFF, result, diagnostics)
@@ -269,13 +263,18 @@ def run_ruff_format(
             return run_ruff_format(tree, gate, timeout_s, files, view=made)
     tree = view
     argv = ruff_argv(gate, RUFF_FORMAT_FLAGS, files)
-    if argv is None:
-        return _unusable(Tool.RUFF_FORMAT, gate)
+    if isinstance(argv, str):
+        return _unusable(Tool.RUFF_FORMAT, argv)
     result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
-    if "--output-format" in result.err_text():
-        # a pinned ruff older than 0.16 has no JSON report for the formatter: its words instead
-        argv = ruff_argv(gate, RUFF_FORMAT_FLAGS[:-2], files) or argv
-        result = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env())
+    words = "--output-format" not in argv
+    if not words and "--output-format" in result.err_text():
+        # a pinned ruff older than 0.16 has no JSON report for the formatter (or only in
+        # preview; none before 0.9): its words instead
+        argv = ruff_argv(gate, RUFF_FORMAT_FLAGS[:-2], files)
+        if isinstance(argv, str):
+            return _unusable(Tool.RUFF_FORMAT, argv)
+        result, words = procs.run(argv, cwd=tree, timeout_s=timeout_s, env=_ruff_env()), True
+    if words:
         items = _format_words(result, tree) if result.exit_code in (0, 1, 2) else None
     else:
         # exit 2 is also how it reports a file it cannot parse; the JSON still lists everything

@@ -10,6 +10,7 @@ when HEAD is analysed, measurements only look the version up (`binary`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -19,7 +20,7 @@ import tempfile
 import time
 import tomllib
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -197,3 +198,86 @@ def install(
         part.replace(place / "ruff")
         failed.unlink(missing_ok=True)
     return binary(version, folder)
+
+
+RUFF_CHECK_FLAGS: tuple[str, ...] = (
+    "check",
+    "--no-fix",
+    "--no-fix-only",  # `fix-only = true` in a configuration still writes under --no-fix alone
+    "--no-unsafe-fixes",
+    "--no-cache",
+    "--output-format",
+    "json",
+)
+"""`ruff check` reports and never writes, whatever the configuration says."""
+
+_MOOT = {"--no-unsafe-fixes": "--unsafe-fixes", "--no-cache": "--cache-dir"}
+"""Flags that turn off what a ruff without the second flag does not do (ruff before 0.1.0
+applies no unsafe fix; its formatter before 0.1.2 keeps no cache): left out for it."""
+_VALUED = {"--output-format": "--format"}
+"""Flags with a value, and their older name (ruff before 0.0.291 says `--format json`)."""
+_FLAG = re.compile(r"--[a-z][a-z-]*")
+
+
+@functools.cache
+def _ruff_help(exe: str, size: int, mtime_ns: int, command: str) -> frozenset[str] | None:
+    """The flags `ruff <command> --help` names (None: this ruff has no such command)."""
+    del size, mtime_ns  # in the key only: bytes replaced in place are asked again
+    try:
+        done = subprocess.run(
+            [exe, command, "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if f"ruff {command}" not in done.stdout:
+        return None  # an old ruff reads the word as a path and prints its top-level help
+    return frozenset(_FLAG.findall(done.stdout))
+
+
+def _has(flags: frozenset[str], flag: str) -> bool:
+    # ruff's help lists `--fix`, not the `--no-fix` that negates it
+    return flag in flags or (flag.startswith("--no-") and "--" + flag[5:] in flags)
+
+
+def ruff_flags(exe: str, flags: Sequence[str]) -> list[str] | str:
+    """`flags` (a command and its flags) as this ruff spells them, read from its own help: a
+    flag it lacks is renamed or left out only where that changes nothing the kernel relies on;
+    otherwise why it cannot run (never a ruff that could write or report something else)."""
+    stat = Path(exe).stat()
+    command, *rest = flags
+    known = _ruff_help(exe, stat.st_size, stat.st_mtime_ns, command)
+    version = _ruff_version(exe)
+    if known is None:
+        return f"ruff {version} has no `ruff {command}`"
+    out = [command]
+    values = iter(rest)
+    for flag in values:
+        name = flag.split("=", 1)[0]
+        if not name.startswith("--") or _has(known, name):
+            out.append(flag)
+        elif name in _VALUED:
+            value = next(values, "")
+            if _VALUED[name] in known:
+                out += [_VALUED[name], value]
+            elif command != "format":  # only the formatter's words are read (before 0.16)
+                return f"ruff {version} has no `ruff {command} {name}`"
+        elif name in _MOOT and _MOOT[name] not in known:
+            continue
+        else:
+            return f"ruff {version} has no `ruff {command} {name}`, which seed needs to run it"
+    return out
+
+
+@functools.cache
+def _ruff_version(exe: str) -> str:
+    try:
+        done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return done.stdout.strip().removeprefix("ruff ") or "?"
+
+
+def cannot_judge(exe: Path) -> str:
+    """Why seed cannot judge with this ruff (its check lacks a flag seed needs), or ""."""
+    spelled = ruff_flags(str(exe), RUFF_CHECK_FLAGS)
+    return spelled if isinstance(spelled, str) else ""

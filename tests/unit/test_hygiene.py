@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.judging.hygiene import assert_strength, pytest_config_changed, weakening
+from kernel.judging.hygiene import assert_strength, pytest_config_changed, renamed, weakening
 
 BASE = """\
 import pytest
@@ -85,6 +85,13 @@ WEAKENED = {
         "    assert add(2, 3) == 5\n",
         "    try:\n        assert add(2, 3) == 5\n    except AssertionError:\n        pass\n",
     ),
+    "a test renamed, an assert removed": _change(
+        "def test_mul():\n    result = mul(2, 3)\n    assert result == 6\n    assert isinstance(result, int)\n",
+        "def test_product():\n    result = mul(2, 3)\n    assert result == 6\n",
+    ),
+    "a test renamed with its body kept, then skipped": _change(
+        "def test_add():", "@pytest.mark.skip\ndef test_addition():"
+    ),
     "pytest.raises removed": _change(
         '        with pytest.raises(TypeError):\n            add(1, "x")\n', "        add(1, 1)\n"
     ),
@@ -114,6 +121,13 @@ LEGITIMATE = {
     "setup code rewritten": _change("result = mul(2, 3)", "result = mul(3, 2)"),
     "a helper with a skip-free body added": BASE + "\n\ndef make():\n    return 1\n",
     "formatting only": BASE.replace("add(2, 3) == 5", "add(2,3)==5"),
+    "a test renamed, its body kept": _change("def test_add():", "def test_addition():"),
+    "a test moved into a class (self, a freeze_time decorator)": _change(
+        "def test_add():\n    assert add(2, 3) == 5\n", ""
+    ).replace(
+        "class TestMore:\n",
+        "class TestMore:\n    @freeze_time('2020-02-02')\n    def test_add(self):\n        assert add(2, 3) == 5\n\n",
+    ),
     "a test file that does not parse (the verifier's job)": "def test_add(:\n",
 }
 
@@ -181,3 +195,10 @@ def test_pytest_configuration_changes(
     path: str, before: str | None, after: str | None, changed: bool
 ) -> None:
     assert pytest_config_changed(path, before, after) is changed
+
+
+def test_two_tests_of_one_body_renamed_into_one_lose_one() -> None:
+    twice = "def test_a():\n    assert f() == 1\n\n\ndef test_b():\n    assert f() == 1\n"
+    once = "def test_c():\n    assert f() == 1\n"
+    assert weakening(twice, once) == ["test test_b was deleted or renamed away"]
+    assert renamed(twice, once) == {"test_a": "test_c"}

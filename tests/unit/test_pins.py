@@ -15,6 +15,14 @@ from kernel.measuring.measure import run_ruff, run_ruff_format
 from tests.support import git, make_repo
 
 FAKE_RUFF = """#!/bin/sh
+[ "$1" = --version ] && echo "ruff 0.0.1" && exit 0
+if [ "$2" = --help ]; then
+  echo "Usage: ruff $1 [OPTIONS] [FILES]..."
+  [ "$1" = check ] && echo "--fix --fix-only --unsafe-fixes --no-cache --output-format --ignore-noqa"
+  [ "$1" = format ] && echo "--check --no-cache --output-format"
+  echo "--config --force-exclude --select"
+  exit 0
+fi
 if [ "$1" = format ]; then
   case "$*" in *--output-format*) echo "warning: --output-format requires preview" >&2;; esac
   echo "Would reformat: a.py"
@@ -27,11 +35,11 @@ exit 1
 only (as ruff before 0.16 does)."""
 
 
-def _wheel_index(folder: Path) -> Path:
+def _wheel_index(folder: Path, script: str = FAKE_RUFF) -> Path:
     folder.mkdir()
     wheel = folder / "ruff-0.0.1-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr("ruff-0.0.1.data/scripts/ruff", FAKE_RUFF)
+        archive.writestr("ruff-0.0.1.data/scripts/ruff", script)
         archive.writestr(
             "ruff-0.0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: ruff\nVersion: 0.0.1\n"
         )
@@ -143,3 +151,48 @@ def test_a_failed_install_is_tried_again_a_day_later_not_on_every_analysis(tmp_p
     os.utime(marker, (old, old))
     assert pins.install("0.0.1", tmp_path / "tools", find_links=index) is not None
     assert not marker.exists()
+
+
+def _pinning(root: Path, version: str, more: dict[str, str]) -> Path:
+    hook = f"repos:\n  - repo: https://github.com/astral-sh/ruff-pre-commit\n    rev: v{version}\n"
+    return make_repo(root, {".pre-commit-config.yaml": hook, **more})
+
+
+def test_an_old_pinned_ruff_runs_with_only_the_flags_it_has(tmp_path: Path) -> None:
+    """ruff 0.0.282 (validators pins it) has no --no-unsafe-fixes and says `--format json`."""
+    if pins.install("0.0.282") is None:
+        pytest.skip("ruff 0.0.282 is not in seed's tool cache and PyPI does not answer")
+    root = _pinning(
+        tmp_path / "repo",
+        "0.0.282",
+        {"pyproject.toml": '[tool.ruff]\nselect = ["F"]\n', "a.py": "import os\n"},
+    )
+    gate = freeze_gate_at(
+        root, git(root, "rev-parse", "HEAD").strip(), tmp_path / "g", QualityConfig()
+    )
+    assert gate.ruff_version == "0.0.282"
+    measured = run_ruff(root, gate, 60)
+    assert measured.ran, measured.error
+    assert [(d.file, d.rule, d.fixable) for d in measured.diagnostics] == [("a.py", "F401", True)]
+    formatted = run_ruff_format(root, gate, 60)  # its formatter has no --check: said, not run
+    assert not formatted.ran and "ruff 0.0.282 has no `ruff format --check`" in formatted.error
+
+
+def test_a_pinned_ruff_that_cannot_run_without_writing_is_a_difference_not_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    index = _wheel_index(tmp_path / "index", FAKE_RUFF.replace(" --fix-only", ""))
+    assert pins.install("0.0.1", find_links=index) is not None
+    root = _pinning(tmp_path / "repo", "0.0.1", {"ruff.toml": "", "a.py": "x = 1\n"})
+    gate = freeze_gate_at(
+        root, git(root, "rev-parse", "HEAD").strip(), tmp_path / "g", QualityConfig()
+    )
+    assert gate.ruff_version == ""  # seed's own ruff judges, and status says why
+    assert (
+        f"ruff: differs: runs {running_ruff_version()}, not 0.0.1 as pinned in "
+        ".pre-commit-config.yaml (ruff 0.0.1 has no `ruff check --no-fix-only`, which seed "
+        "needs to run it)" in gate.adoption.why
+    )
+    measured = run_ruff(root, gate, 60)
+    assert measured.ran and "PIN1" not in [d.rule for d in measured.diagnostics]

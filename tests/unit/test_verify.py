@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from domain import (
     AcceptanceCriterion,
@@ -330,3 +331,31 @@ def test_a_features_verdict_counts_the_new_tests_apart_from_the_others_of_their_
     )
     assert verdict.passed
     assert verdict.evidence == "1 new test(s) pass, and 230 more in the touched test files"
+
+
+def test_a_linter_that_could_not_run_at_the_base_either_is_no_verdict_on_the_change(
+    tmp_path: Path,
+) -> None:
+    """A pinned ruff that cannot read the project's own configuration (validators: ruff
+    0.0.282 and `lint.select`) says so; it is not a LINT_ERROR against the agent."""
+    from domain import Measurements
+    from kernel.judging.verify import check_criterion
+    from tests.unit.factories import gap, plan
+
+    broken = Measurement(tool=Tool.RUFF, ran=False, error="unknown field `lint`")
+    criterion = AcceptanceCriterion(check=CheckName.RUFF, text="no new ruff finding")
+    args = (criterion, plan(gap()))
+    verdict = check_criterion(
+        *args,
+        Measurements(items=(broken,)),
+        Measurements(items=(broken,)),
+        ["a.py"],
+        tmp_path,
+        None,
+    )
+    assert verdict.passed and "could not run at the base either" in verdict.evidence
+    ran = Measurement(tool=Tool.RUFF, ran=True)
+    verdict = check_criterion(
+        *args, Measurements(items=(ran,)), Measurements(items=(broken,)), ["a.py"], tmp_path, None
+    )
+    assert not verdict.passed and "could not run" in verdict.evidence
