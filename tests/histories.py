@@ -208,7 +208,10 @@ def record(
         touched_files=chosen.files if ran else (),
         diff=DiffStat(files=len(chosen.files), insertions=3, deletions=1) if ran else DiffStat(),
         base="0123456789abcdef0123",
-        commit="fedcba98765432100123" if outcome == IterationOutcome.SUCCESS else None,
+        commit="fedcba98765432100123"
+        if outcome in (IterationOutcome.SUCCESS, IterationOutcome.PROPOSED)
+        else None,
+        pull_request="https://github.com/o/r/pull/7" if outcome == IterationOutcome.PROPOSED else None,
         kept_branch=f"seed/kept/{iteration_id}"
         if outcome in (IterationOutcome.MERGE_BLOCKED, IterationOutcome.KEPT)
         else None,
@@ -237,6 +240,7 @@ def every_kind() -> list[IterationRecord]:
         IterationOutcome.WAITING,
         IterationOutcome.ABORTED,
         IterationOutcome.KEPT,
+        IterationOutcome.PROPOSED,
     )
     for outcome in plain:
         out.append(record(seq, START + timedelta(hours=seq), outcome, None, SOURCES[seq % 6]))

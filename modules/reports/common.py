@@ -21,6 +21,7 @@ OUTCOMES: tuple[IterationOutcome, ...] = (
     IterationOutcome.NO_CHANGE,
     IterationOutcome.MERGE_BLOCKED,
     IterationOutcome.KEPT,
+    IterationOutcome.PROPOSED,
     IterationOutcome.WAITING,
     IterationOutcome.ABORTED,
 )
@@ -32,6 +33,7 @@ OUTCOME_COLORS: dict[str, str] = {
     "NO_CHANGE": "#8c8c8c",
     "MERGE_BLOCKED": "#8e5bc2",
     "KEPT": "#b07cc6",
+    "PROPOSED": "#3aa5a0",
     "WAITING": "#4a90d9",
     "ABORTED": "#5c5c5c",
 }

@@ -32,6 +32,7 @@ HEADLINES: dict[IterationOutcome, str] = {
     IterationOutcome.MERGE_BLOCKED: "verified, but could not be merged; the work is kept",
     IterationOutcome.KEPT: "verified, but it edits base tests or no test ran some of its lines; kept for a person to approve",
     IterationOutcome.ABORTED: "stopped before it finished; the work was discarded",
+    IterationOutcome.PROPOSED: "verified and pushed to the remote, waiting for the team's review",
 }
 
 CATEGORY_HINTS: dict[FailureCategory, str] = {
@@ -83,6 +84,9 @@ def diagnostic_line(d: Diagnostic) -> str:
 def _result(record: IterationRecord) -> str:
     if record.outcome == IterationOutcome.SUCCESS and record.commit:
         return f"commit {code(record.commit[:12])} (`git show {record.commit[:12]}`)"
+    if record.outcome == IterationOutcome.PROPOSED:
+        where = record.pull_request or f"branch {code(f'seed/{record.iteration_id}')}"
+        return f"commit {code((record.commit or '')[:12])} proposed at {md(where)}"
     if record.kept_branch:
         shown = f"kept on branch {code(record.kept_branch)} (`git log -p {record.kept_branch}`)"
         if record.changed_tests:
