@@ -110,6 +110,12 @@ def test_pr_mode_opens_one_pull_request_whose_head_holds_the_verified_tree(
     assert "## Criteria" in body["body"] and "Closes #" not in body["body"]
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert TOKEN not in _history_text(repo)
+    # status names where work goes and the token's name, never the token
+    shown = seed(repo, "status", env={"GITHUB_TOKEN": TOKEN}).stdout
+    said = f"pr mode: pushes to origin ({remote}); github team/project at {double.url}"
+    assert f"forge:       {said}, token $GITHUB_TOKEN (set)" in shown, shown
+    assert TOKEN not in shown
+    assert "token $GITHUB_TOKEN (NOT set)" in seed(repo, "status", env={"GITHUB_TOKEN": ""}).stdout
 
 
 def test_work_for_a_person_opens_a_draft_pull_request_that_says_why_at_the_top(
@@ -322,6 +328,8 @@ def test_the_daemon_reads_the_forge_at_a_bounded_rate_and_backs_off_while_it_doe
     double.fail = 1000
     follower.follow(ctx)
     assert reads() == 1
+    assert "the forge answered 500" in follower.problem, follower.problem
+    assert follower.problem.endswith("(read again in 120 s)"), follower.problem
     for step, waited in ((100.0, 1), (21.0, 2), (239.0, 2), (1.0, 3), (480.0, 4)):
         now[0] += step  # 120 s after one miss, 240 after two, 480 after three
         follower.follow(ctx)
@@ -329,6 +337,7 @@ def test_the_daemon_reads_the_forge_at_a_bounded_rate_and_backs_off_while_it_doe
     double.fail = 0
     now[0] += 10_000
     assert follower.follow(ctx) == []  # answered: the PR is open
+    assert follower.problem == ""
     now[0] += 30
     follower.follow(ctx)
     assert reads() == 5  # at most once a minute when it answers
