@@ -25,6 +25,9 @@ from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
 from kernel.records import commitmsg, forge
 
+FOR_A_PERSON = "; a draft for review: "
+"""In a PROPOSED record's reason: its PR was opened for a person, and seed never merges it."""
+
 Reverify = Callable[[Iteration, Baseline, Export], Verification]
 """Verifies a tree again (after a rebase), as the Judge does."""
 
@@ -100,7 +103,7 @@ def _propose(
     try:
         forge.push(root, config.remote, commit, branch, token)
         said = f"{verification.reason}; pushed {commit[:12]} to {config.remote} as {branch}"
-        said += f"; a draft for review: {held}" if held else ""
+        said += f"{FOR_A_PERSON}{held}" if held else ""
         if ctx.config.landing.mode == "branch":
             return Ending(
                 IterationOutcome.PROPOSED, None, said, commit=commit, verification=verification

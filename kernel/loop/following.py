@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from domain import IterationOutcome, IterationRecord
 from kernel.bounds import INBOX_MAX_BYTES
@@ -14,6 +15,7 @@ from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation import gitops
+from kernel.judging.landing import FOR_A_PERSON
 from kernel.records import forge, inbox
 
 FOLLOW_EVERY_S = 60.0
@@ -102,7 +104,9 @@ def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], st
             number = forge.number_of(record.pull_request)
             pull = hub.pull(number)
             if pull.state != "closed" and not pull.merged:
-                continue
+                if not _merged_on_green(ctx, hub, record, pull):
+                    continue
+                pull = replace(pull, state="closed", merged=True)
             said = "" if pull.merged else hub.last_word(number)
         except (forge.ForgeError, SeedError) as exc:
             ctx.log(f"could not read {record.pull_request} (read again later): {exc}")
@@ -110,6 +114,24 @@ def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], st
             continue
         written.append(_ended(ctx, record, pull, said, token))
     return written, missed
+
+
+def _merged_on_green(
+    ctx: Context, hub: forge.GitHub, record: IterationRecord, pull: forge.PullRequest
+) -> bool:
+    """Merge an open pull request when [landing] merge says "on-green" and the forge says it may
+    ("clean": every check passed), its head is still the commit seed verified, and it is no
+    draft (work kept for a person). True: merged now."""
+    if ctx.config.landing.merge != "on-green" or pull.draft or pull.mergeable_state != "clean":
+        return False
+    if FOR_A_PERSON in record.reason:  # opened as a draft for a person: theirs to merge, always
+        return False
+    if not record.commit or pull.head_sha != record.commit:
+        ctx.log(f"{record.pull_request}: its head is not the commit seed verified; not merged")
+        return False
+    hub.merge(pull.number, record.commit)
+    ctx.log(f"{record.iteration_id}: {record.pull_request} merged on green")
+    return True
 
 
 def _ended(

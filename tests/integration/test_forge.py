@@ -205,8 +205,11 @@ def test_a_merged_pull_request_lands_the_iteration_and_its_inbox_task(
     branch = f"seed/{record['iteration_id']}"
     url = record["pull_request"]
 
-    # a new process (a daemon restarted mid-PR): the gap waits on its open PR, planned never again
+    # a new process (a daemon restarted mid-PR): the gap waits on its open PR, planned never again;
+    # green, but [landing] merge is "never" by default: seed does not merge it
+    double.checks(1, "clean", record["commit"])
     waiting = seed(repo, "once", env=env)
+    assert not [c for c in double.calls if c[0] == "PUT"]
     assert waiting.returncode == 5, waiting.stderr[-2000:]
     assert f"waiting on {url}" in waiting.stdout + waiting.stderr
     assert len(records(repo)) == 1
@@ -228,6 +231,52 @@ def test_a_merged_pull_request_lands_the_iteration_and_its_inbox_task(
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert branch not in git(remote, "branch", "--all")
     assert TOKEN not in _history_text(repo)
+
+
+def test_on_green_seed_merges_its_pull_request_only_when_the_forge_allows_it_on_the_verified_head(
+    tmp_path: Path, double: ForgeDouble
+) -> None:
+    forge = f'mode = "pr"\nmerge = "on-green"\n\n[forge]\napi_url = "{double.url}"\n'
+    repo, remote, _ = _repo(tmp_path, forge + 'repo = "team/project"\n')
+    env = {"GITHUB_TOKEN": TOKEN}
+    seed(repo, "once", env=env)
+    [record] = records(repo)
+    assert record["outcome"] == "PROPOSED", record["reason"]
+    puts = lambda: [c for c in double.calls if c[0] == "PUT"]  # noqa: E731
+    merged = lambda: [e for e in _events(repo) if e["kind"] == "pr_merged"]  # noqa: E731
+
+    double.checks(1, "blocked", record["commit"])  # a required check has not passed yet
+    seed(repo, "once", env=env)
+    assert puts() == [] and merged() == []
+    double.checks(1, "clean", "0" * 40)  # someone pushed onto seed's branch: not what it verified
+    seed(repo, "once", env=env)
+    assert puts() == [] and merged() == []
+    double.checks(1, "clean", record["commit"])
+    seed(repo, "once", env=env)
+
+    [(_method, path, body, _headers)] = puts()
+    assert path == "/repos/team/project/pulls/1/merge" and body == {"sha": record["commit"]}
+    assert len(merged()) == 1
+    assert _counted(repo) == [(record["iteration_id"], "SUCCESS")]
+    assert git(remote, "for-each-ref", "--format=%(refname)").split() == []  # branch deleted
+    assert double.errors == []
+
+
+def test_a_draft_for_a_person_is_never_merged_by_seed(tmp_path: Path, double: ForgeDouble) -> None:
+    forge = f'mode = "pr"\nmerge = "on-green"\n\n[forge]\napi_url = "{double.url}"\n'
+    repo, _, _ = _repo(tmp_path, forge + 'repo = "team/project"\n', uncovered="keep")
+    env = {"GITHUB_TOKEN": TOKEN}
+    seed(repo, "once", env=env)
+    [record] = records(repo)
+    assert record["outcome"] == "PROPOSED" and double.pulls[1]["draft"] is True
+    double.checks(1, "clean", record["commit"])
+
+    seed(repo, "once", env=env)
+    double.pulls[1]["draft"] = False  # marked ready for review: still the person's to merge
+    seed(repo, "once", env=env)
+
+    assert not [c for c in double.calls if c[0] == "PUT"]
+    assert _counted(repo) == [(record["iteration_id"], "PROPOSED")]
 
 
 def test_a_closed_pull_request_is_a_rollback_and_its_closing_comment_is_the_next_plans_evidence(
