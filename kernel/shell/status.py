@@ -139,6 +139,22 @@ def _tools(ctx: Context) -> tuple[str, ...]:
     return adopted.why + (pytestconfig.differences(read) if "pytest" in adopted.tools else ())
 
 
+def _agent_log(live: dict[str, Any], detail: str) -> tuple[str, tuple[str, ...]]:
+    """A running agent's phase detail with its usage so far, and the last lines of its log."""
+    if "log: " not in detail:
+        return detail, ()
+    log = Path(detail.split("log: ", 1)[1])
+    used = printable(str(live.get("used", "")))[:200]
+    if used and "; log: " in detail:
+        detail = detail.replace("; log: ", f"; {used}; log: ", 1)
+    try:
+        # the agent wrote these bytes: no escape of theirs reaches the person's terminal
+        text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")
+    except OSError:
+        return detail, ()
+    return detail, tuple(printable(line) for line in text.splitlines()[-5:])
+
+
 def read_status(ctx: Context) -> DaemonStatus:
     """The daemon's status, from its live file, the halt state, the lock and the record index."""
     live, unreadable = reporting.read_live(ctx.paths.history)
@@ -148,19 +164,12 @@ def read_status(ctx: Context) -> DaemonStatus:
     spent = budget.spent_on(ctx.store)
     held = budget.held_now(ctx.paths.history, read_journal(ctx.paths.running))
     phase = str(live.get("phase", "stopped")) if running else "stopped"
-    tail: tuple[str, ...] = ()
     detail = str(live.get("detail", "")) if running else ""
     if unreadable:
         phase, detail = ("unknown" if running else phase), unreadable
-    if running and phase == "agent running" and "log: " in detail:
-        log = Path(detail.split("log: ", 1)[1])
-        used = printable(str(live.get("used", "")))[:200]
-        if used and "; log: " in detail:
-            detail = detail.replace("; log: ", f"; {used}; log: ", 1)
-        with contextlib.suppress(OSError):
-            # the agent wrote these bytes: no escape of theirs reaches the person's terminal
-            text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")
-            tail = tuple(printable(line) for line in text.splitlines()[-5:])
+    detail, tail = (
+        _agent_log(live, detail) if running and phase == "agent running" else (detail, ())
+    )
     since = live.get("since") if running else None
     backend = _status_backend(ctx, live if running else {})
     as_of = live.get("gaps_as_of")
