@@ -28,7 +28,7 @@ from kernel.isolation import agentgit, jails, procs, readback
 from kernel.isolation.integrity import Checkout, Snapshot
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
 from kernel.loop import liveuse, modelrun
-from kernel.records import budget, inbox
+from kernel.records import budget, inbox, limits
 
 _ENV_PASS = ("PATH", "HOME")
 """All an agent gets from the daemon's environment, besides the variables [agent] env names."""
@@ -257,6 +257,7 @@ class AgentRunner:
                     max_bytes=ctx.config.agent.max_log_bytes,
                     on_start=it.agent_started,
                     sweep_rounds=20,
+                    end=model.ended if model is not None else None,
                 )
         finally:
             if model is not None:
@@ -413,6 +414,9 @@ class AgentRunner:
                 f"the user's checkout was changed during the agent run: {it.integrity_evidence[0]}",
                 evidence=it.integrity_evidence,
             )
+        wired = self._wired(it)
+        if wired is not None:
+            return wired
         if completed.timed_out:
             return Ending(
                 IterationOutcome.FAILURE,
@@ -445,6 +449,27 @@ class AgentRunner:
                 evidence=agent.refusals,
             )
         return None
+
+    def _wired(self, it: Iteration) -> Ending | None:
+        """LIMITED or STUCK, as the gateway read the run's exchanges (the caps' cut comes
+        first); a limit pauses the daemon until its reset (history/limit.json)."""
+        used = self._wire
+        if used is None or it.model_cut:
+            return None
+        if used.stuck:
+            reason = f"the model gateway ended the run as stuck: {used.stuck}"
+            return Ending(
+                IterationOutcome.FAILURE, FailureCategory.STUCK, reason, evidence=[reason]
+            )
+        if not used.limited:
+            return None
+        now = datetime.now(UTC)
+        limit = limits.Limit(used.limited, used.until)
+        until = limits.bounded(limit, now, self.ctx.config.daemon.limit_backoff_s)
+        said = "it named its reset" if used.until is not None else "it named no reset: a backoff"
+        reason = f"{used.limited}; {said}: the daemon waits until {until:%Y-%m-%d %H:%M:%S}Z"
+        limits.pause(self.ctx.paths.history, until, reason, it.plan.iteration_id)
+        return Ending(IterationOutcome.LIMITED, None, reason)
 
     def _home(self, iteration_id: str) -> Path:
         """The agent's private HOME, kept for the whole iteration (a repair round resumes there)."""
