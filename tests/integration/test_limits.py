@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from tests.agents_real.model import ScriptedModel, call, say, serving
-from tests.support import BROKEN_ADD, git, make_repo, records, seed, start_daemon, wait_for
+from tests.support import (
+    BROKEN_ADD,
+    fake_cli_config,
+    fake_cli_env,
+    git,
+    make_repo,
+    records,
+    seed,
+    start_daemon,
+    wait_for,
+)
 
 AGENT = Path(__file__).parents[1] / "agents_real" / "model_agent.py"
 KEY = "sk-real-0123456789abcdefghij"
@@ -139,3 +149,29 @@ def test_a_model_repeating_one_tool_call_ends_stuck_before_its_time_cap(tmp_path
     assert record["durations"]["execute"] < 60 and took < 200
     report = (repo / "history" / record["iteration_id"] / "report.md").read_text()
     assert "STUCK" in report
+
+
+def _claude_limited(tmp: Path, network: str) -> tuple[int, dict[str, Any], float]:
+    """`once` with the fake claude reporting its model's usage limit, resetting in 90 s."""
+    reset = int(time.time()) + 90
+    config = fake_cli_config("claude", f'network = "{network}"\n')
+    repo = make_repo(tmp / "repo", BROKEN_ADD, config)
+    env = fake_cli_env(tmp, {"outcome": "limited", "reset": reset})
+    done = seed(repo, "once", env=env)
+    [record] = records(repo)
+    return done.returncode, record, reset
+
+
+def test_a_cli_limit_counts_where_no_gateway_serves_the_run(tmp_path: Path) -> None:
+    code, record, reset = _claude_limited(tmp_path, "full")
+    assert (code, record["outcome"], record["failure_category"]) == (5, "LIMITED", None)
+    assert "claude: API status 429" in record["reason"]
+    pause = json.loads((tmp_path / "repo" / "history" / "limit.json").read_text())
+    assert datetime.fromisoformat(pause["until"]).timestamp() == reset
+
+
+def test_a_cli_limit_is_not_believed_where_the_gateway_serves_the_run(tmp_path: Path) -> None:
+    """Through the gateway only the upstream's answer decides: this upstream answered nothing."""
+    code, record, _ = _claude_limited(tmp_path, "model-only")
+    assert (code, record["outcome"], record["failure_category"]) == (1, "FAILURE", "AGENT_ERROR")
+    assert not (tmp_path / "repo" / "history" / "limit.json").exists()
