@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agents_real.model import ScriptedModel, call, say, serving
+from tests.fakes import notify_fakes
 from tests.support import (
     BROKEN_ADD,
     fake_cli_config,
@@ -54,6 +55,12 @@ def _repo(tmp: Path, model: ScriptedModel, extra: str = "", rounds: int = 5) -> 
     return make_repo(tmp / "repo", BROKEN_ADD, config)
 
 
+def _told(out: Path) -> str:
+    """[notify] with the recording command (tests/fakes/notify_fakes.py) writing to `out`."""
+    argv = json.dumps([sys.executable, notify_fakes.__file__, str(out), "{event}", "{message}"])
+    return f"[notify]\ncommand = {argv}\n"
+
+
 def _at(record: dict[str, Any], field: str) -> float:
     return datetime.fromisoformat(record[field]).timestamp()
 
@@ -67,8 +74,9 @@ def _limited(record: dict[str, Any]) -> None:
 
 
 def test_a_429_with_retry_after_pauses_the_daemon_which_resumes_and_lands(tmp_path: Path) -> None:
+    told = tmp_path / "told.jsonl"
     with serving(FIX, **_limit(5)) as model:
-        repo = _repo(tmp_path, model, "[daemon]\nmax_iterations = 2\n")
+        repo = _repo(tmp_path, model, "[daemon]\nmax_iterations = 2\n" + _told(told))
         daemon = start_daemon(repo, env={"SEED_TEST_KEY": KEY})
         try:
             wait_for(lambda: len(records(repo)) >= 2, 240, "two records", alive=daemon)
@@ -93,13 +101,15 @@ def test_a_429_with_retry_after_pauses_the_daemon_which_resumes_and_lands(tmp_pa
     assert not (repo / "history" / "limit.json").exists()  # cleared once the reset passed
     log = (repo / "history" / "daemon.log").read_text()
     assert "limited until" in log and "the usage limit has reset: the daemon goes on" in log
+    [limited] = [c["argv"] for c in notify_fakes.calls(told) if c["argv"][0] == "limited"]
+    assert "the daemon waits until" in limited[1] and "resumes by itself" in limited[1]
     halted = repo / "history" / "halt.json"
     assert not halted.exists() or not json.loads(halted.read_text())["halted"]
 
 
 def test_once_exits_5_on_a_limit_and_the_daemon_resumes_after_the_reset(tmp_path: Path) -> None:
-    # 20 s: time enough for `status` and a second `once` to meet the pause
-    with serving(FIX, **_limit(20)) as model:
+    # 45 s: time enough for `status` and a second `once` to meet the pause on a busy machine
+    with serving(FIX, **_limit(45)) as model:
         repo = _repo(tmp_path, model, "[daemon]\nmax_iterations = 1\n")
         done = seed(repo, "once", env={"SEED_TEST_KEY": KEY})
         assert done.returncode == 5, done.stderr
@@ -107,7 +117,7 @@ def test_once_exits_5_on_a_limit_and_the_daemon_resumes_after_the_reset(tmp_path
         _limited(first)
         pause = json.loads((repo / "history" / "limit.json").read_text())
         until = datetime.fromisoformat(pause["until"]).timestamp()
-        assert 18 <= until - _at(first, "ended_at") <= 21, pause
+        assert 43 <= until - _at(first, "ended_at") <= 46, pause
         status = seed(repo, "status")
         assert "limited:     until " in status.stdout, status.stdout
         again = seed(repo, "once", env={"SEED_TEST_KEY": KEY})  # still limited: runs nothing
@@ -131,7 +141,8 @@ def test_once_exits_5_on_a_limit_and_the_daemon_resumes_after_the_reset(tmp_path
 def test_a_model_repeating_one_tool_call_ends_stuck_before_its_time_cap(tmp_path: Path) -> None:
     again = [call("replace", path="calc.py", old="no such text", new="anything")]
     with serving(again) as model:
-        repo = _repo(tmp_path, model, "timeout_s = 240\n", rounds=100)
+        told = tmp_path / "told.jsonl"
+        repo = _repo(tmp_path, model, "timeout_s = 240\n" + _told(told), rounds=100)
         started = time.monotonic()
         done = seed(repo, "once", env={"SEED_TEST_KEY": KEY})
         took = time.monotonic() - started
@@ -149,6 +160,8 @@ def test_a_model_repeating_one_tool_call_ends_stuck_before_its_time_cap(tmp_path
     assert record["durations"]["execute"] < 60 and took < 200
     report = (repo / "history" / record["iteration_id"] / "report.md").read_text()
     assert "STUCK" in report
+    [stuck] = [c["argv"] for c in notify_fakes.calls(told) if c["argv"][0] == "stuck"]
+    assert "8 identical model requests in a row" in stuck[1]
 
 
 def _claude_limited(tmp: Path, network: str) -> tuple[int, dict[str, Any], float]:
