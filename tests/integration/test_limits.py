@@ -167,6 +167,7 @@ def test_a_model_repeating_one_tool_call_ends_stuck_before_its_time_cap(tmp_path
 def _claude_limited(tmp: Path, network: str) -> tuple[int, dict[str, Any], float]:
     """`once` with the fake claude reporting its model's usage limit, resetting in 90 s."""
     reset = int(time.time()) + 90
+    tmp.mkdir()
     config = fake_cli_config("claude", f'network = "{network}"\n')
     repo = make_repo(tmp / "repo", BROKEN_ADD, config)
     env = fake_cli_env(tmp, {"outcome": "limited", "reset": reset})
@@ -175,16 +176,15 @@ def _claude_limited(tmp: Path, network: str) -> tuple[int, dict[str, Any], float
     return done.returncode, record, reset
 
 
-def test_a_cli_limit_counts_where_no_gateway_serves_the_run(tmp_path: Path) -> None:
-    code, record, reset = _claude_limited(tmp_path, "full")
+def test_a_cli_limit_counts_only_where_no_gateway_serves_the_run(tmp_path: Path) -> None:
+    """The fake claude's own result says its model's usage limit (api_error_status 429). With
+    the network full that is the limit; through the gateway only the upstream's answer
+    decides, and this upstream answered nothing."""
+    code, record, reset = _claude_limited(tmp_path / "full", "full")
     assert (code, record["outcome"], record["failure_category"]) == (5, "LIMITED", None)
     assert "claude: API status 429" in record["reason"]
-    pause = json.loads((tmp_path / "repo" / "history" / "limit.json").read_text())
+    pause = json.loads((tmp_path / "full" / "repo" / "history" / "limit.json").read_text())
     assert datetime.fromisoformat(pause["until"]).timestamp() == reset
-
-
-def test_a_cli_limit_is_not_believed_where_the_gateway_serves_the_run(tmp_path: Path) -> None:
-    """Through the gateway only the upstream's answer decides: this upstream answered nothing."""
-    code, record, _ = _claude_limited(tmp_path, "model-only")
+    code, record, _ = _claude_limited(tmp_path / "wired", "model-only")
     assert (code, record["outcome"], record["failure_category"]) == (1, "FAILURE", "AGENT_ERROR")
-    assert not (tmp_path / "repo" / "history" / "limit.json").exists()
+    assert not (tmp_path / "wired" / "repo" / "history" / "limit.json").exists()
