@@ -151,11 +151,20 @@ def delete_remote_branch(root: Path, remote: str, branch: str, token: str) -> No
 _REPO_IN_URL = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
 
+def without_secrets(url: str) -> str:
+    """A remote's URL as it may be shown: a user and password in it (https://u:p@host) cut."""
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme and "@" in parts.netloc:
+        return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return url.strip()
+
+
 def repo_of(url: str) -> str:
     """owner/name read from a remote's URL (https://host/owner/name.git, git@host:owner/name)."""
     match = _REPO_IN_URL.search(url.strip())
     if match is None:
-        raise ForgeError(f"cannot read owner/name from the remote URL {url!r}: set [forge] repo")
+        shown = without_secrets(url)
+        raise ForgeError(f"cannot read owner/name from the remote URL {shown!r}: set [forge] repo")
     return f"{match.group('owner')}/{match.group('name')}"
 
 
