@@ -152,8 +152,10 @@ def test_a_model_repeating_one_tool_call_ends_stuck_before_its_time_cap(tmp_path
     [record] = records(repo)
     assert (record["outcome"], record["failure_category"]) == ("FAILURE", "STUCK"), record["reason"]
     # the first request has no step yet; the next 8 repeat one another, and the run ends there
-    assert asked == 9
-    assert record["wire_requests"] == 9 and record["wire_tokens"] == 9 * 1050
+    # (the agent may have sent its next request as the ninth answer's last bytes reached it,
+    # before the gateway counted that answer: that one still goes)
+    assert asked in (9, 10)
+    assert record["wire_requests"] == asked and record["wire_tokens"] == asked * 1050
     assert "8 identical model requests in a row" in record["reason"]
     assert "(9,450 tokens spent)" in record["reason"]
     assert '"name": "replace"' in record["evidence"][0]
