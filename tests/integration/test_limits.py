@@ -94,7 +94,7 @@ def test_a_429_with_retry_after_pauses_the_daemon_which_resumes_and_lands(tmp_pa
     limited_at = _at(first, "ended_at")
     # about 5 s after the limit answer, and not one request to the model meanwhile
     assert asked[1] < limited_at < asked[2]
-    assert 4.5 <= asked[2] - asked[1] <= 30, asked
+    assert 4.5 <= asked[2] - asked[1] <= 60, asked
     assert len(asked) == 4  # two limited, then the fix and its end
     # no failure counted: the plan that landed was told of no failed attempt
     assert not second["plan"]["history"], second["plan"]["history"]
