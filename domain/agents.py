@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pydantic import Field
 
 from domain.base import Fact
@@ -86,3 +88,9 @@ class AgentReport(Fact):
     """What the tool itself refused or could not do (a permission denial, its sandbox helper
     failing, an auth error, a turn limit), each quoted verbatim from its output: the kernel
     keeps only quotes found in the log it captured (`answers.refusals`)."""
+    limited: str = ""
+    """The CLI's own structured result says its model answered a usage limit (claude's
+    api_error_status 429, codex's turn.failed with a usage-limit error), quoted. The kernel
+    believes it only from those adapters, and only where its gateway did not serve the run."""
+    limited_until: datetime | None = None
+    """When that limit resets, where the CLI's result says it."""

@@ -91,6 +91,9 @@ class IterationOutcome(StrEnum):
     PROPOSED = "PROPOSED"
     """Verified and pushed to the person's remote as seed/<id> (`[landing] mode` "branch" or
     "pr"), waiting there; with "pr", its pull request is the record's `pull_request`."""
+    LIMITED = "LIMITED"
+    """The run's model answered a usage or rate limit (its upstream's status and headers, or
+    the CLI's structured result): no failure of anyone's; the daemon waits for the reset."""
 
 
 class FailureCategory(StrEnum):
@@ -119,6 +122,9 @@ class FailureCategory(StrEnum):
     AGENT_ERROR = "AGENT_ERROR"
     AGENT_TIMEOUT = "AGENT_TIMEOUT"
     MERGE_BLOCKED = "MERGE_BLOCKED"
+    STUCK = "STUCK"
+    """The run's model requests repeated with no change: ended before its caps (FAILURE; a
+    failure of the run, not evidence about the gap's scope)."""
     UNKNOWN = "UNKNOWN"
 
 

@@ -89,6 +89,8 @@ class DaemonNote(Fact):
     pid: int | None = None
     phase: str = ""
     """Its live phase from status.json, while it runs."""
+    limited_until: datetime | None = None
+    """A usage limit holds until then (history/limit.json): no agent runs until its reset."""
 
 
 class EventNote(Fact):

@@ -41,6 +41,9 @@ class DaemonStatus(Fact):
     phase_since: datetime | None = None
     halted: bool = False
     halt_reason: str = ""
+    limited_until: datetime | None = None
+    """A usage limit holds until then: no agent runs, and the daemon resumes by itself."""
+    limit_reason: str = ""
     config_problem: str = ""
     """Why seed.toml cannot be used ('' when it can): a running daemon keeps the config it
     read before, and nothing starts until it is fixed."""

@@ -55,3 +55,7 @@ class MetricsSnapshot(Fact):
     """The phase the daemon is in."""
     candidates_by_outcome: dict[str, int] = Field(default_factory=dict[str, int])
     """Candidates ([candidates] n > 1) by how each ended (SUCCESS: it passed; one per iteration landed)."""
+    stuck: int = 0
+    """Iterations whose run was ended as STUCK (their outcome is FAILURE: counted apart here)."""
+    limited_until: float = 0.0
+    """When the usage limit in force resets, in epoch seconds (0: none holds)."""

@@ -30,6 +30,7 @@ from kernel.terminal import say
 CONFIG_NAME = "seed.toml"
 WEEK_S = 7 * 24 * 3600.0
 """The longest any timeout or interval may be."""
+DAY_S = 24 * 3600.0
 MAX_PRICE = 10_000.0
 """The dearest price per million tokens taken (USD)."""
 MAX_USD = 1_000_000.0
@@ -116,6 +117,9 @@ class AgentConfig(_Section):
     max_turns: int = Field(default=30, ge=0, le=10_000)
     """Agent turns per run where the tool takes a limit (claude --max-turns, mini's model-call
     limit); 0 leaves the tool's own default."""
+    stuck_repeats: int = Field(default=8, ge=0, le=1000)
+    """Ends a run as STUCK at this many identical model requests in a row through the
+    gateway, each answered alike (a retry after an error answer does not count); 0: never."""
     repair_rounds: int = Field(default=2, ge=0, le=5)
     """More turns the same agent gets in the same worktree when the kernel refuses its change
     (not for a sandbox violation), with the refusal's evidence; each has its own timeout_s."""
@@ -405,6 +409,8 @@ class DaemonConfig(_Section):
     """Seconds between re-analyses when nothing else wakes the daemon."""
     max_iterations: int = Field(default=0, ge=0, le=10**9)
     """Stop `run` after this many iterations (0: run forever)."""
+    limit_backoff_s: float = Field(default=900.0, ge=1.0, le=DAY_S)
+    """Seconds the daemon waits after a usage limit whose answer named no reset (docs/limits.md)."""
 
 
 NOTIFY_EVENTS = ("landed", "kept", "blocked", "halted", "budget", "limited", "stuck", "stopped")

@@ -54,6 +54,7 @@ CATEGORY_OUTCOME: dict[FailureCategory, IterationOutcome] = {
     FailureCategory.FITNESS_REGRESSION: IterationOutcome.ROLLBACK,
     FailureCategory.RUN_LIMIT: IterationOutcome.FAILURE,
     FailureCategory.GAP_NOT_CLOSED: IterationOutcome.ROLLBACK,
+    FailureCategory.STUCK: IterationOutcome.FAILURE,
 }
 """The outcome each failure category comes with."""
 
@@ -243,6 +244,7 @@ def every_kind() -> list[IterationRecord]:
         IterationOutcome.ABORTED,
         IterationOutcome.KEPT,
         IterationOutcome.PROPOSED,
+        IterationOutcome.LIMITED,
     )
     for outcome in plain:
         out.append(record(seq, START + timedelta(hours=seq), outcome, None, SOURCES[seq % 6]))

@@ -247,6 +247,8 @@ class Completed:
     """Descendants that left the process group and were ended by the sweep."""
     channel: bytes = b""
     """What came through the run's channel (run's `channel`), up to its bound."""
+    ended_early: bool = False
+    """The kernel ended it before its time, when run's `end` was set (a stuck or limited run)."""
 
     @property
     def ok(self) -> bool:
@@ -284,6 +286,7 @@ def run(
     stdin: bytes | None = None,
     channel: tuple[int, int] | None = None,
     channel_bytes: int = 64 * 1024 * 1024,
+    end: threading.Event | None = None,
 ) -> Completed:
     """Run one child in its own process group and end the whole group when it is done.
 
@@ -292,6 +295,7 @@ def run(
     number, the kernel closes its own copy once the child has started and reads the read end
     alongside the output (at most channel_bytes), so nothing the child does can block it.
     The caller keeps the read end (and closes it); the write end is closed here either way.
+    `end`, once set, ends the group as the timeout would (Completed.ended_early).
     """
     started = time.monotonic()
     feed = _feed(stdin) if stdin is not None else None
@@ -310,7 +314,7 @@ def run(
         os.set_blocking(channel[0], False)
         selector.register(channel[0], selectors.EVENT_READ)
         streams[channel[0]] = side
-    ended = _Ended()
+    ended = _Ended(end=end)
     escaped: list[int] = []
     try:
         if on_start is not None:
@@ -335,6 +339,7 @@ def run(
         timed_out=ended.timed_out,
         output_bytes=out.total,
         truncated=out.truncated,
+        ended_early=ended.early,
         tail=bytes(out.tail),
         escaped=tuple(escaped),
         channel=bytes(side.kept),
@@ -347,6 +352,9 @@ class _Ended:
 
     timed_out: bool = False
     interrupted: bool = False
+    early: bool = False
+    end: threading.Event | None = None
+    """Set by the kernel: the group is ended now (`early`)."""
 
 
 def _start(
@@ -430,6 +438,9 @@ def _pump(
             elif time.monotonic() > deadline:
                 ended.timed_out = True
                 end_group(pgid)
+            elif ended.end is not None and ended.end.is_set() and not ended.early:
+                ended.early = True
+                end_group(pgid)
         for key, _ in selector.select(timeout=0.05):
             fd = int(key.fd)
             try:
@@ -450,7 +461,7 @@ def _pump(
 
 def _reap(proc: subprocess.Popen[bytes], ended: _Ended) -> None:
     """Wait for the child, end what is left of its group, close its pipes, forget it."""
-    if proc.poll() is None and not (ended.timed_out or ended.interrupted):
+    if proc.poll() is None and not (ended.timed_out or ended.interrupted or ended.early):
         # it closed its output: most likely on its way out, let it go by itself
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.2)

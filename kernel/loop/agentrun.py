@@ -28,11 +28,15 @@ from kernel.isolation import agentgit, jails, procs, readback
 from kernel.isolation.integrity import Checkout, Snapshot
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
 from kernel.loop import liveuse, modelrun
-from kernel.records import budget, inbox
+from kernel.records import budget, inbox, limits
 
 _ENV_PASS = ("PATH", "HOME")
 """All an agent gets from the daemon's environment, besides the variables [agent] env names."""
 
+CLI_LIMITS = ("claude", "codex")
+"""The adapters whose report of a usage limit the kernel believes (read from the CLI's own
+structured result), and only for a run its gateway did not serve: with the gateway, only the
+upstream's answer decides."""
 ARTIFACT_CAP = 32 * 1024 * 1024
 """Bytes of one artifact (a trajectory) kept and handed to the adapter."""
 RESULT_CAP = 1_000_000
@@ -257,6 +261,7 @@ class AgentRunner:
                     max_bytes=ctx.config.agent.max_log_bytes,
                     on_start=it.agent_started,
                     sweep_rounds=20,
+                    end=model.ended if model is not None else None,
                 )
         finally:
             if model is not None:
@@ -413,6 +418,9 @@ class AgentRunner:
                 f"the user's checkout was changed during the agent run: {it.integrity_evidence[0]}",
                 evidence=it.integrity_evidence,
             )
+        wired = self._wired(it, agent)
+        if wired is not None:
+            return wired
         if completed.timed_out:
             return Ending(
                 IterationOutcome.FAILURE,
@@ -445,6 +453,31 @@ class AgentRunner:
                 evidence=agent.refusals,
             )
         return None
+
+    def _wired(self, it: Iteration, agent: AgentReport) -> Ending | None:
+        """LIMITED or STUCK, as the gateway read the run's exchanges (the caps' cut comes
+        first), or LIMITED as a CLI's structured result says where no gateway served the run;
+        a limit pauses the daemon until its reset (history/limit.json)."""
+        used = self._wire
+        if it.model_cut:
+            return None
+        if used is not None and used.stuck:
+            reason = f"the model gateway ended the run as stuck: {used.stuck}"
+            return Ending(
+                IterationOutcome.FAILURE, FailureCategory.STUCK, reason, evidence=[reason]
+            )
+        if used is not None and used.limited:
+            limit = limits.Limit(used.limited, used.until)
+        elif used is None and agent.limited and it.backend.name in CLI_LIMITS:
+            limit = limits.Limit(printable(agent.limited, 400), agent.limited_until)
+        else:
+            return None
+        now = datetime.now(UTC)
+        until = limits.bounded(limit, now, self.ctx.config.daemon.limit_backoff_s)
+        said = "it named its reset" if limit.until is not None else "it named no reset: a backoff"
+        reason = f"{limit.why}; {said}: the daemon waits until {until:%Y-%m-%d %H:%M:%S}Z"
+        limits.pause(self.ctx.paths.history, until, reason, it.plan.iteration_id)
+        return Ending(IterationOutcome.LIMITED, None, reason)
 
     def _home(self, iteration_id: str) -> Path:
         """The agent's private HOME, kept for the whole iteration (a repair round resumes there)."""

@@ -28,7 +28,11 @@ from kernel.config import API_OF, AgentConfig, ModelPrice
 from kernel.host.context import Context
 from kernel.isolation import gateway, jails
 from kernel.judging.iteration import Iteration
-from kernel.records import budget, exchanges, wire
+from kernel.records import budget, exchanges, limits, repeats, wire
+
+LIMIT_GRACE_S = 60.0
+"""A limit that resets sooner is left to the agent's own retries; a later one (or one with no
+reset) ends the run at once: nothing more is asked of the upstream until it resets."""
 
 PLACEHOLDER = "seed-placeholder-key"
 """What the agent finds in each variable [agent] keys names: the real key stays with the gateway."""
@@ -194,6 +198,7 @@ def for_run(
         if answer_from
         else Ledger(ctx.paths.history, it.plan.iteration_id, it.backend.name),
         turns=(len(it.rounds) + 1, MODEL_TURNS_KEPT - len(it.model_turns)),
+        stuck_repeats=0 if answer_from else agent.stuck_repeats,
     )
 
 
@@ -258,6 +263,12 @@ class Used:
     """The bound the run passed (the gateway's, or its recording's): it ends RUN_LIMIT."""
     turns: tuple[ModelTurn, ...] = ()
     """Each request, in the order they ended (refused ones too), up to the bound given."""
+    limited: str = ""
+    """The upstream's latest answer was a usage or rate limit (none served since): LIMITED."""
+    until: datetime | None = None
+    """When that limit resets, as its answer said (None: it did not)."""
+    stuck: str = ""
+    """Why the run was ended as stuck (its requests repeated with no change): STUCK."""
 
 
 class ModelRun:
@@ -277,8 +288,10 @@ class ModelRun:
         answer_from: gateway.AnswerFrom | None = None,
         ledger: Ledger | None = None,
         turns: tuple[int, int] = (1, MODEL_TURNS_KEPT),
+        stuck_repeats: int = 0,
     ) -> None:
-        """`turns`: the agent's round, and how many of its requests to keep as turns."""
+        """`turns`: the agent's round, and how many of its requests to keep as turns;
+        `stuck_repeats`: requests alike in a row that end the run as stuck (0: never)."""
         self._recording = exchanges.Recording(folder, state, RUN_RECORDED_MAX)
         self._ledger, (self._round, self._turns_left) = ledger, turns
         self._caps, self._before = caps, before
@@ -290,6 +303,11 @@ class ModelRun:
         """What the requests under way hold, all of them (tokens, dollars)."""
         self._unread = 0
         """Requests refused unread once the run passed a bound."""
+        self._repeats = repeats.Repeats(stuck_repeats)
+        self._upstream = answer_from is None
+        """Answers come from the upstream (a replay's are the kernel's: never a limit)."""
+        self.ended = threading.Event()
+        """Set when the run is to end now (stuck, or limited until later): its group is ended."""
         self._gateway = gateway.Gateway(
             upstream,
             keys,
@@ -343,6 +361,11 @@ class ModelRun:
 
     def _on_request(self, exchange: gateway.Exchange) -> gateway.Refusal | None:
         api, body = exchange.api, exchange.body
+        if self.ended.is_set():  # stuck, or limited until later: nothing more goes upstream
+            why = self._used.stuck or self._used.limited
+            return self._refuse(
+                exchange, wire.refusal(api, why, "STUCK" if self._used.stuck else "LIMITED"), why
+            )
         ask = wire.ask_of(api, exchange.method, exchange.path, body)
         if isinstance(ask, str):  # nothing is forwarded that the gateway cannot reserve for
             return self._refuse(exchange, gateway.Refusal.of(api, 400, ask), ask)
@@ -418,6 +441,7 @@ class ModelRun:
                 model=usage.model or used.model,
                 basis=basis if basis == budget.PRICES else used.basis or basis,
             )
+            self._watch(exchange, flow, status)
             ended = "cut" if flow.note else "failed" if status >= 400 else "answered"
             self._turn(exchange.seq, ended, usage, usd, seconds)
             if self._ledger is not None:  # counted now: a daemon killed later keeps this answer
@@ -437,6 +461,25 @@ class ModelRun:
                     ),
                 )
         self._record(exchange, flow, status, seconds, usage, usd, bytes(flow.answer))
+
+    def _watch(self, exchange: gateway.Exchange, flow: _Flow, status: int) -> None:
+        """The answer as a limit or a repeat (under the lock): where the run must end, `ended`."""
+        if not self._upstream:
+            return
+        now = datetime.now(UTC)
+        limit = limits.of_answer(status, flow.head, bytes(flow.answer), now)
+        if limit is not None:
+            self._used = replace(self._used, limited=limit.why, until=limit.until)
+            if limit.until is None or (limit.until - now).total_seconds() > LIMIT_GRACE_S:
+                self.ended.set()
+            return
+        if 200 <= status < 400:  # an answer served: a limit met before has passed
+            self._used = replace(self._used, limited="", until=None)
+        stuck = self._repeats.seen(exchange.body, status, bytes(flow.answer))
+        if stuck and not self._used.stuck:
+            tokens = self._used.tokens
+            self._used = replace(self._used, stuck=f"{stuck} ({tokens:,} tokens spent)")
+            self.ended.set()
 
     def _turn(self, seq: int, status: str, usage: wire.Usage, usd: float, seconds: float) -> None:
         """One request's line of the report's table (under the lock), while the bound allows."""

@@ -20,7 +20,7 @@ from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation import gitops
 from kernel.records import inbox
-from kernel.records.halt import FAILED_OUTCOMES
+from kernel.records.halt import FAILED_OUTCOMES, UNJUDGED
 from kernel.records.signature import gap_signature, record_signature
 
 FilesDigest = Callable[[str, Sequence[str]], str]
@@ -73,7 +73,7 @@ def quarantine_reason(
     for record in reversed(history):
         if record.gap.key != gap.key:
             continue
-        if record.outcome in (IterationOutcome.WAITING, IterationOutcome.ABORTED):
+        if record.outcome in UNJUDGED:
             continue
         if record.outcome not in FAILED_OUTCOMES:
             break

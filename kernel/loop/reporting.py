@@ -40,7 +40,7 @@ from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop.quarantine import read_quarantine
-from kernel.records import budget, halt, jsonl
+from kernel.records import budget, halt, jsonl, limits
 from kernel.records.store import ReportRow, Summary
 
 STATUS_NAME = "status.json"
@@ -310,11 +310,13 @@ def daemon_note(ctx: Context, live: dict[str, Any]) -> DaemonNote:
     its pid and phase from status.json only while it does."""
     running = DaemonLock(ctx.paths.lock).held_elsewhere()
     pid = live.get("pid") if running else None
+    paused = limits.waiting(ctx.paths.history, datetime.now(UTC))
     return DaemonNote(
         known=True,
         running=running,
         pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
         phase=str(live.get("phase", ""))[:100] if running else "",
+        limited_until=paused.moment() if paused is not None else None,
     )
 
 

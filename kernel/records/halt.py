@@ -22,6 +22,9 @@ HALT_FILE = "halt.json"
 
 FAILED_OUTCOMES = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
 """Outcomes that count as a failed attempt (for quarantine and the failure streak)."""
+UNJUDGED = (IterationOutcome.WAITING, IterationOutcome.ABORTED, IterationOutcome.LIMITED)
+"""Outcomes that count neither way: nothing was judged (no agent ran, a person stopped it, or
+the model's usage limit ended the run)."""
 AT_ONCE = (FailureCategory.SANDBOX_VIOLATION, FailureCategory.BUDGET_EXCEEDED)
 """Categories that halt the daemon the moment one iteration ends with them (a full disk too)."""
 REPEATING = (
@@ -126,12 +129,7 @@ def halt_reason(
         assert category is not None
         return f"{category.value} in {record.iteration_id}: {record.reason}"
     since = _parse_time(resumed_at)
-    ran = [
-        r
-        for r in recent
-        if r.outcome not in (IterationOutcome.WAITING, IterationOutcome.ABORTED)
-        and (since is None or r.ended_at > since)
-    ]
+    ran = [r for r in recent if r.outcome not in UNJUDGED and (since is None or r.ended_at > since)]
     if category in REPEATING:
         day = record.ended_at.astimezone(UTC).date()
         same = [

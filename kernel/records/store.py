@@ -784,6 +784,15 @@ class RecordStore:
             sum(counts.values()), counts, float(cost), int(tokens), int(runs), int(landed)
         )
 
+    def count_category(self, category: str) -> int:
+        """Records of one failure category, over every indexed record."""
+        row = (
+            self._index()
+            .execute("SELECT count(*) FROM records WHERE category = ?", (category,))
+            .fetchone()
+        )
+        return int(row[0])
+
     def candidate_totals(self) -> dict[str, int]:
         """Candidates by outcome, over every record (a single run counts none)."""
         rows = (

@@ -36,7 +36,7 @@ from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
 from kernel.loop.recovery import mark_daemon, recover
 from kernel.measuring.baseline import Baseline
-from kernel.records import halt, inbox, notify
+from kernel.records import halt, inbox, limits, notify
 from kernel.shell.metrics import MetricsServer, exposition, snapshot
 from kernel.shell.status import StatusWriter
 
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_HALTED, EXIT_NOTHING = 0, 1, 2, 3, 5
+EXIT_LIMITED = 5
+"""`once` on a usage limit (issue 42): like nothing to do, nothing ran to a verdict; try later."""
 _LISTED = 5
 """Waiting gaps `once` names when it has nothing to do (the rest are counted)."""
 
@@ -472,6 +474,10 @@ class Daemon:
                 resume = self.ctx.paths.command("resume")
                 self.ctx.log(f"halted: {before.reason}; run `{resume}` to continue")
                 return EXIT_HALTED
+            paused = limits.waiting(self.ctx.paths.history, datetime.now(UTC))
+            if paused is not None:
+                self.ctx.log(f"limited until {paused.until}: {paused.reason}")
+                return EXIT_LIMITED
             try:
                 records = self.iterate(single=True)
             except Interrupted:
@@ -483,6 +489,8 @@ class Daemon:
             if not ran:
                 self.ctx.log(self._nothing_to_do(records))
                 return EXIT_NOTHING
+            if ran[-1].outcome == IterationOutcome.LIMITED:
+                return EXIT_LIMITED
             landed = (IterationOutcome.SUCCESS, IterationOutcome.PROPOSED)
             return EXIT_OK if ran[-1].outcome in landed else EXIT_FAILED
         finally:
@@ -524,6 +532,8 @@ class Daemon:
                                 if fresh
                                 else self.ctx.config.daemon.poll_interval_s
                             )
+                            continue
+                        if self._limited():
                             continue
                         else:
                             ran = [
@@ -598,6 +608,32 @@ class Daemon:
                 f"{self.ctx.config_path.name} changed: now in force (backend {backend.name})"
             )
         return changed
+
+    def _limited(self) -> bool:
+        """A usage limit holds (history/limit.json): no agent runs and no model is asked until
+        its reset; the daemon sleeps until then (a change wakes it to look again). Once it has
+        passed, the pause is cleared and said. Returns whether the loop waited."""
+        history, now = self.ctx.paths.history, datetime.now(UTC)
+        paused = limits.waiting(history, now)
+        if paused is None:
+            if limits.read(history) is not None:
+                limits.clear(history)
+                self.status.update(limited_until="")
+                self.ctx.log("the usage limit has reset: the daemon goes on")
+                self.ctx.store.event("limit", "the usage limit has reset: resumed by itself")
+            return False
+        moment = paused.moment() or now
+        until = f"{moment:%Y-%m-%d %H:%M:%S}Z"
+        if self.status.data.get("limited_until") != paused.until:
+            self.status.update(limited_until=paused.until)
+            self.ctx.log(f"limited until {until}: {paused.reason}")
+            self.ctx.store.event("limit", f"waiting until {until}: {paused.reason}")
+        self._phase(
+            "limited", f"the model's usage limit: no agent runs until {until}, then by itself"
+        )
+        left = (moment - now).total_seconds()
+        self._sleep(min(max(left, 0.05), self.ctx.config.daemon.poll_interval_s))
+        return True
 
     def _while_halted(self, hstate: halt.HaltState) -> bool:
         """Halted: run no agent, but keep taking in (and setting aside) inbox files and reporting.

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from domain import IterationOutcome, MetricsSnapshot, PhaseTotal
+from domain import FailureCategory, IterationOutcome, MetricsSnapshot, PhaseTotal
 from kernel.errors import SeedError, UsageError
 from kernel.host.context import Context
-from kernel.records import budget, halt
+from kernel.records import budget, halt, limits
 
 MISSING = (
     "--metrics-port needs the prometheus_client package, which is not installed "
@@ -39,6 +40,7 @@ def snapshot(ctx: Context, open_gaps: Mapping[str, int], phase: str) -> MetricsS
     store = ctx.store
     totals = store.totals()
     spent = budget.spent_on(store)
+    paused = limits.waiting(ctx.paths.history, datetime.now(UTC))
     return MetricsSnapshot(
         by_outcome={o.value: totals.by_outcome.get(o.value, 0) for o in IterationOutcome},
         cost_usd=totals.cost,
@@ -50,6 +52,8 @@ def snapshot(ctx: Context, open_gaps: Mapping[str, int], phase: str) -> MetricsS
         halted=halt.read_halt(ctx.paths.history).halted,
         phase=phase,
         candidates_by_outcome=store.candidate_totals(),
+        stuck=store.count_category(FailureCategory.STUCK.value),
+        limited_until=moment.timestamp() if paused and (moment := paused.moment()) else 0.0,
     )
 
 

@@ -25,7 +25,7 @@ from kernel.loop.quarantine import read_quarantine
 from kernel.measuring import pytestconfig
 from kernel.measuring.gate import adoption, paths_at, read_at
 from kernel.measuring.measure import python_reason
-from kernel.records import budget, halt, inbox
+from kernel.records import budget, halt, inbox, limits
 from kernel.records.journal import read_journal
 from kernel.shell.progress import printable
 
@@ -160,6 +160,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     live, unreadable = reporting.read_live(ctx.paths.history)
     running = DaemonLock(ctx.paths.lock).held_elsewhere()
     hstate = halt.read_halt(ctx.paths.history)
+    paused = limits.waiting(ctx.paths.history, datetime.now(UTC))
     latest = ctx.store.summaries(limit=1)
     spent = budget.spent_on(ctx.store)
     held = budget.held_now(ctx.paths.history, read_journal(ctx.paths.running))
@@ -173,7 +174,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     since = live.get("since") if running else None
     backend = _status_backend(ctx, live if running else {})
     as_of = live.get("gaps_as_of")
-    limits = ctx.config.budget
+    caps = ctx.config.budget
     return DaemonStatus(
         root=str(ctx.paths.root),
         command=ctx.paths.command(),
@@ -184,6 +185,8 @@ def read_status(ctx: Context) -> DaemonStatus:
         phase_since=datetime.fromisoformat(since) if isinstance(since, str) else None,
         halted=hstate.halted,
         halt_reason=hstate.reason,
+        limited_until=paused.moment() if paused is not None else None,
+        limit_reason=paused.reason if paused is not None else "",
         config_problem=ctx.config_problem,
         backend=backend.name,
         backend_reason=backend.reason,
@@ -220,9 +223,9 @@ def read_status(ctx: Context) -> DaemonStatus:
         gaps_as_of=_moment(as_of),
         gaps_stale=_stale(ctx, _moment(as_of)),
         queue=_queue_now(ctx, live),
-        budget_left_today_iterations=max(limits.max_iterations_per_day - spent.iterations, 0),
-        max_cost_usd_per_day=limits.max_cost_usd_per_day,
-        max_iterations_per_day=limits.max_iterations_per_day,
+        budget_left_today_iterations=max(caps.max_iterations_per_day - spent.iterations, 0),
+        max_cost_usd_per_day=caps.max_cost_usd_per_day,
+        max_iterations_per_day=caps.max_iterations_per_day,
         metrics_url=str(live.get("metrics_url", "")) if running else "",
         setup=read_setup(ctx),
         differences=_differences(ctx, live),
@@ -310,6 +313,11 @@ def _bare_status(status: DaemonStatus, problem: str) -> str:
         *_checkout_lines(status),
         f"daemon:      {daemon}",
         f"halted:      {halted}",
+        *(
+            [f"limited:     until {status.limited_until:%Y-%m-%d %H:%M:%S}Z"]
+            if status.limited_until
+            else []
+        ),
         *config_lines(status),
         f"backend:     {status.backend or '-'} {status.backend_reason}".rstrip(),
         f"iterations:  {status.iterations} in all, {status.iterations_today} today; "

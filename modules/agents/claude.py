@@ -4,6 +4,7 @@ line on stdout as it works (assistant messages with their usage), the result obj
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -127,12 +128,26 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     if subtype == "success" and not is_error and exit_code == 0:
         return report(True, summary, usage)
     status = final.get("api_error_status")
+    if status == 429 and is_error:  # the CLI's own error result: its message is the CLI's
+        return _limited(summary, usage)
     return failure(
         f"claude ended with subtype {subtype or '?'}, is_error {str(is_error).lower()}"
         + (f", API status {status}" if status else "")
         + f", exit {exit_code}: {summary}",
         usage,
     )
+
+
+_RESET = re.compile(r"\|(\d{9,11})\s*$")
+"""Claude Code's limit message ends with the reset in epoch seconds: `...limit reached|1753675200`."""
+
+
+def _limited(message: str, usage: Usage) -> AgentReport:
+    """A run its model's usage limit ended, as Claude Code's result object says (API status 429)."""
+    found = _RESET.search(message)
+    until = datetime.fromtimestamp(int(found.group(1)), UTC) if found else None
+    said = f"claude: API status 429: {message[:300]}"
+    return failure(said, usage).model_copy(update={"limited": said, "limited_until": until})
 
 
 class ClaudeAgent(CliAgent):

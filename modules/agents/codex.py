@@ -73,6 +73,14 @@ def _cannot(context: AgentContext) -> str:
     return ""
 
 
+_USAGE_LIMIT = re.compile(
+    r"usage limit|usage_limit_reached|rate_limit_exceeded|insufficient_quota|\b429 Too Many Requests",
+    re.IGNORECASE,
+)
+"""A turn.failed error that is its model's usage or rate limit (codex's own words for it:
+"You've hit your usage limit", or the upstream's 429 as codex quotes it)."""
+
+
 def read_output(text: str, exit_code: int | None) -> AgentReport:
     """turn.completed carries usage; turn.failed or a non-zero exit is a failure."""
     inputs = cached = outputs = actions = 0
@@ -106,7 +114,10 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
         turns=actions,
     )
     if failed:
-        return failure(f"codex: turn.failed: {failed}", usage)
+        said = failure(f"codex: turn.failed: {failed}", usage)
+        if _USAGE_LIMIT.search(failed):  # codex's own error event, from its model's answer
+            return said.model_copy(update={"limited": said.summary[:400]})
+        return said
     if exit_code != 0 or not completed:
         why = last_error or tail_lines(text, 6)
         return failure(f"codex exited {exit_code} without a completed turn: {why}", usage)

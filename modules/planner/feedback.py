@@ -16,8 +16,9 @@ from domain import (
 
 FAILED = (IterationOutcome.FAILURE, IterationOutcome.ROLLBACK, IterationOutcome.NO_CHANGE)
 """Outcomes that count as a failed attempt at a gap."""
-TRANSPARENT = (IterationOutcome.WAITING, IterationOutcome.ABORTED)
-"""Outcomes that neither fail nor clear a gap: nothing was judged (no agent, or a person stopped it)."""
+TRANSPARENT = (IterationOutcome.WAITING, IterationOutcome.ABORTED, IterationOutcome.LIMITED)
+"""Outcomes that neither fail nor clear a gap: nothing was judged (no agent, a person stopped
+it, or the model's usage limit ended the run)."""
 LOOKBACK = 5
 """Attempts at one gap the planner looks at (the latest ones)."""
 MAX_NOTES = 5

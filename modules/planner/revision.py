@@ -190,6 +190,15 @@ def revise(gap: Gap, track: Track, fs: FileSystemPort) -> Revision:
             documents=_ending(latest),
             note=f"{where}: the agent failed before its work was judged; retried once, scope as before",
         )
+    if category == FailureCategory.STUCK:
+        # a loop of the run's own, not evidence about the scope: the same plan, told of the loop
+        return Revision(
+            category,
+            documents=_ending(latest),
+            phases=("loops: when a tool call gives the same result twice, change the approach",),
+            note=f"{where}: the run repeated one model request with no change and was ended; "
+            "retried once, scope as before",
+        )
     if category == FailureCategory.TYPE_ERROR:
         return Revision(
             category,

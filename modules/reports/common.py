@@ -22,6 +22,7 @@ OUTCOMES: tuple[IterationOutcome, ...] = (
     IterationOutcome.MERGE_BLOCKED,
     IterationOutcome.KEPT,
     IterationOutcome.PROPOSED,
+    IterationOutcome.LIMITED,
     IterationOutcome.WAITING,
     IterationOutcome.ABORTED,
 )
@@ -34,6 +35,7 @@ OUTCOME_COLORS: dict[str, str] = {
     "MERGE_BLOCKED": "#8e5bc2",
     "KEPT": "#b07cc6",
     "PROPOSED": "#3aa5a0",
+    "LIMITED": "#c9a227",
     "WAITING": "#4a90d9",
     "ABORTED": "#5c5c5c",
 }

@@ -33,6 +33,7 @@ HEADLINES: dict[IterationOutcome, str] = {
     IterationOutcome.KEPT: "verified, but it edits base tests or no test ran some of its lines; kept for a person to approve",
     IterationOutcome.ABORTED: "stopped before it finished; the work was discarded",
     IterationOutcome.PROPOSED: "verified and pushed to the remote, waiting for the team's review",
+    IterationOutcome.LIMITED: "the model's usage limit was reached; the daemon waits for its reset and goes on (no failure counted)",
 }
 
 CATEGORY_HINTS: dict[FailureCategory, str] = {
@@ -55,6 +56,7 @@ CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.AGENT_ERROR: "the agent exited with an error or reported failure",
     FailureCategory.AGENT_TIMEOUT: "the agent ran past its time limit and was ended",
     FailureCategory.MERGE_BLOCKED: "the branch moved or the checkout is in the way",
+    FailureCategory.STUCK: "the model requests repeated with no change, so the run was ended early",
     FailureCategory.UNKNOWN: "no category fits",
 }
 

@@ -108,6 +108,18 @@ def _phases(snap: MetricsSnapshot) -> list[str]:
             samples,
         ),
         *_family(
+            "seed_stuck_runs_total",
+            "counter",
+            "Iterations whose run was ended as STUCK (also in seed_iterations_total as FAILURE).",
+            [("seed_stuck_runs_total", {}, snap.stuck)],
+        ),
+        *_family(
+            "seed_limited_until_seconds",
+            "gauge",
+            "When the usage limit in force resets, in epoch seconds (0: none holds).",
+            [("seed_limited_until_seconds", {}, snap.limited_until)],
+        ),
+        *_family(
             "seed_halted",
             "gauge",
             "1 when the daemon is halted.",

@@ -104,6 +104,11 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         "halted:      "
         + (f"YES: {status.halt_reason}; run `{status.command} resume`" if status.halted else "no")
     )
+    if status.limited_until is not None:
+        out.append(
+            f"limited:     until {status.limited_until:%Y-%m-%d %H:%M:%S}Z: no agent runs until "
+            f"then, and the daemon resumes by itself ({status.limit_reason})"
+        )
     if status.config_problem:
         then = (
             "the daemon keeps the config it read before"

@@ -72,6 +72,8 @@ class Request:
     body: dict[str, Any]
     turn: int
     """The script's turn that answered it (-1 for a side call or an error)."""
+    at: float = field(default_factory=time.time)
+    """When it came (epoch seconds)."""
 
 
 class ScriptedModel:
@@ -91,6 +93,8 @@ class ScriptedModel:
         hold_from: int = 0,
         gather: tuple[int, float] = (0, 0.0),
         context_bytes: int = 8 * 1024 * 1024,
+        error_headers: tuple[tuple[str, str], ...] = (),
+        errors: int = 0,
     ) -> None:
         self.turns = turns
         self.gather = gather
@@ -106,6 +110,10 @@ class ScriptedModel:
         """When given, event streams go out chunked, one event at a time, the last once it is set."""
         self.text_only = text_only
         self.error = error
+        self.error_headers = error_headers
+        """Headers the error answer carries besides its content type (a 429's retry-after)."""
+        self.errors = errors
+        """When given, only the first this many requests get `error`; the rest the script."""
         self.hold = hold
         self.max_requests = max_requests
         self.lifetime_s = lifetime_s
@@ -175,7 +183,7 @@ class ScriptedModel:
             entry.turn = -1
             self._stopping.wait(self.lifetime_s)
             return
-        if self.error is not None:
+        if self.error is not None and (not self.errors or count <= self.errors):
             entry.turn = -1
             self.answer_error(handler, api, *self.error)
             return
@@ -232,10 +240,18 @@ class ScriptedModel:
             index = _answers(api, body)
         return min(index, len(self.turns) - 1)
 
-    def answer_json(self, handler: BaseHTTPRequestHandler, status: int, doc: Any) -> None:
+    def answer_json(
+        self,
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        doc: Any,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         """A JSON answer."""
         data = json.dumps(doc).encode()
         handler.send_response(status)
+        for name, value in headers:
+            handler.send_header(name, value)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
@@ -287,16 +303,19 @@ class ScriptedModel:
         self, handler: BaseHTTPRequestHandler, api: str, status: int, message: str
     ) -> None:
         """An HTTP error in the API's own error format."""
+        limited = status == 429
         if api == "messages":
             kind = "authentication_error" if status == 401 else "invalid_request_error"
+            kind = "rate_limit_error" if limited else kind
             doc: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
         elif api == "gemini":
             state = "UNAUTHENTICATED" if status == 401 else "INVALID_ARGUMENT"
             doc = {"error": {"code": status, "message": message, "status": state}}
         else:
             kind = "invalid_api_key" if status == 401 else "invalid_request_error"
+            kind = "rate_limit_exceeded" if limited else kind
             doc = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
-        self.answer_json(handler, status, doc)
+        self.answer_json(handler, status, doc, self.error_headers)
 
     def start(self) -> None:
         """Serve in a thread; stop by itself after the lifetime."""

@@ -5,7 +5,8 @@ tries to reach the host named by its second argument. It writes what it found to
 SEED_RESULT_FILE's summary; exit 0 when the model said it was done. It reports the tokens of
 its first answer only, as a CLI that under-reports (side calls, retries) would.
 
-argv: KEY_REVERSED PROBE_URL (the key reversed: its value is never in this process's argv);
+argv: KEY_REVERSED PROBE_URL [ROUNDS] (the model is asked at most ROUNDS times, 5 unless
+given; a PROBE_URL of "-" looks nowhere after the work; the key reversed: its value is never in this process's argv);
 `--probe KEY_REVERSED PROBE_URL` only looks around and prints what it found.
 """
 
@@ -66,10 +67,10 @@ def _ask(base: str, messages: list[dict[str, object]]) -> dict[str, object]:
     return message
 
 
-def _work(base: str) -> None:
-    """Ask, apply, ask again, until the model answers with text."""
+def _work(base: str, rounds: int) -> None:
+    """Ask, apply, ask again, until the model answers with text (at most `rounds` times)."""
     messages: list[dict[str, object]] = [{"role": "user", "content": "fix calc.py"}]
-    for _ in range(5):
+    for _ in range(rounds):
         try:
             message = _ask(base, messages)
         except Exception:  # a broken stream: once more, as the CLIs retry
@@ -133,12 +134,15 @@ def main() -> int:
     print(f"working in {Path.cwd()}", flush=True)  # as a CLI tells its model where it works
     done = True
     try:
-        _work(base)
+        _work(base, int(sys.argv[3]) if len(sys.argv) > 3 else 5)
     except Exception as error:  # a refused or cut answer: say it, then look around anyway
         print(f"the model failed: {error}", flush=True)
         done = False
-    holders = _holders(key)
-    summary = f"key found in: {holders or 'nowhere'}; other host: {_reach(probe)}"
+    if probe == "-":  # only the work: no looking around
+        summary = "worked" if done else "the model failed"
+    else:
+        holders = _holders(key)
+        summary = f"key found in: {holders or 'nowhere'}; other host: {_reach(probe)}"
     print(summary, flush=True)
     reported = {"summary": summary, "tokens_used": _USED[0] if _USED else 0}
     Path(os.environ["SEED_RESULT_FILE"]).write_text(json.dumps(reported))

@@ -5,7 +5,8 @@ An unknown option in print mode is commander's `error: unknown option '--x'`, ex
 
 Outcomes: success; max_turns (subtype error_max_turns, is_error true, exit 1); denied (the
 script's tool asked for and refused, as print mode does: nothing edited, subtype success,
-`permission_denials` in 2.1.332's shape). An API error is the real program's own:
+`permission_denials` in 2.1.332's shape); limited (its model's usage limit: is_error true,
+api_error_status 429, the reset in epoch seconds after a `|`, exit 1). An API error is the real program's own:
 tests/agents_real/test_claude.py.
 """
 
@@ -133,6 +134,13 @@ def main(args: list[str]) -> int:
             is_error=True,
             errors=[f"Reached maximum number of turns ({options.get('--max-turns', turns)})"],
             terminal_reason="max_turns",
+        )
+        code = 1
+    if outcome == "limited":  # the CLI's own result for its model's 429: status and reset
+        result.update(
+            is_error=True,
+            api_error_status=429,
+            result=f"Claude AI usage limit reached|{int(plan.get('reset', 0))}",
         )
         code = 1
     if outcome == "denied":

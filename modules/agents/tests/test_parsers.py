@@ -433,3 +433,35 @@ def test_gemini_http_error_names_the_status_and_the_servers_words() -> None:
     report = gemini.AGENT.parse(make_plan(), ran(text, 145))
     assert not report.success and report.failure_category == FailureCategory.AGENT_ERROR
     assert report.summary == "gemini exited 145: the model API answered HTTP 401: no such key"
+
+
+def test_claude_api_status_429_is_a_limit_with_its_reset() -> None:
+    final = {**CLAUDE_OK, "is_error": True, "result": "Claude AI usage limit reached|1765080000"}
+    final["api_error_status"] = 429
+    report = claude.AGENT.parse(make_plan(), ran(json.dumps(final), 1))
+    assert not report.success and "API status 429" in report.limited
+    assert report.limited_until is not None and report.limited_until.timestamp() == 1765080000
+
+
+def test_claude_limit_text_the_model_wrote_is_no_limit() -> None:
+    # the same words as the model's own final text, with no API status: no limit
+    final = {**CLAUDE_OK, "result": "Claude AI usage limit reached|1765080000"}
+    assert claude.AGENT.parse(make_plan(), ran(json.dumps(final))).limited == ""
+    final = {**final, "is_error": True, "api_error_status": 401}
+    assert claude.AGENT.parse(make_plan(), ran(json.dumps(final), 1)).limited == ""
+
+
+CODEX_LIMIT = """\
+{"type":"turn.started"}
+{"type":"turn.failed","error":{"message":"You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), or try again at 3:15 PM."}}
+"""
+
+
+def test_codex_turn_failed_on_a_usage_limit_is_a_limit() -> None:
+    report = codex.AGENT.parse(make_plan(), ran(CODEX_LIMIT, 1))
+    assert not report.success and "usage limit" in report.limited
+    rate = CODEX_LIMIT.replace(
+        "You've hit your usage limit.", "unexpected status 429 Too Many Requests:"
+    )
+    assert "429" in codex.AGENT.parse(make_plan(), ran(rate, 1)).limited
+    assert codex.AGENT.parse(make_plan(), ran(CODEX_401, 1)).limited == ""

@@ -24,6 +24,8 @@ SNAP = MetricsSnapshot(
     halted=True,
     phase='agent "running"\\ now\n',
     candidates_by_outcome={"SUCCESS": 3, "ROLLBACK": 4, "ABORTED": 1},
+    stuck=2,
+    limited_until=1765080000.0,
 )
 
 
@@ -87,6 +89,16 @@ def _as_prometheus_client_wrote_it(snap: MetricsSnapshot) -> str:
             for name, total in sorted(snap.phases.items()):
                 phases.add_metric([name], count_value=total.count, sum_value=total.seconds)
             yield phases
+            yield CounterMetricFamily(
+                "seed_stuck_runs",
+                "Iterations whose run was ended as STUCK (also in seed_iterations_total as FAILURE).",
+                value=float(snap.stuck),
+            )
+            yield GaugeMetricFamily(
+                "seed_limited_until_seconds",
+                "When the usage limit in force resets, in epoch seconds (0: none holds).",
+                value=snap.limited_until,
+            )
             yield GaugeMetricFamily(
                 "seed_halted", "1 when the daemon is halted.", value=1.0 if snap.halted else 0.0
             )
