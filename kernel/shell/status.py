@@ -21,7 +21,7 @@ from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop import modelrun, reporting
 from kernel.loop.analysis import read_setup
 from kernel.loop.quarantine import read_quarantine
-from kernel.measuring import pytestconfig
+from kernel.measuring import mypyrun, pins, pytestconfig
 from kernel.measuring.gate import adoption, paths_at, read_at
 from kernel.measuring.measure import python_reason
 from kernel.records import budget, halt, inbox
@@ -135,7 +135,13 @@ def _tools(ctx: Context) -> tuple[str, ...]:
         paths = []  # no commit yet: nothing pins a version
     read = read_at(root, "HEAD")
     adopted = adoption(read, ctx.config.quality, paths)
-    return adopted.why + (pytestconfig.differences(read) if "pytest" in adopted.tools else ())
+    mypy = "mypy" in adopted.tools
+    versions = (mypyrun.version_line(ctx.target.python, pins.pinned("mypy", read, tuple(paths))),)
+    return (
+        adopted.why
+        + (versions if mypy else ())
+        + (pytestconfig.differences(read) if "pytest" in adopted.tools else ())
+    )
 
 
 def read_status(ctx: Context) -> DaemonStatus:
