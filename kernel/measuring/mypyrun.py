@@ -107,6 +107,12 @@ _VALUED_FLAGS = frozenset(
 )
 """The flags of a project's mypy command seed keeps (allow-listed): they change what mypy
 checks, never what it writes."""
+_DROPPED_VALUED = frozenset(
+    {"--junit-xml", "--junit-format", "--cache-dir", "--python-executable", "--custom-typeshed-dir"}
+)
+"""Flags seed leaves out that take a value (with every `--*-report DIR`): they write or
+point mypy elsewhere."""
+
 
 NOT_CONFIGURED = (
     "mypy: off (no [tool.mypy], mypy.ini, .mypy.ini, setup.cfg [mypy], mypy pre-commit hook "
@@ -209,7 +215,8 @@ def _kept(words: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...], str]:
         elif name in _VALUED_FLAGS:
             kept += [word] if value else [word, next(items, "")]
         elif word.startswith(("-", "@")):
-            dropped.append(word)
+            takes = name in _DROPPED_VALUED or name.endswith("-report")
+            dropped += [word, next(items, "")] if takes and not value else [word]
         elif _clean(word):
             kept.append(word.removeprefix("./") or ".")
     return tuple(kept), tuple(dropped), config
