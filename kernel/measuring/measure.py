@@ -48,6 +48,8 @@ from kernel.measuring.gate import Gate, lint_view, pyright_config, pyright_confi
 from kernel.measuring.incremental import Scope, carried, merge, merge_tests
 from kernel.measuring.suppressions import (
     format_comments,
+    mypy_split,
+    mypy_view,
     pyright_comments,
     pyright_split,
     ruff_hidden,
@@ -391,9 +393,14 @@ def run_pyright(
 
 
 def run_mypy(tree: Path, gate: Gate, target: Target, timeout_s: float) -> Measurement:
-    """The project's mypy on the whole tree, as the gate froze it (mypyrun.run_mypy): always
-    the whole project, since mypy's verdict on a file depends on every module it reads."""
-    return mypyrun.run_mypy(tree, gate.mypy, gate.mypy_dir, target.python, target.jail, timeout_s)
+    """The project's mypy on the whole tree, as the gate froze it (mypyrun.run_mypy), in a copy
+    of its own with the suppressing comments inert (suppressions.mypy_view): always the whole
+    project, since mypy's verdict on a file depends on every module it reads."""
+    with mypy_view(tree) as copy:
+        found = mypyrun.run_mypy(
+            copy, gate.mypy, gate.mypy_dir, target.python, target.jail, timeout_s
+        )
+    return mypy_split(found, tree)
 
 
 TYPE_TOOLS = mypyrun.TYPE_TOOLS

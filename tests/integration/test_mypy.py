@@ -89,6 +89,15 @@ def test_a_change_adding_a_mypy_error_is_refused(tmp_path: Path) -> None:
     assert "def name" not in (repo / "calc.py").read_text()
 
 
+def test_a_new_mypy_error_hidden_by_a_type_ignore_is_refused_too(tmp_path: Path) -> None:
+    bad = "\n\ndef name() -> int:\n    return 'seed'  # type: ignore\n"
+    repo, head, result, record = _once(tmp_path, [FIX, {"append": "calc.py", "text": bad}])
+    assert result.returncode == 1, result.stderr
+    assert (record["outcome"], record["failure_category"]) == ("ROLLBACK", "TYPE_ERROR")
+    assert any(e.startswith("mypy calc.py:10 return-value") for e in record["evidence"]), record
+    assert git(repo, "rev-parse", "HEAD").strip() == head
+
+
 def test_an_old_mypy_error_in_a_touched_file_is_not_blamed_on_the_change(tmp_path: Path) -> None:
     repo, head, result, record = _once(tmp_path, [FIX])
     assert result.returncode == 0, result.stderr + str(record)

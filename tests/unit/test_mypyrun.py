@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from domain import Tool
 from kernel.config import QualityConfig
 from kernel.measuring import mypyrun
 from kernel.measuring.gate import adoption, freeze_gate
+from kernel.measuring.measure import Target, run_mypy
 
 
 def _reader(files: dict[str, str]) -> mypyrun.Read:
@@ -133,3 +135,26 @@ def test_status_says_which_mypy_runs(tmp_path: Path) -> None:
     bare = str(tmp_path / "none" / "bin" / "python")
     assert mypyrun.installed(bare) == ""
     assert "not installed in the target's environment" in mypyrun.version_line(bare, None)
+
+
+def test_what_a_type_ignore_or_a_mypy_comment_hides_is_measured_apart(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "pyproject.toml").write_text("[tool.mypy]\nstrict = true\n", encoding="utf-8")
+    source = (
+        "def f() -> int:\n"
+        '    return "x"  # type: ignore[return-value]\n'
+        "\n\n"
+        "def g() -> int:\n"
+        '    return "y"\n'
+    )
+    (tree / "a.py").write_text(source, encoding="utf-8")
+    (tree / "b.py").write_text('# mypy: ignore-errors\nx: int = "z"\n', encoding="utf-8")
+    gate = freeze_gate(tree, tmp_path / "gate", QualityConfig())
+    target = Target(root=tree, python=sys.executable, quality=QualityConfig())
+    m = run_mypy(tree, gate, target, 300)
+    assert m.ran, m.error
+    assert [(d.file, d.line, d.rule) for d in m.diagnostics] == [("a.py", 6, "return-value")]
+    assert sorted((d.file, d.line) for d in m.suppressed) == [("a.py", 2), ("b.py", 2)]
+    assert (tree / "a.py").read_text(encoding="utf-8") == source  # the tree is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gate", "tree"]  # no copy left
