@@ -398,7 +398,7 @@ def run_mypy(tree: Path, gate: Gate, target: Target, timeout_s: float) -> Measur
     project, since mypy's verdict on a file depends on every module it reads."""
     with mypy_view(tree) as copy:
         found = mypyrun.run_mypy(
-            copy, gate.mypy, gate.mypy_dir, target.python, target.jail, timeout_s
+            copy, gate.mypy, gate.mypy_dir, target.python, target.jail, timeout_s, target.root
         )
     return mypy_split(found, tree)
 

@@ -134,6 +134,9 @@ class Setup:
     """Where `args` come from ("": mypy's own default, its config's files or the tree)."""
     dropped: tuple[str, ...] = ()
     """Flags of the project's command seed does not pass (they write, or are not known)."""
+    env: str = ""
+    """The tox env that runs the project's mypy: its virtualenv (`.tox/<env>`) in the person's
+    checkout is the target's environment for mypy when it has mypy ("": none)."""
 
 
 def _ini(text: str | None) -> configparser.RawConfigParser:
@@ -228,34 +231,58 @@ def _clean(path: str) -> bool:
     return not posixpath.isabs(norm) and norm != ".." and not norm.startswith("../")
 
 
-def _command(read: Read) -> tuple[str, list[str]] | None:
-    """(where, words after `mypy`) of the project's own mypy command in tox or nox."""
+def _command(read: Read) -> tuple[str, list[str], str] | None:
+    """(where, words after `mypy`, its tox env's name or "") of the project's own mypy command
+    in tox or nox."""
     for section, words in _tox_commands(read("tox.ini")):
-        return f"`mypy` in tox.ini [{section}]", words
+        env = section.split(":", 1)[1].strip() if ":" in section else ""
+        return f"`mypy` in tox.ini [{section}]", words, env if _ENV_NAME.match(env) else ""
     match = _NOX_RUN.search(read("noxfile.py") or "")
     if match:
-        return "`mypy` in noxfile.py", _STRING.findall(match["rest"])
+        return "`mypy` in noxfile.py", _STRING.findall(match["rest"]), ""
     return None
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_HOOK_ARGS = re.compile(r"^\s*args:\s*\[(?P<args>[^\]]*)\]", re.MULTILINE)
+MIRRORS_DEFAULT_ARGS = ("--ignore-missing-imports", "--scroll-output")
+"""What pre-commit's mirrors-mypy hook passes when the project gives no `args`."""
+
+
+def _hook_args(text: str) -> list[str]:
+    """The `args` of the project's mypy hook (flow style), else the mirrors' default."""
+    at = re.search(r"^\s*-\s*id:\s*['\"]?mypy['\"]?\s*$", text, re.MULTILINE)
+    if at is None:
+        return list(MIRRORS_DEFAULT_ARGS)
+    rest = text[at.end() :]
+    nxt = re.search(r"^\s*-\s*(?:id|repo):", rest, re.MULTILINE)
+    found = _HOOK_ARGS.search(rest[: nxt.start() if nxt else len(rest)])
+    if found is None:
+        return list(MIRRORS_DEFAULT_ARGS)
+    return [a.strip().strip("'\"") for a in found["args"].split(",") if a.strip()]
 
 
 def configured(read: Read) -> Setup:
     """How the project runs mypy (Setup().where == "": it does not)."""
     found = config_file(read)
     command = _command(read)
-    hook = bool(_HOOK.search(read(".pre-commit-config.yaml") or ""))
+    hooks = read(".pre-commit-config.yaml") or ""
+    hook = bool(_HOOK.search(hooks))
     ways = [found[1]] if found else []
     ways += [command[0]] if command else []
     ways += ["a mypy pre-commit hook"] if hook else []
     if not ways:
         return Setup()
-    args, dropped, named = _kept(command[1]) if command else ((), (), "")
+    words = command[1] if command else _hook_args(hooks) if hook else []
+    args, dropped, named = _kept(words)
     config = named if named and _clean(named) and read(named) is not None else ""
     return Setup(
         where=", ".join(ways),
         config=config or (found[0] if found else ""),
         args=args,
-        command=command[0] if command and args else "",
+        command=command[0] if command and args else "the mypy hook" if hook and args else "",
         dropped=dropped,
+        env=command[2] if command else "",
     )
 
 
@@ -351,17 +378,33 @@ def own_version() -> str:
         return ""
 
 
-def version_line(python: str, pin: pins.Pin | None) -> str:
+def interpreter(setup: Setup, python: str, root: Path | None) -> tuple[str, str, str]:
+    """(interpreter, where, version) of the mypy the project runs: its tox env's virtualenv in
+    the person's checkout when that has mypy, else the target's environment ("": neither)."""
+    candidates: list[tuple[str, str]] = []
+    if setup.env and root is not None:
+        tox = root / ".tox" / setup.env / "bin" / "python"
+        if tox.exists():
+            candidates.append((str(tox), f"the tox env .tox/{setup.env}"))
+    candidates.append((python, "the target's environment"))
+    for exe, where in candidates:
+        version = installed(exe)
+        if version:
+            return exe, where, version
+    return "", "", ""
+
+
+def version_line(
+    python: str, pin: pins.Pin | None, setup: Setup | None = None, root: Path | None = None
+) -> str:
     """One line for `status`: which mypy runs, and how it differs from the project's pin."""
-    target, own = installed(python), own_version()
+    _, where, target = interpreter(setup or Setup(), python, root)
+    own = own_version()
     pinned = f" as pinned in {pin.where}" if pin else ""
     if target and (pin is None or pin.version == target):
-        return f"mypy: version {target} in the target's environment{pinned}"
+        return f"mypy: version {target} in {where}{pinned}"
     if target and pin is not None:
-        return (
-            f"mypy: differs: the target's environment has {target}, not {pin.version}"
-            f" as pinned in {pin.where}"
-        )
+        return f"mypy: differs: {where} has {target}, not {pin.version} as pinned in {pin.where}"
     if own:
         versus = (
             f", not {pin.version} as pinned in {pin.where}" if pin and pin.version != own else ""
@@ -483,12 +526,27 @@ def argv_for(setup: Setup, folder: Path | None, python: str) -> list[str]:
         args += ["--config-file", "@" + setup.config]
     else:
         args += ["--config-file", os.devnull]  # no file of the tree's may configure it
-    if setup.args:
+    if _has_targets(setup.args):
         return [*args, *setup.args]
+    args += setup.args
     config = folder / setup.config if folder is not None and setup.config else None
     if config is not None and _names_targets(setup.config, config.read_text(encoding="utf-8")):
         return args
     return [*args, "."]
+
+
+def _has_targets(args: Sequence[str]) -> bool:
+    """Whether a project's arguments name what mypy checks (a path, `-p` or `-m`)."""
+    items = iter(args)
+    for word in items:
+        name, _, value = word.partition("=")
+        if name in ("-p", "--package", "-m", "--module"):
+            return True
+        if name in _VALUED_FLAGS and not value:
+            next(items, "")
+        elif not word.startswith("-"):
+            return True
+    return False
 
 
 def _names_targets(name: str, text: str) -> bool:
@@ -518,9 +576,13 @@ def run_mypy(
     python: str,
     jail: Jail | None,
     timeout_s: float,
+    root: Path | None = None,
 ) -> Measurement:
-    """The project's mypy on a tree: the target environment's (else seed's own), sandboxed."""
-    runner = python if installed(python) else (sys.executable if own_version() else "")
+    """The project's mypy on a tree: its tox env's or the target environment's (else seed's
+    own, imports resolved with the target's interpreter), sandboxed."""
+    found, _, _ = interpreter(setup, python, root)
+    python = found or python
+    runner = found or (sys.executable if own_version() else "")
     if not runner:
         return Measurement(
             tool=Tool.MYPY,

@@ -136,7 +136,8 @@ def _tools(ctx: Context) -> tuple[str, ...]:
     read = read_at(root, "HEAD")
     adopted = adoption(read, ctx.config.quality, paths)
     mypy = "mypy" in adopted.tools
-    versions = (mypyrun.version_line(ctx.target.python, pins.pinned("mypy", read, tuple(paths))),)
+    pin, setup = pins.pinned("mypy", read, tuple(paths)), mypyrun.configured(read)
+    versions = (mypyrun.version_line(ctx.target.python, pin, setup, root),)
     return (
         adopted.why
         + (versions if mypy else ())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -158,3 +159,54 @@ def test_what_a_type_ignore_or_a_mypy_comment_hides_is_measured_apart(tmp_path: 
     assert sorted((d.file, d.line) for d in m.suppressed) == [("a.py", 2), ("b.py", 2)]
     assert (tree / "a.py").read_text(encoding="utf-8") == source  # the tree is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gate", "tree"]  # no copy left
+
+
+def _fake_env(prefix: Path, version: str) -> str:
+    """An interpreter's path whose environment's metadata lists mypy at this version."""
+    dist = prefix / "lib" / "python3.11" / "site-packages" / f"mypy-{version}.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: mypy\nVersion: {version}\n")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "python").write_text("")
+    return str(prefix / "bin" / "python")
+
+
+def test_the_tox_env_that_runs_mypy_is_its_environment(tmp_path: Path) -> None:
+    tox = "[testenv:type]\ndeps = mypy\ncommands = mypy src\n"
+    setup = mypyrun.configured(_reader({"tox.ini": tox}))
+    assert setup.env == "type"
+    target = _fake_env(tmp_path / "venv", "1.10.0")
+    assert mypyrun.interpreter(setup, target, tmp_path)[1:] == (
+        "the target's environment",
+        "1.10.0",
+    )
+    tox_python = _fake_env(tmp_path / ".tox" / "type", "1.13.0")
+    assert mypyrun.interpreter(setup, target, tmp_path) == (
+        tox_python,
+        "the tox env .tox/type",
+        "1.13.0",
+    )
+    assert mypyrun.version_line(target, None, setup, tmp_path) == (
+        "mypy: version 1.13.0 in the tox env .tox/type"
+    )
+
+
+def test_a_mypy_hook_runs_with_its_args_on_the_whole_tree() -> None:
+    hooks = (
+        "repos:\n- repo: https://github.com/pre-commit/mirrors-mypy\n  rev: v1.11.2\n"
+        "  hooks:\n  - id: mypy\n    args: [--strict, --junit-xml=x.xml]\n"
+        "- repo: local\n  hooks:\n  - id: other\n    args: [--no-strict]\n"
+    )
+    setup = mypyrun.configured(_reader({".pre-commit-config.yaml": hooks}))
+    assert (setup.args, setup.dropped) == (("--strict",), ("--junit-xml=x.xml",))
+    assert mypyrun.argv_for(setup, None, "/py")[-4:] == [
+        "--config-file",
+        os.devnull,
+        "--strict",
+        ".",
+    ]
+    bare = "repos:\n- repo: https://github.com/pre-commit/mirrors-mypy\n  hooks:\n  - id: mypy\n"
+    default = mypyrun.configured(_reader({".pre-commit-config.yaml": bare}))
+    assert default.args == ("--ignore-missing-imports",)
+    pin = mypyrun.pins.pinned("mypy", _reader({".pre-commit-config.yaml": hooks}))
+    assert pin == mypyrun.pins.Pin("1.11.2", ".pre-commit-config.yaml")
