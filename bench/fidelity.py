@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 SEED = Path(__file__).resolve().parent.parent
-TOOLS: tuple[str, ...] = ("ruff", "ruff-format", "pyright", "pytest")
+TOOLS: tuple[str, ...] = ("ruff", "ruff-format", "pyright", "mypy", "pytest")
 DEFAULT_SOURCE = Path(os.environ.get("SEED_FIDELITY_SOURCE", "/work/.mirror"))
 DEFAULT_WORK = Path(os.environ.get("SEED_FIDELITY_WORK", "/tmp/seed-fidelity"))
 
@@ -61,6 +61,9 @@ class Project:
     """the project checks `ruff format`"""
     pyright: bool = False
     """the project configures pyright ([tool.pyright] or pyrightconfig.json)"""
+    mypy: tuple[str, ...] | None = None
+    """the arguments of the project's mypy command (its tox env), run with the venv's python;
+    None: the project does not check with mypy"""
     extras: str = ""
     """`-e .[extras]`"""
     prebuild: tuple[str, ...] = ()
@@ -127,6 +130,13 @@ PROJECTS: tuple[Project, ...] = (
         prebuild=("setuptools>=77", "setuptools_scm[toml]>=3.4.1"),
         note="tox also installs extras check,cover,enabler,type (pytest-ruff, -mypy, -cov): left"
         " out; built without isolation, without coherent.licensed (fetches the licence text)",
+    ),
+    Project(
+        "humanize", "python-humanize/humanize", "c3a124cdeb272d7f63bc0aa66f79c6fbafd2fc6d",
+        "src; hatch + hatch-vcs; pyproject (ruff, mypy strict), tox.ini",
+        ("-r", "requirements-mypy.txt"), ("-m", "pytest"), ruff="0.15.20", extras="tests",
+        mypy=(".",),
+        note="tox [testenv:mypy]: mypy . (strict, requirements-mypy.txt); formats with black",
     ),
     Project(
         "tenacity", "jd/tenacity", "c650fb45204635f07910948d5fc59a8c551ffdda",
@@ -202,6 +212,17 @@ def pyright_keys(text: str, root: Path) -> set[str]:
         f"pyright:{_rel(d.get('file', ''), root)}:{d.get('rule') or 'syntax'}"
         for d in data.get("generalDiagnostics", [])
         if d.get("severity", "error") == "error"
+    }
+
+
+_MYPY_ERROR = re.compile(r"^(.+?):\d+(?::\d+)?: error: .*?(?:  \[([a-z0-9_-]+)\])?$", re.M)
+
+
+def mypy_keys(text: str, root: Path) -> set[str]:
+    """mypy's one-line errors (`--no-pretty --show-error-codes`): mypy:FILE:CODE."""
+    return {
+        f"mypy:{_rel(m.group(1).strip(), root)}:{m.group(2) or 'misc'}"
+        for m in _MYPY_ERROR.finditer(text)
     }
 
 
@@ -439,6 +460,11 @@ def project_side(
         _, out, seconds["pyright"] = _run(argv, clone, env)
         keys["pyright"] = pyright_keys(out[out.find("{") :] if "{" in out else "{}", clone)
     python = str(clone / ".venv" / "bin" / "python")
+    if project.mypy is not None:
+        flags = ["--no-pretty", "--show-error-codes", "--no-error-summary", "--no-color-output"]
+        argv = [python, "-m", "mypy", *flags, "--cache-dir", os.devnull, *project.mypy]
+        _, out, seconds["mypy"] = _run(argv, clone, env)
+        keys["mypy"] = mypy_keys(out, clone)
     if project.test[:2] == ("-m", "unittest"):
         code, out, seconds["tests"] = _run(
             ["timeout", str(timeout), python, *project.test], clone, env, timeout + 30

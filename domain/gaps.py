@@ -67,7 +67,7 @@ class Gap(Fact):
     """Stable identity used to match history across runs."""
     category: GapCategory
     source: str
-    """ruff, ruff-format, pyright, pytest, inbox or roadmap."""
+    """ruff, ruff-format, pyright, mypy, pytest, inbox or roadmap."""
     severity: Severity
     title: str
     description: str = ""

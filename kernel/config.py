@@ -223,7 +223,7 @@ class QualityConfig(_Section):
     """Paths pyright checks in strict mode on top of the target's own pyright config.
     Unset: kernel, domain and modules when the target is seed itself, none elsewhere."""
     tools: list[str] | None = None
-    """The tools that take part (ruff, ruff-format, pyright, pytest), exactly. Unset: the ones
+    """The tools that take part (ruff, ruff-format, pyright, mypy, pytest), exactly. Unset: the ones
     the target configures (pytest always; ruff's syntax and undefined-name rules always)."""
     pytest_args: list[str] = Field(default_factory=list[str])
     """Extra pytest arguments (test selection) for the daemon's test runs."""
@@ -237,9 +237,10 @@ class QualityConfig(_Section):
     @field_validator("tools")
     @classmethod
     def _known_tools(cls, value: list[str] | None) -> list[str] | None:
-        unknown = [t for t in value or () if t not in ("ruff", "ruff-format", "pyright", "pytest")]
+        known = ("ruff", "ruff-format", "pyright", "mypy", "pytest")
+        unknown = [t for t in value or () if t not in known]
         if unknown:
-            raise ValueError(f"unknown tools {unknown}: use ruff, ruff-format, pyright, pytest")
+            raise ValueError(f"unknown tools {unknown}: use {', '.join(known)}")
         return value
 
 

@@ -33,7 +33,7 @@ from kernel.config import Config, GrowthConfig, GuardConfig
 from kernel.contracts import matches, matches_any, protected_patterns
 from kernel.isolation import gitops, trees
 from kernel.judging import frozen, hygiene, taskkind, uncovered
-from kernel.measuring.gate import ALL_TOOLS
+from kernel.measuring.gate import ALL_TOOLS, TYPE_CHECKS
 
 CONFIG_NAMES = hygiene.PYTEST_FILES | {"pyproject.toml", "tox.ini", "setup.cfg"}
 """Files that may hold pytest configuration, wherever they are."""
@@ -477,7 +477,7 @@ SELFCHECK_PATHS = ("modules", "domain")
 _TOOL_OF: dict[CheckName, str] = {
     CheckName.RUFF: "ruff",
     CheckName.RUFF_FORMAT: "ruff-format",
-    CheckName.PYRIGHT: "pyright",
+    **{check: check.value for check in TYPE_CHECKS},
     CheckName.PYTEST: "pytest",
     CheckName.PYTEST_ALL: "pytest",
 }

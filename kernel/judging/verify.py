@@ -28,7 +28,7 @@ from domain import (
 )
 from kernel.isolation import readback
 from kernel.judging.guard import is_test_path
-from kernel.measuring.measure import failed_ids, skip_jump
+from kernel.measuring.measure import TYPE_CHECKS, TYPE_TOOLS, failed_ids, skip_jump
 from kernel.measuring.suppressions import unsuppressed
 from kernel.records.signature import identity
 
@@ -210,7 +210,7 @@ def _not_running_category(m: Measurement) -> FailureCategory:
 _TOOL_CATEGORY = {
     Tool.RUFF: FailureCategory.LINT_ERROR,
     Tool.RUFF_FORMAT: FailureCategory.LINT_ERROR,
-    Tool.PYRIGHT: FailureCategory.TYPE_ERROR,
+    **dict.fromkeys(TYPE_TOOLS, FailureCategory.TYPE_ERROR),
     Tool.PYTEST: FailureCategory.TEST_REGRESSION,
     Tool.PY_COMPILE: FailureCategory.COMPILATION_ERROR,
     Tool.SELFCHECK: FailureCategory.IMPORT_ERROR,
@@ -316,13 +316,13 @@ def _python_files(args: Sequence[str], touched: Sequence[str]) -> list[str]:
 _TOOL_OF_CHECK = {
     CheckName.RUFF: Tool.RUFF,
     CheckName.RUFF_FORMAT: Tool.RUFF_FORMAT,
-    CheckName.PYRIGHT: Tool.PYRIGHT,
+    **{check: Tool(check.value) for check in TYPE_CHECKS},
 }
 _CATEGORY_OF_CHECK = {
     CheckName.SELFCHECK: FailureCategory.IMPORT_ERROR,
     CheckName.RUFF: FailureCategory.LINT_ERROR,
     CheckName.RUFF_FORMAT: FailureCategory.LINT_ERROR,
-    CheckName.PYRIGHT: FailureCategory.TYPE_ERROR,
+    **dict.fromkeys(TYPE_CHECKS, FailureCategory.TYPE_ERROR),
     CheckName.PY_COMPILE: FailureCategory.COMPILATION_ERROR,
     CheckName.PYTEST: FailureCategory.TEST_REGRESSION,
     CheckName.PYTEST_ALL: FailureCategory.TEST_REGRESSION,

@@ -21,7 +21,7 @@ from kernel.fsutil import atomic_write_text
 from kernel.isolation import seal, trees
 from kernel.isolation.exports import Export
 from kernel.isolation.paths import Paths
-from kernel.measuring import testmap
+from kernel.measuring import mypyrun, testmap
 from kernel.measuring.gate import Gate, ruff_material
 from kernel.measuring.incremental import FULL, Delta, Scope, plan_scope, tree_delta
 from kernel.measuring.localise import localise
@@ -79,6 +79,7 @@ def config_key(ctx: Setting, gate: Gate) -> str:
         {
             "ruff": ruff_material(gate),
             "pyright": gate.pyright_config,
+            "mypy": mypyrun.material(gate.mypy, gate.mypy_dir),
             "tools": [gate.adoption.tools, gate.adoption.advisory],
             "quality": ctx.config.quality.model_dump(mode="json"),
             "strict": ctx.target.strict,

@@ -30,7 +30,7 @@ import tomli_w
 from kernel.config import QualityConfig
 from kernel.contracts import matches_any
 from kernel.isolation import gitops
-from kernel.measuring import pins
+from kernel.measuring import mypyrun, pins
 from kernel.measuring.pytestconfig import toml_doc as _toml
 
 GATE_FILES: tuple[str, ...] = (
@@ -38,6 +38,8 @@ GATE_FILES: tuple[str, ...] = (
     "ruff.toml",
     ".ruff.toml",
     "pyrightconfig.json",
+    "mypy.ini",
+    ".mypy.ini",
     "setup.cfg",
     "pytest.ini",
     "tox.ini",
@@ -70,7 +72,9 @@ _PYRIGHT_PATH_LISTS = ("include", "exclude", "ignore", "strict", "extraPaths")
 _PYRIGHT_PATHS = ("stubPath", "typingsPath", "typeshedPath", "venvPath", "extends")
 
 
-ALL_TOOLS: tuple[str, ...] = ("ruff", "ruff-format", "pyright", "pytest")
+ALL_TOOLS: tuple[str, ...] = ("ruff", "ruff-format", "pyright", "mypy", "pytest")
+TYPE_CHECKS = mypyrun.TYPE_CHECKS
+"""The type checkers' acceptance checks, each named as its tool."""
 SMALL_RUFF: tuple[str, ...] = ("E9", "F63", "F7", "F82")
 """ruff's rules that always count: syntax errors and undefined names (flake8's serious set)."""
 
@@ -159,6 +163,7 @@ def adoption(
     hook = _format_where(read, paths)
     own_format = (own_ruff and "format" in found[1]) if found is not None else False
     own_pyright = read("pyrightconfig.json") is not None or "pyright" in tool
+    mypy = mypyrun.configured(read)
     differences: list[str] = []
     if "ruff" in (quality.tools if quality.tools is not None else ALL_TOOLS):
         differences.append(_ruff_version_line(pins.pinned_ruff(read, tuple(paths))))
@@ -180,6 +185,7 @@ def adoption(
         return Adoption(named, (), (*why, *differences), own_ruff)
     tools = ["ruff", "pytest"] + (["ruff-format"] if own_format or hook else [])
     tools += ["pyright"] if own_pyright else []
+    tools += ["mypy"] if mypy.where else []
     why = (
         "ruff: on (configured)"
         if own_ruff
@@ -193,9 +199,19 @@ def adoption(
         "pyright: on (configured)"
         if own_pyright
         else "pyright: off (no [tool.pyright] or pyrightconfig.json)",
+        _mypy_why(mypy),
         "pytest: on (always)",
     )
     return Adoption(tuple(t for t in ALL_TOOLS if t in tools), (), (*why, *differences), own_ruff)
+
+
+def _mypy_why(setup: mypyrun.Setup) -> str:
+    """Whether mypy takes part and why, and what it checks."""
+    if not setup.where:
+        return mypyrun.NOT_CONFIGURED
+    checks = f"; checks {' '.join(setup.args)} as {setup.command}" if setup.command else ""
+    dropped = f"; leaves out {' '.join(setup.dropped)}" if setup.dropped else ""
+    return f"mypy: on ({setup.where}{checks}{dropped})"
 
 
 def _outside(path: str) -> bool:
@@ -236,6 +252,10 @@ class Gate:
     """The baseline's own ruff configuration files (and ignore files), at their paths."""
     ruff_version: str = ""
     """The pinned ruff to run from seed's tool cache ("": the ruff installed with seed)."""
+    mypy: mypyrun.Setup = field(default_factory=mypyrun.Setup)
+    """How the baseline runs mypy (mypyrun.configured)."""
+    mypy_dir: Path | None = None
+    """The baseline's mypy configuration and `.py` plugins, at their paths (None: none)."""
 
 
 def json_lenient(text: str) -> dict[str, Any]:
@@ -377,7 +397,10 @@ def _gate_from(
     elif "pyright" in tool:
         pyright = dict(cast(dict[str, Any], tool["pyright"]))
     (out_dir / "pyright.json").write_text(json.dumps(pyright, indent=2), encoding="utf-8")
-    return Gate(ruff_config, pyright, adopted, ruff_dir, version)
+    mypy, mypy_dir = mypyrun.configured(read), out_dir / "mypy"
+    shutil.rmtree(mypy_dir, ignore_errors=True)
+    found = mypyrun.freeze(read, mypy, mypy_dir) if "mypy" in adopted.tools else None
+    return Gate(ruff_config, pyright, adopted, ruff_dir, version, mypy, mypy_dir if found else None)
 
 
 def _walk(tree: Path) -> list[str]:

@@ -43,11 +43,13 @@ from kernel.config import QualityConfig
 from kernel.isolation import gitops, procs, sandbox
 from kernel.isolation.jails import Jail, Jailed
 from kernel.isolation.paths import PLUGIN_DIR
-from kernel.measuring import pins, pytestconfig
+from kernel.measuring import mypyrun, pins, pytestconfig
 from kernel.measuring.gate import Gate, lint_view, pyright_config, pyright_config_outside
 from kernel.measuring.incremental import Scope, carried, merge, merge_tests
 from kernel.measuring.suppressions import (
     format_comments,
+    mypy_split,
+    mypy_view,
     pyright_comments,
     pyright_split,
     ruff_hidden,
@@ -388,6 +390,22 @@ def run_pyright(
         )
     found = pyright_diagnostics(data, tree)
     return with_hidden(_measured(Tool.PYRIGHT, result, found), tree, gate, files, _spans(data))
+
+
+def run_mypy(tree: Path, gate: Gate, target: Target, timeout_s: float) -> Measurement:
+    """The project's mypy on the whole tree, as the gate froze it (mypyrun.run_mypy), in a copy
+    of its own with the suppressing comments inert (suppressions.mypy_view): always the whole
+    project, since mypy's verdict on a file depends on every module it reads."""
+    with mypy_view(tree) as copy:
+        found = mypyrun.run_mypy(
+            copy, gate.mypy, gate.mypy_dir, target.python, target.jail, timeout_s, target.root
+        )
+    return mypy_split(found, tree)
+
+
+TYPE_TOOLS = mypyrun.TYPE_TOOLS
+"""The type checkers (the judge's vocabulary, kept with the tools)."""
+TYPE_CHECKS = mypyrun.TYPE_CHECKS
 
 
 def _spans(data: dict[str, Any]) -> list[tuple[int, int]]:
@@ -1072,7 +1090,7 @@ def measure(
     wanted = [Tool(t) for t in gate.adoption.tools]
     with contextlib.ExitStack() as stack:
         # ruff and pyright read a view made before any test runs: a test may write the tree
-        checking = {Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT} & set(wanted)
+        checking = {Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT, Tool.MYPY} & set(wanted)
         view = stack.enter_context(lint_view(tree, gate, fill)) if checking else tree
         return _measure_all(tree, view, target, gate, work_dir, tree_id, base, scope, executed)
 
@@ -1098,7 +1116,7 @@ def _measure_all(
         return base.get(tool) if base is not None else None
 
     results: dict[Tool, Measurement] = {}
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=3 if Tool.MYPY in wanted else 2) as pool:
         futures: dict[Tool, Future[Measurement]] = {}
         if Tool.PYTEST in wanted:
             futures[Tool.PYTEST] = pool.submit(
@@ -1112,6 +1130,8 @@ def _measure_all(
                 deleted,
                 lambda files: run_pyright(view, gate, target, timeout, files),
             )
+        if Tool.MYPY in wanted:
+            futures[Tool.MYPY] = pool.submit(run_mypy, view, gate, target, timeout)
         if Tool.RUFF in wanted:
             results[Tool.RUFF] = _partly(
                 previous(Tool.RUFF),

@@ -30,6 +30,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 _HOOKS = {
     "ruff": r"(?:astral-sh|charliermarsh)/ruff-pre-commit",
     "pyright": r"RobertCraigie/pyright-python",
+    "mypy": r"pre-commit/mirrors-mypy",
 }
 """Each tool's pre-commit repository."""
 

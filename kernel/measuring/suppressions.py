@@ -8,21 +8,27 @@ is hidden by a noqa, line or file. ruff format has no such switch: each `# fmt: 
 kernel writes it into pyright's configuration); its findings on a `# type: ignore` line, or
 in a file with one at the top, are the hidden ones. pyright cannot be told to ignore its own
 comments, so each `# pyright:` comment but `strict` (an `ignore`, `basic`, a rule switched
-off) is itself a finding. An existing suppression is in the baseline's counts too: neutral.
+off) is itself a finding. mypy cannot be told to ignore its comments either: it checks a copy
+of the tree in which each type-ignore and inline `# mypy:` comment is made inert (same length,
+so every line and column stays), and its findings that one hides in the tree are the hidden
+ones. An existing suppression is in the baseline's counts too: neutral.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
+import shutil
 import stat
+import tempfile
 import tokenize
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from domain import Diagnostic, Measurements, Tool
+from domain import Diagnostic, Measurement, Measurements, Tool
 from kernel.measuring.gate import Gate, in_pyright_scope, pyright_scope
 
 _TYPE_IGNORE = re.compile(r"(?:^|#)\s*type:\s*ignore(?:\[[\s\w,-]*\]|\s|$)")
@@ -202,3 +208,73 @@ def _read(path: Path) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         return handle.read(_MAX_SOURCE)
+
+
+_MYPY_INLINE = re.compile(r"^\s*mypy:")
+"""An inline mypy configuration comment (`# mypy: ignore-errors`, `disable-error-code=...`)."""
+_INERT = ((re.compile(r"type(?=\s*:\s*ignore)"), "tyqe"), (re.compile(r"mypy(?=\s*:)"), "mypx"))
+"""Each suppressing comment's word and the word of the same length that makes it inert."""
+
+
+def _inert(data: bytes) -> bytes:
+    """A source file with each type-ignore and `# mypy:` comment made inert, same length."""
+    lines = data.splitlines(keepends=True)
+    for line, text, _ in _comments_in(data):
+        if not (_TYPE_IGNORE.search(text) or _MYPY_INLINE.match(text)) or line > len(lines):
+            continue
+        raw, comment = lines[line - 1], ("#" + text).encode("utf-8", errors="replace")
+        at = raw.rfind(comment)
+        if at < 0:
+            continue
+        changed = text
+        for pattern, word in _INERT:
+            changed = pattern.sub(word, changed, count=1)
+        lines[line - 1] = raw[:at] + ("#" + changed).encode("utf-8") + raw[at + len(comment) :]
+    return b"".join(lines)
+
+
+@contextlib.contextmanager
+def mypy_view(tree: Path) -> Generator[Path]:
+    """A copy of the tree of the kernel's own for mypy (writable in its sandbox: nothing it
+    does reaches what ruff and pyright read), every type-ignore and `# mypy:` comment inert,
+    so mypy reports what they hide (mypy_split)."""
+    folder = Path(tempfile.mkdtemp(prefix="mypy-", dir=tree.parent))
+    try:
+        copy = folder / "tree"
+        shutil.copytree(tree, copy, symlinks=True)
+        for rel in _python_files(copy):
+            data = _read(copy / rel)
+            if data is not None and (b"type" in data or b"mypy" in data):
+                changed = _inert(data)
+                if changed != data:
+                    (copy / rel).write_bytes(changed)
+        yield copy
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def mypy_split(m: Measurement, tree: Path) -> Measurement:
+    """A mypy measurement of the inert copy split into what gaps come from and what a comment
+    in the tree hides: a finding on a type-ignore line, in a file that starts with one, or in
+    a file with an inline `# mypy:` configuration comment."""
+    if not m.ran:
+        return m
+    shown: list[Diagnostic] = []
+    hidden: list[Diagnostic] = []
+    seen: dict[str, tuple[bool, frozenset[int]]] = {}
+    for d in m.diagnostics:
+        if d.file not in seen:
+            comments = _comments_placed(tree / d.file)
+            whole = any(_MYPY_INLINE.match(t) for _, t, _ in comments)
+            ignores = [(n, first) for n, t, first in comments if _TYPE_IGNORE.search(t)]
+            whole = whole or any(first for _, first in ignores)
+            seen[d.file] = (whole, frozenset(n for n, _ in ignores))
+        whole, lines = seen[d.file]
+        (hidden if whole or d.line in lines else shown).append(d)
+    return m.model_copy(
+        update={
+            "diagnostics": tuple(shown),
+            "suppressed": tuple(hidden),
+            "exit_code": 1 if shown else 0,
+        }
+    )

@@ -35,7 +35,7 @@ RUNTIME_MODULES = (
     "coverage",
     "json5",
 )
-TEST_MODULES = (*RUNTIME_MODULES, "hypothesis", "prometheus_client")
+TEST_MODULES = (*RUNTIME_MODULES, "hypothesis", "prometheus_client", "mypy")
 RAY_MODULES = ("ray",)
 _GUARD = "SEED_BOOTSTRAPPED"
 

@@ -22,7 +22,7 @@ from kernel.loop import modelrun, reporting
 from kernel.loop.analysis import read_setup
 from kernel.loop.following import forge_said
 from kernel.loop.quarantine import read_quarantine
-from kernel.measuring import pytestconfig
+from kernel.measuring import mypyrun, pins, pytestconfig
 from kernel.measuring.gate import adoption, paths_at, read_at
 from kernel.measuring.measure import python_reason
 from kernel.records import budget, halt, inbox, limits
@@ -136,7 +136,14 @@ def _tools(ctx: Context) -> tuple[str, ...]:
         paths = []  # no commit yet: nothing pins a version
     read = read_at(root, "HEAD")
     adopted = adoption(read, ctx.config.quality, paths)
-    return adopted.why + (pytestconfig.differences(read) if "pytest" in adopted.tools else ())
+    mypy = "mypy" in adopted.tools
+    pin, setup = pins.pinned("mypy", read, tuple(paths)), mypyrun.configured(read)
+    versions = (mypyrun.version_line(ctx.target.python, pin, setup, root),)
+    return (
+        adopted.why
+        + (versions if mypy else ())
+        + (pytestconfig.differences(read) if "pytest" in adopted.tools else ())
+    )
 
 
 def _agent_log(live: dict[str, Any], detail: str) -> tuple[str, tuple[str, ...]]:

@@ -6,6 +6,7 @@ Keys (stable across runs, independent of line numbers):
   pytest:outside-import:MODULE  tests imported MODULE from the user's checkout
   pytest:NODE_ID                a failing (or erroring) test, one per parametrised case
   pyright:FILE:RULE             pyright errors of one rule in one file
+  mypy:FILE:CODE                mypy errors of one error code in one file
   ruff:FILE:RULE                ruff findings of one rule in one file
   ruff-format:FILE              FILE is not formatted (ruff-format:FILE:invalid-syntax: cannot parse)
 """
@@ -20,6 +21,7 @@ from domain import AnalysisInput, Diagnostic, Gap, GapCategory, Measurement, Sev
 _SEVERITY = {
     Tool.PYTEST: Severity.CRITICAL,
     Tool.PYRIGHT: Severity.HIGH,
+    Tool.MYPY: Severity.HIGH,
     Tool.RUFF: Severity.NORMAL,
     Tool.RUFF_FORMAT: Severity.LOW,
 }
@@ -123,7 +125,7 @@ class QualityAnalyzer:
             if measurement.tool == Tool.PYTEST:
                 gaps.extend(_pytest_gaps(measurement))
             elif (
-                measurement.tool in (Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT)
+                measurement.tool in (Tool.RUFF, Tool.RUFF_FORMAT, Tool.PYRIGHT, Tool.MYPY)
                 and measurement.ran
                 and not measurement.advisory
             ):

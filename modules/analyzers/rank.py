@@ -29,7 +29,13 @@ DEFAULT_ORDER: tuple[str, ...] = (
 a long backlog of type and lint findings never keeps it waiting."""
 
 _PRIORITY = {Priority.CRITICAL: 0, Priority.HIGH: 1, Priority.NORMAL: 2, Priority.LOW: 3}
-_SOURCE_GROUP = {"pytest": "build", "pyright": "types", "ruff": "lint", "ruff-format": "format"}
+_SOURCE_GROUP = {
+    "pytest": "build",
+    "pyright": "types",
+    "mypy": "types",
+    "ruff": "lint",
+    "ruff-format": "format",
+}
 _SYNTAX_RULES = ("invalid-syntax", "syntax")
 
 

@@ -26,6 +26,7 @@ _MODULE_NAMES = (
 _DOMAIN = re.compile(r"\bdomain\b", re.IGNORECASE)
 _TOOLS: dict[str, tuple[str, ...]] = {
     "pyright": ("pyright",),
+    "mypy": ("mypy",),
     "ruff format": ("ruff-format",),
     "format": ("ruff-format",),
     "ruff": ("ruff", "ruff-format"),
@@ -36,6 +37,7 @@ _TOOLS: dict[str, tuple[str, ...]] = {
 _QUALITY_KIND = {
     "pytest": TaskKind.FIX_TEST,
     "pyright": TaskKind.FIX_TYPES,
+    "mypy": TaskKind.FIX_TYPES,
     "ruff": TaskKind.FIX_LINT,
     "ruff-format": TaskKind.FIX_LINT,
 }

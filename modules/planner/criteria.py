@@ -14,7 +14,7 @@ from modules.planner.allowlist import clean_path
 from modules.planner.phases import safe_node
 
 _SHELL = frozenset(";|&$`<>(){}!\\'\"*?~#\n\r\t")
-CATALOGUE_WORDS = "ruff, ruff format, pyright, pytest, py_compile, selfcheck"
+CATALOGUE_WORDS = "ruff, ruff format, pyright, mypy, pytest, py_compile, selfcheck"
 
 
 def _files_text(args: Sequence[str], what: str = "the files you touch") -> str:
@@ -30,6 +30,8 @@ def text_for(check: CheckName, args: Sequence[str] = (), strict: Sequence[str] =
     if check == CheckName.PYRIGHT:
         where = f" (strict under {', '.join(strict)})" if strict else ""
         return f"pyright finds no new error in {_files_text(args)}{where}"
+    if check == CheckName.MYPY:
+        return f"mypy finds no new error in {_files_text(args)}"
     if check == CheckName.PY_COMPILE:
         return f"{_files_text(args, 'the Python files you touch')} compile"
     if check == CheckName.PYTEST:
@@ -146,7 +148,11 @@ def parse_acceptance(line: str) -> Parsed:
         if problem:
             return Parsed(line, reason=problem)
         return Parsed(line, criterion(check, files, text=f"the inbox item's check `{text}` passes"))
-    simple = {"pyright": CheckName.PYRIGHT, "py_compile": CheckName.PY_COMPILE}
+    simple = {
+        "pyright": CheckName.PYRIGHT,
+        "mypy": CheckName.MYPY,
+        "py_compile": CheckName.PY_COMPILE,
+    }
     if program in simple:
         files, problem = _files(args, line)
         if problem:

@@ -29,7 +29,7 @@ def goal_of(gap: Gap) -> str:
             goal = gap.title
     elif gap.source == "ruff-format" and gap.files:
         goal = f"Format {gap.files[0]}"
-    elif gap.source in ("ruff", "pyright") and first is not None and first.rule:
+    elif gap.source in ("ruff", "pyright", "mypy") and first is not None and first.rule:
         where = f" in {first.file}" if first.file else ""
         goal = f"Fix {gap.source} {first.rule}{where}"
     else:

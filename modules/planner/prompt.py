@@ -115,6 +115,8 @@ def _commands(plan: IterationPlan) -> str:
             lines.append(f"ruff format --check {_files(c.args)}")
         elif c.check == CheckName.PYRIGHT:
             lines.append(f"pyright {_files(c.args)}")
+        elif c.check == CheckName.MYPY:
+            lines.append("mypy (as the project's configuration says)")
     if not lines:
         return ""
     return (

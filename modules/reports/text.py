@@ -53,7 +53,13 @@ def _ago(moment: datetime | None, now: datetime) -> str:
     return span((now - moment).total_seconds()) + " ago" if moment else "-"
 
 
-_GROUP = {"pytest": "build", "pyright": "types", "ruff": "lint", "ruff-format": "format"}
+_GROUP = {
+    "pytest": "build",
+    "pyright": "types",
+    "mypy": "types",
+    "ruff": "lint",
+    "ruff-format": "format",
+}
 
 
 def ordinal(n: int) -> str:

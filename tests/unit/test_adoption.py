@@ -68,7 +68,7 @@ def test_seed_toml_names_the_tools_exactly() -> None:
     assert named.tools == ("pyright", "pytest") and named.advisory == ()
     assert "ruff: off ([quality] tools in seed.toml)" in named.why
     with pytest.raises(ValueError, match="unknown tools"):
-        QualityConfig(tools=["mypy"])
+        QualityConfig(tools=["black"])
 
 
 def test_the_why_lines_say_what_takes_part() -> None:
@@ -77,6 +77,8 @@ def test_the_why_lines_say_what_takes_part() -> None:
         "ruff: syntax errors and undefined names only (no [tool.ruff], ruff.toml or .ruff.toml)",
         "ruff-format: off (no [tool.ruff.format], ruff-format hook or `ruff format` command)",
         "pyright: off (no [tool.pyright] or pyrightconfig.json)",
+        "mypy: off (no [tool.mypy], mypy.ini, .mypy.ini, setup.cfg [mypy], mypy pre-commit hook "
+        "or tox/nox command running mypy)",
         "pytest: on (always)",
         f"ruff: version {running_ruff_version()}",
     )

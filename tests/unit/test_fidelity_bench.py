@@ -44,6 +44,21 @@ def test_pyright_errors_count_and_warnings_do_not(tmp_path: Path) -> None:
     }
 
 
+def test_mypy_errors_count_by_file_and_code_and_notes_do_not(tmp_path: Path) -> None:
+    out = (
+        "src/humanize/time.py:12:5: error: Returning Any from function  [no-any-return]\n"
+        "src/humanize/time.py:12:5: note: See https://mypy.readthedocs.io\n"
+        "tests/test_time.py:3: error: Name 'x' is not defined\n"
+        f"{tmp_path}/src/b.py:1:1: error: bad  [misc]\n"
+    )
+    assert fidelity.mypy_keys(out, tmp_path) == {
+        "mypy:src/humanize/time.py:no-any-return",
+        "mypy:tests/test_time.py:misc",
+        "mypy:src/b.py:misc",
+    }
+    assert "mypy" in fidelity.TOOLS
+
+
 def test_pytest_summary_names_failures_errors_and_collection_errors() -> None:
     out = (
         "..F.E\n=========== short test summary info ===========\n"

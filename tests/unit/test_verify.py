@@ -185,6 +185,7 @@ def _refusals() -> dict[str, tuple[FailureCategory, object]]:
         (Tool.RUFF_FORMAT, "unformatted", FailureCategory.LINT_ERROR),
         (Tool.RUFF_FORMAT, "invalid-syntax", FailureCategory.COMPILATION_ERROR),
         (Tool.PYRIGHT, "reportGeneralTypeIssues", FailureCategory.TYPE_ERROR),
+        (Tool.MYPY, "return-value", FailureCategory.TYPE_ERROR),
         (Tool.PYTEST, "failed", FailureCategory.TEST_REGRESSION),
         (Tool.PYTEST, "error", FailureCategory.TEST_REGRESSION),
         (Tool.PYTEST, "collection-error", FailureCategory.IMPORT_ERROR),
@@ -197,6 +198,7 @@ def _refusals() -> dict[str, tuple[FailureCategory, object]]:
         (Tool.RUFF, "crash", False, FailureCategory.LINT_ERROR),
         (Tool.RUFF_FORMAT, "crash", False, FailureCategory.LINT_ERROR),
         (Tool.PYRIGHT, "crash", False, FailureCategory.TYPE_ERROR),
+        (Tool.MYPY, "crash", False, FailureCategory.TYPE_ERROR),
         (Tool.PYTEST, "ModuleNotFoundError: x", False, FailureCategory.IMPORT_ERROR),
         (Tool.PYTEST, "SyntaxError: x", False, FailureCategory.COMPILATION_ERROR),
         (Tool.PYTEST, "exit 3", False, FailureCategory.TEST_REGRESSION),
@@ -274,6 +276,7 @@ def _refusals() -> dict[str, tuple[FailureCategory, object]]:
         (CheckName.RUFF, FailureCategory.LINT_ERROR),
         (CheckName.RUFF_FORMAT, FailureCategory.LINT_ERROR),
         (CheckName.PYRIGHT, FailureCategory.TYPE_ERROR),
+        (CheckName.MYPY, FailureCategory.TYPE_ERROR),
     ):
         asked = plan(
             lint,

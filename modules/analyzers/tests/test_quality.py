@@ -77,3 +77,28 @@ def test_a_test_suite_that_cannot_run_is_one_critical_gap() -> None:
     found = ANALYZER.analyze(AnalysisInput(measurements=Measurements(items=(broken,)), now=NOW))
     assert [(g.key, g.severity) for g in found] == [("pytest:run", Severity.CRITICAL)]
     assert "could not run" in found[0].title and "conftest" in found[0].description
+
+
+def test_mypy_errors_are_type_gaps_per_file_and_code() -> None:
+    from domain import Diagnostic
+
+    def error(line: int, code: str) -> Diagnostic:
+        return Diagnostic(tool=Tool.MYPY, file="src/a.py", line=line, rule=code, message="bad")
+
+    mypy = Measurement(
+        tool=Tool.MYPY,
+        ran=True,
+        exit_code=1,
+        diagnostics=(
+            error(3, "return-value"),
+            error(9, "return-value"),
+            error(4, "no-untyped-def"),
+        ),
+    )
+    found = ANALYZER.analyze(AnalysisInput(measurements=Measurements(items=(mypy,)), now=NOW))
+    assert sorted((g.key, g.source, g.severity) for g in found) == [
+        ("mypy:src/a.py:no-untyped-def", "mypy", Severity.HIGH),
+        ("mypy:src/a.py:return-value", "mypy", Severity.HIGH),
+    ]
+    twice = next(g for g in found if g.key.endswith("return-value"))
+    assert "(2x)" in twice.title and "src/a.py:9: return-value" in twice.description

@@ -159,3 +159,15 @@ def test_a_tool_that_could_not_run_is_reported_as_an_analysis_error() -> None:
     inputs = AnalysisInput(measurements=Measurements(items=(failed,)), now=NOW)
     report = RANKER.rank([], inputs)
     assert report.errors == ("pyright could not run: bad pyrightconfig.json",)
+
+
+def test_mypy_errors_rank_with_pyrights_in_the_types_group() -> None:
+    gaps = [
+        _quality("ruff", "ruff:a.py:F401", "F401"),
+        _quality("mypy", "mypy:a.py:return-value", "return-value"),
+        _quality("pyright", "pyright:a.py:reportReturnType", "reportReturnType"),
+    ]
+    inputs = AnalysisInput(measurements=Measurements(), now=NOW, order=("types", "lint"))
+    ranked = [g.key for g in RANKER.rank(gaps, inputs).gaps]
+    assert set(ranked[:2]) == {"mypy:a.py:return-value", "pyright:a.py:reportReturnType"}
+    assert ranked[2] == "ruff:a.py:F401"
