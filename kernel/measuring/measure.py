@@ -651,7 +651,7 @@ def _launch(
     config["fd"] = write
     try:
         # started from an empty place: nothing of the tree is importable until the plugin
-        # has put it behind the standard library
+        # has put it on sys.path, after pytest's own imports
         result = procs.run(
             argv,
             cwd="/",
