@@ -6,6 +6,9 @@ pytest's, the kernel's plugin's) stays the standard library's."""
 from __future__ import annotations
 
 import json
+import shutil
+import site
+import venv
 from pathlib import Path
 
 from tests.support import make_repo, seed
@@ -74,3 +77,47 @@ def test_a_tree_module_cannot_replace_one_the_plugin_already_holds(tmp_path: Pat
     # the failure is still a failure, and the passing test still passes
     assert _keys(report) == ["pytest:test/test_double.py::test_double"]
     assert report["errors"] == []
+
+
+_SITE = next(p for p in site.getsitepackages() if p.endswith("site-packages"))
+"""This interpreter's packages (pytest), which the fixture's environment sees through a
+`.pth` entry: the environment stays small and offline."""
+
+SRC = {
+    ".gitignore": ".venv/\nhistory/\n__pycache__/\n",
+    "src/pkg/__init__.py": "",
+    "src/pkg/sub.py": "def one() -> int:\n    return 1\n",
+    "tests/test_sub.py": (
+        "from pkg.sub import one\n\n\ndef test_one() -> None:\n    assert one() == 1\n"
+    ),
+    "seed.toml": '[quality]\ntools = ["pytest"]\npython = ".venv/bin/python"\n',
+}
+
+
+def _environment(root: Path) -> Path:
+    """A `.venv` in the checkout that sees pytest, with nothing of the project installed."""
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root / ".venv")
+    [packages] = (root / ".venv").glob("lib/python3*/site-packages")
+    (packages / "_shared.pth").write_text(f"{_SITE}\n", encoding="utf-8")
+    return packages
+
+
+def test_the_advice_says_what_the_environment_has_installed(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", SRC)
+    packages = _environment(root)
+    # an old release of the project installed as a copy: it has no pkg.sub
+    (packages / "pkg").mkdir()
+    (packages / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    info = packages / "pkg-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 0.1\n")
+    (info / "RECORD").write_text("pkg/__init__.py,,\npkg-0.1.dist-info/METADATA,,\n")
+    errors = "\n".join(str(e) for e in _gaps(root)["errors"])  # type: ignore[union-attr]
+    assert f"imports pkg from {packages / 'pkg'} (pkg 0.1), not from this repository" in errors
+    assert "has no pkg installed" not in errors
+    # with nothing installed, the advice says so
+    shutil.rmtree(packages / "pkg")
+    shutil.rmtree(info)
+    errors = "\n".join(str(e) for e in _gaps(root)["errors"])  # type: ignore[union-attr]
+    assert "cannot import pkg, which this repository holds (src/pkg)" in errors
+    assert "has no pkg installed: install the project into it" in errors
