@@ -118,6 +118,8 @@ def ruff_binary() -> str:
 
 RUFF_CHECK_FLAGS = pins.RUFF_CHECK_FLAGS
 
+FORMAT_SUFFIXES: tuple[str, ...] = (".py", ".pyi", ".pyw", ".ipynb")
+"""The files whose formatting counts (ruff formats notebooks as well)."""
 RUFF_FORMAT_FLAGS: tuple[str, ...] = ("format", "--check", "--no-cache", "--output-format", "json")
 """`ruff format` only checks: without --check it rewrites files."""
 
@@ -282,7 +284,8 @@ def run_ruff_format(
     if result.timed_out or items is None:
         return _failed(Tool.RUFF_FORMAT, result, "ruff format")
     diagnostics: list[Diagnostic] = []
-    for item in items:
+    # newer ruff formats the Python code blocks of Markdown files too: only Python files count
+    for item in (i for i in items if str(i.get("filename", "")).endswith(FORMAT_SUFFIXES)):
         code = str(item.get("code") or "unformatted")
         location = cast(dict[str, Any], item.get("location") or {})
         syntax = code == "invalid-syntax"
