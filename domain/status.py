@@ -96,6 +96,11 @@ class DaemonStatus(Fact):
     """The checkout's uncommitted and untracked paths (history/ and inbox/ aside)."""
     python: str = ""
     """The interpreter that runs the project's tests."""
+    forge: str = ""
+    """Where work is proposed ([landing] mode "branch"/"pr", [inbox] forge_label): the remote,
+    the forge and its repository, and the token's name with whether it is set ("" when local)."""
+    forge_problem: str = ""
+    """What the running daemon's last read of the forge could not reach ("" when it answered)."""
     python_reason: str = ""
     """Why that interpreter (quality.python, the repository's .venv, or seed's own)."""
     differences: tuple[str, ...] = ()

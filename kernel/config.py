@@ -368,6 +368,10 @@ class LandingConfig(_Section):
     """Where verified work goes: "local" fast-forwards the checkout's branch (or keeps it);
     "branch" pushes it to [forge] remote as seed/<iteration id>, leaving the local branch;
     "pr" pushes it so and opens a pull request on [forge] (docs/forge.md)."""
+    merge: Literal["never", "on-green"] = "never"
+    """In "pr" mode, who merges seed's pull requests: "never" (a person, on the forge), or
+    "on-green": seed, once the forge says every check passed and it may merge ("clean"), the
+    head is still the commit seed verified, and the PR is no draft (work for a person)."""
 
 
 class ForgeConfig(_Section):

@@ -36,6 +36,9 @@ class ForgeDouble:
             def do_GET(self) -> None:
                 double.answer(self, "GET")
 
+            def do_PUT(self) -> None:
+                double.answer(self, "PUT")
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -68,7 +71,8 @@ class ForgeDouble:
                 "state": "open",
                 "merged": False,
                 "draft": bool(body.get("draft")),
-                "head": {"ref": body["head"]},
+                "mergeable_state": "unknown",  # GitHub computes it after the PR opens
+                "head": {"ref": body["head"], "sha": ""},
                 "base": {"ref": body["base"]},
                 "body": body.get("body"),
                 "title": body["title"],
@@ -104,6 +108,8 @@ class ForgeDouble:
             if not number.isdigit() or rest.split("?")[0] != "comments":
                 self.errors.append(f"unexpected call {method} {handler.path}")
             return self._send(handler, 200, self.comments.get(int(number or 0), []))
+        if method == "PUT" and handler.path.startswith(prefix + "/"):
+            return self._merge(handler, handler.path[len(prefix) + 1 :], body)
         if method == "GET" and handler.path.startswith(prefix + "/"):
             pull = self.pulls.get(int(handler.path.rsplit("/", 1)[1]))
             return self._send(handler, 200 if pull else 404, pull or {"message": "Not Found"})
@@ -122,6 +128,27 @@ class ForgeDouble:
             "author_association": association,
             "html_url": f"https://github.example/{self.repo}/issues/{number}",
         }
+
+    def _merge(self, handler: BaseHTTPRequestHandler, rest: str, body: dict[str, Any]) -> None:
+        """PUT /repos/{owner}/{repo}/pulls/{n}/merge {sha?, merge_method?, commit_title?,
+        commit_message?}: 200 merged, 405 not mergeable now, 409 when sha is not the head."""
+        number, _, what = rest.partition("/")
+        pull = self.pulls.get(int(number)) if number.isdigit() and what == "merge" else None
+        keys = {"sha", "merge_method", "commit_title", "commit_message"}
+        if pull is None or set(body) - keys:
+            self.errors.append(f"PUT pulls/{rest} with keys {sorted(body)}")
+            return self._send(handler, 404 if pull is None else 422, {"message": "Not Found"})
+        if "sha" in body and body["sha"] != pull["head"]["sha"]:
+            return self._send(handler, 409, {"message": "Head branch was modified."})
+        if pull["state"] != "open" or pull["mergeable_state"] != "clean" or pull["draft"]:
+            return self._send(handler, 405, {"message": "Pull Request is not mergeable"})
+        self.merge(int(number))
+        self._send(handler, 200, {"sha": "f" * 40, "merged": True, "message": "merged"})
+
+    def checks(self, number: int, state: str, sha: str) -> None:
+        """The forge's checks of the PR ran: its mergeable_state, and the head they ran on."""
+        self.pulls[number]["mergeable_state"] = state
+        self.pulls[number]["head"]["sha"] = sha
 
     def merge(self, number: int) -> None:
         """A person merges the pull request on the forge."""

@@ -211,7 +211,9 @@ def record(
         commit="fedcba98765432100123"
         if outcome in (IterationOutcome.SUCCESS, IterationOutcome.PROPOSED)
         else None,
-        pull_request="https://github.com/o/r/pull/7" if outcome == IterationOutcome.PROPOSED else None,
+        pull_request="https://github.com/o/r/pull/7"
+        if outcome == IterationOutcome.PROPOSED
+        else None,
         kept_branch=f"seed/kept/{iteration_id}"
         if outcome in (IterationOutcome.MERGE_BLOCKED, IterationOutcome.KEPT)
         else None,

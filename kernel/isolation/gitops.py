@@ -208,6 +208,27 @@ class Change:
     old_path: str = ""
 
 
+def blob_at(repo: Path, rev: str, path: str, env: dict[str, str] | None = None) -> bytes | None:
+    """A file's bytes at a commit or tree (None: not there, or no commit given)."""
+    if not rev:
+        return None
+    shown = git(repo, "cat-file", "blob", f"{rev}:{path}", check=False, env=env)
+    return shown.stdout if shown.ok else None
+
+
+def written(worktree: Path, change: Change) -> bytes | None:
+    """A changed file's bytes in the worktree (None: deleted, a link, or not a file)."""
+    path = worktree / change.path
+    if change.status == "D" or path.is_symlink() or not path.is_file():
+        return None
+    return path.read_bytes()
+
+
+def as_text(data: bytes | None) -> str | None:
+    """Bytes as text, what is not UTF-8 replaced."""
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
 def stage_all(worktree: Path) -> None:
     """Stage every change in a worktree the kernel owns, leaving side files out."""
     git(worktree, "add", "--all", "--", ".", *SIDE_FILE_EXCLUDES)

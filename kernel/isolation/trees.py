@@ -87,6 +87,28 @@ def entries(
     return _entries(root, tree, env)
 
 
+def entry_map(
+    root: Path, tree: str, env: dict[str, str] | None = None
+) -> dict[str, tuple[str, str]]:
+    """path: (mode, object id) of every entry of a tree."""
+    return {p: (m, o) for m, o, p in _entries(root, tree, env)}
+
+
+def tree_from_entries(
+    root: Path, entries: Mapping[str, tuple[str, str]], store: ObjectStore
+) -> str:
+    """A tree in the store holding exactly these entries (path: (mode, object id))."""
+    (store.path / "index").unlink(missing_ok=True)
+    listed = sorted(entries.items(), key=lambda e: (e[1][0] == "160000", e[0]))
+    lines = [
+        f"{m} {'commit' if m == '160000' else 'blob'} {o}\t{p}".encode(
+            "utf-8", errors="surrogateescape"
+        )
+        for p, (m, o) in listed
+    ]
+    return tree_from_lines(root, store.env(), lines)
+
+
 def blob_id(data: bytes, oid_len: int) -> str:
     """git's object id of a blob with these bytes (sha1, or sha256 in a sha256 repository)."""
     digest = hashlib.sha256() if oid_len == 64 else hashlib.sha1()
@@ -155,6 +177,11 @@ def read_blobs(root: Path, oids: list[str], env: dict[str, str] | None = None) -
         out.append(blob)
         at = end + 1 + size + 1
     return out
+
+
+def read_texts(root: Path, oids: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """Blobs as text, what is not UTF-8 replaced."""
+    return [d.decode("utf-8", errors="replace") for d in read_blobs(root, oids, env)]
 
 
 def _ignores(root: Path, base: str) -> dict[str, pathspec.GitIgnoreSpec]:

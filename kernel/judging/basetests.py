@@ -27,11 +27,6 @@ _SECTIONED = ("pyproject.toml", "tox.ini", "setup.cfg")
 """Files that hold pytest's configuration in a section, beside other tools' settings."""
 
 
-def _entries(root: Path, tree: str, env: dict[str, str] | None) -> dict[str, tuple[str, str]]:
-    """path: (mode, object id) of every entry of a tree."""
-    return {p: (m, o) for m, o, p in trees.entries(root, tree, env)}
-
-
 def _test_kind(path: str) -> bool:
     """A file that is a test, a conftest or pytest configuration by its name or folder."""
     name = PurePosixPath(path).name
@@ -87,7 +82,7 @@ def base_test_files(
     """The base tree's test files (see the module's docstring). With `among` (the paths a
     candidate changes), data modules are looked for only when one of them may be one: a
     change to code alone costs no more than listing the tree."""
-    base = _entries(root, base_tree, None)
+    base = trees.entry_map(root, base_tree, None)
     tests = {p for p in base if _test_kind(p)}
     if baseline is not None:
         named = [*baseline.collected, *(d.node_id for d in baseline.diagnostics if d.node_id)]
@@ -121,8 +116,8 @@ def judged_tree(
     files it adds left out (`collected`: node ids of the candidate's own run); the candidate's
     own tree when that changes nothing."""
     env = store.env()
-    base = _entries(root, base_tree, None)
-    now = _entries(root, candidate_tree, env)
+    base = trees.entry_map(root, base_tree, None)
+    now = trees.entry_map(root, candidate_tree, env)
     judged = dict(now)
     wanted = set(tests)
     for path in wanted:
@@ -138,17 +133,13 @@ def judged_tree(
             judged.pop(path, None)
     for path in _SECTIONED:
         if path in base and path in now and path not in wanted:
-            before, after = _texts(root, [base[path][1], now[path][1]], env)
+            before, after = trees.read_texts(root, [base[path][1], now[path][1]], env)
             if pytest_config_changed(path, before, after):
                 judged[path] = base[path]
     judged = _without_clashes(judged, wanted)
     if judged == now:
         return candidate_tree
-    return _write(root, judged, store)
-
-
-def _texts(root: Path, oids: list[str], env: dict[str, str]) -> list[str]:
-    return [d.decode("utf-8", errors="replace") for d in trees.read_blobs(root, oids, env)]
+    return trees.tree_from_entries(root, judged, store)
 
 
 def _without_clashes(
@@ -159,31 +150,15 @@ def _without_clashes(
     return {p: e for p, e in entries.items() if p not in folders or p in keep}
 
 
-def _write(root: Path, entries: dict[str, tuple[str, str]], store: trees.ObjectStore) -> str:
-    env = store.env()
-    (store.path / "index").unlink(missing_ok=True)
-    lines = [
-        f"{m} blob {o}\t{p}".encode("utf-8", errors="surrogateescape")
-        for p, (m, o) in sorted(entries.items())
-        if m != "160000"
-    ]
-    lines += [
-        f"{m} commit {o}\t{p}".encode("utf-8", errors="surrogateescape")
-        for p, (m, o) in sorted(entries.items())
-        if m == "160000"
-    ]
-    return trees.tree_from_lines(root, env, lines)
-
-
 def renamed_tests(
     root: Path, base_tree: str, candidate_tree: str, store: trees.ObjectStore, edited: Iterable[str]
 ) -> frozenset[str]:
     """The base's test functions (node ids without parameters) that the change renamed in
     their file with their bodies kept (hygiene.renamed): moved, not lost."""
     env = store.env()
-    base, now = _entries(root, base_tree, None), _entries(root, candidate_tree, env)
+    base, now = trees.entry_map(root, base_tree, None), trees.entry_map(root, candidate_tree, env)
     paths = sorted(p for p in edited if p.endswith(".py") and p in base and p in now)
-    texts = _texts(root, [o for p in paths for o in (base[p][1], now[p][1])], env)
+    texts = trees.read_texts(root, [o for p in paths for o in (base[p][1], now[p][1])], env)
     return frozenset(
         f"{path}::{old.replace('.', '::')}"
         for i, path in enumerate(paths)
@@ -200,14 +175,14 @@ def edited_doctests(
 ) -> frozenset[str]:
     """The base's doctests whose docstring the change edited: changed test expectations."""
     env = store.env()
-    base, now = _entries(root, base_tree, None), _entries(root, candidate_tree, env)
+    base, now = trees.entry_map(root, base_tree, None), trees.entry_map(root, candidate_tree, env)
     nodes: dict[str, list[str]] = {}
     for node in baseline.collected if baseline is not None else ():
         path = node.split("::")[0]
         if is_doctest(node) and path in base and base[path] != now.get(path):
             nodes.setdefault(path, []).append(node)
     paths = sorted(p for p in nodes if p in now)
-    texts = _texts(root, [o for p in paths for o in (base[p][1], now[p][1])], env)
+    texts = trees.read_texts(root, [o for p in paths for o in (base[p][1], now[p][1])], env)
     found = {n for p in nodes if p not in now for n in nodes[p]}  # the module is gone
     for i, path in enumerate(paths):
         found |= edited(nodes[path], texts[2 * i], texts[2 * i + 1])

@@ -62,20 +62,6 @@ def is_test_path(path: str) -> bool:
     return any(part in ("tests", "test") for part in pure.parts[:-1])
 
 
-def _read_at(worktree: Path, rev: str, path: str) -> str | None:
-    result = gitops.git(worktree, "show", f"{rev}:{path}", check=False)
-    return result.stdout.decode("utf-8", errors="replace") if result.ok else None
-
-
-def _read_now(worktree: Path, change: gitops.Change) -> str | None:
-    if change.status == "D":
-        return None
-    path = worktree / change.path
-    if path.is_symlink() or not path.is_file():
-        return None
-    return path.read_text(encoding="utf-8", errors="replace")
-
-
 def growth_limits(plan: IterationPlan, growth: GrowthConfig | None = None) -> tuple[int, int]:
     """(new files, changed lines) this plan may add: its risk class's limit, or less if it asks."""
     limit = (growth or GrowthConfig()).for_risk(plan.estimated_risk)
@@ -267,11 +253,9 @@ def _linked_findings(
     changed = {c.path for c in changes if c.status != "D"} | {
         c.old_path for c in changes if c.old_path
     }
-    listed = gitops.git(repo, "ls-tree", "-r", "-z", base, check=False).text()
     findings: list[Finding] = []
-    for entry in listed.split("\0"):
-        meta, _, link = entry.partition("\t")
-        if not meta.startswith("120000") or link in changed:
+    for link, (mode, _oid) in trees.entry_map(repo, base).items():
+        if mode != "120000" or link in changed:
             continue
         if not (is_test_path(link) or PurePosixPath(link).name in CONFIG_NAMES):
             continue
@@ -301,8 +285,8 @@ def _hygiene_findings(
     if not (config_file or any(is_test_path(n) for n in names)):
         return []
     findings: list[Finding] = []
-    before = _read_at(repo, base, change.old_path or change.path)
-    after = _read_now(worktree, change)
+    before = gitops.as_text(gitops.blob_at(repo, base, change.old_path or change.path))
+    after = gitops.as_text(gitops.written(worktree, change))
     if change.old_path and hygiene.pytest_config_changed(change.old_path, before, None):
         findings.append(_config_finding(change.old_path))
     elif hygiene.pytest_config_changed(change.path, before, after):
@@ -405,8 +389,8 @@ def _specification(
             and old_name not in frozen_tests
         ):
             continue
-        before = _read_at(repo, base, old_name)
-        after = _read_now(worktree, change)
+        before = gitops.as_text(gitops.blob_at(repo, base, old_name))
+        after = gitops.as_text(gitops.written(worktree, change))
         if is_test_path(change.path) and change.path.endswith(".py"):
             findings += [
                 Finding(FailureCategory.HYGIENE_VIOLATION, change.path, message)
@@ -445,14 +429,14 @@ def _mode_findings(
 ) -> list[Finding]:
     """Executable test data, and nested repositories (gitlinks), in the change."""
     findings: list[Finding] = []
+    at_base = trees.entry_map(repo, base) if changes else {}
     for change in changes:
         path = change.path
         if change.status == "D" or (
             not (worktree / path).is_symlink() and not (worktree / path).exists()
         ):
             continue
-        listed = gitops.git(repo, "ls-tree", "-z", base, "--", path, check=False).text()
-        old_mode = listed.split(" ", 1)[0] if listed else ""
+        old_mode = at_base.get(path, ("", ""))[0]
         new_mode = _mode_of(worktree / path)
         if new_mode == "160000" and old_mode != "160000":
             findings.append(

@@ -19,7 +19,7 @@ from domain import (
 from kernel import faults
 from kernel.host.context import Context
 from kernel.host.selfcheck import selfcheck_of
-from kernel.isolation import jails, trees
+from kernel.isolation import gitops, jails, trees
 from kernel.isolation.exports import Export
 from kernel.judging import basetests, guard, uncovered
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
@@ -413,7 +413,7 @@ class Judge:
             p: data
             for p in it.touched
             if not guard.is_test_path(p)  # code is what the tests ran, of any name (below)
-            for data in [uncovered.read_blob(root, place.tree, p, store)]
+            for data in [gitops.blob_at(root, place.tree, p, store.env())]
             if data is not None
         }
         changed = uncovered.changed_lines(root, it.base, place.tree, store, sorted(sources))

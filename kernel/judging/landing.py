@@ -25,6 +25,9 @@ from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
 from kernel.records import commitmsg, forge
 
+FOR_A_PERSON = "; a draft for review: "
+"""In a PROPOSED record's reason: its PR was opened for a person, and seed never merges it."""
+
 Reverify = Callable[[Iteration, Baseline, Export], Verification]
 """Verifies a tree again (after a rebase), as the Judge does."""
 
@@ -62,6 +65,8 @@ def land(
             return rebased
         commit, verification = rebased
     held = _for_a_person(ctx, it, commit, verification)
+    if held and ctx.config.landing.mode == "pr":
+        return _propose(ctx, it, commit, verification, held)  # a draft: the review is the person's
     if held:
         approve = ctx.paths.command("approve", plan.iteration_id)
         why = f"{held}; approve it with `{approve}`"
@@ -85,9 +90,12 @@ def land(
     return _fast_forward(ctx, it, commit, verification, t0)
 
 
-def _propose(ctx: Context, it: Iteration, commit: str, verification: Verification) -> Ending:
+def _propose(
+    ctx: Context, it: Iteration, commit: str, verification: Verification, held: str = ""
+) -> Ending:
     """Push exactly the verified commit as seed/<id> (the local branch untouched) and, in "pr"
-    mode, open its pull request onto the branch the checkout is on: PROPOSED."""
+    mode, open its pull request onto the branch the checkout is on: PROPOSED. Work `held` for
+    a person opens as a draft, with why at the top of its body."""
     root, config = ctx.paths.root, ctx.config.forge
     token = os.environ.get(config.token, "")
     branch = f"seed/{it.plan.iteration_id}"
@@ -95,6 +103,7 @@ def _propose(ctx: Context, it: Iteration, commit: str, verification: Verificatio
     try:
         forge.push(root, config.remote, commit, branch, token)
         said = f"{verification.reason}; pushed {commit[:12]} to {config.remote} as {branch}"
+        said += f"{FOR_A_PERSON}{held}" if held else ""
         if ctx.config.landing.mode == "branch":
             return Ending(
                 IterationOutcome.PROPOSED, None, said, commit=commit, verification=verification
@@ -106,8 +115,8 @@ def _propose(ctx: Context, it: Iteration, commit: str, verification: Verificatio
             commitmsg.message(it.plan, "").splitlines()[0][:200],
             branch,
             base,
-            _pr_body(it, verification, ctx.config.inbox.forge_label),
-            draft=False,
+            _pr_body(it, verification, ctx.config.inbox.forge_label, held),
+            draft=bool(held),
         )
     except forge.ForgeError as exc:
         # nothing landed and nothing is lost: the verified commit stays on the local seed/ branch
@@ -122,12 +131,13 @@ def _propose(ctx: Context, it: Iteration, commit: str, verification: Verificatio
     )
 
 
-def _pr_body(it: Iteration, verification: Verification, label: str) -> str:
+def _pr_body(it: Iteration, verification: Verification, label: str, held: str) -> str:
     """The iteration's report as a PR body; every text of the agent's or the tree's fenced.
     Only here, from the task's own issue, does a closing keyword get written."""
     plan = it.plan
     issue = forge.issue_of(plan.gap.inbox.name) if plan.gap.inbox and label else None
     lines = [
+        *(["**Kept for a person's review:**", forge.fenced(held), ""] if held else []),
         f"seed iteration `{plan.iteration_id}`: verified by the kernel.",
         *([f"Closes #{issue}"] if issue is not None else []),
         "",

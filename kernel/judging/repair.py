@@ -61,13 +61,6 @@ def written_ranges(old: str | None, new: str) -> list[tuple[int, int]]:
     return sorted(ranges, reverse=True)  # bottom up: a range formatted never moves the next
 
 
-def _base_text(root: Path, base: str, path: str) -> str | None:
-    if not base:
-        return None
-    found = gitops.git(root, "cat-file", "blob", f"{base}:{path}", check=False)
-    return found.stdout.decode("utf-8", errors="replace") if found.ok else None
-
-
 def _read(export: Path, files: Sequence[str]) -> dict[str, bytes]:
     return {f: (export / f).read_bytes() for f in files}
 
@@ -125,7 +118,9 @@ def repair(
         if "ruff-format" in tools:
             for path in files:
                 text = fixed[path].decode("utf-8", errors="replace")
-                for first, last in written_ranges(_base_text(root, base, path), text):
+                for first, last in written_ranges(
+                    gitops.as_text(gitops.blob_at(root, base, path)), text
+                ):
                     flags = (*FORMAT_FLAGS, f"--range={first}-{last + 1}")  # end exclusive
                     _ruff(flags, gate, [path], view, timeout)
         after = _read(view, files)

@@ -50,18 +50,6 @@ def code_shape(source: bytes | None) -> str | None:
         return None
 
 
-def _blob(repo: Path, base: str, path: str) -> bytes | None:
-    result = gitops.git(repo, "show", f"{base}:{path}", check=False)
-    return result.stdout if result.ok else None
-
-
-def _now(worktree: Path, change: gitops.Change) -> bytes | None:
-    path = worktree / change.path
-    if change.status == "D" or path.is_symlink() or not path.is_file():
-        return None
-    return path.read_bytes()
-
-
 def code_changes(
     repo: Path, base: str, worktree: Path, changes: Sequence[gitops.Change]
 ) -> list[tuple[str, str]]:
@@ -75,8 +63,8 @@ def code_changes(
         if not all(n.endswith(".py") for n in names):
             found.append((change.path, "not a documentation file (*.md, *.rst, *.txt) or Python"))
             continue
-        before = _blob(repo, base, change.old_path or change.path)
-        after = _now(worktree, change)
+        before = gitops.blob_at(repo, base, change.old_path or change.path)
+        after = gitops.written(worktree, change)
         shape = code_shape(after)
         if shape is None:
             found.append((change.path, "it does not parse"))

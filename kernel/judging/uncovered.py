@@ -77,12 +77,6 @@ def changed_lines(
     return found
 
 
-def read_blob(repo: Path, tree: str, path: str, store: trees.ObjectStore) -> bytes | None:
-    """A file's bytes in a tree of the kernel's store (None: not there)."""
-    shown = gitops.git(repo, "cat-file", "blob", f"{tree}:{path}", check=False, env=store.env())
-    return shown.stdout if shown.ok else None
-
-
 @dataclass(frozen=True)
 class _Block:
     """One code object of a file: its lines, and whether it runs on import."""

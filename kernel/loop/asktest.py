@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from domain import DiffStat, FailureCategory, IterationOutcome
 from kernel.host.context import Context
+from kernel.isolation import gitops
 from kernel.judging import landing, uncovered
 from kernel.judging.iteration import Ending, Iteration
 from kernel.judging.judge import FEEDBACK_CHARS, Passed, Retry
@@ -57,7 +58,7 @@ def ask(ctx: Context, it: Iteration, passed: Passed) -> Retry | None:
         return None
     sources: dict[str, str] = {}
     for path in sorted({p.partition(":")[0] for p in places[:SHOWN]}):
-        data = uncovered.read_blob(ctx.paths.root, passed.tree, path, passed.store)
+        data = gitops.blob_at(ctx.paths.root, passed.tree, path, passed.store.env())
         sources[path] = data.decode("utf-8", errors="replace") if data is not None else ""
     return Retry(None, uncovered.said(places), feedback(places, sources))
 

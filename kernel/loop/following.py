@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from domain import IterationOutcome, IterationRecord
 from kernel.bounds import INBOX_MAX_BYTES
@@ -14,6 +15,7 @@ from kernel.errors import SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation import gitops
+from kernel.judging.landing import FOR_A_PERSON
 from kernel.records import forge, inbox
 
 FOLLOW_EVERY_S = 60.0
@@ -30,17 +32,21 @@ class Follower:
         self._clock = clock
         self._next = 0.0
         self._misses = 0
+        self.problem = ""
+        """What the forge did not answer at the last read ("" when it answered)."""
 
     def follow(self, ctx: Context) -> list[str]:
         """Read what changed on seed's open pull requests; the kinds of the events written."""
         proposed, label = ctx.store.proposed(), ctx.config.inbox.forge_label
         if not (proposed or label) or self._clock() < self._next:
             return []
-        written, missed = follow(ctx, proposed) if proposed else ([], False)
+        written, problem = follow(ctx, proposed) if proposed else ([], "")
         if label:
-            missed = not take_issues(ctx, label) or missed
-        self._misses = self._misses + 1 if missed else 0
-        self._next = self._clock() + min(BACKOFF_MAX_S, FOLLOW_EVERY_S * 2**self._misses)
+            problem = take_issues(ctx, label) or problem
+        self._misses = self._misses + 1 if problem else 0
+        wait = min(BACKOFF_MAX_S, FOLLOW_EVERY_S * 2**self._misses)
+        self._next = self._clock() + wait
+        self.problem = f"{problem} (read again in {wait:.0f} s)" if problem else ""
         return written
 
 
@@ -64,12 +70,33 @@ def _hub(ctx: Context, token: str) -> forge.GitHub:
     return forge.GitHub(config.api_url, repo, token)
 
 
-def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], bool]:
+def forge_said(ctx: Context) -> str:
+    """Where work is proposed, and with which token's name ('' in local mode with no label)."""
+    config, mode = ctx.config.forge, ctx.config.landing.mode
+    if mode == "local" and not ctx.config.inbox.forge_label:
+        return ""
+    try:
+        url = gitops.out(ctx.paths.root, "remote", "get-url", config.remote)
+    except gitops.GitError:
+        return f"{mode} mode: no remote {config.remote!r} in this checkout"
+    said = f"{mode} mode: pushes to {config.remote} ({forge.without_secrets(url)})"
+    if mode == "branch" and not ctx.config.inbox.forge_label:
+        return said
+    try:
+        repo = config.repo or forge.repo_of(url)
+    except forge.ForgeError as exc:
+        return f"{said}; {exc}"
+    token = "set" if os.environ.get(config.token) else "NOT set"
+    return f"{said}; {config.kind} {repo} at {config.api_url}, token ${config.token} ({token})"
+
+
+def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], str]:
     """Each open pull request's state read once: merged or closed becomes its event. A forge
-    that does not answer costs no record: the PR is read again next time. (kinds, missed)"""
+    that does not answer costs no record: the PR is read again next time. (kinds, what the
+    forge did not answer: '' when it answered)"""
     token = os.environ.get(ctx.config.forge.token, "")
     written: list[str] = []
-    missed = False
+    missed = ""
     for record in proposed:
         assert record.pull_request is not None
         try:
@@ -77,14 +104,34 @@ def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], bo
             number = forge.number_of(record.pull_request)
             pull = hub.pull(number)
             if pull.state != "closed" and not pull.merged:
-                continue
+                if not _merged_on_green(ctx, hub, record, pull):
+                    continue
+                pull = replace(pull, state="closed", merged=True)
             said = "" if pull.merged else hub.last_word(number)
         except (forge.ForgeError, SeedError) as exc:
             ctx.log(f"could not read {record.pull_request} (read again later): {exc}")
-            missed = True
+            missed = f"could not read {record.pull_request}: {exc}"
             continue
         written.append(_ended(ctx, record, pull, said, token))
     return written, missed
+
+
+def _merged_on_green(
+    ctx: Context, hub: forge.GitHub, record: IterationRecord, pull: forge.PullRequest
+) -> bool:
+    """Merge an open pull request when [landing] merge says "on-green" and the forge says it may
+    ("clean": every check passed), its head is still the commit seed verified, and it is no
+    draft (work kept for a person). True: merged now."""
+    if ctx.config.landing.merge != "on-green" or pull.draft or pull.mergeable_state != "clean":
+        return False
+    if FOR_A_PERSON in record.reason:  # opened as a draft for a person: theirs to merge, always
+        return False
+    if not record.commit or pull.head_sha != record.commit:
+        ctx.log(f"{record.pull_request}: its head is not the commit seed verified; not merged")
+        return False
+    hub.merge(pull.number, record.commit)
+    ctx.log(f"{record.iteration_id}: {record.pull_request} merged on green")
+    return True
 
 
 def _ended(
@@ -123,15 +170,15 @@ def _task_done(ctx: Context, record: IterationRecord, message: str) -> None:
     inbox.fail_queued(ctx.paths.inbox, task.name, note, folder="done")
 
 
-def take_issues(ctx: Context, label: str) -> bool:
+def take_issues(ctx: Context, label: str) -> str:
     """Open issues with the label, by a trusted author, written once as inbox/issue-N.md (the
-    text of the moment seed first reads it; never again once done or failed). False: the
-    forge did not answer (read again later)."""
+    text of the moment seed first reads it; never again once done or failed). What the forge
+    did not answer ('' when it answered; read again later)."""
     try:
         issues = _hub(ctx, os.environ.get(ctx.config.forge.token, "")).issues(label)
     except (forge.ForgeError, SeedError) as exc:
         ctx.log(f"could not read the issues labelled {label!r} (read again later): {exc}")
-        return False
+        return f"could not read the issues labelled {label!r}: {exc}"
     folder = ctx.paths.inbox
     for issue in issues:
         name = f"issue-{issue.number}.md"
@@ -145,7 +192,7 @@ def take_issues(ctx: Context, label: str) -> bool:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(folder / name, text[: INBOX_MAX_BYTES // 4])
         ctx.log(f"inbox/{name}: from issue #{issue.number} labelled {label!r}")
-    return True
+    return ""
 
 
 def tell_issue(ctx: Context, task: str, body: str) -> None:

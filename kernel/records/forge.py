@@ -46,6 +46,10 @@ class PullRequest:
     html_url: str
     state: str = "open"
     merged: bool = False
+    draft: bool = False
+    head_sha: str = ""
+    mergeable_state: str = ""
+    """GitHub's word on merging it now: "clean" when it may merge and every check passed."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,10 @@ class Forge(Protocol):
 
     def pull(self, number: int) -> PullRequest:
         """A pull request's state now."""
+        ...
+
+    def merge(self, number: int, sha: str) -> None:
+        """Merge the pull request, only while its head is sha."""
         ...
 
     def last_word(self, number: int) -> str:
@@ -151,11 +159,20 @@ def delete_remote_branch(root: Path, remote: str, branch: str, token: str) -> No
 _REPO_IN_URL = re.compile(r"[:/](?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 
 
+def without_secrets(url: str) -> str:
+    """A remote's URL as it may be shown: a user and password in it (https://u:p@host) cut."""
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme and "@" in parts.netloc:
+        return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return url.strip()
+
+
 def repo_of(url: str) -> str:
     """owner/name read from a remote's URL (https://host/owner/name.git, git@host:owner/name)."""
     match = _REPO_IN_URL.search(url.strip())
     if match is None:
-        raise ForgeError(f"cannot read owner/name from the remote URL {url!r}: set [forge] repo")
+        shown = without_secrets(url)
+        raise ForgeError(f"cannot read owner/name from the remote URL {shown!r}: set [forge] repo")
     return f"{match.group('owner')}/{match.group('name')}"
 
 
@@ -218,6 +235,11 @@ class GitHub:
         """GET /repos/{owner}/{repo}/pulls/{number}."""
         return _pull(self._call("GET", f"/pulls/{number}"))
 
+    def merge(self, number: int, sha: str) -> None:
+        """PUT /repos/{owner}/{repo}/pulls/{number}/merge with the head it must have (409 when
+        the branch moved, 405 when the forge does not allow it now: both a ForgeError)."""
+        self._call("PUT", f"/pulls/{number}/merge", {"sha": sha})
+
     def last_word(self, number: int) -> str:
         """GET /repos/{owner}/{repo}/issues/{number}/comments (oldest first, the first 100):
         the latest body by a trusted author."""
@@ -264,7 +286,17 @@ def _pull(data: dict[str, Any]) -> PullRequest:
     number, url, state = data.get("number"), data.get("html_url"), data.get("state")
     if not isinstance(number, int) or not isinstance(url, str) or not url.startswith("http"):
         raise ForgeError("the forge's pull request has no number or html_url")
-    return PullRequest(number, url, str(state or "open"), data.get("merged") is True)
+    head = cast(dict[str, Any], data.get("head")) if isinstance(data.get("head"), dict) else {}
+    sha, mergeable = head.get("sha"), data.get("mergeable_state")
+    return PullRequest(
+        number,
+        url,
+        str(state or "open"),
+        data.get("merged") is True,
+        data.get("draft") is True,
+        sha if isinstance(sha, str) else "",
+        mergeable if isinstance(mergeable, str) else "",
+    )
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

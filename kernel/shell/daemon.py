@@ -30,7 +30,7 @@ from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import discover
 from kernel.loop import modelrun
 from kernel.loop.analysis import analyse, read_inbox
-from kernel.loop.following import PROPOSAL_WAITS, Follower
+from kernel.loop.following import PROPOSAL_WAITS, Follower, forge_said
 from kernel.loop.loop import Loop, for_planner, passed_over, planning_history
 from kernel.loop.quarantine import quarantined, tree_digest
 from kernel.loop.recording import WAITING
@@ -375,6 +375,7 @@ class Daemon:
         backend = self.ctx.backend()
         self.ctx.remember_config()
         self.status.update(backend=backend.name, backend_reason=backend.reason, config_problem="")
+        self.status.update(forge=forge_said(self.ctx))
         if self.metrics is not None:
             self.status.update(metrics_url=self.metrics.url)
             self._refresh_metrics()
@@ -456,6 +457,7 @@ class Daemon:
         """One pass: follow seed's pull requests, analyse, then plan and run what can run
         (single: one record at most)."""
         self.follower.follow(self.ctx)
+        self.status.update(forge_problem=self.follower.problem)
         try:
             return Loop(self.ctx, self._phase, self._analysed).run(single=single)
         finally:

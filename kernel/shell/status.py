@@ -20,6 +20,7 @@ from kernel.isolation import gitops, ignored, jails, rayengine
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.loop import modelrun, reporting
 from kernel.loop.analysis import read_setup
+from kernel.loop.following import forge_said
 from kernel.loop.quarantine import read_quarantine
 from kernel.measuring import pytestconfig
 from kernel.measuring.gate import adoption, paths_at, read_at
@@ -218,6 +219,8 @@ def read_status(ctx: Context) -> DaemonStatus:
         differences=_differences(ctx, live),
         dirty=tuple(gitops.uncommitted(ctx.paths.root)),
         python=ctx.target.python,
+        forge=str(live.get("forge", "")) if running else forge_said(ctx),
+        forge_problem=str(live.get("forge_problem", "")) if running else "",
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
     )
 
@@ -282,6 +285,8 @@ def config_lines(status: DaemonStatus) -> list[str]:
 
 def _checkout_lines(status: DaemonStatus) -> list[str]:
     lines = [f"python:      {status.python} ({status.python_reason})"] if status.python else []
+    lines += [f"forge:       {status.forge}"] if status.forge else []
+    lines += [f"forge:       {status.forge_problem}"] if status.forge_problem else []
     if status.dirty:
         more = f" and {len(status.dirty) - 10} more" if len(status.dirty) > 10 else ""
         lines.append(f"uncommitted: {', '.join(status.dirty[:10])}{more}")

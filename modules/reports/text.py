@@ -124,6 +124,7 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     out += [f"             {note}" for note in status.network_notes]
     if status.python:
         out.append(f"python:      {status.python} ({status.python_reason})")
+    out += [f"forge:       {line}" for line in (status.forge, status.forge_problem) if line]
     for i, line in enumerate(status.tools):
         out.append(("tools:       " if i == 0 else "             ") + line)
     if status.type_checker:

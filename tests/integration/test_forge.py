@@ -40,11 +40,12 @@ def _repo(
     landing: str,
     steps: Sequence[dict[str, Any]] | None = None,
     files: dict[str, str] = LINT,
+    uncovered: str = "land",
 ) -> tuple[Path, Path, str]:
     """A project with a real bare remote `origin`; its path and head."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    extra = TOOLS + f'\n[landing]\nuncovered = "land"\n{landing}'
+    extra = TOOLS + f'\n[landing]\nuncovered = "{uncovered}"\n{landing}'
     repo = make_repo(tmp_path / "repo", files, agent_config(tmp_path, steps or FIX, extra=extra))
     git(repo, "remote", "add", "origin", str(remote))
     return repo, remote, git(repo, "rev-parse", "HEAD").strip()
@@ -109,6 +110,34 @@ def test_pr_mode_opens_one_pull_request_whose_head_holds_the_verified_tree(
     assert "## Criteria" in body["body"] and "Closes #" not in body["body"]
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert TOKEN not in _history_text(repo)
+    # status names where work goes and the token's name, never the token
+    shown = seed(repo, "status", env={"GITHUB_TOKEN": TOKEN}).stdout
+    said = f"pr mode: pushes to origin ({remote}); github team/project at {double.url}"
+    assert f"forge:       {said}, token $GITHUB_TOKEN (set)" in shown, shown
+    assert TOKEN not in shown
+    assert "token $GITHUB_TOKEN (NOT set)" in seed(repo, "status", env={"GITHUB_TOKEN": ""}).stdout
+
+
+def test_work_for_a_person_opens_a_draft_pull_request_that_says_why_at_the_top(
+    tmp_path: Path, double: ForgeDouble
+) -> None:
+    forge = f'mode = "pr"\n\n[forge]\napi_url = "{double.url}"\nrepo = "team/project"\n'
+    repo, remote, head = _repo(tmp_path, forge, uncovered="keep")
+
+    result = seed(repo, "once", env={"GITHUB_TOKEN": TOKEN})
+
+    [record] = records(repo)
+    assert record["outcome"] == "PROPOSED", record["reason"]
+    assert "a draft for review: no test ran these lines: calc.py:6" in record["reason"]
+    assert result.returncode == 0, result.stderr
+    [(_method, _path, body, _headers)] = double.calls
+    assert body["draft"] is True
+    top = body["body"].splitlines()[:3]
+    assert top[0] == "**Kept for a person's review:**", top
+    assert "no test ran these lines: calc.py:6" in top[2], top
+    pushed = git(remote, "rev-parse", f"refs/heads/seed/{record['iteration_id']}").strip()
+    assert pushed == record["commit"]
+    assert git(repo, "rev-parse", "HEAD").strip() == head  # nothing landed on its own
 
 
 def test_a_forge_answering_500_keeps_the_work_and_pushes_nothing_to_the_local_branch(
@@ -176,8 +205,11 @@ def test_a_merged_pull_request_lands_the_iteration_and_its_inbox_task(
     branch = f"seed/{record['iteration_id']}"
     url = record["pull_request"]
 
-    # a new process (a daemon restarted mid-PR): the gap waits on its open PR, planned never again
+    # a new process (a daemon restarted mid-PR): the gap waits on its open PR, planned never again;
+    # green, but [landing] merge is "never" by default: seed does not merge it
+    double.checks(1, "clean", record["commit"])
     waiting = seed(repo, "once", env=env)
+    assert not [c for c in double.calls if c[0] == "PUT"]
     assert waiting.returncode == 5, waiting.stderr[-2000:]
     assert f"waiting on {url}" in waiting.stdout + waiting.stderr
     assert len(records(repo)) == 1
@@ -199,6 +231,52 @@ def test_a_merged_pull_request_lands_the_iteration_and_its_inbox_task(
     assert git(repo, "rev-parse", "HEAD").strip() == head
     assert branch not in git(remote, "branch", "--all")
     assert TOKEN not in _history_text(repo)
+
+
+def test_on_green_seed_merges_its_pull_request_only_when_the_forge_allows_it_on_the_verified_head(
+    tmp_path: Path, double: ForgeDouble
+) -> None:
+    forge = f'mode = "pr"\nmerge = "on-green"\n\n[forge]\napi_url = "{double.url}"\n'
+    repo, remote, _ = _repo(tmp_path, forge + 'repo = "team/project"\n')
+    env = {"GITHUB_TOKEN": TOKEN}
+    seed(repo, "once", env=env)
+    [record] = records(repo)
+    assert record["outcome"] == "PROPOSED", record["reason"]
+    puts = lambda: [c for c in double.calls if c[0] == "PUT"]  # noqa: E731
+    merged = lambda: [e for e in _events(repo) if e["kind"] == "pr_merged"]  # noqa: E731
+
+    double.checks(1, "blocked", record["commit"])  # a required check has not passed yet
+    seed(repo, "once", env=env)
+    assert puts() == [] and merged() == []
+    double.checks(1, "clean", "0" * 40)  # someone pushed onto seed's branch: not what it verified
+    seed(repo, "once", env=env)
+    assert puts() == [] and merged() == []
+    double.checks(1, "clean", record["commit"])
+    seed(repo, "once", env=env)
+
+    [(_method, path, body, _headers)] = puts()
+    assert path == "/repos/team/project/pulls/1/merge" and body == {"sha": record["commit"]}
+    assert len(merged()) == 1
+    assert _counted(repo) == [(record["iteration_id"], "SUCCESS")]
+    assert git(remote, "for-each-ref", "--format=%(refname)").split() == []  # branch deleted
+    assert double.errors == []
+
+
+def test_a_draft_for_a_person_is_never_merged_by_seed(tmp_path: Path, double: ForgeDouble) -> None:
+    forge = f'mode = "pr"\nmerge = "on-green"\n\n[forge]\napi_url = "{double.url}"\n'
+    repo, _, _ = _repo(tmp_path, forge + 'repo = "team/project"\n', uncovered="keep")
+    env = {"GITHUB_TOKEN": TOKEN}
+    seed(repo, "once", env=env)
+    [record] = records(repo)
+    assert record["outcome"] == "PROPOSED" and double.pulls[1]["draft"] is True
+    double.checks(1, "clean", record["commit"])
+
+    seed(repo, "once", env=env)
+    double.pulls[1]["draft"] = False  # marked ready for review: still the person's to merge
+    seed(repo, "once", env=env)
+
+    assert not [c for c in double.calls if c[0] == "PUT"]
+    assert _counted(repo) == [(record["iteration_id"], "PROPOSED")]
 
 
 def test_a_closed_pull_request_is_a_rollback_and_its_closing_comment_is_the_next_plans_evidence(
@@ -299,6 +377,8 @@ def test_the_daemon_reads_the_forge_at_a_bounded_rate_and_backs_off_while_it_doe
     double.fail = 1000
     follower.follow(ctx)
     assert reads() == 1
+    assert "the forge answered 500" in follower.problem, follower.problem
+    assert follower.problem.endswith("(read again in 120 s)"), follower.problem
     for step, waited in ((100.0, 1), (21.0, 2), (239.0, 2), (1.0, 3), (480.0, 4)):
         now[0] += step  # 120 s after one miss, 240 after two, 480 after three
         follower.follow(ctx)
@@ -306,6 +386,7 @@ def test_the_daemon_reads_the_forge_at_a_bounded_rate_and_backs_off_while_it_doe
     double.fail = 0
     now[0] += 10_000
     assert follower.follow(ctx) == []  # answered: the PR is open
+    assert follower.problem == ""
     now[0] += 30
     follower.follow(ctx)
     assert reads() == 5  # at most once a minute when it answers
