@@ -175,6 +175,13 @@ PROJECTS: tuple[Project, ...] = (
         ruff_paths=("more_itertools", "tests"), format=True,
         note="Makefile: ruff format --check .; ruff check more_itertools tests; python -m unittest",
     ),
+    Project(
+        "pdoc", "mitmproxy/pdoc", "00e18eb12ae2f06f3c245f796bfe7f6224db033a",
+        "flat; setuptools; pyproject (ruff, mypy, pytest); the tests are a package named `test/`",
+        ("pytest", "pytest-timeout", "hypothesis"), ("-m", "pytest"), ruff="0.14.2",
+        note="tox: pytest -m 'not slow' (CI passes -vvv: every test); ruff pinned in uv.lock;"
+        " the stdlib has a `test` package too; dev group's tox, mypy, pydantic, pyo3 sample left out",
+    ),
 )  # fmt: skip
 
 

@@ -35,7 +35,10 @@ class AgentContext(Fact):
     python: str
     """The daemon's interpreter."""
     ruff: str
-    """The ruff executable the kernel measures with."""
+    """The ruff executable the kernel measures with (the project's pinned version when seed's
+    tool cache has it)."""
+    ruff_format: bool = False
+    """Whether the project adopted ruff format (a project formatted with black is not)."""
     command: tuple[str, ...] = ()
     """argv of backend = "command"."""
     model: str = ""

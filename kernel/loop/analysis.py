@@ -32,6 +32,7 @@ from kernel.host import answers
 from kernel.host.context import Context, log_line
 from kernel.isolation import gitops, ignored, jails, trees
 from kernel.isolation.exports import Export
+from kernel.measuring import installed
 from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at
 from kernel.measuring.offline import split_offline
@@ -161,12 +162,7 @@ def setup_problems(
                 "interpreter that has it; until then the tests are not measured"
             )
     for name, where in sorted(missing.items()):
-        problems.append(
-            f"setup: the test environment ({python}) cannot import {name}, which this "
-            f"repository holds ({where}): install the project into it (`{python} -m pip "
-            f"install -e .` in {root}), or set `python` under [quality] in seed.toml to an "
-            "interpreter that has it installed; until then its test results are not gaps"
-        )
+        problems.append(installed.cannot_import(python, root, name, where))
     if not problems:
         return measurements, []
     if missing or not pytest.ran:  # the suite's results say nothing about the code

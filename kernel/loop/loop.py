@@ -55,6 +55,7 @@ from kernel.loop.remoterun import RemoteRunner
 from kernel.loop.tournament import Dealt
 from kernel.measuring.baseline import Baseline
 from kernel.measuring.measure import ruff_binary
+from kernel.measuring.projectruff import project_ruff
 from kernel.records import budget, halt, inbox, notify
 from kernel.records.journal import Journal
 from kernel.records.store import RecordStore
@@ -808,12 +809,18 @@ class Loop:
         agent = self.ctx.config.agent
         backend = dealt.backend if dealt else agent.backend
         extra = dealt.extra_args if dealt and dealt.extra_args is not None else agent.extra_args
+        ruff, formats = ruff_binary(), False
+        if backend == "ruff-fix":  # as the project runs ruff: the base commit's pin, its format
+            it = self.current
+            base = it.base if it is not None and it.worktree == worktree else "HEAD"
+            ruff, formats = project_ruff(self.ctx.paths.root, base, self.ctx.config.quality)
         return AgentContext(
             worktree=str(worktree),
             home=str(Path.home().resolve()),
             seed_home=str(self.ctx.paths.seed_home),
             python=sys.executable,
-            ruff=ruff_binary(),
+            ruff=ruff,
+            ruff_format=formats,
             command=tuple(agent.command),
             model=dealt.model if dealt else agent.model,
             options={

@@ -95,17 +95,29 @@ class Adoption:
 
 
 _FORMAT_HOOK = re.compile(r"^\s*-\s*id:\s*['\"]?ruff-format\b", re.MULTILINE)
+_FORMAT_ENTRY = re.compile(r"^\s*(?:-\s*)?entry:.*\bruff[\"',\s]+format\b", re.MULTILINE)
+"""A local pre-commit hook, of any id, whose command is `ruff format`."""
 _FORMAT_COMMAND = re.compile(r"\bruff[\"',\s]+format\b")
 _COMMAND_FILES = ("tox.ini", "noxfile.py", "Makefile", "justfile")
-"""Where a project runs its own commands (with its CI workflows)."""
+"""Where a project runs its own commands (with its CI workflows and its scripts/ folder)."""
+_SCRIPT_FOLDERS = ("scripts/", "script/")
+"""Folders of the scripts a project's CI and contributing docs run (`scripts/lint.sh`,
+`scripts/check`): the files directly in them, at most _MAX_SCRIPTS."""
+_MAX_SCRIPTS = 50
 
 
 def _format_where(read: Callable[[str], str | None], paths: Sequence[str]) -> str:
     """Where the project adopts ruff format besides [tool.ruff.format] ("": nowhere)."""
-    if _FORMAT_HOOK.search(read(".pre-commit-config.yaml") or ""):
+    hooks = read(".pre-commit-config.yaml") or ""
+    if _FORMAT_HOOK.search(hooks):
         return "a ruff-format pre-commit hook"
+    if _FORMAT_ENTRY.search(hooks):
+        return "a pre-commit hook that runs `ruff format`"
     workflows = [p for p in paths if p.startswith(".github/workflows/")]
-    for name in (*_COMMAND_FILES, *workflows):
+    scripts = [p for p in paths if p.startswith(_SCRIPT_FOLDERS) and p.count("/") == 1][
+        :_MAX_SCRIPTS
+    ]
+    for name in (*_COMMAND_FILES, *workflows, *scripts):
         if _FORMAT_COMMAND.search(read(name) or ""):
             return f"`ruff format` in {name}"
     return ""

@@ -120,6 +120,8 @@ def ruff_binary() -> str:
 
 RUFF_CHECK_FLAGS = pins.RUFF_CHECK_FLAGS
 
+FORMAT_SUFFIXES: tuple[str, ...] = (".py", ".pyi", ".pyw", ".ipynb")
+"""The files whose formatting counts (ruff formats notebooks as well)."""
 RUFF_FORMAT_FLAGS: tuple[str, ...] = ("format", "--check", "--no-cache", "--output-format", "json")
 """`ruff format` only checks: without --check it rewrites files."""
 
@@ -284,7 +286,8 @@ def run_ruff_format(
     if result.timed_out or items is None:
         return _failed(Tool.RUFF_FORMAT, result, "ruff format")
     diagnostics: list[Diagnostic] = []
-    for item in items:
+    # newer ruff formats the Python code blocks of Markdown files too: only Python files count
+    for item in (i for i in items if str(i.get("filename", "")).endswith(FORMAT_SUFFIXES)):
         code = str(item.get("code") or "unformatted")
         location = cast(dict[str, Any], item.get("location") or {})
         syntax = code == "invalid-syntax"
@@ -669,7 +672,7 @@ def _launch(
     config["fd"] = write
     try:
         # started from an empty place: nothing of the tree is importable until the plugin
-        # has put it behind the standard library
+        # has put it on sys.path, after pytest's own imports
         result = procs.run(
             argv,
             cwd="/",

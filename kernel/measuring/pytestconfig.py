@@ -52,8 +52,6 @@ ALWAYS: tuple[str, ...] = (
     "run's failures steer this one",
     "--continue-on-collection-errors: a module that cannot be imported does not hide the "
     "other tests' outcomes",
-    "test and conftest folders are appended to sys.path (--import-mode=append for prepend, "
-    "the default): no module of the tree stands in for the standard library",
 )
 """The kernel's overrides that hold for every project."""
 

@@ -1,4 +1,5 @@
-"""The built-in backend with no LLM: `ruff check --fix` and `ruff format` on the gap's files."""
+"""The built-in backend with no LLM: `ruff check --fix` on the gap's files with the project's
+ruff, and `ruff format` where the project adopted it."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ class RuffFixAgent:
                 context.ruff,
                 "--mode",
                 mode,
+                # formatting only where the project adopted ruff format (never on black's)
+                *(("--format",) if context.ruff_format else ()),
                 "--",
                 *gap.files,
             ),

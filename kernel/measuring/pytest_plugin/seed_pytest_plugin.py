@@ -6,9 +6,11 @@ neutral name and call `main`, before any project file can be imported. `main` th
   - keeps the facts pipe it inherited as a private descriptor, closed on exec, and closes the
     inherited one, so no file, name or variable leads to it and the test process' children
     never hold it;
-  - puts the tree on sys.path after the standard library (and keeps it there: pytest's
-    `pythonpath` option and its conftest and test folders are moved or appended behind it),
-    so no module of the tree can stand in for one of the standard library's;
+  - imports pytest's own plugins, then puts the tree first on sys.path, as `python -m pytest`
+    in the tree does (pytest's `pythonpath` option and its default prepend import mode put
+    their folders first too): a name resolves as in the project's own run (its `test/`
+    package is its own), while every module imported before, the standard library's that
+    the interpreter, pytest and this plugin hold, stays the one in sys.modules;
   - runs pytest in the tree with this module (and the coverage plugin, when asked) registered.
 It must import nothing but the standard library and pytest. Configuration (JSON on stdin):
   fd      the write end of the facts pipe
@@ -562,7 +564,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _emit({"kind": "finish", "exitstatus": int(exitstatus), "outside_imports": _outside})
 
 
-# -- the start: the facts pipe kept private, the tree behind the standard library ----------
+# -- the start: the facts pipe kept private, the tree first on sys.path ---------------------
 
 _STDLIB = tuple(
     os.path.realpath(p) for p in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
@@ -578,41 +580,20 @@ def _is_stdlib(entry: str) -> bool:
     return zipped or any(_inside(real, folder) for folder in _STDLIB)
 
 
-def _stdlib_first() -> None:
-    """sys.path with the standard library's entries first, the rest in their own order
-    behind them: whatever pytest or its options put at the front moves back."""
-    entries = list(sys.path)
-    ordered = [e for e in entries if _is_stdlib(e)] + [e for e in entries if not _is_stdlib(e)]
-    if ordered != entries:
-        sys.path[:] = ordered
+def _pytest_first() -> None:
+    """pytest's own plugins imported before the tree is on sys.path: every module they
+    import at their top (difflib, unittest, xml.etree) is the standard library's, as is
+    whatever the interpreter, pytest and this plugin hold already."""
+    for name in _pytest.config.default_plugins:
+        importlib.import_module(f"_pytest.{name}")
 
 
 def _tree_on_path(root: str) -> None:
-    """The tree right after the standard library: before site-packages, as a plain
-    `python -m pytest` run in the tree would find it, but never before the standard library."""
-    _stdlib_first()
-    where = sum(1 for e in sys.path if _is_stdlib(e))
-    sys.path.insert(where, root)
-
-
-def _keep_pythonpath_behind() -> None:
-    """pytest 9 puts its `pythonpath` option's folders first while parsing the command line,
-    before any hook runs: move them behind the standard library right there."""
-    configure = getattr(_pytest.config.Config, "_configure_python_path", None)
-    if configure is None:
-        return  # older pytest does it in a hook: pytest_load_initial_conftests below
-
-    def configured(self: Any) -> None:
-        configure(self)
-        _stdlib_first()
-
-    setattr(_pytest.config.Config, "_configure_python_path", configured)  # noqa: B010
-
-
-def _appending(mode: object) -> object:
-    """pytest's default import mode puts test and conftest folders first on sys.path; append
-    puts them last (importlib, a project's own choice, puts them nowhere)."""
-    return "append" if str(getattr(mode, "value", mode)) == "prepend" else mode
+    """The tree first on sys.path, as `python -m pytest` run in the tree has it: its root
+    packages (a `test/` package too) are the project's. A module imported before this
+    stays the one sys.modules holds, whatever the tree holds of its name."""
+    _pytest_first()
+    sys.path.insert(0, root)
 
 
 @pytest.hookimpl
@@ -623,15 +604,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         (f for f in sys.meta_path if type(f) is _pytest.assertion.rewrite.AssertionRewritingHook),
         None,
     )
-    _stdlib_first()
-    namespace = early_config.known_args_namespace
-    namespace.importmode = _appending(namespace.importmode)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    config.option.importmode = _appending(config.option.importmode)
-    _stdlib_first()
 
 
 def _load(name: str, path: str) -> ModuleType:
@@ -717,7 +689,6 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     plugins: list[object] = [plugin]
     if config.get("cover"):
         plugins.append(_cover(cast(dict[str, Any], config["cover"])))
-    _keep_pythonpath_behind()
     _installed_plugins()
     _tree_on_path(_root)
     os.chdir(_root)
