@@ -426,7 +426,9 @@ class RecordStore:
         by them (the first word on an iteration is its fate)."""
         size = self.events_path.stat().st_size if self.events_path.exists() else 0
         mark = f"{size}:{self._meta(db, 'size')}"
-        if mark == self._meta(db, "fated") and self._fates_mark == mark:
+        if mark == self._meta(db, "fated"):  # indexed already: read, never written again
+            if self._fates_mark != mark:
+                self._load_fates(db, mark)
             return
         read = int(self._meta(db, "events") or 0)
         if size < read:  # rewritten by a repair: read it all again
@@ -451,6 +453,10 @@ class RecordStore:
         self._set_meta(db, "events", str(read))
         self._set_meta(db, "fated", mark)
         db.commit()
+        self._load_fates(db, mark)
+
+    def _load_fates(self, db: sqlite3.Connection, mark: str) -> None:
+        """The fates table into memory, as of mark."""
         rows = db.execute("SELECT iteration_id, outcome, said FROM fates").fetchall()
         self._fates = {r[0]: (IterationOutcome(r[1]), str(r[2])) for r in rows}
         self._fates_mark = mark
