@@ -31,8 +31,9 @@ def _replace(old: str, new: str, words: str) -> str:
 def _restored(first_log: str, second_log: str, model: ScriptedModel) -> None:
     # aider has no session id: it reloads the iteration's chat history file, condenses it
     # (a side call that is shown round 1's task) and hands the model the summary
-    [condense] = [r for r in model.requests if "summarize" in text_of(r.body)[:400]]
-    assert "return b - a" in text_of(condense.body)
+    # (aider may condense more than once: it summarizes again when the summary is still long)
+    condense = [r for r in model.requests if "summarize" in text_of(r.body)[:400]]
+    assert any("return b - a" in text_of(r.body) for r in condense), len(condense)
     round_two = [r for r in model.answered() if "## Round 2" in text_of(r.body)]
     assert "I spoke to you previously" in text_of(round_two[0].body)
     assert SIDE_TEXT in text_of(round_two[0].body)
