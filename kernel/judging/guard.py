@@ -205,8 +205,9 @@ def inspect_changes(
         findings += _path_safety(worktree, change, real_root)
         if change.status != "D" and config.max_file_bytes:
             findings += _size_findings(worktree, repo, base, change, config.max_file_bytes)
-    findings += _mode_findings(worktree, repo, base, changes)
-    findings += _linked_findings(worktree, repo, base, changes)
+    at_base = trees.entry_map(repo, base)  # the base tree listed once, for modes and links
+    findings += _mode_findings(worktree, at_base, changes)
+    findings += _linked_findings(worktree, at_base, changes)
     for change in changes:
         findings += _hygiene_findings(worktree, repo, base, change)
     findings += _specification(worktree, repo, base, changes, plan)
@@ -246,7 +247,7 @@ def _path_findings(
 
 
 def _linked_findings(
-    worktree: Path, repo: Path, base: str, changes: Sequence[gitops.Change]
+    worktree: Path, at_base: dict[str, tuple[str, str]], changes: Sequence[gitops.Change]
 ) -> list[Finding]:
     """A change to what an existing link shows under a name the guard reads (a test, a
     conftest, pytest's configuration): the guard would judge it by the wrong name."""
@@ -254,7 +255,7 @@ def _linked_findings(
         c.old_path for c in changes if c.old_path
     }
     findings: list[Finding] = []
-    for link, (mode, _oid) in trees.entry_map(repo, base).items():
+    for link, (mode, _oid) in at_base.items():
         if mode != "120000" or link in changed:
             continue
         if not (is_test_path(link) or PurePosixPath(link).name in CONFIG_NAMES):
@@ -425,11 +426,10 @@ def _mode_of(path: Path) -> str:
 
 
 def _mode_findings(
-    worktree: Path, repo: Path, base: str, changes: Sequence[gitops.Change]
+    worktree: Path, at_base: dict[str, tuple[str, str]], changes: Sequence[gitops.Change]
 ) -> list[Finding]:
     """Executable test data, and nested repositories (gitlinks), in the change."""
     findings: list[Finding] = []
-    at_base = trees.entry_map(repo, base) if changes else {}
     for change in changes:
         path = change.path
         if change.status == "D" or (

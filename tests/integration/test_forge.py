@@ -86,8 +86,7 @@ def test_branch_mode_pushes_the_verified_commit_and_leaves_the_local_branch(
 def test_pr_mode_opens_one_pull_request_whose_head_holds_the_verified_tree(
     tmp_path: Path, double: ForgeDouble
 ) -> None:
-    forge = f'mode = "pr"\n\n[forge]\napi_url = "{double.url}"\nrepo = "team/project"\n'
-    repo, remote, head = _repo(tmp_path, forge)
+    repo, remote, head = _pr_repo(tmp_path, double)
     base = git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
 
     result = seed(repo, "once", env={"GITHUB_TOKEN": TOKEN})
@@ -121,8 +120,7 @@ def test_pr_mode_opens_one_pull_request_whose_head_holds_the_verified_tree(
 def test_work_for_a_person_opens_a_draft_pull_request_that_says_why_at_the_top(
     tmp_path: Path, double: ForgeDouble
 ) -> None:
-    forge = f'mode = "pr"\n\n[forge]\napi_url = "{double.url}"\nrepo = "team/project"\n'
-    repo, remote, head = _repo(tmp_path, forge, uncovered="keep")
+    repo, remote, head = _pr_repo(tmp_path, double, uncovered="keep")
 
     result = seed(repo, "once", env={"GITHUB_TOKEN": TOKEN})
 
@@ -145,8 +143,7 @@ def test_a_forge_answering_500_keeps_the_work_and_pushes_nothing_to_the_local_br
 ) -> None:
     double = ForgeDouble(fail=5)
     try:
-        forge = f'mode = "pr"\n\n[forge]\napi_url = "{double.url}"\nrepo = "team/project"\n'
-        repo, _, head = _repo(tmp_path, forge)
+        repo, _, head = _pr_repo(tmp_path, double)
         seed(repo, "once", env={"GITHUB_TOKEN": TOKEN})
     finally:
         double.close()
@@ -172,9 +169,13 @@ def _pr_repo(
     double: ForgeDouble,
     steps: Sequence[dict[str, Any]] | None = None,
     files: dict[str, str] = LINT,
+    uncovered: str = "land",
+    merge: str = "never",
 ) -> tuple[Path, Path, str]:
-    forge = f'mode = "pr"\n\n[forge]\napi_url = "{double.url}"\nrepo = "team/project"\n'
-    return _repo(tmp_path, forge, steps, files)
+    """A project in "pr" mode on the GitHub double (team/project), with a real bare remote."""
+    landing = f'mode = "pr"\nmerge = "{merge}"\n'
+    forge = f'{landing}\n[forge]\napi_url = "{double.url}"\nrepo = "team/project"\n'
+    return _repo(tmp_path, forge, steps, files, uncovered)
 
 
 def _events(repo: Path) -> list[dict[str, object]]:
@@ -236,8 +237,7 @@ def test_a_merged_pull_request_lands_the_iteration_and_its_inbox_task(
 def test_on_green_seed_merges_its_pull_request_only_when_the_forge_allows_it_on_the_verified_head(
     tmp_path: Path, double: ForgeDouble
 ) -> None:
-    forge = f'mode = "pr"\nmerge = "on-green"\n\n[forge]\napi_url = "{double.url}"\n'
-    repo, remote, _ = _repo(tmp_path, forge + 'repo = "team/project"\n')
+    repo, remote, _ = _pr_repo(tmp_path, double, merge="on-green")
     env = {"GITHUB_TOKEN": TOKEN}
     seed(repo, "once", env=env)
     [record] = records(repo)
@@ -263,8 +263,7 @@ def test_on_green_seed_merges_its_pull_request_only_when_the_forge_allows_it_on_
 
 
 def test_a_draft_for_a_person_is_never_merged_by_seed(tmp_path: Path, double: ForgeDouble) -> None:
-    forge = f'mode = "pr"\nmerge = "on-green"\n\n[forge]\napi_url = "{double.url}"\n'
-    repo, _, _ = _repo(tmp_path, forge + 'repo = "team/project"\n', uncovered="keep")
+    repo, _, _ = _pr_repo(tmp_path, double, uncovered="keep", merge="on-green")
     env = {"GITHUB_TOKEN": TOKEN}
     seed(repo, "once", env=env)
     [record] = records(repo)

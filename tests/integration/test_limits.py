@@ -65,6 +65,18 @@ def _at(record: dict[str, Any], field: str) -> float:
     return datetime.fromisoformat(record[field]).timestamp()
 
 
+def _daemon_until_two_records(repo: Path) -> None:
+    """Run the daemon until history holds two records, and let it stop (max_iterations)."""
+    daemon = start_daemon(repo, env={"SEED_TEST_KEY": KEY})
+    try:
+        wait_for(lambda: len(records(repo)) >= 2, 240, "two records", alive=daemon)
+        daemon.communicate(timeout=60)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.communicate()
+
+
 def _limited(record: dict[str, Any]) -> None:
     """A LIMITED record: no failure category, the reset it waits for in its reason."""
     assert record["outcome"] == "LIMITED", record["reason"]
@@ -77,14 +89,7 @@ def test_a_429_with_retry_after_pauses_the_daemon_which_resumes_and_lands(tmp_pa
     told = tmp_path / "told.jsonl"
     with serving(FIX, **_limit(5)) as model:
         repo = _repo(tmp_path, model, "[daemon]\nmax_iterations = 2\n" + _told(told))
-        daemon = start_daemon(repo, env={"SEED_TEST_KEY": KEY})
-        try:
-            wait_for(lambda: len(records(repo)) >= 2, 240, "two records", alive=daemon)
-            daemon.communicate(timeout=60)
-        finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.communicate()
+        _daemon_until_two_records(repo)
         asked = [r.at for r in model.requests]
 
     first, second = records(repo)
@@ -123,14 +128,7 @@ def test_once_exits_5_on_a_limit_and_the_daemon_resumes_after_the_reset(tmp_path
         again = seed(repo, "once", env={"SEED_TEST_KEY": KEY})  # still limited: runs nothing
         assert again.returncode == 5 and len(records(repo)) == 1, again.stderr
         assert len(model.requests) == 2
-        daemon = start_daemon(repo, env={"SEED_TEST_KEY": KEY})
-        try:
-            wait_for(lambda: len(records(repo)) >= 2, 240, "the record after", alive=daemon)
-            daemon.communicate(timeout=60)
-        finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.communicate()
+        _daemon_until_two_records(repo)
         asked = [r.at for r in model.requests]
 
     second = records(repo)[1]
