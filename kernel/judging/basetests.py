@@ -91,8 +91,10 @@ def base_test_files(
         tests |= {n.split("::")[0] for n in named if n.split("::")[0] in base}
     python = [p for p, (m, _) in base.items() if p.endswith(".py") and m != "120000"]
     # a map of another tree knows nothing of a module added since: it would call the new
-    # code data and judge the base's bytes in its place; such a map is not read here
+    # code data and judge the base's bytes in its place; such a map is not read here, and
+    # neither is a map of imports (importing a data module is not running code of it)
     current = test_map if test_map is not None and test_map.tree == base_tree else None
+    current = None if current is not None and current.imports else current
     mapped = {f for files in current.tests.values() for f in files} if current else set[str]()
     executed = frozenset(mapped) if current is not None and ANY_FILE not in mapped else None
     if among is not None:

@@ -23,7 +23,15 @@ from kernel.isolation.exports import Export
 from kernel.isolation.paths import Paths
 from kernel.measuring import mypyrun, testmap
 from kernel.measuring.gate import Gate, ruff_material
-from kernel.measuring.incremental import FULL, Delta, Scope, plan_scope, tree_delta
+from kernel.measuring.incremental import (
+    CODE_SUFFIXES,
+    FULL,
+    Delta,
+    Scope,
+    import_map,
+    plan_scope,
+    tree_delta,
+)
 from kernel.measuring.localise import localise
 from kernel.measuring.measure import Target, failed_ids, measure, run_pytest
 from kernel.measuring.testmap import Selection, TestFiles, TestMap
@@ -232,6 +240,8 @@ def _measure(
             executed=executed,
             fill=fill,
         )
+        if executed is not None:
+            _import_map(ctx, key, tree, result)
         return result, 0
     result = measure(
         tree_dir,
@@ -279,6 +289,22 @@ def _mapper(
             testmap.save(ctx.paths.state, key, TestMap(tree, tests))
 
     return keep if map_run else testmap.FreeMap(keep)
+
+
+def _import_map(ctx: Setting, key: str, tree: str, result: Measurements) -> None:
+    """Where a whole run made no map (before Python 3.12, without a traced run of its own),
+    the tree's imports make one (read from git, never from the export the tests ran in); a
+    traced map, even of an older tree, is finer and stays."""
+    found = testmap.load(ctx.paths.state, key)
+    pytest = result.get(Tool.PYTEST)
+    if (found is not None and not found.imports) or pytest is None or not pytest.ran:
+        return
+    entries = trees.entry_map(ctx.paths.root, tree)
+    code = sorted(p for p, (m, _) in entries.items() if p.endswith(CODE_SUFFIXES) and m != "120000")
+    texts = trees.read_texts(ctx.paths.root, [entries[p][1] for p in code])
+    tests = {n.split("::")[0] for n in pytest.collected}
+    made = import_map(dict(zip(code, texts, strict=True)), tests)
+    testmap.save(ctx.paths.state, key, TestMap(tree, made, imports=True))
 
 
 def _selection(ctx: Setting, key: str, tree: str, base: _Entry, delta: Delta) -> Selection | None:

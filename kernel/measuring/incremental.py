@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from domain import Diagnostic, Measurement
 from kernel.isolation import gitops
 from kernel.measuring.gate import GATE_FILES, Gate, in_pyright_scope, pyright_scope
-from kernel.measuring.testmap import Selection
+from kernel.measuring.testmap import ANY_FILE, Selection, TestFiles
 
 CODE_SUFFIXES = (".py", ".pyi")
 """Files pyright checks and imports resolve to."""
@@ -169,6 +169,39 @@ def dependents(tree_dir: Path, code_files: Sequence[str], changed: Iterable[str]
         fresh = {f for name in frontier for f in importers.get(name, ())} - found
         found |= fresh
         frontier = {name for f in fresh for name in module_names(f)} - seen_names
+    return found
+
+
+def import_map(texts: Mapping[str, str], test_files: Iterable[str]) -> TestFiles:
+    """The test map where no run traced one: per test file, the project files it imports,
+    directly or through others, with each conftest.py above it and what that imports (a
+    test file that is not Python may run anything: ANY_FILE). `texts`: the code files."""
+    by_name: dict[str, set[str]] = defaultdict(set)
+    for path in texts:
+        for name in module_names(path):
+            by_name[name].add(path)
+    direct: dict[str, set[str]] = {}
+
+    def imports(path: str) -> set[str]:
+        if path not in direct:
+            names = imported_names(texts.get(path, ""), path)
+            direct[path] = {f for name in names for f in by_name.get(name, ())}
+        return direct[path]
+
+    conftests = [p for p in texts if PurePosixPath(p).name == "conftest.py"]
+    found: TestFiles = {}
+    for test in sorted(set(test_files)):
+        if not test.endswith(CODE_SUFFIXES):
+            found[test] = frozenset({ANY_FILE})
+            continue
+        folder = PurePosixPath(test).parent
+        above = {c for c in conftests if PurePosixPath(c).parent in (folder, *folder.parents)}
+        seen, frontier = {test, *above}, [test, *above]
+        while frontier:
+            fresh = imports(frontier.pop()) - seen
+            seen |= fresh
+            frontier.extend(fresh)
+        found[test] = frozenset(seen)
     return found
 
 

@@ -32,7 +32,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -1071,6 +1071,14 @@ def _tests(
     if not selection.argv():
         return merge_tests(previous, None, selection, deleted)
     fresh = run_pytest(tree, target, work_dir, timeout_s, selection.argv())
+    broken = {d.file for d in fresh.diagnostics if d.rule == "collection-error"} - {""}
+    if not fresh.ran and not fresh.timed_out and broken - set(selection.files):
+        # node ids in a file that no longer imports: pytest finds no collectors there (exit
+        # 4); run such files whole, to report their collection errors as a whole run does
+        selection = replace(selection, files=tuple(sorted({*selection.files, *broken})))
+        fresh = run_pytest(tree, target, work_dir, timeout_s, selection.argv())
+    if not fresh.ran and not fresh.timed_out:  # an exit no whole run gives: ask the whole run
+        return run_pytest(tree, target, work_dir, timeout_s, executed=executed)
     return merge_tests(previous, fresh, selection, deleted)
 
 

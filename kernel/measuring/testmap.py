@@ -35,6 +35,9 @@ class TestMap:
 
     tree: str
     tests: TestFiles
+    imports: bool = False
+    """Made from the tree's imports, not a traced run (incremental.import_map): keyed by test
+    file, each with the project files it imports, directly or through others."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ def save(state: Path, key: str, test_map: TestMap) -> None:
     body = json.dumps(
         {
             "tree": test_map.tree,
+            "imports": test_map.imports,
             "files": names,
             "tests": {n: sorted(index[f] for f in fs) for n, fs in test_map.tests.items()},
         }
@@ -102,7 +106,9 @@ def load(state: Path, key: str) -> TestMap | None:
         names = [str(n) for n in cast(list[Any], raw["files"])]
         tests = cast(dict[str, list[int]], raw["tests"])
         return TestMap(
-            str(raw["tree"]), {n: frozenset(names[i] for i in ids) for n, ids in tests.items()}
+            str(raw["tree"]),
+            {n: frozenset(names[i] for i in ids) for n, ids in tests.items()},
+            raw.get("imports") is True,
         )
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
@@ -133,6 +139,8 @@ def select(
         return None
     if strict and any(not p.endswith((".py", ".pyi")) for p in touched):
         return None
+    if test_map.imports and not _imported(test_map, touched):
+        return None
     gone = set(deleted)
     files = tuple(sorted(p for p in changed if _test_module(p)))
     nodes = tuple(
@@ -146,7 +154,17 @@ def select(
         return Selection((), (), "no test ran a changed file")
     if capped and len(nodes) > SHARE * max(1, len(test_map.tests)):
         return None
+    if test_map.imports:  # its keys are test files: each runs whole
+        files, nodes = tuple(sorted({*files, *nodes})), ()
     reason = f"{len(nodes)} of {len(test_map.tests)} tests ran a changed file"
     if files:
         reason += f"; {len(files)} changed test file(s) run whole"
     return Selection(nodes, files, reason)
+
+
+def _imported(test_map: TestMap, touched: set[str]) -> bool:
+    """Whether every changed Python file is one some test file imports (else a test may load
+    it another way, by a name in a string, and only the whole suite can tell)."""
+    known = {f for files in test_map.tests.values() for f in files}
+    code = (p for p in touched if p.endswith((".py", ".pyi")) and not _test_module(p))
+    return ANY_FILE in known or all(p in known for p in code)
