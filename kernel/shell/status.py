@@ -245,10 +245,13 @@ def read_status(ctx: Context) -> DaemonStatus:
 
 
 def _differences(ctx: Context, live: dict[str, Any]) -> tuple[str, ...]:
-    """The ignored files shown now, and the skips the latest analysis counted."""
+    """The ignored files shown now, the skips the latest analysis counted, and tox's default
+    selection at HEAD."""
     found = cast(list[Any], live.get("differences") or [])
     skips = [str(d) for d in found if "skip in seed's runs" in str(d)]
-    return (*ignored.said(ctx.paths.root, jails.active(ctx.config.guard)), *skips)
+    root = ctx.paths.root
+    tox = pytestconfig.tox_selection(read_at(root, "HEAD"))
+    return (*ignored.said(root, jails.active(ctx.config.guard)), *skips, *tox)
 
 
 def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:
