@@ -241,6 +241,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         forge=str(live.get("forge", "")) if running else forge_said(ctx),
         forge_problem=str(live.get("forge_problem", "")) if running else "",
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
+        test_network=ctx.config.quality.test_network,
     )
 
 
@@ -307,6 +308,8 @@ def config_lines(status: DaemonStatus) -> list[str]:
 
 def _checkout_lines(status: DaemonStatus) -> list[str]:
     lines = [f"python:      {status.python} ({status.python_reason})"] if status.python else []
+    if status.test_network == "full":
+        lines.append('tests:       the test runs have the network ([quality] test_network = "full")')
     lines += [f"forge:       {status.forge}"] if status.forge else []
     lines += [f"forge:       {status.forge_problem}"] if status.forge_problem else []
     if status.dirty:
