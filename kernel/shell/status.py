@@ -309,7 +309,9 @@ def config_lines(status: DaemonStatus) -> list[str]:
 def _checkout_lines(status: DaemonStatus) -> list[str]:
     lines = [f"python:      {status.python} ({status.python_reason})"] if status.python else []
     if status.test_network == "full":
-        lines.append('tests:       the test runs have the network ([quality] test_network = "full")')
+        lines.append(
+            'tests:       the test runs have the network ([quality] test_network = "full")'
+        )
     lines += [f"forge:       {status.forge}"] if status.forge else []
     lines += [f"forge:       {status.forge_problem}"] if status.forge_problem else []
     if status.dirty:

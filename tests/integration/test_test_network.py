@@ -9,7 +9,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import ClassVar, cast
 
 import pytest
 
@@ -20,15 +20,15 @@ needs_bwrap = pytest.mark.skipif(not sandbox.available().ok, reason="needs bubbl
 
 
 class _Counted(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         _Counted.hits.append(self.path)
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"hello")
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
