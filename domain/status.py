@@ -106,6 +106,8 @@ class DaemonStatus(Fact):
     """What the running daemon's last read of the forge could not reach ("" when it answered)."""
     python_reason: str = ""
     """Why that interpreter (quality.python, the repository's .venv, or seed's own)."""
+    test_network: str = "none"
+    """The network of seed's test runs ([quality] test_network): none or full."""
     differences: tuple[str, ...] = ()
     """How seed's test runs differ from the person's own (the git-ignored files they are
     shown, or why none are): facts to read, never errors and never gaps."""

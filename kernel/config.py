@@ -233,6 +233,10 @@ class QualityConfig(_Section):
     configuration."""
     tool_timeout_s: float = Field(default=900.0, gt=0, le=WEEK_S)
     """Seconds one measurement (a pytest run, a pyright run) may take."""
+    test_network: Literal["none", "full"] = "none"
+    """The network of seed's test runs: none (the sandbox cuts it; a test failing only for
+    want of it is named in `differences`), or full (the host's, for test runs only; an
+    agent's run never gets it from this key)."""
 
     @field_validator("tools")
     @classmethod

@@ -181,6 +181,11 @@ def _target(paths: Paths, config: Config, path: Path) -> tuple[Config, Target]:
         quality=config.quality,
         strict=strict,
         jail=jails.measurement_jail(paths, config.guard),
+        test_jail=(
+            jails.measurement_jail(paths, config.guard, network=True)
+            if config.quality.test_network == "full"
+            else None
+        ),
     )
     return config, target
 

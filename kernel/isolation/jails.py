@@ -316,16 +316,20 @@ def _secrets() -> tuple[Path, ...]:
     return tuple(home / name for name in _NEVER_SHOWN)
 
 
-def _measurement(guard: GuardConfig, paths: Paths, **mounts: Any) -> sandbox.Profile:
-    """The profile of a run of repository code: no network, no sockets, an empty private
-    HOME, the kernel's state hidden, nothing writable but what the caller names."""
+def _measurement(
+    guard: GuardConfig, paths: Paths, network: bool = False, **mounts: Any
+) -> sandbox.Profile:
+    """The profile of a run of repository code: no network (unless a test run's config gives
+    it), no sockets, an empty private HOME, the kernel's state hidden, nothing writable but
+    what the caller names."""
     return _limited(
-        guard, hidden=(paths.state, *_secrets()), private_home=True, network=False, **mounts
+        guard, hidden=(paths.state, *_secrets()), private_home=True, network=network, **mounts
     )
 
 
-def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
-    """The sandbox for runs of repository code, or None when it is off or missing.
+def measurement_jail(paths: Paths, guard: GuardConfig, *, network: bool = False) -> Jail | None:
+    """The sandbox for runs of repository code, or None when it is off or missing. With
+    `network`, the host's network (test runs under `[quality] test_network = "full"` only).
 
     The tree under test is bound over the person's checkout: editable installs (`.pth` path
     entries, setuptools finders, PEP 660 hooks) and the subprocesses tests start import the
@@ -357,6 +361,7 @@ def measurement_jail(paths: Paths, guard: GuardConfig) -> Jail | None:
         profile = _measurement(
             guard,
             paths,
+            network,
             writable=(tree, *writable),
             shown=_shown(paths, python),
             in_place=in_place,

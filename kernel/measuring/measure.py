@@ -73,6 +73,9 @@ class Target:
     """Paths pyright checks in strict mode on top of the target's own configuration."""
     jail: Jail | None = None
     """The sandbox for runs of repository code (pytest, the self-check); None: unsandboxed."""
+    test_jail: Jail | None = None
+    """The sandbox of the test runs when it differs from `jail` (the network of
+    `test_network = "full"`); None: `jail`."""
 
 
 def resolve_python(root: Path, configured: str) -> str:
@@ -662,8 +665,9 @@ def _launch(
     and where it saw the tree."""
     argv = [target.python, *PYTHON_FLAGS, "-c", BOOT]
     jailed = Jailed(argv, tree)
-    if target.jail is not None:
-        jailed = target.jail(argv, tree, () if run_dir is None else (run_dir,))
+    jail = target.test_jail or target.jail
+    if jail is not None:
+        jailed = jail(argv, tree, () if run_dir is None else (run_dir,))
     config = _pytest_config(tree, jailed.seen, target, node_ids, run_dir, files=files)
     config["lines"] = list(lines)
     config["near"] = {path: sorted(numbers) for path, numbers in (near or {}).items()}

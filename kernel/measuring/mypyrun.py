@@ -245,21 +245,28 @@ def _command(read: Read) -> tuple[str, list[str], str] | None:
 
 _ENV_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _HOOK_ARGS = re.compile(r"^\s*args:\s*\[(?P<args>[^\]]*)\]", re.MULTILINE)
+_BLOCK_ARGS = re.compile(r"^\s*args:\s*\n(?P<items>(?:[ \t]*-[^\n]*\n?)+)", re.MULTILINE)
+"""`args:` followed by a block sequence, one `- item` a line."""
 MIRRORS_DEFAULT_ARGS = ("--ignore-missing-imports", "--scroll-output")
 """What pre-commit's mirrors-mypy hook passes when the project gives no `args`."""
 
 
 def _hook_args(text: str) -> list[str]:
-    """The `args` of the project's mypy hook (flow style), else the mirrors' default."""
+    """The `args` of the project's mypy hook (flow or block style), else the mirrors' default."""
     at = re.search(r"^\s*-\s*id:\s*['\"]?mypy['\"]?\s*$", text, re.MULTILINE)
     if at is None:
         return list(MIRRORS_DEFAULT_ARGS)
     rest = text[at.end() :]
     nxt = re.search(r"^\s*-\s*(?:id|repo):", rest, re.MULTILINE)
-    found = _HOOK_ARGS.search(rest[: nxt.start() if nxt else len(rest)])
-    if found is None:
+    hook = rest[: nxt.start() if nxt else len(rest)]
+    found = _HOOK_ARGS.search(hook)
+    if found is not None:
+        return [a.strip().strip("'\"") for a in found["args"].split(",") if a.strip()]
+    block = _BLOCK_ARGS.search(hook)
+    if block is None:
         return list(MIRRORS_DEFAULT_ARGS)
-    return [a.strip().strip("'\"") for a in found["args"].split(",") if a.strip()]
+    items = re.findall(r"^\s*-\s*(.*?)\s*$", block["items"], re.MULTILINE)
+    return [a.strip("'\"") for a in items if a]
 
 
 def configured(read: Read) -> Setup:

@@ -9,6 +9,7 @@ it from seeing every test's own outcome in one process, and says so (`difference
 from __future__ import annotations
 
 import configparser
+import re
 import shlex
 import tomllib
 from collections.abc import Callable, Sequence
@@ -113,6 +114,30 @@ def differences(read: Reader) -> tuple[str, ...]:
     lines += [f"pytest: the project's addopts {d}" for d in dropped]
     lines += [f"pytest: {line}" for line in ALWAYS]
     return tuple(lines)
+
+
+def tox_selection(read: Reader) -> tuple[str, ...]:
+    """One line per tox testenv command that runs pytest with default posargs: a selection
+    of the project's own (`{posargs:-m "not slow"}`) that seed does not make."""
+    parser = _parser(read("tox.ini") or "")
+    if parser is None:
+        return ()
+    lines: list[str] = []
+    for section in parser.sections():
+        if section != "testenv" and not section.startswith("testenv:"):
+            continue
+        for command in parser.get(section, "commands", fallback="").splitlines():
+            found = _POSARGS.search(command)
+            if "pytest" in command.split("{posargs", 1)[0] and found and found[1].strip():
+                lines.append(
+                    f"tox runs pytest with `{found[1].strip()}` by default "
+                    f"(tox.ini [{section}]); seed runs every test"
+                )
+    return tuple(dict.fromkeys(lines))
+
+
+_POSARGS = re.compile(r"\{posargs:([^{}]*)\}")
+"""tox's posargs with a default, `{posargs:DEFAULT}` (no nested substitution)."""
 
 
 def _found(read: Reader) -> tuple[str, dict[str, Any]]:

@@ -241,14 +241,18 @@ def read_status(ctx: Context) -> DaemonStatus:
         forge=str(live.get("forge", "")) if running else forge_said(ctx),
         forge_problem=str(live.get("forge_problem", "")) if running else "",
         python_reason=python_reason(ctx.paths.root, ctx.config.quality.python),
+        test_network=ctx.config.quality.test_network,
     )
 
 
 def _differences(ctx: Context, live: dict[str, Any]) -> tuple[str, ...]:
-    """The ignored files shown now, and the skips the latest analysis counted."""
+    """The ignored files shown now, the skips the latest analysis counted, and tox's default
+    selection at HEAD."""
     found = cast(list[Any], live.get("differences") or [])
     skips = [str(d) for d in found if "skip in seed's runs" in str(d)]
-    return (*ignored.said(ctx.paths.root, jails.active(ctx.config.guard)), *skips)
+    root = ctx.paths.root
+    tox = pytestconfig.tox_selection(read_at(root, "HEAD"))
+    return (*ignored.said(root, jails.active(ctx.config.guard)), *skips, *tox)
 
 
 def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:
@@ -304,6 +308,10 @@ def config_lines(status: DaemonStatus) -> list[str]:
 
 def _checkout_lines(status: DaemonStatus) -> list[str]:
     lines = [f"python:      {status.python} ({status.python_reason})"] if status.python else []
+    if status.test_network == "full":
+        lines.append(
+            'tests:       the test runs have the network ([quality] test_network = "full")'
+        )
     lines += [f"forge:       {status.forge}"] if status.forge else []
     lines += [f"forge:       {status.forge_problem}"] if status.forge_problem else []
     if status.dirty:

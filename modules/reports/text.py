@@ -133,6 +133,8 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
     if status.network:
         out.append(f"network:     {status.network}")
     out += [f"             {note}" for note in status.network_notes]
+    if status.test_network == "full":
+        out.append('tests:       the test runs have the network ([quality] test_network = "full")')
     if status.python:
         out.append(f"python:      {status.python} ({status.python_reason})")
     out += [f"forge:       {line}" for line in (status.forge, status.forge_problem) if line]

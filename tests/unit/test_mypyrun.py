@@ -210,3 +210,14 @@ def test_a_mypy_hook_runs_with_its_args_on_the_whole_tree() -> None:
     assert default.args == ("--ignore-missing-imports",)
     pin = mypyrun.pins.pinned("mypy", _reader({".pre-commit-config.yaml": hooks}))
     assert pin == mypyrun.pins.Pin("1.11.2", ".pre-commit-config.yaml")
+
+
+def test_a_mypy_hooks_args_in_block_style_are_read() -> None:
+    hooks = (
+        "repos:\n- repo: https://github.com/pre-commit/mirrors-mypy\n  rev: v1.11.2\n"
+        "  hooks:\n  - id: mypy\n    args:\n      - --strict\n      - '--junit-xml=x.xml'\n"
+        "    additional_dependencies: [types-requests]\n"
+        "- repo: local\n  hooks:\n  - id: other\n    args:\n    - --no-strict\n"
+    )
+    setup = mypyrun.configured(_reader({".pre-commit-config.yaml": hooks}))
+    assert (setup.args, setup.dropped) == (("--strict",), ("--junit-xml=x.xml",))
