@@ -18,7 +18,7 @@ from kernel.host.context import open_context
 from kernel.isolation import gitops
 from kernel.isolation.exports import Export
 from kernel.measuring import measure, testmap
-from kernel.measuring.baseline import config_key, measure_cached
+from kernel.measuring.baseline import measure_cached
 from kernel.measuring.gate import freeze_gate
 from tests.support import git, make_repo, seed
 
