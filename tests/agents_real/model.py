@@ -95,6 +95,7 @@ class ScriptedModel:
         context_bytes: int = 8 * 1024 * 1024,
         error_headers: tuple[tuple[str, str], ...] = (),
         errors: int = 0,
+        error_fields: dict[str, Any] | None = None,
     ) -> None:
         self.turns = turns
         self.gather = gather
@@ -113,6 +114,8 @@ class ScriptedModel:
         self.error_headers = error_headers
         """Headers the error answer carries besides its content type (a 429's retry-after)."""
         self.errors = errors
+        self.error_fields = error_fields or {}
+        """Fields the error object carries besides its own (Codex's `resets_at`, a `type`)."""
         """When given, only the first this many requests get `error`; the rest the script."""
         self.hold = hold
         self.max_requests = max_requests
@@ -315,6 +318,7 @@ class ScriptedModel:
             kind = "invalid_api_key" if status == 401 else "invalid_request_error"
             kind = "rate_limit_exceeded" if limited else kind
             doc = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+        doc["error"].update(self.error_fields)
         self.answer_json(handler, status, doc, self.error_headers)
 
     def start(self) -> None:
