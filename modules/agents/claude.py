@@ -147,20 +147,17 @@ _LATEST = 253402300799
 
 
 def _reset_of(events: list[dict[str, Any]]) -> int:
-    """The reset (epoch seconds) Claude Code 2.x read from the limit answer's headers, in its
-    own events: the refused request's error message (`api_error_params.rate_limit_info`, its
-    model `<synthetic>`) or a `rate_limit_event` rejected; 0 when none names one. These are
-    fields of the CLI's own events: what the model or a tool wrote is a string inside them."""
-    for event in reversed(events):
-        if event.get("type") == "assistant" and event.get("api_error_status") == 429:
-            info = as_dict(as_dict(event.get("api_error_params")).get("rate_limit_info"))
-        elif event.get("type") == "rate_limit_event":
-            info = as_dict(event.get("rate_limit_info"))
-        else:
-            continue
-        if info.get("status") == "rejected" and as_int(info.get("resetsAt")) > 0:
-            return as_int(info.get("resetsAt"))
-    return 0
+    """The reset (epoch seconds) Claude Code 2.x read from the limit answer's headers: the
+    `api_error_params.rate_limit_info` of its own error message, the last assistant message
+    before its result (model `<synthetic>`); 0 when it names none. Only that message: what
+    the model or a tool wrote is a string inside an event, or came before it."""
+    last = next((e for e in reversed(events) if e.get("type") == "assistant"), {})
+    if last.get("api_error_status") != 429:
+        return 0
+    info = as_dict(as_dict(last.get("api_error_params")).get("rate_limit_info"))
+    if info.get("status") != "rejected":
+        return 0
+    return as_int(info.get("resetsAt"))
 
 
 def _limited(message: str, usage: Usage, reset: int = 0) -> AgentReport:

@@ -508,6 +508,12 @@ def test_claude_2_login_limit_resets_when_its_own_events_say() -> None:
     text = quoted + "\n" + json.dumps(CLAUDE_LOGIN_LIMIT[2]) + "\n"
     report = claude.AGENT.parse(make_plan(), ran(text, 1))
     assert report.limited and report.limited_until is None
+    # nor a line a tool wrote into claude's output before its own error message (no params)
+    synthetic = {k: v for k, v in CLAUDE_LOGIN_LIMIT[1].items() if k != "api_error_params"}
+    lines = [CLAUDE_LOGIN_LIMIT[1], synthetic, CLAUDE_LOGIN_LIMIT[2]]
+    text = "\n".join(json.dumps(event) for event in lines) + "\n"
+    report = claude.AGENT.parse(make_plan(), ran(text, 1))
+    assert report.limited and report.limited_until is None
 
 
 def test_codex_limit_message_names_its_reset_in_local_time() -> None:
