@@ -151,7 +151,8 @@ def _reset_of(events: list[dict[str, Any]]) -> int:
     `api_error_params.rate_limit_info` of its own error message, the last assistant message
     before its result (model `<synthetic>`); 0 when it names none. Only that message: what
     the model or a tool wrote is a string inside an event, or came before it."""
-    last = next((e for e in reversed(events) if e.get("type") == "assistant"), {})
+    empty: dict[str, Any] = {}
+    last = next((e for e in reversed(events) if e.get("type") == "assistant"), empty)
     if last.get("api_error_status") != 429:
         return 0
     info = as_dict(as_dict(last.get("api_error_params")).get("rate_limit_info"))
