@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import textwrap
 import time
+import tomllib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,7 @@ import pytest
 from tests.agents_real import test_claude, test_codex
 from tests.agents_real.harness import Cli, program
 from tests.agents_real.model import call, say, serving
-from tests.support import git, records, seed
+from tests.support import SEED_HOME, git, records, seed
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("bwrap")]
 
@@ -141,13 +144,18 @@ def test_codex_at_its_usage_limit_waits_until_the_reset_it_printed(tmp_path: Pat
     assert "it named its reset" in record["reason"]
 
 
-RETRIES_CUT = [
-    "-c",
-    f"model_providers.{test_codex.codex.PROVIDER}.request_max_retries=0",
-    "-c",
-    f"model_providers.{test_codex.codex.PROVIDER}.stream_max_retries=0",
-]
-"""codex's own retries of a 429, cut (docs/limits.md): else it waits out each retry-after."""
+def _retries_cut() -> list[str]:
+    """docs/limits.md's codex example's extra_args: codex's own retries of a 429 cut (else it
+    waits out each retry-after the answer names)."""
+    text = (SEED_HOME / "docs" / "limits.md").read_text(encoding="utf-8")
+    for block in re.findall(r"```toml\n(.*?)```", text, re.DOTALL):
+        agent = tomllib.loads(textwrap.dedent(block)).get("agent", {})
+        if agent.get("backend") == "codex":
+            return list(agent["extra_args"])
+    raise AssertionError("docs/limits.md shows no codex example")
+
+
+RETRIES_CUT = _retries_cut()
 
 
 @pytest.mark.parametrize(
