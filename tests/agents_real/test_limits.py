@@ -5,21 +5,23 @@ the gateway does not serve the run, so only the CLI's structured result can say 
 limit (claude's `api_error_status` 429 in its result object, codex's `turn.failed`). The
 scripted model answers 429 as the vendors do: Anthropic's `rate_limit_error` with the
 `anthropic-ratelimit-unified-*` headers a claude.ai login gets, OpenAI's `rate_limit_exceeded`
-with `retry-after`, and the ChatGPT backend's `usage_limit_reached` with its `resets_at`. The
-iteration ends LIMITED (exit 5, no failure category) and history/limit.json holds the reset the
-CLI printed, or the backoff where it printed none. The adversary: the same words written by the
-model and by a tool (a forged result line among them) in a run that lands are no limit.
+with `retry-after`, and the ChatGPT backend's `usage_limit_reached` with its `resets_at` on a
+codex login. The iteration ends LIMITED (exit 5, no failure category) and history/limit.json
+holds the reset the CLI printed, or the backoff where it printed none. The adversary: the same
+words written by the model and by a tool (a forged result line among them) in a run that
+lands are no limit.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
 import textwrap
 import time
 import tomllib
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -126,20 +128,49 @@ def test_claude_on_a_key_at_a_rate_limit_waits_the_backoff(tmp_path: Path) -> No
     _backoff(record, until)
 
 
-def test_codex_at_its_usage_limit_waits_until_the_reset_it_printed(tmp_path: Path) -> None:
-    # the ChatGPT backend's limit error (a login's): codex does not retry it, and prints the
-    # reset in the machine's local time to the minute
+def _codex_login() -> tuple[Cli, str]:
+    """Codex on a ChatGPT login (~/.codex/auth.json, its id token a JWT codex reads the plan
+    from), no API key; and the token it sends."""
+    claims = {
+        "email": "night@example.com",
+        "exp": int(time.time()) + 86_400,
+        "https://api.openai.com/auth": {
+            "chatgpt_plan_type": "plus",
+            "chatgpt_account_id": "acct-loopback",
+        },
+    }
+    parts = [{"alg": "RS256", "typ": "JWT"}, claims]
+    token = ".".join(base64.urlsafe_b64encode(json.dumps(p).encode()).decode() for p in parts)
+    token = token.replace("=", "") + ".c2ln"
+    tokens = {"id_token": token, "access_token": token, "refresh_token": "rt-loopback"}
+    auth = {"OPENAI_API_KEY": None, "tokens": {**tokens, "account_id": "acct-loopback"}}
+    auth["last_refresh"] = datetime.now(UTC).isoformat()
+    return dataclasses.replace(
+        test_codex.CLI, home_files={".codex/auth.json": json.dumps(auth)}
+    ), token
+
+
+def test_codex_on_its_login_at_its_limit_waits_until_the_reset_it_printed(tmp_path: Path) -> None:
+    # codex's own OpenAI provider on its login, pointed at the scripted model (for
+    # chatgpt.com): the ChatGPT backend's limit error answers its WebSocket handshake, and
+    # codex, which does not retry it, prints the reset in the machine's local time
     program("codex")
     reset = int(time.time()) + 7200
-    body = {"type": "usage_limit_reached", "plan_type": "plus", "resets_at": reset}
-    cli = test_codex.CLI
+    body = {"type": "usage_limit_reached", "code": "usage_limit_reached", "resets_at": reset}
+    cli, token = _codex_login()
     with serving(cli.fix, error=(429, "loopback: limit"), error_fields=body) as model:
-        repo, result = cli.run(tmp_path, _config(cli, model))
-        asked = len(model.requests)
+        on_loopback = [
+            *("-c", f'openai_base_url="{model.url}"'),
+            *("-c", f'chatgpt_base_url="{model.origin}/backend-api/"'),
+        ]
+        config = _config(cli, model, keys=[], api_base="", extra_args=on_loopback)
+        repo, result = cli.run(tmp_path, config)
+        sent = {r.headers.get("authorization") for r in model.requests}
     record, until, log = _limited(repo, result, CODEX_SAYS)
-    assert asked == 1
+    assert f"Bearer {token}" in sent  # its login's token, no key
     [failed] = [line for line in log.splitlines() if line.startswith('{"type":"turn.failed"')]
-    assert "try again at " in failed and CODEX_SAYS in failed, failed
+    assert "try again at " in failed.lower() and CODEX_SAYS in failed, failed
+    assert "Reconnecting" not in log  # not retried
     assert 0 <= until - reset <= 60, (until, reset)  # the end of the minute it printed
     assert "it named its reset" in record["reason"]
 
