@@ -40,6 +40,12 @@ CLAUDE_SAYS = "You've hit your 5-hour limit"
 CODEX_SAYS = "hit your usage limit"
 
 
+OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"}
+"""On a claude.ai login Claude Code also asks api.anthropic.com (its OAuth endpoints cannot
+be moved off it): through a proxy that is not there, as on a machine without a network, the
+fake login's token never leaves it, wherever the test runs."""
+
+
 def _login() -> Cli:
     """Claude Code on a claude.ai login (its OAuth credentials in ~/.claude), no API key."""
     credentials = {
@@ -100,7 +106,8 @@ def test_claude_on_its_login_at_its_limit_waits_until_the_reset_it_printed(
     )
     cli = _login()
     with serving(cli.fix, error=(429, "loopback: limit"), error_headers=headers) as model:
-        repo, result = cli.run(tmp_path, _config(cli, model, keys=[]))
+        config = _config(cli, model, keys=[], env=list(OFFLINE))
+        repo, result = cli.run(tmp_path, config, extra_env=OFFLINE)
         again = seed(repo, "once")  # paused: it asks nothing of the model
         asked = len(model.requests)
     record, until, log = _limited(repo, result, CLAUDE_SAYS)
