@@ -108,10 +108,9 @@ def test_claude_on_its_login_at_its_limit_waits_until_the_reset_it_printed(
     with serving(cli.fix, error=(429, "loopback: limit"), error_headers=headers) as model:
         config = _config(cli, model, keys=[], env=list(OFFLINE))
         repo, result = cli.run(tmp_path, config, extra_env=OFFLINE)
-        again = seed(repo, "once")  # paused: it asks nothing of the model
         asked = len(model.requests)
     record, until, log = _limited(repo, result, CLAUDE_SAYS)
-    assert asked == 1 and again.returncode == 5, again.stderr[-2000:]
+    assert asked == 1  # a login's limit: claude does not retry it
     assert model.requests[0].headers["authorization"] == "Bearer sk-ant-oat01-loopback"
     # claude 2.1's own words and events (captured: modules/agents/tests/test_parsers.py)
     assert '"api_error_status":429' in log and '"api_error":"usage_limit_reached"' in log
