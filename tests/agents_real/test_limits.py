@@ -110,7 +110,7 @@ def test_claude_on_its_login_at_its_limit_waits_until_the_reset_it_printed(
         repo, result = cli.run(tmp_path, config, extra_env=OFFLINE)
         asked = len(model.requests)
     record, until, log = _limited(repo, result, CLAUDE_SAYS)
-    assert asked == 1  # a login's limit: claude does not retry it
+    assert asked == 1  # api_base: CLAUDE_CODE_MAX_RETRIES=0
     assert model.requests[0].headers["authorization"] == "Bearer sk-ant-oat01-loopback"
     # claude 2.1's own words and events (captured: modules/agents/tests/test_parsers.py)
     assert '"api_error_status":429' in log and '"api_error":"usage_limit_reached"' in log
