@@ -23,6 +23,7 @@ class ForgeDouble:
         self.pulls: dict[int, dict[str, Any]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.issues: dict[int, dict[str, Any]] = {}
+        self.reviews: dict[int, list[dict[str, Any]]] = {}
         self.errors: list[str] = []
         double = self
 
@@ -76,6 +77,7 @@ class ForgeDouble:
                 "base": {"ref": body["base"]},
                 "body": body.get("body"),
                 "title": body["title"],
+                "updated_at": _moment(len(self.calls)),
             }
             self.pulls[number] = pull
             return self._send(handler, 201, pull)
@@ -110,6 +112,8 @@ class ForgeDouble:
             return self._send(handler, 200, self.comments.get(int(number or 0), []))
         if method == "PUT" and handler.path.startswith(prefix + "/"):
             return self._merge(handler, handler.path[len(prefix) + 1 :], body)
+        if method == "GET" and handler.path.startswith(prefix + "/") and "/reviews" in handler.path:
+            return self._reviews(handler, handler.path[len(prefix) + 1 :])
         if method == "GET" and handler.path.startswith(prefix + "/"):
             pull = self.pulls.get(int(handler.path.rsplit("/", 1)[1]))
             return self._send(handler, 200 if pull else 404, pull or {"message": "Not Found"})
@@ -145,6 +149,46 @@ class ForgeDouble:
         self.merge(int(number))
         self._send(handler, 200, {"sha": "f" * 40, "merged": True, "message": "merged"})
 
+    def _reviews(self, handler: BaseHTTPRequestHandler, rest: str) -> None:
+        """GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews?per_page=N (at most 100): an
+        array in chronological order (docs.github.com/en/rest/pulls/reviews)."""
+        number, _, query = rest.partition("/reviews")
+        asked = parse_qs(query.removeprefix("?"))
+        per_page = asked.get("per_page", ["30"])[0]
+        if not number.isdigit() or (query and not query.startswith("?")) or int(per_page) > 100:
+            self.errors.append(f"GET pulls/{rest}")
+            return self._send(handler, 404, {"message": "Not Found"})
+        if int(number) not in self.pulls:
+            return self._send(handler, 404, {"message": "Not Found"})
+        return self._send(handler, 200, self.reviews.get(int(number), [])[: int(per_page)])
+
+    def review(
+        self,
+        number: int,
+        body: str,
+        commit_id: str,
+        association: str = "COLLABORATOR",
+        state: str = "CHANGES_REQUESTED",
+    ) -> None:
+        """Someone submits a review of the pull request on commit_id (its updated_at moves)."""
+        reviews = self.reviews.setdefault(number, [])
+        review_id = 80 + sum(len(r) for r in self.reviews.values())
+        reviews.append(
+            {
+                "id": review_id,
+                "node_id": f"PRR_{review_id}",
+                "user": {"login": "reviewer", "id": 7, "type": "User"},
+                "body": body,
+                "state": state,
+                "html_url": f"https://github.example/{self.repo}/pull/{number}#pullrequestreview-{review_id}",
+                "pull_request_url": f"{self.url}/repos/{self.repo}/pulls/{number}",
+                "author_association": association,
+                "submitted_at": _moment(review_id),
+                "commit_id": commit_id,
+            }
+        )
+        self.pulls[number]["updated_at"] = _moment(review_id)
+
     def checks(self, number: int, state: str, sha: str) -> None:
         """The forge's checks of the PR ran: its mergeable_state, and the head they ran on."""
         self.pulls[number]["mergeable_state"] = state
@@ -178,3 +222,8 @@ class ForgeDouble:
         handler.send_header("Content-Length", str(len(raw)))
         handler.end_headers()
         handler.wfile.write(raw)
+
+
+def _moment(n: int) -> str:
+    """A distinct ISO 8601 UTC moment for the n-th thing that happened."""
+    return f"2026-12-07T{10 + n // 3600 % 10:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
