@@ -7,7 +7,7 @@ import json
 import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -409,6 +409,11 @@ def test_the_daemon_reads_the_forge_at_a_bounded_rate_and_backs_off_while_it_doe
     assert len(records(repo)) == 1
 
 
+def _review_data(repo: Path) -> list[dict[str, Any]]:
+    """The data of the pr_review events, oldest first."""
+    return [cast(dict[str, Any], e["data"]) for e in _events(repo) if e["kind"] == "pr_review"]
+
+
 REPAIR = [{"replace": "calc.py", "old": "+ 0\n", "new": "+ 0  # nothing is missing\n"}]
 
 
@@ -443,9 +448,9 @@ def test_a_collaborators_change_request_starts_a_repair_round_pushed_to_the_same
 
     result = seed(repo, "once", env=env)
 
-    reviews = [e for e in _events(repo) if e["kind"] == "pr_review"]
+    reviews = _review_data(repo)
     assert reviews, result.stderr[-3000:]
-    assert reviews[0]["data"]["review"] == 80 and reviews[0]["data"]["repair"] == "due"
+    assert reviews[0]["review"] == 80 and reviews[0]["repair"] == "due"
     assert len(records(repo)) == 2, result.stderr[-3000:]
     repair = records(repo)[-1]
     assert repair["outcome"] == "PROPOSED", repair["reason"]
@@ -474,7 +479,7 @@ def test_a_collaborators_change_request_starts_a_repair_round_pushed_to_the_same
     assert len(records(repo)) == 2, spent.stderr[-2000:]
     assert git(remote, "rev-parse", branch).strip() == head
     assert "spent the 1 repair round(s)" in double.comments[1][-1]["body"]
-    assert [e["data"]["repair"] for e in _events(repo) if e["kind"] == "pr_review"] == [
+    assert [d["repair"] for d in _review_data(repo)] == [
         "due",
         "started",
         "spent",
@@ -502,3 +507,50 @@ def test_a_change_request_by_a_stranger_or_on_an_older_commit_starts_nothing(
     assert git(remote, "rev-parse", branch).strip() == record["commit"]
     assert 1 not in double.comments
     assert double.errors == []
+
+
+def test_a_repair_that_fails_verification_pushes_nothing_and_says_why(
+    tmp_path: Path, double: ForgeDouble
+) -> None:
+    repo, remote, record = _reviewed_pr(tmp_path, double, rounds=1)
+    [script] = tmp_path.glob("script-*.json")
+    script.write_text(
+        json.dumps({"steps": [{"replace": "calc.py", "old": "+ 0", "new": "+ gone"}]})
+    )
+    branch = f"refs/heads/seed/{record['iteration_id']}"
+    env = {"GITHUB_TOKEN": TOKEN}
+    double.review(1, "Use another name.", record["commit"], association="OWNER")
+
+    result = seed(repo, "once", env=env)
+
+    assert len(records(repo)) == 2, result.stderr[-3000:]
+    repair = records(repo)[-1]
+    assert repair["outcome"] != "PROPOSED", repair["reason"]
+    assert repair["reason"].startswith(f"repair round 1 of {record['pull_request']} pushed nothing")
+    assert git(remote, "rev-parse", branch).strip() == record["commit"]  # nothing pushed
+    told = double.comments[1][-1]["body"]
+    assert "did not pass the kernel's verification, so nothing was pushed" in told
+    # the gap still waits on its open pull request: no second one is opened
+    seed(repo, "once", env=env)
+    assert len([c for c in double.calls if c[0] == "POST" and c[1].endswith("/pulls")]) == 1
+    assert len(records(repo)) == 2
+    assert double.errors == []
+
+
+def test_a_daemon_killed_mid_round_does_not_run_the_round_twice(
+    tmp_path: Path, double: ForgeDouble
+) -> None:
+    repo, remote, record = _reviewed_pr(tmp_path, double, rounds=2)
+    branch = f"refs/heads/seed/{record['iteration_id']}"
+    env = {"GITHUB_TOKEN": TOKEN}
+    double.review(1, "Say why nothing is missing.", record["commit"])
+
+    killed = seed(repo, "once", env={**env, "SEED_FAULT_AT": "agent-run"})  # while the agent runs
+    assert killed.returncode == -9 and len(records(repo)) == 1, killed.stderr[-2000:]
+    after = seed(repo, "once", env=env)
+
+    started = [d for d in _review_data(repo) if d["repair"] == "started"]
+    assert len(started) == 1, after.stderr[-3000:]
+    assert git(remote, "rev-parse", branch).strip() == record["commit"]
+    assert all(r["outcome"] != "PROPOSED" for r in records(repo)[1:]), records(repo)
+    assert len([c for c in double.calls if c[0] == "POST" and c[1].endswith("/pulls")]) == 1
