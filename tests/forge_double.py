@@ -24,6 +24,8 @@ class ForgeDouble:
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.issues: dict[int, dict[str, Any]] = {}
         self.reviews: dict[int, list[dict[str, Any]]] = {}
+        self.review_comments: dict[int, list[dict[str, Any]]] = {}
+        """Each review's comments on lines of the diff, by review id."""
         self.errors: list[str] = []
         double = self
 
@@ -153,13 +155,19 @@ class ForgeDouble:
         """GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews?per_page=N (at most 100): an
         array in chronological order (docs.github.com/en/rest/pulls/reviews)."""
         number, _, query = rest.partition("/reviews")
-        asked = parse_qs(query.removeprefix("?"))
-        per_page = asked.get("per_page", ["30"])[0]
-        if not number.isdigit() or (query and not query.startswith("?")) or int(per_page) > 100:
+        which, _, query = query.partition("?")
+        per_page = parse_qs(query).get("per_page", ["30"])[0]
+        lines = which.removeprefix("/").removesuffix("/comments")
+        shape = which == "" or (which.endswith("/comments") and lines.isdigit())
+        if not number.isdigit() or not shape or int(per_page) > 100:
             self.errors.append(f"GET pulls/{rest}")
             return self._send(handler, 404, {"message": "Not Found"})
         if int(number) not in self.pulls:
             return self._send(handler, 404, {"message": "Not Found"})
+        if which:
+            # .../reviews/{review_id}/comments: the review's comments on lines of the diff
+            found = self.review_comments.get(int(lines), [])
+            return self._send(handler, 200, found[: int(per_page)])
         return self._send(handler, 200, self.reviews.get(int(number), [])[: int(per_page)])
 
     def review(
@@ -169,10 +177,26 @@ class ForgeDouble:
         commit_id: str,
         association: str = "COLLABORATOR",
         state: str = "CHANGES_REQUESTED",
+        lines: dict[str, str] | None = None,
     ) -> None:
-        """Someone submits a review of the pull request on commit_id (its updated_at moves)."""
+        """Someone submits a review of the pull request on commit_id, with comments on lines
+        ({"path:line": body}); its updated_at moves."""
         reviews = self.reviews.setdefault(number, [])
         review_id = 80 + sum(len(r) for r in self.reviews.values())
+        self.review_comments[review_id] = [
+            {
+                "id": 900 + n,
+                "pull_request_review_id": review_id,
+                "path": at.split(":")[0],
+                "line": int(at.split(":")[1]),
+                "side": "RIGHT",
+                "commit_id": commit_id,
+                "body": text,
+                "user": {"login": "reviewer", "id": 7, "type": "User"},
+                "author_association": association,
+            }
+            for n, (at, text) in enumerate((lines or {}).items())
+        ]
         reviews.append(
             {
                 "id": review_id,

@@ -87,7 +87,8 @@ def note(ctx: Context, hub: forge.Forge, group: list[IterationRecord], number: i
         except forge.ForgeError as exc:  # logged, not owed again
             ctx.log(f"could not comment on {url}: {exc}")
         return KIND
-    words = clean("\n\n".join(r.body for r in new if r.body.strip()))[: forge.COMMENT_MAX]
+    said = [part for r in new for part in (r.body, *hub.review_lines(number, r.id))]
+    words = clean("\n\n".join(p for p in said if p.strip()))[: forge.COMMENT_MAX]
     ctx.store.event(
         KIND,
         f"{url}: changes requested (review {review}): repair round {used + 1} of {allowed} due",

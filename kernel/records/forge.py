@@ -103,6 +103,10 @@ class Forge(Protocol):
         """The reviews asking for changes by an OWNER, MEMBER or COLLABORATOR, oldest first."""
         ...
 
+    def review_lines(self, number: int, review: int) -> list[str]:
+        """A review's comments on lines of the diff, each "path:line: body"."""
+        ...
+
     def last_word(self, number: int) -> str:
         """The latest comment on an issue or pull request by its OWNER, a MEMBER or a
         COLLABORATOR ('' when none)."""
@@ -276,6 +280,21 @@ class GitHub:
                 said = body if isinstance(body, str) else ""
                 found.append(Review(review_id, said[:COMMENT_MAX], commit))
         return found
+
+    def review_lines(self, number: int, review: int) -> list[str]:
+        """GET /repos/{owner}/{repo}/pulls/{number}/reviews/{review}/comments (the first 100):
+        the review's comments on lines, by a trusted author, each "path:line: body"."""
+        answer = self._request("GET", f"/pulls/{number}/reviews/{review}/comments?per_page=100")
+        if not isinstance(answer, list):
+            raise ForgeError(f"the forge's comments of review {review} are not a list")
+        lines: list[str] = []
+        for item in cast(list[object], answer):
+            fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+            path, line, body = fields.get("path"), fields.get("line"), fields.get("body")
+            if fields.get("author_association") in TRUSTED and isinstance(body, str):
+                at = f":{line}" if isinstance(line, int) else ""
+                lines.append(f"{path if isinstance(path, str) else '?'}{at}: {body}")
+        return lines
 
     def last_word(self, number: int) -> str:
         """GET /repos/{owner}/{repo}/issues/{number}/comments (oldest first, the first 100):
