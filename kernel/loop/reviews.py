@@ -11,6 +11,7 @@ from typing import Any
 from domain import Event, IterationRecord
 from kernel.bounds import clean
 from kernel.host.context import Context
+from kernel.isolation import gitops
 from kernel.records import forge
 
 KIND = "pr_review"
@@ -78,9 +79,10 @@ def note(ctx: Context, hub: forge.Forge, group: list[IterationRecord], number: i
             review=review,
             repair="spent",
         )
+        spent = f"has spent the {allowed} repair round(s) it may run" if allowed else "runs no"
         body = (
-            f"seed has spent the {allowed} repair round(s) it may run on this pull request "
-            "(`[agent] repair_rounds`): the changes asked for are left to a person."
+            f"seed {spent}{'' if allowed else ' repair rounds'} on this pull request "
+            f"(`[agent] repair_rounds = {allowed}`): the changes asked for are left to a person."
         )
         try:
             hub.comment(number, body)
@@ -114,10 +116,19 @@ def due(ctx: Context) -> Due | None:
         group = [r for r in proposed if r.pull_request == url]
         if data.get("repair") != "due" or data.get("review") in begun or not group:
             continue
-        if isinstance(url, str) and group[-1].commit:
-            words, used = str(data.get("words", "")), rounds_used(said, url)
-            return Due(url, int(data.get("review") or 0), words, used + 1, group)
+        pushed = group[-1].commit or ""
+        if not isinstance(url, str) or not _present(ctx, pushed):
+            ctx.log(f"{url}: the commit seed pushed is not in this checkout: no repair round")
+            continue
+        words, used = str(data.get("words", "")), rounds_used(said, url)
+        return Due(url, int(data.get("review") or 0), words, used + 1, group)
     return None
+
+
+def _present(ctx: Context, commit: str) -> bool:
+    """Whether this checkout holds the commit (a round starts from it, never from a guess)."""
+    found = gitops.git(ctx.paths.root, "cat-file", "-e", f"{commit}^{{commit}}", check=False)
+    return bool(commit) and found.ok
 
 
 def started(ctx: Context, due: Due, iteration_id: str) -> Event:
