@@ -20,6 +20,7 @@ from domain import (
     IterationRecord,
     RunSpec,
 )
+from kernel.host.answers import Backend
 from kernel.host.context import Context
 from kernel.isolation import jails, trees, watch
 from kernel.judging import landing
@@ -105,6 +106,7 @@ def run_round(loop: Loop, due: reviews.Due, worktree: Path, journal: Journal) ->
     it.sandboxed, it.watch = jails.active(ctx.config.guard), began
     loop.current = it
     name, why = loop.route(it, halt.read_halt(ctx.paths.history), True)
+    it.backend = Backend(name, it.backend.reason, it.backend.sources)
     spec = None if why else ctx.host.agent_spec(name, plan, loop.agent_context(worktree))
     if spec is not None and spec.cannot:
         spec, why = None, spec.cannot[:500]
@@ -181,8 +183,8 @@ def _tell(ctx: Context, due: reviews.Due, outcome: IterationOutcome, commit: str
     else:
         body = (
             f"seed ran repair round {due.round} of {ctx.config.agent.repair_rounds} for the "
-            f"review {due.review}; it did not pass the kernel's verification, so nothing was "
-            f"pushed:\n\n{forge.fenced(why[:2000])}"
+            f"review {due.review}; it ended {outcome.value} and nothing was pushed (only what "
+            f"the kernel verified is):\n\n{forge.fenced(why[:2000])}"
         )
     try:
         hub_of(ctx).comment(forge.number_of(due.pull_request), body)

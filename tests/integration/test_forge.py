@@ -530,7 +530,8 @@ def test_a_repair_that_fails_verification_pushes_nothing_and_says_why(
     assert repair["reason"].startswith(f"repair round 1 of {record['pull_request']} pushed nothing")
     assert git(remote, "rev-parse", branch).strip() == record["commit"]  # nothing pushed
     told = double.comments[1][-1]["body"]
-    assert "did not pass the kernel's verification, so nothing was pushed" in told
+    assert f"ended {repair['outcome']} and nothing was pushed" in told, told
+    assert "+ gone" not in told.split("```")[0]  # the refusal's words only inside the fence
     # the gap still waits on its open pull request: no second one is opened
     seed(repo, "once", env=env)
     assert len([c for c in double.calls if c[0] == "POST" and c[1].endswith("/pulls")]) == 1
