@@ -487,6 +487,15 @@ def test_a_collaborators_change_request_starts_a_repair_round_pushed_to_the_same
     ]
     seed(repo, "once", env=env)
     assert len(double.comments[1]) == 2  # said once
+
+    # merged: both iterations that pushed to it count as landed, its one branch is deleted
+    double.merge(1)
+    seed(repo, "once", env=env)
+    assert _counted(repo) == [
+        (record["iteration_id"], "SUCCESS"),
+        (repair["iteration_id"], "SUCCESS"),
+    ]
+    assert git(remote, "for-each-ref", "--format=%(refname)").split() == []
     assert double.errors == []
     assert TOKEN not in _history_text(repo)
 
