@@ -199,7 +199,14 @@ def compare(plain: PlainResult, seed_run: Measurement, commit: str) -> tuple[str
     if plain.why_not:
         return (f"{what} gave nothing to compare: {plain.why_not}",)
     seed_failed = failed_ids(seed_run)
+    seed_broken = {d.file for d in seed_run.diagnostics if d.rule == "collection-error"}
     lines: list[str] = []
+    if plain.broken - seed_broken:
+        broken = _listed(sorted(plain.broken - seed_broken))
+        lines.append(f"{what}: collection errors in {broken}, which seed's run collects")
+    if plain.broken and not plain.tests:
+        # pytest stops at collection errors where seed's run goes on (`tools:` says so)
+        return tuple(lines)
     only_plain = sorted(plain.failed - seed_failed)
     only_seed = sorted(seed_failed & set(seed_run.collected) - plain.failed)
     if len(plain.tests) != len(seed_run.collected) or only_plain or only_seed:
@@ -211,8 +218,6 @@ def compare(plain: PlainResult, seed_run: Measurement, commit: str) -> tuple[str
             f"{_counted(len(seed_run.collected), len(seed_failed))}"
             + (f" ({tail})" if tail else "")
         )
-    if plain.broken:
-        lines.append(f"{what}: {_listed(sorted(plain.broken))} could not be collected")
     seed_skipped = set(seed_run.collected) - set(seed_run.passed) - seed_failed
     plain_passed = set(plain.tests) - plain.failed - plain.skipped
     lines += _skip_lines(
@@ -243,7 +248,7 @@ def _tests(n: int) -> str:
 
 def _counted(tests: int, failed: int) -> str:
     fails = "none fail" if not failed else f"{failed} fails" if failed == 1 else f"{failed} fail"
-    return f"{tests} tests, {fails}"
+    return f"{tests} test{'' if tests == 1 else 's'}, {fails}"
 
 
 def _named(ids: list[str], where: str) -> str:
