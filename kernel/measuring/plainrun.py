@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from domain import Measurement
+from kernel.bounds import printable
 from kernel.fsutil import atomic_write_text
 from kernel.isolation import gitops, ignored, procs, sandbox, trees
 from kernel.isolation.jails import Jailed
@@ -45,6 +46,10 @@ _MAX_JUNIT = 64 * 1024 * 1024
 """Bytes of the run's junit XML read at most."""
 _SHOWN_IDS = 5
 """Node ids named per line at most."""
+_ID_CHARS = 200
+"""Characters of one node id named at most (the run's code wrote the XML)."""
+_VERSION = "1"
+"""Part of the key: a new way of comparing runs the plain run again."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +65,12 @@ class PlainResult:
     """Why the run gave no outcomes ('' when it did)."""
 
 
-def config_key(root: Path, head: str, python: str, shown: Sequence[Path]) -> str:
-    """What the plain run's outcome depends on besides the code: the interpreter, the test
-    configuration's git objects at head, and each shown ignored file's path, size and time."""
-    digest = hashlib.sha256(python.encode("utf-8", errors="surrogateescape"))
+def config_key(root: Path, head: str, target: Target, shown: Sequence[Path]) -> str:
+    """What the plain run's outcome depends on besides the code: the interpreter and the
+    sandbox, the test configuration's git objects at head, and each shown ignored file's
+    path, size and time."""
+    how = f"{_VERSION}\0{target.python}\0{target.jail is None}\0{target.test_jail is None}"
+    digest = hashlib.sha256(how.encode("utf-8", errors="surrogateescape"))
     tree = gitops.tree_of(root, head)
     for _, oid, path in trees.entries(root, tree):
         if path in CONFIG_FILES or path == "conftest.py" or path.endswith("/conftest.py"):
@@ -88,7 +95,7 @@ def said(
     unchanged, else from a new plain run of `export()` (HEAD's files) compared with seed's
     run of the same tree."""
     shown = ignored.ignored_files(root).files if sandboxed else ()
-    key = config_key(root, head, target.python, shown)
+    key = config_key(root, head, target, shown)
     kept = read_state(state)
     if kept.get("key") == key:
         return tuple(str(line) for line in cast(list[Any], kept.get("lines") or []))
@@ -140,7 +147,7 @@ def run_plain(tree: Path, target: Target) -> PlainResult:
             return PlainResult(why_not=f"it did not finish in {timeout_s:.0f}s")
         if not junit.is_file() or junit.stat().st_size > _MAX_JUNIT:
             tail = result.text().strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
-            return PlainResult(why_not=f"it wrote no results ({tail[0][:300]})")
+            return PlainResult(why_not=f"it wrote no results ({printable(tail[0], 300)})")
         return read_junit(junit.read_bytes(), tree)
     finally:
         sandbox.settle(jailed.made)
@@ -166,7 +173,8 @@ def read_junit(data: bytes, tree: Path) -> PlainResult:
     skipped: set[str] = set()
     broken: set[str] = set()
     for case in top.iter("testcase"):
-        node = node_id(case.get("classname", ""), case.get("name", ""), tree)
+        found = node_id(case.get("classname", ""), case.get("name", ""), tree)
+        node = printable(found, _ID_CHARS)
         bad = case.find("failure") is not None or case.find("error") is not None
         if "::" not in node:  # a module that could not be collected
             broken.add(node)

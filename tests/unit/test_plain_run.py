@@ -104,3 +104,11 @@ def test_modules_only_the_project_cannot_collect_are_named() -> None:
         "the project's own pytest run (`python -m pytest`, at c): collection errors in "
         "tests/test_b.py, which seed's run collects",
     )
+
+
+def test_a_node_id_reaches_the_terminal_harmless_and_bounded(tmp_path: Path) -> None:
+    name = "test_x[\u202egnp.exe" + "y" * 500 + "]"  # a right-to-left override
+    xml = f'<testsuites><testcase classname="t" name="{name}"/></testsuites>'
+    (found,) = read_junit(xml.encode(), tmp_path).tests
+    assert "\u202e" not in found and "<U+202E>" in found
+    assert len(found) <= 200
