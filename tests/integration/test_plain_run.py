@@ -97,3 +97,38 @@ def test_projects_that_agree_are_not_named(tmp_path: Path) -> None:
     report = _gaps(make_repo(tmp_path / "repo", files, config=_QUALITY))
     assert not any(d.startswith(COUNTS) for d in _said(report)), report
     assert report["errors"] == [], report
+
+
+def test_a_plain_run_that_does_not_finish_is_one_line_never_an_error(tmp_path: Path) -> None:
+    files = {
+        **FILES,
+        # only where pytest's cache is (the project's own run) does the test hang
+        "tests/test_a.py": (
+            "import time\n\n\n"
+            "def test_waits(request) -> None:\n"
+            "    if getattr(request.config, 'cache', None) is not None:\n"
+            "        time.sleep(60)\n"
+        ),
+    }
+    config = '[quality]\ntools = ["pytest"]\ntool_timeout_s = 8\n'
+    report = _gaps(make_repo(tmp_path / "repo", files, config=config))
+    said = [d for d in _said(report) if d.startswith(COUNTS)]
+    assert len(said) == 1 and said[0].endswith("gave nothing to compare: it did not finish in 8s")
+    assert report["errors"] == [], report
+    assert report["gaps"] == [], report
+
+
+def test_a_plain_run_that_writes_no_results_says_why(tmp_path: Path) -> None:
+    # without pytest's junitxml plugin the project's own run has no results to read
+    files = {**FILES, "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-p no:junitxml"\n'}
+    report = _gaps(make_repo(tmp_path / "repo", files, config=_QUALITY))
+    said = [d for d in _said(report) if d.startswith(COUNTS)]
+    assert len(said) == 1 and "gave nothing to compare: it wrote no results (" in said[0], said
+    assert report["errors"] == [], report
+
+
+def test_no_plain_run_where_the_config_turns_it_off(tmp_path: Path) -> None:
+    config = _QUALITY + "\n[analysis]\nplain_run = false\n"
+    root = make_repo(tmp_path / "repo", FILES, config=config)
+    assert not any(d.startswith(COUNTS) for d in _said(_gaps(root)))
+    assert not _state(root).exists()
