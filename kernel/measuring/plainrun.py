@@ -98,7 +98,7 @@ def said(
     key = config_key(root, head, target, shown)
     kept = read_state(state)
     if kept.get("key") == key:
-        return tuple(str(line) for line in cast(list[Any], kept.get("lines") or []))
+        return kept_lines(state)
     plain = run_plain(export(), target)
     lines = compare(plain, seed_run, gitops.out(root, "rev-parse", "--short", head))
     with contextlib.suppress(OSError):
@@ -119,7 +119,8 @@ def read_state(state: Path) -> dict[str, Any]:
 def kept_lines(state: Path) -> tuple[str, ...]:
     """What the latest plain run said (for `status`)."""
     lines = read_state(state).get("lines")
-    return tuple(str(line)[:2000] for line in cast(list[Any], lines)[:10]) if lines else ()
+    listed = cast(list[Any], lines)[:10] if isinstance(lines, list) else []
+    return tuple(str(line)[:2000] for line in listed)
 
 
 def run_plain(tree: Path, target: Target) -> PlainResult:
