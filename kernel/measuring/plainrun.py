@@ -66,10 +66,11 @@ class PlainResult:
 
 
 def config_key(root: Path, head: str, target: Target, shown: Sequence[Path]) -> str:
-    """What the plain run's outcome depends on besides the code: the interpreter and the
-    sandbox, the test configuration's git objects at head, and each shown ignored file's
-    path, size and time."""
-    how = f"{_VERSION}\0{target.python}\0{target.jail is None}\0{target.test_jail is None}"
+    """What the plain run's outcome depends on besides the code: the interpreter, the sandbox
+    and seed.toml's selection, the test configuration's git objects at head, and each shown
+    ignored file's path, size and time."""
+    jailed = (str(target.jail is None), str(target.test_jail is None))
+    how = "\0".join([_VERSION, target.python, *jailed, *target.quality.pytest_args])
     digest = hashlib.sha256(how.encode("utf-8", errors="surrogateescape"))
     tree = gitops.tree_of(root, head)
     for _, oid, path in trees.entries(root, tree):
@@ -124,11 +125,13 @@ def kept_lines(state: Path) -> tuple[str, ...]:
 
 
 def run_plain(tree: Path, target: Target) -> PlainResult:
-    """`python -m pytest` on the tree, sandboxed like seed's test runs, its junit XML written
-    to a folder of its own outside the tree."""
+    """`python -m pytest` on the tree (with seed.toml's `pytest_args`, that selection),
+    sandboxed like seed's test runs, its junit XML written to a folder of its own outside
+    the tree."""
     out_dir = Path(tempfile.mkdtemp(prefix="seed-plain-"))
     junit = out_dir / "junit.xml"
-    argv = [target.python, "-m", "pytest", f"--junitxml={junit}"]
+    # seed.toml's `pytest_args` are the person's selection for seed's runs: the same here
+    argv = [target.python, "-m", "pytest", *target.quality.pytest_args, f"--junitxml={junit}"]
     jailed = Jailed(argv, tree)
     jail = target.test_jail or target.jail
     if jail is not None:

@@ -132,3 +132,11 @@ def test_no_plain_run_where_the_config_turns_it_off(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", FILES, config=config)
     assert not any(d.startswith(COUNTS) for d in _said(_gaps(root)))
     assert not _state(root).exists()
+
+
+def test_the_plain_run_runs_the_selection_seed_toml_gives_seeds_runs(tmp_path: Path) -> None:
+    files = {**FILES, "tests/test_b.py": "def test_b() -> None:\n    assert True\n"}
+    config = '[quality]\ntools = ["pytest"]\npytest_args = ["tests/test_b.py"]\n'
+    report = _gaps(make_repo(tmp_path / "repo", files, config=config))
+    # test_a.py is outside the selection in both runs: they agree
+    assert not any(d.startswith(COUNTS) or "test_a" in d for d in _said(report)), report
