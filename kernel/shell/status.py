@@ -249,11 +249,13 @@ def _differences(ctx: Context, live: dict[str, Any]) -> tuple[str, ...]:
     """The ignored files shown now, the skips the latest analysis counted, tox's default
     selection at HEAD, and what the latest plain run said."""
     found = cast(list[Any], live.get("differences") or [])
-    skips = [str(d) for d in found if "skip in seed's runs" in str(d)]
+    # skip_lines' own lines: the plain run's (`... skip in seed's runs but not ...`) come next
+    skips = [str(d) for d in found if "skip in seed's runs: " in str(d)]
     root = ctx.paths.root
     tox = pytestconfig.tox_selection(read_at(root, "HEAD"))
     plain = plainrun.kept_lines(ctx.paths.state) if ctx.config.analysis.plain_run else ()
-    return (*ignored.said(root, jails.active(ctx.config.guard)), *skips, *tox, *plain)
+    said = (*ignored.said(root, jails.active(ctx.config.guard)), *skips, *tox, *plain)
+    return tuple(dict.fromkeys(said))
 
 
 def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:

@@ -140,3 +140,23 @@ def test_the_plain_run_runs_the_selection_seed_toml_gives_seeds_runs(tmp_path: P
     report = _gaps(make_repo(tmp_path / "repo", files, config=config))
     # test_a.py is outside the selection in both runs: they agree
     assert not any(d.startswith(COUNTS) or "test_a" in d for d in _said(report)), report
+
+
+def test_status_names_each_line_once_after_the_daemons_analysis(tmp_path: Path) -> None:
+    test = (
+        "import pytest\n\n\n"
+        "@pytest.mark.parametrize('n', [1, 2])\n"
+        "def test_skips_without_a_cache(request, n) -> None:\n"
+        "    if getattr(request.config, 'cache', None) is None:\n"
+        "        pytest.skip('no cache')\n"
+    )
+    root = make_repo(tmp_path / "repo", {**FILES, "tests/test_a.py": test}, config=_QUALITY)
+    said = _said(_gaps(root))
+    plural = "2 tests skip in seed's runs but not in the project's own"
+    assert any(d.startswith(plural) for d in said), said
+    # what the daemon's analysis leaves in history/status.json for `status`
+    (root / "history").mkdir(exist_ok=True)
+    (root / "history" / "status.json").write_text(json.dumps({"differences": said}))
+    shown = json.loads(seed(root, "status", "--json").stdout)["differences"]
+    assert sorted(shown) == sorted(set(shown)), shown
+    assert [d for d in shown if d.startswith(plural)] == [d for d in said if d.startswith(plural)]
