@@ -9,7 +9,12 @@ import json
 from pathlib import Path
 from typing import cast
 
+import pytest
+
+from kernel.isolation import sandbox
 from tests.support import git, make_repo, seed
+
+needs_bwrap = pytest.mark.skipif(not sandbox.available().ok, reason="needs bubblewrap")
 
 _QUALITY = '[quality]\ntools = ["pytest"]\n'
 
@@ -160,3 +165,19 @@ def test_status_names_each_line_once_after_the_daemons_analysis(tmp_path: Path) 
     shown = json.loads(seed(root, "status", "--json").stdout)["differences"]
     assert sorted(shown) == sorted(set(shown)), shown
     assert [d for d in shown if d.startswith(plural)] == [d for d in said if d.startswith(plural)]
+
+
+@needs_bwrap
+def test_the_plain_run_is_sandboxed_like_seeds_test_runs(tmp_path: Path) -> None:
+    outside = tmp_path / "escaped.txt"
+    test = (
+        "import pathlib\n\n\n"
+        "def test_writes_outside(request) -> None:\n"
+        "    if getattr(request.config, 'cache', None) is not None:  # the plain run only\n"
+        f"        pathlib.Path({str(outside)!r}).write_text('out')\n"
+    )
+    root = make_repo(tmp_path / "repo", {**FILES, "tests/test_a.py": test}, config=_QUALITY)
+    report = _gaps(root)
+    assert _state(root).is_file(), report  # the plain run ran
+    # it wrote into the sandbox's private /tmp, gone with the run
+    assert not outside.exists()
