@@ -185,6 +185,9 @@ class IterationRecord(Fact):
     """Seconds per phase: analyse, plan, execute, inspect, verify, land."""
     checkout_changes: tuple[str, ...] = ()
     """Files the person changed in their checkout while the agent ran."""
+    differences: tuple[str, ...] = ()
+    """What seed's runs of the base measured otherwise than the project's own would (the
+    analysis's GapReport.differences): tests that skip, a selection, a plain run's outcomes."""
     task_kind: str = ""
     gap_signature: str = ""
     """The kernel's signature of the planned gap's state (findings, inbox bytes, roadmap text), so

@@ -169,6 +169,7 @@ class Recorder:
             cost_basis=it.cost_basis,
             durations=it.durations,
             checkout_changes=tuple(cap_lines(it.checkout_changes)),
+            differences=tuple(cap_lines(self.baseline.differences)) if self.baseline else (),
             task_kind=plan.task_kind.value,
             gap_signature=gap_signature(plan.gap),
             plan=plan,

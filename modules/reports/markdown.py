@@ -349,6 +349,9 @@ def _proof(record: IterationRecord) -> list[str]:
     if record.checkout_changes:
         lines += ["", "## Your checkout changed during the run (left as it was)", ""]
         lines += [f"- {code(f)}" for f in record.checkout_changes[:50]]
+    if record.differences:
+        lines += ["", "## Where seed's runs differ from the project's own", ""]
+        lines += [f"- {md(shorten(d, 500))}" for d in record.differences[:20]]
     return lines
 
 

@@ -12,7 +12,7 @@ from typing import cast
 import pytest
 
 from kernel.isolation import sandbox
-from tests.support import git, make_repo, seed
+from tests.support import agent_config, git, make_repo, records, seed
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available().ok, reason="needs bubblewrap")
 
@@ -181,3 +181,18 @@ def test_the_plain_run_is_sandboxed_like_seeds_test_runs(tmp_path: Path) -> None
     assert _state(root).is_file(), report  # the plain run ran
     # it wrote into the sandbox's private /tmp, gone with the run
     assert not outside.exists()
+
+
+@needs_bwrap
+def test_an_iterations_report_names_what_seeds_runs_measured_otherwise(tmp_path: Path) -> None:
+    # the agent edits an unrelated file: refused, and its report says where seed's run of
+    # the base differs from the project's own (the gap it chose is one only seed's run has)
+    steps = [{"write": "notes.txt", "text": "nothing\n"}]
+    root = make_repo(tmp_path / "repo", FILES, config=_QUALITY + agent_config(tmp_path, steps))
+    done = seed(root, "once")
+    assert done.returncode != 0, done.stderr
+    (record,) = records(root)
+    assert any(ONLY_SEED in d for d in record["differences"]), record["differences"]
+    report = (root / "history" / record["iteration_id"] / "report.md").read_text()
+    assert "## Where seed's runs differ from the project's own" in report
+    assert ONLY_SEED in report, report
