@@ -27,7 +27,7 @@ from kernel.host.context import Context
 from kernel.isolation import agentgit, jails, procs, readback
 from kernel.isolation.integrity import Checkout, Snapshot
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
-from kernel.loop import liveuse, modelrun
+from kernel.loop import liveuse, modelrun, stuckwatch
 from kernel.records import budget, inbox, limits
 
 _ENV_PASS = ("PATH", "HOME")
@@ -70,6 +70,8 @@ class AgentRunner:
         self._backend = ""
         self._wire: modelrun.Used | None = None
         """The latest run's usage read from its model exchanges (model-only runs)."""
+        self._stuck = ""
+        """Why the latest run's log showed it stuck (where no gateway served it)."""
         self._reserved = 0.0
         """The latest run's reservation: what it counts when its own report says no figure."""
 
@@ -243,14 +245,16 @@ class AgentRunner:
         watch = liveuse.UsageWatch(
             (files.log, files.result), lambda: self._so_far(it, files), ctx.used_so_far
         )
-        self._wire, model = None, None
+        self._wire, model, self._stuck = None, None, ""
+        logwatch = self._logwatch(it, files)
         try:
             if self._network == "model-only":
                 model = self._model(it)
             if it.sandboxed:
                 jailed = self._jailed(spec, argv, files, writable, it, model)
                 argv, env = jailed.argv, {**env, **jailed.env}
-            with watch:
+            end = model.ended if model is not None else logwatch.ended if logwatch else None
+            with watch, logwatch or contextlib.nullcontext():
                 completed = procs.run(
                     argv,
                     cwd=it.worktree,
@@ -261,11 +265,12 @@ class AgentRunner:
                     max_bytes=ctx.config.agent.max_log_bytes,
                     on_start=it.agent_started,
                     sweep_rounds=20,
-                    end=model.ended if model is not None else None,
+                    end=end,
                 )
         finally:
             if model is not None:
                 self._wire = model.close(it)
+            self._stuck = logwatch.stuck if logwatch is not None else ""
             check_checkout(ctx, it, checkout, snapshot, self._folder(it.plan.iteration_id))
         it.timed("execute", t0)
         if completed.truncated:
@@ -274,6 +279,14 @@ class AgentRunner:
                     f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
                 )
         return completed
+
+    def _logwatch(self, it: Iteration, files: Files) -> stuckwatch.LogWatch | None:
+        """Where no gateway serves the run, the reader of its log that ends it when stuck."""
+        agent = self.ctx.config.agent
+        if self._network == "model-only" or not (agent.stuck_repeats or agent.stuck_turns):
+            return None
+        still = stuckwatch.Still(agent.stuck_turns, it.worktree, "tool calls in its log")
+        return stuckwatch.LogWatch(files.log, agent.stuck_repeats, still)
 
     def _writable(self, it: Iteration, files: Files) -> tuple[Path, ...]:
         """The places bound writable in the agent's sandbox, from the kernel's own record: its
@@ -463,6 +476,14 @@ class AgentRunner:
             return None
         if used is not None and used.stuck:
             reason = f"the model gateway ended the run as stuck: {used.stuck}"
+            return Ending(
+                IterationOutcome.FAILURE, FailureCategory.STUCK, reason, evidence=[reason]
+            )
+        if self._stuck:
+            tokens, _ = counted(it, it.agent or agent)
+            reason = (
+                f"the agent's log showed the run stuck: {self._stuck} ({tokens:,} tokens spent)"
+            )
             return Ending(
                 IterationOutcome.FAILURE, FailureCategory.STUCK, reason, evidence=[reason]
             )

@@ -1,0 +1,70 @@
+"""Stuck runs end early on the agent's log where the gateway does not serve the run (issue 42
+item 6): the same tool call with the same result `stuck_repeats` times in a row, or no new
+bytes in the checkout for `stuck_turns` turns. A command agent (tests/fakes/looping_agent.py)
+prints Claude Code's stream-json events with the network full (no gateway): the kernel reads
+the events as they come and ends the run's process group STUCK long before its time cap."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.fakes import looping_agent
+from tests.support import BROKEN_ADD, make_repo, records, seed
+
+
+def _once(tmp: Path, mode: str, turns: int, extra: str = "") -> tuple[int, dict[str, Any], float]:
+    argv = json.dumps([sys.executable, looping_agent.__file__, mode, str(turns)])
+    config = (
+        f'[agent]\nbackend = "command"\ncommand = {argv}\nrepair_rounds = 0\n'
+        f'network = "full"\ntimeout_s = 240\n{extra}'
+    )
+    repo = make_repo(tmp / "repo", BROKEN_ADD, config)
+    started = time.monotonic()
+    done = seed(repo, "once")
+    took = time.monotonic() - started
+    [record] = records(repo)
+    return done.returncode, record, took
+
+
+def _stuck(record: dict[str, Any]) -> None:
+    assert (record["outcome"], record["failure_category"]) == ("FAILURE", "STUCK"), record["reason"]
+
+
+def test_the_same_tool_call_and_result_in_the_log_ends_the_run_stuck(tmp_path: Path) -> None:
+    # 2,000 turns 0.1 s apart would run past the 240 s cap
+    code, record, took = _once(tmp_path, "same", 2000)
+    assert code == 1, record["reason"]
+    _stuck(record)
+    assert (
+        "8 identical tool calls in a row in the agent's log, each with the same result"
+        in (record["reason"])
+    )
+    assert "grep -n 'return a - b' calc.py" in record["evidence"][0]
+    assert record["durations"]["execute"] < 60 and took < 200
+    text = (tmp_path / "repo" / "history" / record["iteration_id"] / "report.md").read_text()
+    assert "STUCK" in text
+
+
+def test_the_same_lines_as_plain_text_are_not_read(tmp_path: Path) -> None:
+    # only the structured events of a known format count: the same text printed 30 times is not
+    code, record, _ = _once(tmp_path, "text", 30)
+    assert record["failure_category"] != "STUCK", record["reason"]
+    assert code in (0, 1)
+
+
+def test_no_new_bytes_in_the_checkout_for_stuck_turns_ends_the_run_stuck(tmp_path: Path) -> None:
+    code, record, took = _once(tmp_path, "vary", 2000, "stuck_turns = 12\n")
+    assert code == 1, record["reason"]
+    _stuck(record)
+    assert "no change to the checkout in 12 turns" in record["reason"]
+    assert record["durations"]["execute"] < 60 and took < 200
+
+
+def test_turns_that_write_are_not_stuck(tmp_path: Path) -> None:
+    code, record, _ = _once(tmp_path, "write", 30, "stuck_turns = 12\n")
+    assert record["failure_category"] != "STUCK", record["reason"]
+    assert code in (0, 1)
