@@ -467,8 +467,8 @@ class ModelRun:
                         request=exchange.seq,
                     ),
                 )
-        self._record(exchange, flow, status, seconds, usage, usd, bytes(flow.answer))
         self._look(exchange, status)
+        self._record(exchange, flow, status, seconds, usage, usd, bytes(flow.answer))
 
     def _look(self, exchange: gateway.Exchange, status: int) -> None:
         """One turn of the conversation answered: the run ends stuck once too many in a row
