@@ -44,6 +44,9 @@ class DaemonStatus(Fact):
     limited_until: datetime | None = None
     """A usage limit holds until then: no agent runs, and the daemon resumes by itself."""
     limit_reason: str = ""
+    limited_for: str = ""
+    """The backends the limit pauses while the portfolio's others run ('' : it holds every
+    agent; `[daemon] limit_scope = "backend"`)."""
     config_problem: str = ""
     """Why seed.toml cannot be used ('' when it can): a running daemon keeps the config it
     read before, and nothing starts until it is fixed."""

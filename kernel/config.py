@@ -421,6 +421,9 @@ class DaemonConfig(_Section):
     """Stop `run` after this many iterations (0: run forever)."""
     limit_backoff_s: float = Field(default=900.0, ge=1.0, le=DAY_S)
     """Seconds the daemon waits after a usage limit whose answer named no reset (docs/limits.md)."""
+    limit_scope: Literal["all", "backend"] = "all"
+    """What a usage limit pauses: "all" agents, or only the "backend" whose run met it (each
+    of its portfolio entries), the portfolio's other backends running meanwhile."""
 
 
 NOTIFY_EVENTS = ("landed", "kept", "blocked", "halted", "budget", "limited", "stuck", "stopped")

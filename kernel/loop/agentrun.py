@@ -497,7 +497,7 @@ class AgentRunner:
         until = limits.bounded(limit, now, self.ctx.config.daemon.limit_backoff_s)
         said = "it named its reset" if limit.until is not None else "it named no reset: a backoff"
         reason = f"{limit.why}; {said}: the daemon waits until {until:%Y-%m-%d %H:%M:%S}Z"
-        limits.pause(self.ctx.paths.history, until, reason, it.plan.iteration_id)
+        limits.pause(self.ctx.paths.history, until, reason, it.plan.iteration_id, it.backend.name)
         return Ending(IterationOutcome.LIMITED, None, reason)
 
     def _home(self, iteration_id: str) -> Path:

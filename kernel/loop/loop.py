@@ -56,7 +56,7 @@ from kernel.loop.tournament import Dealt
 from kernel.measuring.baseline import Baseline
 from kernel.measuring.measure import ruff_binary
 from kernel.measuring.projectruff import project_ruff
-from kernel.records import budget, halt, inbox, notify
+from kernel.records import budget, halt, inbox, limits, notify
 from kernel.records.journal import Journal
 from kernel.records.store import RecordStore
 
@@ -478,7 +478,9 @@ class Loop:
         starts; the iteration is recorded once, with every candidate's facts."""
         ctx = self.ctx
         config = ctx.config.candidates
-        dealt = tournament.deal(config, name, ctx.config.agent.model, it.plan.agents)
+        dealt = tournament.deal(
+            config, name, ctx.config.agent.model, it.plan.agents, self._paused()
+        )
         each = budget.reservation(ctx.config.budget, it.plan.budget.max_cost_usd)
         refused = budget.budget_problem(ctx.store, ctx.config.budget, reserve_usd=each * len(dealt))
         if refused:
@@ -747,7 +749,16 @@ class Loop:
         config = self.ctx.config.candidates
         if config.n > 1 or name in UNSANDBOXED or len(config.agent) < 2:
             return None
-        return tournament.deal(config, name, self.ctx.config.agent.model, plan.agents)[0]
+        model = self.ctx.config.agent.model
+        return tournament.deal(config, name, model, plan.agents, self._paused())[0]
+
+    def _paused(self) -> set[str]:
+        """The backends a usage limit pauses while the others run (`[daemon] limit_scope =
+        "backend"`; with "all" a limit holds the whole loop, kernel/shell/daemon.py)."""
+        ctx = self.ctx
+        if ctx.config.daemon.limit_scope != "backend":
+            return set()
+        return set(limits.paused_backends(ctx.paths.history, datetime.now(UTC)))
 
     def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:
         """The backend for this plan: the planner's route if it names one, else the one in use."""
