@@ -195,6 +195,7 @@ def read_status(ctx: Context) -> DaemonStatus:
         halt_reason=hstate.reason,
         limited_until=paused.moment() if paused is not None else None,
         limit_reason=paused.reason if paused is not None else "",
+        limit_backend=paused.backend if paused is not None else "",
         limited_for=limited_for,
         config_problem=ctx.config_problem,
         backend=backend.name,

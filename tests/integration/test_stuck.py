@@ -131,4 +131,5 @@ def test_a_limit_pauses_every_agent_by_default(tmp_path: Path) -> None:
     again = seed(repo, "once", env=env)  # the command agent waits too
     assert again.returncode == 5 and len(records(repo)) == 1, again.stderr
     status = seed(repo, "status", env=env)
-    assert "limited:     until " in status.stdout and "no agent runs" in status.stdout
+    assert "limited:     until " in status.stdout, status.stdout
+    assert "(claude's limit): no agent runs" in status.stdout, status.stdout
