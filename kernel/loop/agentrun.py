@@ -245,7 +245,7 @@ class AgentRunner:
         watch = liveuse.UsageWatch(
             (files.log, files.result), lambda: self._so_far(it, files), ctx.used_so_far
         )
-        self._wire, model, self._stuck = None, None, ""
+        self._wire, model = None, None
         logwatch = self._logwatch(it, files)
         try:
             if self._network == "model-only":
@@ -253,7 +253,6 @@ class AgentRunner:
             if it.sandboxed:
                 jailed = self._jailed(spec, argv, files, writable, it, model)
                 argv, env = jailed.argv, {**env, **jailed.env}
-            end = model.ended if model is not None else logwatch.ended if logwatch else None
             with watch, logwatch or contextlib.nullcontext():
                 completed = procs.run(
                     argv,
@@ -265,7 +264,7 @@ class AgentRunner:
                     max_bytes=ctx.config.agent.max_log_bytes,
                     on_start=it.agent_started,
                     sweep_rounds=20,
-                    end=end,
+                    end=model.ended if model else logwatch.ended if logwatch else None,
                 )
         finally:
             if model is not None:

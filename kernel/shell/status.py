@@ -162,6 +162,12 @@ def _agent_log(live: dict[str, Any], detail: str) -> tuple[str, tuple[str, ...]]
     return detail, tuple(printable(line) for line in text.splitlines()[-5:])
 
 
+def _limited(ctx: Context, backend: str) -> tuple[limits.Pause | None, str]:
+    """The usage limit to show, and the backends it pauses while the others run."""
+    scope = ctx.config.daemon.limit_scope, tournament.backends(ctx.config.candidates, backend)
+    return limits.shown(ctx.paths.history, datetime.now(UTC), *scope)
+
+
 def read_status(ctx: Context) -> DaemonStatus:
     """The daemon's status, from its live file, the halt state, the lock and the record index."""
     live, unreadable = reporting.read_live(ctx.paths.history)
@@ -179,8 +185,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     )
     since = live.get("since") if running else None
     backend = _status_backend(ctx, live if running else {})
-    scope = ctx.config.daemon.limit_scope, tournament.backends(ctx.config.candidates, backend.name)
-    paused, limited_for = limits.shown(ctx.paths.history, datetime.now(UTC), *scope)
+    paused, limited_for = _limited(ctx, backend.name)
     as_of = live.get("gaps_as_of")
     caps = ctx.config.budget
     return DaemonStatus(
