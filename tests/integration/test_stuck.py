@@ -121,7 +121,10 @@ def test_a_limit_on_one_agent_of_the_portfolio_lets_the_other_run(tmp_path: Path
     status = seed(repo, "status", env=env)
     assert "limited:     until " in status.stdout and "for claude" in status.stdout, status.stdout
     log = (repo / "history" / "daemon.log").read_text()
-    assert "limited until" in log and "claude" in log
+    assert "limited until" in log and "for claude: the portfolio's other agents run" in log
+    assert seed(repo, "report", env=env).returncode == 0
+    page = (repo / "history" / "index.html").read_text()
+    assert "claude's usage limit: the portfolio's other agents run meanwhile" in page
 
 
 def test_a_limit_pauses_every_agent_by_default(tmp_path: Path) -> None:
