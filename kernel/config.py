@@ -282,6 +282,10 @@ class AnalysisConfig(_Section):
     """At most this many incremental measurements in a row; then a full one."""
     test_map: bool = True
     """Record which project files each test runs (full analyses), to run affected tests first."""
+    plain_run: bool = True
+    """Run the project's own `python -m pytest` (nothing of seed's, sandboxed) at the first
+    analysis and when the test configuration changes, and name in `differences` what its
+    outcomes say that seed's run does not."""
 
     @field_validator("order")
     @classmethod

@@ -23,6 +23,9 @@ class ForgeDouble:
         self.pulls: dict[int, dict[str, Any]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.issues: dict[int, dict[str, Any]] = {}
+        self.reviews: dict[int, list[dict[str, Any]]] = {}
+        self.review_comments: dict[int, list[dict[str, Any]]] = {}
+        """Each review's comments on lines of the diff, by review id."""
         self.errors: list[str] = []
         double = self
 
@@ -76,6 +79,7 @@ class ForgeDouble:
                 "base": {"ref": body["base"]},
                 "body": body.get("body"),
                 "title": body["title"],
+                "updated_at": _moment(len(self.calls)),
             }
             self.pulls[number] = pull
             return self._send(handler, 201, pull)
@@ -110,6 +114,8 @@ class ForgeDouble:
             return self._send(handler, 200, self.comments.get(int(number or 0), []))
         if method == "PUT" and handler.path.startswith(prefix + "/"):
             return self._merge(handler, handler.path[len(prefix) + 1 :], body)
+        if method == "GET" and handler.path.startswith(prefix + "/") and "/reviews" in handler.path:
+            return self._reviews(handler, handler.path[len(prefix) + 1 :])
         if method == "GET" and handler.path.startswith(prefix + "/"):
             pull = self.pulls.get(int(handler.path.rsplit("/", 1)[1]))
             return self._send(handler, 200 if pull else 404, pull or {"message": "Not Found"})
@@ -145,6 +151,68 @@ class ForgeDouble:
         self.merge(int(number))
         self._send(handler, 200, {"sha": "f" * 40, "merged": True, "message": "merged"})
 
+    def _reviews(self, handler: BaseHTTPRequestHandler, rest: str) -> None:
+        """GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews?per_page=N (at most 100): an
+        array in chronological order (docs.github.com/en/rest/pulls/reviews)."""
+        number, _, query = rest.partition("/reviews")
+        which, _, query = query.partition("?")
+        per_page = parse_qs(query).get("per_page", ["30"])[0]
+        lines = which.removeprefix("/").removesuffix("/comments")
+        shape = which == "" or (which.endswith("/comments") and lines.isdigit())
+        if not number.isdigit() or not shape or int(per_page) > 100:
+            self.errors.append(f"GET pulls/{rest}")
+            return self._send(handler, 404, {"message": "Not Found"})
+        if int(number) not in self.pulls:
+            return self._send(handler, 404, {"message": "Not Found"})
+        if which:
+            # .../reviews/{review_id}/comments: the review's comments on lines of the diff
+            found = self.review_comments.get(int(lines), [])
+            return self._send(handler, 200, found[: int(per_page)])
+        return self._send(handler, 200, self.reviews.get(int(number), [])[: int(per_page)])
+
+    def review(
+        self,
+        number: int,
+        body: str,
+        commit_id: str,
+        association: str = "COLLABORATOR",
+        state: str = "CHANGES_REQUESTED",
+        lines: dict[str, str] | None = None,
+    ) -> None:
+        """Someone submits a review of the pull request on commit_id, with comments on lines
+        ({"path:line": body}); its updated_at moves."""
+        reviews = self.reviews.setdefault(number, [])
+        review_id = 80 + sum(len(r) for r in self.reviews.values())
+        self.review_comments[review_id] = [
+            {
+                "id": 900 + n,
+                "pull_request_review_id": review_id,
+                "path": at.split(":")[0],
+                "line": int(at.split(":")[1]),
+                "side": "RIGHT",
+                "commit_id": commit_id,
+                "body": text,
+                "user": {"login": "reviewer", "id": 7, "type": "User"},
+                "author_association": association,
+            }
+            for n, (at, text) in enumerate((lines or {}).items())
+        ]
+        reviews.append(
+            {
+                "id": review_id,
+                "node_id": f"PRR_{review_id}",
+                "user": {"login": "reviewer", "id": 7, "type": "User"},
+                "body": body,
+                "state": state,
+                "html_url": f"https://github.example/{self.repo}/pull/{number}#pullrequestreview-{review_id}",
+                "pull_request_url": f"{self.url}/repos/{self.repo}/pulls/{number}",
+                "author_association": association,
+                "submitted_at": _moment(review_id),
+                "commit_id": commit_id,
+            }
+        )
+        self.pulls[number]["updated_at"] = _moment(review_id)
+
     def checks(self, number: int, state: str, sha: str) -> None:
         """The forge's checks of the PR ran: its mergeable_state, and the head they ran on."""
         self.pulls[number]["mergeable_state"] = state
@@ -178,3 +246,8 @@ class ForgeDouble:
         handler.send_header("Content-Length", str(len(raw)))
         handler.end_headers()
         handler.wfile.write(raw)
+
+
+def _moment(n: int) -> str:
+    """A distinct ISO 8601 UTC moment for the n-th thing that happened."""
+    return f"2026-12-07T{10 + n // 3600 % 10:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"

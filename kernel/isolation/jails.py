@@ -15,10 +15,10 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from kernel.config import GuardConfig
 from kernel.isolation import gitops, ignored, procs, sandbox
@@ -37,9 +37,22 @@ class Jailed:
     """Mount points the run leaves in the tree, removed once it is over (`sandbox.settle`)."""
 
 
-Jail = Callable[[Sequence[str], Path, Sequence[Path]], Jailed]
-"""Wraps the argv of a run that executes repository code on a tree so it runs sandboxed, with
-only the tree and the given folders writable (the kernel's output folder)."""
+class Jail(Protocol):
+    """Wraps the argv of a run that executes repository code on a tree so it runs sandboxed, with
+    only the tree and the given folders writable (the kernel's output folder)."""
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        tree: Path,
+        writable: Sequence[Path],
+        /,
+        *,
+        pythons: Sequence[Path] = (),
+    ) -> Jailed:
+        """`pythons`: interpreters the run uses besides its argv[0] (seed's mypy resolving
+        imports with the target's), shown as argv[0]'s installation is."""
+        ...
 
 
 _NEVER_SHOWN = (
@@ -341,13 +354,23 @@ def measurement_jail(paths: Paths, guard: GuardConfig, *, network: bool = False)
     if not enabled(guard) or not sandbox.available().ok:
         return None
 
-    def jail(argv: Sequence[str], tree: Path, writable: Sequence[Path]) -> Jailed:
-        python = (Path(argv[0]),) if argv and os.path.isabs(argv[0]) else ()
+    def jail(
+        argv: Sequence[str],
+        tree: Path,
+        writable: Sequence[Path],
+        /,
+        *,
+        pythons: Sequence[Path] = (),
+    ) -> Jailed:
+        first = (Path(argv[0]),) if argv and os.path.isabs(argv[0]) else ()
+        python = (*first, *(p for p in pythons if p.is_absolute()))
+        # the environment whose editable installs and build products the run imports
+        target = python[-1] if python else None
         root = paths.root.resolve()
         in_place = (tree, root) if tree.resolve() != root else None
         # the tree's own file wins over a build product of the same name; the environment
         # and the kernel's plugin never give way to anything in the tree
-        shown = build_products(root, python[0] if python else None) + tuple(
+        shown = build_products(root, target) + tuple(
             (f, f) for f in ignored.ignored_files(root).files
         )
         through = tuple(
@@ -366,7 +389,7 @@ def measurement_jail(paths: Paths, guard: GuardConfig, *, network: bool = False)
             shown=_shown(paths, python),
             in_place=in_place,
             through=through,
-            named=_linked_entries(root, python[0] if python else None),
+            named=_linked_entries(root, target),
         )
         made = tuple(sandbox.mount_points(profile))
         return Jailed(sandbox.wrap(argv, profile), root if in_place else tree, made)

@@ -187,6 +187,9 @@ def _for_a_person(ctx: Context, it: Iteration, commit: str, verification: Verifi
     return ""
 
 
+for_a_person = _for_a_person  # a repair round's push asks it too (loop/repairing.py)
+
+
 def keep_tree(ctx: Context, it: Iteration, tree: str, store: trees.ObjectStore, branch: str) -> str:
     """Commit a candidate's tree on the base under branch, for a person to look at (never
     landed by this); the commit."""

@@ -32,7 +32,7 @@ from kernel.host import answers
 from kernel.host.context import Context, log_line
 from kernel.isolation import gitops, ignored, jails, trees
 from kernel.isolation.exports import Export
-from kernel.measuring import installed, pytestconfig
+from kernel.measuring import installed, plainrun, pytestconfig
 from kernel.measuring.baseline import Baseline, measure_cached
 from kernel.measuring.gate import freeze_gate_at, read_at
 from kernel.measuring.offline import split_offline
@@ -310,12 +310,30 @@ def analyse(
         *offline,
         # tox's default posargs select other tests than seed's run does
         *(pytestconfig.tox_selection(read_at(root, head)) if pytest else ()),
+        *plain_differences(ctx, head, tree, pytest),
     )
     if differences:
         report = report.model_copy(update={"differences": differences})
     return Baseline(
         worktree, head, tree, gate, measurements, report, items, roadmap, written, given
     )
+
+
+def plain_differences(
+    ctx: Context, head: str, tree: str, pytest: Measurement | None
+) -> tuple[str, ...]:
+    """What the project's own pytest run (plainrun.py) finds that seed's run of the same tree
+    does not: none where seed's run gave nothing to compare with."""
+    if not ctx.config.analysis.plain_run or pytest is None or not pytest.ran or pytest.timed_out:
+        return ()
+    place = Export(ctx.paths.root, ctx.paths.exports, tree, "plain")
+    try:
+        sandboxed = jails.active(ctx.config.guard)
+        return plainrun.said(
+            ctx.paths.state, ctx.paths.root, head, ctx.target, sandboxed, pytest, place
+        )
+    finally:
+        place.close()
 
 
 def skip_lines(pytest: Measurement | None) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """Following seed's pull requests: what the forge did to them becomes an event (`pr_merged`,
-`pr_closed`) the record index reads as the iteration's outcome; a merged PR's branch is deleted
-and its inbox task is done. All of it is read from records and events, never from memory."""
+`pr_closed`) the record index reads as the iteration's outcome, `pr_review` for a change
+request; a merged PR's branch is deleted and its inbox task is done. All of it is read from
+records and events, never from memory."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation import gitops
 from kernel.judging.landing import FOR_A_PERSON
+from kernel.loop import reviews
 from kernel.records import forge, inbox
 
 FOLLOW_EVERY_S = 60.0
@@ -32,6 +34,8 @@ class Follower:
         self._clock = clock
         self._next = 0.0
         self._misses = 0
+        self._seen: dict[str, str] = {}
+        """Each open pull request's updated_at when its reviews were last read."""
         self.problem = ""
         """What the forge did not answer at the last read ("" when it answered)."""
 
@@ -40,7 +44,7 @@ class Follower:
         proposed, label = ctx.store.proposed(), ctx.config.inbox.forge_label
         if not (proposed or label) or self._clock() < self._next:
             return []
-        written, problem = follow(ctx, proposed) if proposed else ([], "")
+        written, problem = follow(ctx, proposed, self._seen) if proposed else ([], "")
         if label:
             problem = take_issues(ctx, label) or problem
         self._misses = self._misses + 1 if problem else 0
@@ -70,6 +74,11 @@ def _hub(ctx: Context, token: str) -> forge.GitHub:
     return forge.GitHub(config.api_url, repo, token)
 
 
+def hub_of(ctx: Context) -> forge.GitHub:
+    """The configured forge's API, with the kernel's token."""
+    return _hub(ctx, os.environ.get(ctx.config.forge.token, ""))
+
+
 def forge_said(ctx: Context) -> str:
     """Where work is proposed, and with which token's name ('' in local mode with no label)."""
     config, mode = ctx.config.forge, ctx.config.landing.mode
@@ -90,14 +99,20 @@ def forge_said(ctx: Context) -> str:
     return f"{said}; {config.kind} {repo} at {config.api_url}, token ${config.token} ({token})"
 
 
-def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], str]:
-    """Each open pull request's state read once: merged or closed becomes its event. A forge
-    that does not answer costs no record: the PR is read again next time. (kinds, what the
-    forge did not answer: '' when it answered)"""
+def follow(
+    ctx: Context, proposed: list[IterationRecord], seen: dict[str, str] | None = None
+) -> tuple[list[str], str]:
+    """Each open pull request's state read once: merged or closed becomes its event; an open
+    one's reviews are read when it moved since (`seen`: updated_at by address), a change
+    request becoming a due repair round (`reviews.py`). A forge that does not answer costs no
+    record: the PR is read again next time. (kinds, what the forge did not answer: '' when it
+    answered)"""
     token = os.environ.get(ctx.config.forge.token, "")
+    seen = {} if seen is None else seen
     written: list[str] = []
     missed = ""
-    for record in proposed:
+    for group in _by_pull_request(proposed):
+        record = group[-1]  # its commit is what seed last pushed there
         assert record.pull_request is not None
         try:
             hub = _hub(ctx, token)
@@ -105,6 +120,10 @@ def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], st
             pull = hub.pull(number)
             if pull.state != "closed" and not pull.merged:
                 if not _merged_on_green(ctx, hub, record, pull):
+                    moved = not pull.updated_at or seen.get(record.pull_request) != pull.updated_at
+                    kind = reviews.note(ctx, hub, group, number) if moved else ""
+                    seen[record.pull_request] = pull.updated_at
+                    written += [kind] if kind else []
                     continue
                 pull = replace(pull, state="closed", merged=True)
             said = "" if pull.merged else hub.last_word(number)
@@ -112,8 +131,17 @@ def follow(ctx: Context, proposed: list[IterationRecord]) -> tuple[list[str], st
             ctx.log(f"could not read {record.pull_request} (read again later): {exc}")
             missed = f"could not read {record.pull_request}: {exc}"
             continue
-        written.append(_ended(ctx, record, pull, said, token))
+        written.append(_ended(ctx, group, pull, said, token))
     return written, missed
+
+
+def _by_pull_request(proposed: list[IterationRecord]) -> list[list[IterationRecord]]:
+    """The PROPOSED records grouped by their pull request (an iteration and its repair
+    rounds), each group oldest first."""
+    groups: dict[str, list[IterationRecord]] = {}
+    for record in proposed:
+        groups.setdefault(record.pull_request or "", []).append(record)
+    return list(groups.values())
 
 
 def _merged_on_green(
@@ -135,18 +163,21 @@ def _merged_on_green(
 
 
 def _ended(
-    ctx: Context, record: IterationRecord, pull: forge.PullRequest, said: str, token: str
+    ctx: Context, group: list[IterationRecord], pull: forge.PullRequest, said: str, token: str
 ) -> str:
-    """Record a pull request's end: merged (branch deleted, inbox task done) or closed, with
-    the reviewer's last word as evidence for the next plan."""
+    """Record a pull request's end for each iteration that pushed to it: merged (branch
+    deleted, inbox task done) or closed, with the reviewer's last word as evidence for the
+    next plan."""
+    record = group[0]  # the iteration that opened it: its branch, its task
     url = record.pull_request or pull.html_url
     if pull.merged:
         kind, message = "pr_merged", f"pull request {url} merged"
     else:
         word = f"; the reviewer said: {' '.join(said.split())}" if said.strip() else ""
         kind, message = "pr_closed", f"pull request {url} closed unmerged{word}"
-    ctx.store.event(kind, message, iteration=record.iteration_id, pull_request=url)
-    ctx.log(f"{record.iteration_id}: {message}")
+    for each in group:
+        ctx.store.event(kind, message, iteration=each.iteration_id, pull_request=url)
+        ctx.log(f"{each.iteration_id}: {message}")
     if pull.merged:
         branch = f"seed/{record.iteration_id}"
         forge.delete_remote_branch(ctx.paths.root, ctx.config.forge.remote, branch, token)

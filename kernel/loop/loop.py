@@ -44,7 +44,16 @@ from kernel.judging import choice, landing
 from kernel.judging.guard import clamp_plan
 from kernel.judging.iteration import Ending, Iteration, Phase, mono, noop_phase
 from kernel.judging.judge import Judge, Passed, Retry, store_of
-from kernel.loop import agentrun, asktest, corpus, generations, modelrun, tournament
+from kernel.loop import (
+    agentrun,
+    asktest,
+    corpus,
+    generations,
+    modelrun,
+    repairing,
+    reviews,
+    tournament,
+)
 from kernel.loop.agentrun import AgentRunner
 from kernel.loop.analysis import analyse
 from kernel.loop.following import proposal_wait
@@ -115,7 +124,9 @@ class Loop:
         """
         if self._disk_full():
             return []
-        prepared = self.prepare()
+        halted = halt.read_halt(self.ctx.paths.history).halted
+        due = reviews.due(self.ctx) if execute and not halted else None
+        prepared = self.prepare(due.pushed if due is not None else "")
         if prepared is None:
             self.ctx.log("the repository has no commits yet: nothing to analyse")
             return []
@@ -124,7 +135,10 @@ class Loop:
         journal = Journal(self.ctx.paths.running)
         self.records, self.current = [], None
         try:
-            self._iterate(head, worktree, journal, execute=execute, single=single)
+            if due is not None:  # a review asked for changes: its round before any new plan
+                repairing.run_round(self, due, worktree, journal)
+            else:
+                self._iterate(head, worktree, journal, execute=execute, single=single)
             return self.records
         except Interrupted:
             self._abort("interrupted (Ctrl-C or SIGTERM); the work was discarded")
@@ -269,6 +283,8 @@ class Loop:
             return still(record)
 
         waits = waiting(baseline.report, history, on, blocked)
+        # its fix waits in an open pull request, whatever a later repair round of it did
+        waits |= {r.gap.key for r in ctx.store.proposed()} & {g.key for g in baseline.report.gaps}
         landable = [
             r
             for _, r in latest_records(baseline.report, history)
@@ -438,6 +454,9 @@ class Loop:
         record = self.recorder.finish(it, ending)
         self.records.append(record)
         return record
+
+    # what a repair round asked for by a review runs the same way (repairing.py)
+    record = _record
 
     def _abort(self, reason: str) -> None:
         """Record the iteration under way as ABORTED, if it has a plan and no record yet."""
@@ -709,6 +728,9 @@ class Loop:
                 )
             spec = following
 
+    attempt = _attempt
+    route = _route
+
     def _another_round(self, it: Iteration, verdict: Retry) -> None:
         """The refused round recorded and said, the kernel's repairs carried into the worktree."""
         # a round held for its test was verified: it would be kept, not rolled back
@@ -724,9 +746,10 @@ class Loop:
                 (it.worktree / path).write_bytes(data)
         it.repaired = {}
 
-    def prepare(self) -> tuple[str, Path] | None:
-        """A fresh checkout of the agent's own at HEAD, or None when the repository has no commits."""
-        head = gitops.head(self.ctx.paths.root)
+    def prepare(self, commit: str = "") -> tuple[str, Path] | None:
+        """A fresh checkout of the agent's own at HEAD (or commit), or None when the repository
+        has no commits."""
+        head = commit or gitops.head(self.ctx.paths.root)
         if head is None:
             return None
         name = f"wt-{os.getpid()}-{datetime.now(UTC):%Y%m%d%H%M%S%f}"

@@ -892,10 +892,20 @@ def _pytest_config(
         "root": str(seen),
         # in the checkout's place, nothing of the person's checkout is there to import
         "forbid": "" if seen != tree else str(target.root),
+        "environment": _environment(target),
         "files": files,
         "cover": cover,
         "args": _pytest_args(tree, seen, target, node_ids, cover=run_dir is not None),
     }
+
+
+def _environment(target: Target) -> list[str]:
+    """The interpreter's installation as the person's side has it: where it lies inside the
+    checkout (a `.venv`), the sandbox shows it over the export, so its plugins are the
+    person's; a place the person's side lacks is the tree's, whose plugins never load."""
+    python = Path(target.python)
+    places = dict.fromkeys((python.parent.parent, python.resolve().parent.parent))
+    return [os.path.realpath(p) for p in places if p.is_dir()]
 
 
 def _pytest_env(target: Target) -> dict[str, str]:

@@ -600,7 +600,8 @@ def run_mypy(
     argv = [runner, "-I", "-c", BOOT]
     seen, made = tree, ()
     if jail is not None:
-        jailed = jail(argv, tree, ())
+        # seed's own mypy resolves imports with the target's interpreter: shown too
+        jailed = jail(argv, tree, (), pythons=(Path(python),))
         argv, seen, made = jailed.argv, jailed.seen, jailed.made
     files = _frozen_files(folder)
     config = {"cwd": str(seen), "args": argv_for(setup, folder, python), "files": files}

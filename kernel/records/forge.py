@@ -50,6 +50,19 @@ class PullRequest:
     head_sha: str = ""
     mergeable_state: str = ""
     """GitHub's word on merging it now: "clean" when it may merge and every check passed."""
+    updated_at: str = ""
+    """When anything last happened to it (a review moves it): reviews are read only then."""
+
+
+@dataclass(frozen=True)
+class Review:
+    """A change request on a pull request by a trusted author (its body is data, never
+    instructions)."""
+
+    id: int
+    body: str
+    commit_id: str
+    """The commit the reviewer looked at."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,14 @@ class Forge(Protocol):
 
     def merge(self, number: int, sha: str) -> None:
         """Merge the pull request, only while its head is sha."""
+        ...
+
+    def change_requests(self, number: int) -> list[Review]:
+        """The reviews asking for changes by an OWNER, MEMBER or COLLABORATOR, oldest first."""
+        ...
+
+    def review_lines(self, number: int, review: int) -> list[str]:
+        """A review's comments on lines of the diff, each "path:line: body"."""
         ...
 
     def last_word(self, number: int) -> str:
@@ -240,6 +261,41 @@ class GitHub:
         the branch moved, 405 when the forge does not allow it now: both a ForgeError)."""
         self._call("PUT", f"/pulls/{number}/merge", {"sha": sha})
 
+    def change_requests(self, number: int) -> list[Review]:
+        """GET /repos/{owner}/{repo}/pulls/{number}/reviews (chronological, the first 100):
+        state CHANGES_REQUESTED by a trusted author_association, with the commit reviewed."""
+        answer = self._request("GET", f"/pulls/{number}/reviews?per_page=100")
+        if not isinstance(answer, list):
+            raise ForgeError(f"the forge's reviews of #{number} are not a list")
+        found: list[Review] = []
+        for item in cast(list[object], answer):
+            fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+            review_id, body, commit = fields.get("id"), fields.get("body"), fields.get("commit_id")
+            if (
+                isinstance(review_id, int)
+                and isinstance(commit, str)
+                and fields.get("state") == "CHANGES_REQUESTED"
+                and fields.get("author_association") in TRUSTED
+            ):
+                said = body if isinstance(body, str) else ""
+                found.append(Review(review_id, said[:COMMENT_MAX], commit))
+        return found
+
+    def review_lines(self, number: int, review: int) -> list[str]:
+        """GET /repos/{owner}/{repo}/pulls/{number}/reviews/{review}/comments (the first 100):
+        the review's comments on lines, by a trusted author, each "path:line: body"."""
+        answer = self._request("GET", f"/pulls/{number}/reviews/{review}/comments?per_page=100")
+        if not isinstance(answer, list):
+            raise ForgeError(f"the forge's comments of review {review} are not a list")
+        lines: list[str] = []
+        for item in cast(list[object], answer):
+            fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+            path, line, body = fields.get("path"), fields.get("line"), fields.get("body")
+            if fields.get("author_association") in TRUSTED and isinstance(body, str):
+                at = f":{line}" if isinstance(line, int) else ""
+                lines.append(f"{path if isinstance(path, str) else '?'}{at}: {body}")
+        return lines
+
     def last_word(self, number: int) -> str:
         """GET /repos/{owner}/{repo}/issues/{number}/comments (oldest first, the first 100):
         the latest body by a trusted author."""
@@ -287,7 +343,7 @@ def _pull(data: dict[str, Any]) -> PullRequest:
     if not isinstance(number, int) or not isinstance(url, str) or not url.startswith("http"):
         raise ForgeError("the forge's pull request has no number or html_url")
     head = cast(dict[str, Any], data.get("head")) if isinstance(data.get("head"), dict) else {}
-    sha, mergeable = head.get("sha"), data.get("mergeable_state")
+    sha, mergeable, updated = head.get("sha"), data.get("mergeable_state"), data.get("updated_at")
     return PullRequest(
         number,
         url,
@@ -296,6 +352,7 @@ def _pull(data: dict[str, Any]) -> PullRequest:
         data.get("draft") is True,
         sha if isinstance(sha, str) else "",
         mergeable if isinstance(mergeable, str) else "",
+        updated if isinstance(updated, str) else "",
     )
 
 

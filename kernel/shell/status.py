@@ -22,7 +22,7 @@ from kernel.loop import modelrun, reporting, tournament
 from kernel.loop.analysis import read_setup
 from kernel.loop.following import forge_said
 from kernel.loop.quarantine import read_quarantine
-from kernel.measuring import mypyrun, pins, pytestconfig
+from kernel.measuring import mypyrun, pins, plainrun, pytestconfig
 from kernel.measuring.gate import adoption, paths_at, read_at
 from kernel.measuring.measure import python_reason
 from kernel.records import budget, halt, inbox, limits
@@ -254,13 +254,16 @@ def read_status(ctx: Context) -> DaemonStatus:
 
 
 def _differences(ctx: Context, live: dict[str, Any]) -> tuple[str, ...]:
-    """The ignored files shown now, the skips the latest analysis counted, and tox's default
-    selection at HEAD."""
+    """The ignored files shown now, the skips the latest analysis counted, tox's default
+    selection at HEAD, and what the latest plain run said."""
     found = cast(list[Any], live.get("differences") or [])
-    skips = [str(d) for d in found if "skip in seed's runs" in str(d)]
+    # skip_lines' own lines: the plain run's (`... skip in seed's runs but not ...`) come next
+    skips = [str(d) for d in found if "skip in seed's runs: " in str(d)]
     root = ctx.paths.root
     tox = pytestconfig.tox_selection(read_at(root, "HEAD"))
-    return (*ignored.said(root, jails.active(ctx.config.guard)), *skips, *tox)
+    plain = plainrun.kept_lines(ctx.paths.state) if ctx.config.analysis.plain_run else ()
+    said = (*ignored.said(root, jails.active(ctx.config.guard)), *skips, *tox, *plain)
+    return tuple(dict.fromkeys(said))
 
 
 def _queue_now(ctx: Context, live: dict[str, Any]) -> tuple[QueuedTask, ...]:

@@ -129,7 +129,7 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
         return report(True, summary, usage)
     status = final.get("api_error_status")
     if status == 429 and is_error:  # the CLI's own error result: its message is the CLI's
-        return _limited(summary, usage)
+        return _limited(summary, usage, _reset_of(events))
     return failure(
         f"claude ended with subtype {subtype or '?'}, is_error {str(is_error).lower()}"
         + (f", API status {status}" if status else "")
@@ -139,13 +139,34 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
 
 
 _RESET = re.compile(r"\|(\d{9,11})\s*$")
-"""Claude Code's limit message ends with the reset in epoch seconds: `...limit reached|1753675200`."""
+"""Claude Code 1.x's limit message ends with the reset in epoch seconds: `...limit reached|1753675200`."""
 
 
-def _limited(message: str, usage: Usage) -> AgentReport:
-    """A run its model's usage limit ended, as Claude Code's result object says (API status 429)."""
+_LATEST = 253402300799
+"""9999-12-31: a reset past it is read as that (the kernel waits a day at most anyway)."""
+
+
+def _reset_of(events: list[dict[str, Any]]) -> int:
+    """The reset (epoch seconds) Claude Code 2.x read from the limit answer's headers: the
+    `api_error_params.rate_limit_info` of its own error message, the last assistant message
+    before its result (model `<synthetic>`); 0 when it names none. Only that message: what
+    the model or a tool wrote is a string inside an event, or came before it."""
+    empty: dict[str, Any] = {}
+    last = next((e for e in reversed(events) if e.get("type") == "assistant"), empty)
+    if last.get("api_error_status") != 429:
+        return 0
+    info = as_dict(as_dict(last.get("api_error_params")).get("rate_limit_info"))
+    if info.get("status") != "rejected":
+        return 0
+    return as_int(info.get("resetsAt"))
+
+
+def _limited(message: str, usage: Usage, reset: int = 0) -> AgentReport:
+    """A run its model's usage limit ended, as Claude Code's result object says (API status
+    429), until the reset its events name (2.x) or its message ends with (1.x)."""
     found = _RESET.search(message)
-    until = datetime.fromtimestamp(int(found.group(1)), UTC) if found else None
+    reset = reset or (int(found.group(1)) if found else 0)
+    until = datetime.fromtimestamp(min(reset, _LATEST), UTC) if reset else None
     said = f"claude: API status 429: {message[:300]}"
     return failure(said, usage).model_copy(update={"limited": said, "limited_until": until})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 
 from domain import AgentContext, AgentReport, IterationPlan, RunResult, RunSpec
@@ -81,6 +82,33 @@ _USAGE_LIMIT = re.compile(
 "You've hit your usage limit", or the upstream's 429 as codex quotes it)."""
 
 
+_TRY_AGAIN = re.compile(
+    r"try again at (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) )?(\d{1,2}):(\d{2}) ([AP]M)",
+    re.IGNORECASE,
+)
+"""codex's reset in its limit message, in the local time of its machine (the daemon's): `try
+again at 3:15 PM.` today, else `try again at Dec 8th, 2026 1:39 AM.`"""
+
+
+def reset_of(message: str, now: datetime) -> datetime | None:
+    """When codex's limit message says to try again (None when it names no time). codex prints
+    the minute, the reset's second cut off: the reset read is the end of that minute."""
+    found = _TRY_AGAIN.search(message)
+    if found is None:
+        return None
+    month, day, year, hour, minute, half = found.groups()
+    local = now.astimezone()
+    try:
+        date = (
+            datetime.strptime(f"{month} {day} {year}", "%b %d %Y").date() if year else local.date()
+        )
+        clock = datetime.strptime(f"{hour}:{minute} {half.upper()}", "%I:%M %p").time()
+    except ValueError:
+        return None
+    moment = datetime.combine(date, clock).astimezone()  # naive: the machine's local time
+    return (moment + timedelta(minutes=1)).astimezone(UTC)
+
+
 def read_output(text: str, exit_code: int | None) -> AgentReport:
     """turn.completed carries usage; turn.failed or a non-zero exit is a failure."""
     inputs = cached = outputs = actions = 0
@@ -116,7 +144,8 @@ def read_output(text: str, exit_code: int | None) -> AgentReport:
     if failed:
         said = failure(f"codex: turn.failed: {failed}", usage)
         if _USAGE_LIMIT.search(failed):  # codex's own error event, from its model's answer
-            return said.model_copy(update={"limited": said.summary[:400]})
+            until = reset_of(failed, datetime.now(UTC))
+            return said.model_copy(update={"limited": said.summary[:400], "limited_until": until})
         return said
     if exit_code != 0 or not completed:
         why = last_error or tail_lines(text, 6)

@@ -107,8 +107,10 @@ class Cli:
         files: Mapping[str, str] = BROKEN_ADD,
         timeout: float = 600,
         key: str = LOOPBACK_KEY,
+        extra_env: Mapping[str, str] | None = None,
     ) -> tuple[Path, Any]:
-        """`seed.py once` on a fresh repository with the real program first on PATH."""
+        """`seed.py once` on a fresh repository with the real program first on PATH (and
+        `extra_env` in the daemon's environment)."""
         bin_dir = tmp / "bin"
         bin_dir.mkdir(exist_ok=True)
         (bin_dir / self.backend).symlink_to(program(self.backend))
@@ -119,6 +121,7 @@ class Cli:
             (home / name).write_text(text, encoding="utf-8")
         env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(home)}
         env.update(self.keys(key))
+        env.update(extra_env or {})
         repo = make_repo(tmp / "repo", files, config)
         return repo, seed(repo, "once", env=env, timeout=timeout)
 

@@ -95,6 +95,7 @@ class ScriptedModel:
         context_bytes: int = 8 * 1024 * 1024,
         error_headers: tuple[tuple[str, str], ...] = (),
         errors: int = 0,
+        error_fields: dict[str, Any] | None = None,
     ) -> None:
         self.turns = turns
         self.gather = gather
@@ -113,6 +114,8 @@ class ScriptedModel:
         self.error_headers = error_headers
         """Headers the error answer carries besides its content type (a 429's retry-after)."""
         self.errors = errors
+        self.error_fields = error_fields or {}
+        """Fields the error object carries besides its own (Codex's `resets_at`, a `type`)."""
         """When given, only the first this many requests get `error`; the rest the script."""
         self.hold = hold
         self.max_requests = max_requests
@@ -131,6 +134,14 @@ class ScriptedModel:
                 return
 
             def do_GET(self) -> None:
+                if self.headers.get("Upgrade", "").lower() == "websocket":
+                    # codex on a ChatGPT login tries the Responses API over a WebSocket
+                    # first: its error answers the handshake, else none is served here
+                    if model.error is not None:
+                        model.refuse_handshake(self, *model.error)
+                    else:
+                        model.answer_json(self, 404, {"error": {"message": "no websockets"}})
+                    return
                 # model listings and the like: an empty list is enough for every CLI here
                 model.answer_json(self, 200, {"object": "list", "data": [], "models": []})
 
@@ -299,10 +310,25 @@ class ScriptedModel:
             handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
         handler.wfile.write(b"0\r\n\r\n")
 
+    def refuse_handshake(self, handler: BaseHTTPRequestHandler, status: int, message: str) -> None:
+        """A WebSocket handshake answered with the error, in one write: codex reads the body
+        of a refused handshake only as far as it came with the head."""
+        data = json.dumps(self._error_doc("responses", status, message)).encode()
+        head = [f"HTTP/1.1 {status} {handler.responses.get(status, ('Error',))[0]}"]
+        head += [f"{name}: {value}" for name, value in self.error_headers]
+        head += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+        head += ["Connection: close", "", ""]
+        handler.wfile.write("\r\n".join(head).encode() + data)
+        handler.close_connection = True
+
     def answer_error(
         self, handler: BaseHTTPRequestHandler, api: str, status: int, message: str
     ) -> None:
         """An HTTP error in the API's own error format."""
+        self.answer_json(handler, status, self._error_doc(api, status, message), self.error_headers)
+
+    def _error_doc(self, api: str, status: int, message: str) -> dict[str, Any]:
+        """The API's own error body."""
         limited = status == 429
         if api == "messages":
             kind = "authentication_error" if status == 401 else "invalid_request_error"
@@ -315,7 +341,8 @@ class ScriptedModel:
             kind = "invalid_api_key" if status == 401 else "invalid_request_error"
             kind = "rate_limit_exceeded" if limited else kind
             doc = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
-        self.answer_json(handler, status, doc, self.error_headers)
+        doc["error"].update(self.error_fields)
+        return doc
 
     def start(self) -> None:
         """Serve in a thread; stop by itself after the lifetime."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernel.isolation import sandbox
-from tests.support import make_repo, seed
+from tests.support import git, make_repo, seed
 
 needs_bwrap = pytest.mark.skipif(not sandbox.available().ok, reason="needs bubblewrap")
 
@@ -173,3 +173,59 @@ def test_an_environment_without_pytest_is_a_setup_problem(tmp_path: Path) -> Non
     assert "has no pytest" in errors and "pip install pytest" in errors
     status = json.loads(seed(root, "status", "--json").stdout)
     assert any("has no pytest" in line for line in status["setup"])
+
+
+_PLUGIN = "import pytest\n\n\n@pytest.fixture\ndef provided() -> str:\n    return 'by the plugin'\n"
+_FAILS_PASS = (
+    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n    report = outcome.get_result()\n"
+    "    if report.failed:\n        report.outcome = 'passed'\n"
+)
+
+
+def _plugin(packages: Path, name: str, code: str) -> dict[str, str]:
+    """A pytest plugin installed as pip leaves one: its module and a dist-info naming it."""
+    info = f"{name}-1.0.dist-info"
+    files = {
+        f"{name}.py": code,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{info}/entry_points.txt": f"[pytest11]\n{name} = {name}\n",
+        f"{info}/RECORD": "",
+    }
+    for place, text in files.items():
+        (packages / place).parent.mkdir(parents=True, exist_ok=True)
+        (packages / place).write_text(text, encoding="utf-8")
+    return files
+
+
+PLUGGED = {
+    ".gitignore": ".venv/\n__pycache__/\nhistory/\n",
+    "tests/test_plugged.py": (
+        "def test_the_plugins_fixture(provided: str) -> None:\n"
+        "    assert provided == 'by the plugin'\n\n\n"
+        "def test_a_real_failure() -> None:\n"
+        "    assert 1 == 2\n"
+    ),
+}
+
+
+@needs_bwrap
+def test_a_plugin_installed_in_the_checkouts_venv_is_loaded_and_one_the_tree_adds_there_never(
+    tmp_path: Path,
+) -> None:
+    # the person's .venv inside the checkout (the usual place): its plugins are the person's,
+    # shown read-only over the export, and pytest loads them as in the person's own run
+    root = make_repo(tmp_path / "repo", PLUGGED, config=_QUALITY)
+    packages = _environment(root)
+    _plugin(packages, "person_plugin", _PLUGIN)
+    # a commit that puts a plugin at the same place in the tree: the person's venv covers it
+    inside = packages.relative_to(root)
+    for place, text in _plugin(tmp_path / "tree", "tree_plugin", _FAILS_PASS).items():
+        (root / inside / place).parent.mkdir(parents=True, exist_ok=True)
+        (root / inside / place).write_text(text, encoding="utf-8")
+    git(root, "add", "-f", str(inside))
+    git(root, "commit", "-qm", "a plugin in the tree")
+    for place in _plugin(tmp_path / "tree", "tree_plugin", ""):
+        (root / inside / place).unlink()  # the person's venv has no such plugin
+    assert _keys(_gaps(root)) == ["pytest:tests/test_plugged.py::test_a_real_failure"]

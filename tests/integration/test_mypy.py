@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import venv
 from pathlib import Path
 
 from tests.support import agent_config, git, make_repo, records, seed
@@ -107,3 +108,18 @@ def test_an_old_mypy_error_in_a_touched_file_is_not_blamed_on_the_change(tmp_pat
     after = seed(repo, "gaps", "--json")
     keys = [g["key"] for g in json.loads(after.stdout)["gaps"]]
     assert "mypy:calc.py:return-value" in keys  # still there, and still the person's
+
+
+TOOLS_MYPY = '[quality]\ntools = ["mypy"]\n'
+
+
+def test_seeds_own_mypy_checks_with_a_venv_in_the_checkout_that_has_none(tmp_path: Path) -> None:
+    # the project's .venv (in the checkout, as most are) lacks mypy: seed's own mypy runs,
+    # resolving imports with that interpreter, which its sandbox must show
+    repo = make_repo(tmp_path / "repo", {**FILES, ".gitignore": ".venv/\n"}, TOOLS_MYPY)
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(repo / ".venv")
+    result = seed(repo, "gaps", "--json", python=sys.executable)  # this suite's: it has mypy
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert "mypy:calc.py:return-value" in [g["key"] for g in report["gaps"]], report
+    assert report["errors"] == [], report["errors"]

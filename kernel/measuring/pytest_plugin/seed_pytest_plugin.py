@@ -18,6 +18,8 @@ It must import nothing but the standard library and pytest. Configuration (JSON 
   forbid  the user's checkout when the tree is not in its place ("" when it is): project
           code imported from there is an error, as is a module of the tree imported from
           anywhere else
+  environment  the interpreter's installation where the person's side has it: inside the
+          tree, only its site-packages name plugins
   files   record, per test, the project files whose code it ran (the test map): "monitor"
           only where sys.monitoring does it unseen (3.12+; else a "no_map" fact says so, and
           the run stays untraced: its outcomes are gaps), "trace" also with sys.settrace
@@ -61,6 +63,8 @@ _MAX_TEXT = 4000
 _SELF = os.path.realpath(__file__)
 """This plugin lives in the daemon's kernel/, inside the checkout when seed measures itself."""
 _outside: list[str] = []
+_env: list[str] = []
+"""The interpreter's installation on the person's side (the kernel's `environment`)."""
 
 
 # Loaded by the kernel's bootstrap before pytest starts and before the tree is on sys.path:
@@ -635,13 +639,15 @@ def _installed_plugins() -> None:
     """With pytest's autoload off, its `pytest11` entry points from the interpreter's own
     site-packages only (a *.dist-info in the tree never names a plugin), where pytest would
     load them: after `-p`, honouring `-p no:NAME`, known to `required_plugins`. `-p NAME`
-    loads a NAME entry point from there too."""
+    loads a NAME entry point from there too. Inside the tree, only the person's environment
+    counts (`environment`: a `.venv` in the checkout, which the sandbox shows read-only over
+    the export's files at its place); anything else there is the tree's."""
     manager = _pytest.config.PytestPluginManager
     load, consider_env = manager.load_setuptools_entrypoints, manager.consider_env
 
     def installed(self: Any, group: str, name: str | None = None) -> int:
         found = importlib.metadata.distributions
-        where = [p for p in _SITE if not _inside(p, _root)]
+        where = [p for p in _SITE if not _inside(p, _root) or any(_inside(p, e) for e in _env)]
 
         def site_only(**_: object) -> Any:
             return found(path=where)
@@ -662,7 +668,7 @@ def _installed_plugins() -> None:
 
 def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     """Run pytest in the tree with this plugin: the kernel's bootstrap calls this first."""
-    global _fd, _root, _forbid, _files
+    global _fd, _root, _forbid, _files, _env
     inherited = int(config["fd"])
     _fd = os.dup(inherited)  # not inheritable: closed in anything the tests exec
     os.close(inherited)
@@ -671,6 +677,7 @@ def main(plugin: ModuleType, config: dict[str, Any]) -> None:
     os.close(quiet)
     _root = os.path.realpath(str(config["root"]))
     _forbid = os.path.realpath(str(config["forbid"])) if config.get("forbid") else ""
+    _env = [os.path.realpath(str(e)) for e in cast(list[Any], config.get("environment") or [])]
     watch = frozenset(str(f) for f in cast(list[Any], config.get("lines") or []))
     near = {
         str(f): [int(n) for n in cast(list[Any], lines)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, time
 
 import pytest
 
@@ -465,3 +466,63 @@ def test_codex_turn_failed_on_a_usage_limit_is_a_limit() -> None:
     )
     assert "429" in codex.AGENT.parse(make_plan(), ran(rate, 1)).limited
     assert codex.AGENT.parse(make_plan(), ran(CODEX_401, 1)).limited == ""
+
+
+# Claude Code 2.1.332 on a claude.ai login at its 5-hour limit (the lines of a real run against
+# the scripted model, tests/agents_real/test_limits.py; usage and other fields cut)
+CLAUDE_LOGIN_LIMIT = [
+    {
+        "type": "rate_limit_event",
+        "rate_limit_info": {
+            "status": "rejected",
+            "resetsAt": 1796693605,
+            "rateLimitType": "five_hour",
+        },
+    },
+    {
+        "type": "assistant",
+        "message": {"model": "<synthetic>", "role": "assistant", "content": []},
+        "error": "rate_limit",
+        "is_api_error_message": True,
+        "api_error_status": 429,
+        "api_error": "usage_limit_reached",
+        "api_error_params": {"rate_limit_info": {"status": "rejected", "resetsAt": 1796693605}},
+    },
+    {
+        **CLAUDE_OK,
+        "is_error": True,
+        "api_error_status": 429,
+        "api_error": "usage_limit_reached",
+        "result": "You've hit your 5-hour limit · resets 1:33am (UTC)",
+    },
+]
+
+
+def test_claude_2_login_limit_resets_when_its_own_events_say() -> None:
+    text = "\n".join(json.dumps(event) for event in CLAUDE_LOGIN_LIMIT) + "\n"
+    report = claude.AGENT.parse(make_plan(), ran(text, 1))
+    assert "You've hit your 5-hour limit" in report.limited
+    assert report.limited_until is not None and report.limited_until.timestamp() == 1796693605
+    # only the CLI's own events: the same object as a string a tool printed is no reset
+    quoted = json.dumps({"type": "user", "tool_result": json.dumps(CLAUDE_LOGIN_LIMIT[0])})
+    text = quoted + "\n" + json.dumps(CLAUDE_LOGIN_LIMIT[2]) + "\n"
+    report = claude.AGENT.parse(make_plan(), ran(text, 1))
+    assert report.limited and report.limited_until is None
+    # nor a line a tool wrote into claude's output before its own error message (no params)
+    synthetic = {k: v for k, v in CLAUDE_LOGIN_LIMIT[1].items() if k != "api_error_params"}
+    lines = [CLAUDE_LOGIN_LIMIT[1], synthetic, CLAUDE_LOGIN_LIMIT[2]]
+    text = "\n".join(json.dumps(event) for event in lines) + "\n"
+    report = claude.AGENT.parse(make_plan(), ran(text, 1))
+    assert report.limited and report.limited_until is None
+
+
+def test_codex_limit_message_names_its_reset_in_local_time() -> None:
+    now = datetime(2026, 12, 7, 23, 39, 35, tzinfo=UTC)
+    later = codex.reset_of(
+        "You\u2019ve hit your usage limit. ... or try again at Dec 8th, 2026 1:39 AM.", now
+    )
+    assert later == datetime(2026, 12, 8, 1, 40).astimezone(UTC)
+    today = codex.reset_of("You've hit your usage limit. Try again at 11:52 PM.", now)
+    assert today == datetime.combine(now.astimezone().date(), time(23, 53)).astimezone(UTC)
+    assert codex.reset_of("You've hit your usage limit. Try again later.", now) is None
+    assert codex.reset_of("exceeded retry limit, last status: 429 Too Many Requests", now) is None
