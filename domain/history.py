@@ -91,6 +91,8 @@ class DaemonNote(Fact):
     """Its live phase from status.json, while it runs."""
     limited_until: datetime | None = None
     """A usage limit holds until then (history/limit.json): no agent runs until its reset."""
+    limited_for: str = ""
+    """The backends the limit pauses while the portfolio's others run ('' : every agent)."""
 
 
 class EventNote(Fact):

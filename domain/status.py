@@ -44,6 +44,11 @@ class DaemonStatus(Fact):
     limited_until: datetime | None = None
     """A usage limit holds until then: no agent runs, and the daemon resumes by itself."""
     limit_reason: str = ""
+    limit_backend: str = ""
+    """The backend whose run met the limit ('' when the file does not say)."""
+    limited_for: str = ""
+    """The backends the limit pauses while the portfolio's others run ('' : it holds every
+    agent; `[daemon] limit_scope = "backend"`)."""
     config_problem: str = ""
     """Why seed.toml cannot be used ('' when it can): a running daemon keeps the config it
     read before, and nothing starts until it is fixed."""

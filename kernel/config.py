@@ -119,7 +119,12 @@ class AgentConfig(_Section):
     limit); 0 leaves the tool's own default."""
     stuck_repeats: int = Field(default=8, ge=0, le=1000)
     """Ends a run as STUCK at this many identical model requests in a row through the
-    gateway, each answered alike (a retry after an error answer does not count); 0: never."""
+    gateway, each answered alike (a retry after an error answer does not count), or as many
+    identical tool calls with the same result in a row in the agent's log where the gateway
+    does not serve the run; 0: never."""
+    stuck_turns: int = Field(default=50, ge=0, le=100_000)
+    """Ends a run as STUCK when this many of its turns (model requests through the gateway,
+    else tool calls in its log) bring no change to its checkout; 0: never (docs/limits.md)."""
     repair_rounds: int = Field(default=2, ge=0, le=5)
     """More turns the same agent gets in the same worktree when the kernel refuses its change
     (not for a sandbox violation), with the refusal's evidence; each has its own timeout_s."""
@@ -420,6 +425,9 @@ class DaemonConfig(_Section):
     """Stop `run` after this many iterations (0: run forever)."""
     limit_backoff_s: float = Field(default=900.0, ge=1.0, le=DAY_S)
     """Seconds the daemon waits after a usage limit whose answer named no reset (docs/limits.md)."""
+    limit_scope: Literal["all", "backend"] = "all"
+    """What a usage limit pauses: "all" agents, or only the "backend" whose run met it (each
+    of its portfolio entries), the portfolio's other backends running meanwhile."""
 
 
 NOTIFY_EVENTS = ("landed", "kept", "blocked", "halted", "budget", "limited", "stuck", "stopped")

@@ -234,6 +234,17 @@ def _walk(worktree: Path) -> Iterator[tuple[str, os.stat_result]]:
                 yield rel, info
 
 
+def fingerprint(worktree: Path) -> str:
+    """A digest of the worktree's files as they stand (each one's path, mode, size and change
+    time; side folders skipped): equal while no byte there changed, read without one file's
+    content."""
+    lines = sorted(
+        f"{rel}\0{info.st_mode}\0{info.st_size}\0{info.st_mtime_ns}"
+        for rel, info in _walk(worktree)
+    )
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def build_candidate(
     root: Path,
     worktree: Path,

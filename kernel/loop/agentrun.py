@@ -27,7 +27,7 @@ from kernel.host.context import Context
 from kernel.isolation import agentgit, jails, procs, readback
 from kernel.isolation.integrity import Checkout, Snapshot
 from kernel.judging.iteration import Ending, Iteration, Phase, mono
-from kernel.loop import liveuse, modelrun
+from kernel.loop import liveuse, modelrun, stuckwatch
 from kernel.records import budget, inbox, limits
 
 _ENV_PASS = ("PATH", "HOME")
@@ -70,6 +70,8 @@ class AgentRunner:
         self._backend = ""
         self._wire: modelrun.Used | None = None
         """The latest run's usage read from its model exchanges (model-only runs)."""
+        self._stuck = ""
+        """Why the latest run's log showed it stuck (where no gateway served it)."""
         self._reserved = 0.0
         """The latest run's reservation: what it counts when its own report says no figure."""
 
@@ -244,13 +246,14 @@ class AgentRunner:
             (files.log, files.result), lambda: self._so_far(it, files), ctx.used_so_far
         )
         self._wire, model = None, None
+        logwatch = self._logwatch(it, files)
         try:
             if self._network == "model-only":
                 model = self._model(it)
             if it.sandboxed:
                 jailed = self._jailed(spec, argv, files, writable, it, model)
                 argv, env = jailed.argv, {**env, **jailed.env}
-            with watch:
+            with watch, logwatch or contextlib.nullcontext():
                 completed = procs.run(
                     argv,
                     cwd=it.worktree,
@@ -261,11 +264,12 @@ class AgentRunner:
                     max_bytes=ctx.config.agent.max_log_bytes,
                     on_start=it.agent_started,
                     sweep_rounds=20,
-                    end=model.ended if model is not None else None,
+                    end=model.ended if model else logwatch.ended if logwatch else None,
                 )
         finally:
             if model is not None:
                 self._wire = model.close(it)
+            self._stuck = logwatch.stuck if logwatch is not None else ""
             check_checkout(ctx, it, checkout, snapshot, self._folder(it.plan.iteration_id))
         it.timed("execute", t0)
         if completed.truncated:
@@ -274,6 +278,14 @@ class AgentRunner:
                     f"\n[seed: output cut at {ctx.config.agent.max_log_bytes} bytes; {completed.output_bytes} bytes in all]\n".encode()
                 )
         return completed
+
+    def _logwatch(self, it: Iteration, files: Files) -> stuckwatch.LogWatch | None:
+        """Where no gateway serves the run, the reader of its log that ends it when stuck."""
+        agent = self.ctx.config.agent
+        if self._network == "model-only" or not (agent.stuck_repeats or agent.stuck_turns):
+            return None
+        still = stuckwatch.Still(agent.stuck_turns, it.worktree, "tool calls in its log")
+        return stuckwatch.LogWatch(files.log, agent.stuck_repeats, still)
 
     def _writable(self, it: Iteration, files: Files) -> tuple[Path, ...]:
         """The places bound writable in the agent's sandbox, from the kernel's own record: its
@@ -466,6 +478,14 @@ class AgentRunner:
             return Ending(
                 IterationOutcome.FAILURE, FailureCategory.STUCK, reason, evidence=[reason]
             )
+        if self._stuck:
+            tokens, _ = counted(it, it.agent or agent)
+            reason = (
+                f"the agent's log showed the run stuck: {self._stuck} ({tokens:,} tokens spent)"
+            )
+            return Ending(
+                IterationOutcome.FAILURE, FailureCategory.STUCK, reason, evidence=[reason]
+            )
         if used is not None and used.limited:
             limit = limits.Limit(used.limited, used.until)
         elif used is None and agent.limited and it.backend.name in CLI_LIMITS:
@@ -476,7 +496,7 @@ class AgentRunner:
         until = limits.bounded(limit, now, self.ctx.config.daemon.limit_backoff_s)
         said = "it named its reset" if limit.until is not None else "it named no reset: a backoff"
         reason = f"{limit.why}; {said}: the daemon waits until {until:%Y-%m-%d %H:%M:%S}Z"
-        limits.pause(self.ctx.paths.history, until, reason, it.plan.iteration_id)
+        limits.pause(self.ctx.paths.history, until, reason, it.plan.iteration_id, it.backend.name)
         return Ending(IterationOutcome.LIMITED, None, reason)
 
     def _home(self, iteration_id: str) -> Path:

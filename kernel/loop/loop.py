@@ -65,7 +65,7 @@ from kernel.loop.tournament import Dealt
 from kernel.measuring.baseline import Baseline
 from kernel.measuring.measure import ruff_binary
 from kernel.measuring.projectruff import project_ruff
-from kernel.records import budget, halt, inbox, notify
+from kernel.records import budget, halt, inbox, limits, notify
 from kernel.records.journal import Journal
 from kernel.records.store import RecordStore
 
@@ -497,7 +497,7 @@ class Loop:
         starts; the iteration is recorded once, with every candidate's facts."""
         ctx = self.ctx
         config = ctx.config.candidates
-        dealt = tournament.deal(config, name, ctx.config.agent.model, it.plan.agents)
+        dealt = self._deal(name, it.plan.agents)
         each = budget.reservation(ctx.config.budget, it.plan.budget.max_cost_usd)
         refused = budget.budget_problem(ctx.store, ctx.config.budget, reserve_usd=each * len(dealt))
         if refused:
@@ -770,7 +770,16 @@ class Loop:
         config = self.ctx.config.candidates
         if config.n > 1 or name in UNSANDBOXED or len(config.agent) < 2:
             return None
-        return tournament.deal(config, name, self.ctx.config.agent.model, plan.agents)[0]
+        return self._deal(name, plan.agents)[0]
+
+    def _deal(self, name: str, order: Sequence[str]) -> list[Dealt]:
+        """The runs dealt for a gap, none of a backend a usage limit pauses while another is
+        free (`[daemon] limit_scope = "backend"`; with "all" a limit holds the whole loop)."""
+        ctx, config = self.ctx, self.ctx.config
+        paused: set[str] = set()
+        if config.daemon.limit_scope == "backend":
+            paused = set(limits.paused_backends(ctx.paths.history, datetime.now(UTC)))
+        return tournament.deal(config.candidates, name, config.agent.model, order, paused)
 
     def choose(self, plan: IterationPlan, backend: Backend) -> tuple[str, str]:
         """The backend for this plan: the planner's route if it names one, else the one in use."""

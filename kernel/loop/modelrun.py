@@ -28,6 +28,7 @@ from kernel.config import API_OF, AgentConfig, ModelPrice
 from kernel.host.context import Context
 from kernel.isolation import gateway, jails
 from kernel.judging.iteration import Iteration
+from kernel.loop import stuckwatch
 from kernel.records import budget, exchanges, limits, repeats, wire
 
 LIMIT_GRACE_S = 60.0
@@ -199,6 +200,9 @@ def for_run(
         else Ledger(ctx.paths.history, it.plan.iteration_id, it.backend.name),
         turns=(len(it.rounds) + 1, MODEL_TURNS_KEPT - len(it.model_turns)),
         stuck_repeats=0 if answer_from else agent.stuck_repeats,
+        still=None
+        if answer_from or not agent.stuck_turns
+        else stuckwatch.Still(agent.stuck_turns, it.worktree, "model requests"),
     )
 
 
@@ -289,9 +293,12 @@ class ModelRun:
         ledger: Ledger | None = None,
         turns: tuple[int, int] = (1, MODEL_TURNS_KEPT),
         stuck_repeats: int = 0,
+        still: stuckwatch.Still | None = None,
     ) -> None:
         """`turns`: the agent's round, and how many of its requests to keep as turns;
-        `stuck_repeats`: requests alike in a row that end the run as stuck (0: never)."""
+        `stuck_repeats`: requests alike in a row that end the run as stuck (0: never);
+        `still`: the run's turns that changed nothing in its checkout (None: not counted)."""
+        self._still = still
         self._recording = exchanges.Recording(folder, state, RUN_RECORDED_MAX)
         self._ledger, (self._round, self._turns_left) = ledger, turns
         self._caps, self._before = caps, before
@@ -460,7 +467,25 @@ class ModelRun:
                         request=exchange.seq,
                     ),
                 )
+        self._look(exchange, status)
         self._record(exchange, flow, status, seconds, usage, usd, bytes(flow.answer))
+
+    def _look(self, exchange: gateway.Exchange, status: int) -> None:
+        """One turn of the conversation answered: the run ends stuck once too many in a row
+        changed nothing in its checkout (looked at outside the lock: answers go on meanwhile)."""
+        if self._still is None or not 200 <= status < 400 or self.ended.is_set():
+            return
+        if repeats.step_of(exchange.body) is None:  # a side call (a title), not a turn
+            return
+        why = self._still.turn()
+        if not why:
+            return
+        with self._lock:
+            if not self._used.stuck:
+                self._used = replace(
+                    self._used, stuck=f"{why} ({self._used.tokens:,} tokens spent)"
+                )
+        self.ended.set()
 
     def _watch(self, exchange: gateway.Exchange, flow: _Flow, status: int) -> None:
         """The answer as a limit or a repeat (under the lock): where the run must end, `ended`."""

@@ -39,6 +39,7 @@ from kernel.errors import HostError, SeedError
 from kernel.fsutil import atomic_write_text
 from kernel.host.context import Context
 from kernel.isolation.daemonlock import DaemonLock
+from kernel.loop import tournament
 from kernel.loop.quarantine import read_quarantine
 from kernel.records import budget, halt, jsonl, limits
 from kernel.records.store import ReportRow, Summary
@@ -310,13 +311,17 @@ def daemon_note(ctx: Context, live: dict[str, Any]) -> DaemonNote:
     its pid and phase from status.json only while it does."""
     running = DaemonLock(ctx.paths.lock).held_elsewhere()
     pid = live.get("pid") if running else None
-    paused = limits.waiting(ctx.paths.history, datetime.now(UTC))
+    config = ctx.config
+    sent = tournament.backends(config.candidates, str(live.get("backend") or config.agent.backend))
+    scope = config.daemon.limit_scope
+    paused, limited_for = limits.shown(ctx.paths.history, datetime.now(UTC), scope, sent)
     return DaemonNote(
         known=True,
         running=running,
         pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
         phase=str(live.get("phase", ""))[:100] if running else "",
         limited_until=paused.moment() if paused is not None else None,
+        limited_for=limited_for,
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -68,15 +68,28 @@ def portfolio(config: CandidatesConfig, backend: str, model: str) -> list[Dealt]
     return entries
 
 
+def backends(config: CandidatesConfig, backend: str) -> set[str]:
+    """The backends the daemon may send: the portfolio's, else [agent]'s (`backend`)."""
+    if config.n == 1 and len(config.agent) < 2:
+        return {backend}
+    return {a.backend or backend for a in config.agent} or {backend}
+
+
 def deal(
-    config: CandidatesConfig, backend: str, model: str, order: Sequence[str] = ()
+    config: CandidatesConfig,
+    backend: str,
+    model: str,
+    order: Sequence[str] = (),
+    paused: Collection[str] = (),
 ) -> list[Dealt]:
     """The n runs, dealt from the portfolio by weight in the planner's order (empty: the
-    configured order; no portfolio: n of [agent]'s)."""
+    configured order; no portfolio: n of [agent]'s), none of a `paused` backend's entries
+    while another is free."""
     entries = portfolio(config, backend, model) or [
         Dealt(0, a.backend or backend, a.model or model, _args(a.extra_args), "", a.weight)
         for a in config.agent
     ]
+    entries = [d for d in entries if d.backend not in paused] or entries
     place = {key: k for k, key in enumerate(order)}
     entries.sort(key=lambda d: place.get(d.key, len(place)))  # stable: ties keep their order
     cycle = [d for d in entries for _ in range(d.weight)] or [Dealt(0, backend, model, None)]

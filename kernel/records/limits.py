@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -149,12 +149,15 @@ def of_answer(
 
 @dataclass(frozen=True)
 class Pause:
-    """history/limit.json: the daemon starts no agent until `until`."""
+    """history/limit.json: the daemon starts no agent until `until` (with `[daemon]
+    limit_scope = "backend"`, no agent of `backend`, from its own entry in `backends`)."""
 
     until: str
     reason: str
     iteration_id: str = ""
     at: str = ""
+    backend: str = ""
+    """The backend whose run met the limit ('' in a file written before it was kept)."""
 
     def moment(self) -> datetime | None:
         """`until` as a time (None when it cannot be read)."""
@@ -171,24 +174,37 @@ def bounded(limit: Limit, now: datetime, backoff_s: float) -> datetime:
     return min(max(until, now), now + timedelta(seconds=LIMIT_WAIT_MAX_S))
 
 
-def pause(history: Path, until: datetime, reason: str, iteration_id: str) -> Pause:
-    """Write the pause (a later reset than one already written wins)."""
-    before = read(history)
+def _later(before: Pause | None, state: Pause) -> Pause:
+    """The pause that ends later (a later reset than one already written wins)."""
     known = before.moment() if before is not None else None
-    if known is not None and known > until:
-        until = known
+    moment = state.moment()
+    return before if before is not None and known and moment and known > moment else state
+
+
+def pause(
+    history: Path, until: datetime, reason: str, iteration_id: str, backend: str = ""
+) -> Pause:
+    """Write the pause: the whole one, and the backend's own in `backends` (in each, a later
+    reset than one already written wins)."""
     state = Pause(
         until.astimezone(UTC).isoformat(),
         printable(reason, 500),
         iteration_id,
         datetime.now(UTC).isoformat(),
+        backend,
     )
-    atomic_write_text(history / LIMIT_FILE, json.dumps(asdict(state), indent=2) + "\n")
-    return state
+    whole = _later(read(history), state)
+    each = {**_backends(history)}
+    each[backend] = _later(each.get(backend), state)
+    doc = {**asdict(whole), "backends": {name: asdict(p) for name, p in each.items()}}
+    atomic_write_text(history / LIMIT_FILE, json.dumps(doc, indent=2) + "\n")
+    return whole
 
 
-def read(history: Path) -> Pause | None:
-    """The pause written, or None (none, or a file that cannot be read: it pauses nothing)."""
+_FIELDS = ("until", "reason", "iteration_id", "at", "backend")
+
+
+def _document(history: Path) -> Mapping[str, Any] | None:
     path = history / LIMIT_FILE
     try:
         with path.open("rb") as handle:
@@ -196,16 +212,33 @@ def read(history: Path) -> Pause | None:
         doc = json.loads(raw.decode("utf-8")) if len(raw) <= HALT_FILE_MAX else None
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(doc, dict):
+    return cast(Mapping[str, Any], doc) if isinstance(doc, dict) else None
+
+
+def _pause_of(fields: Any) -> Pause | None:
+    if not isinstance(fields, dict):
         return None
-    fields = cast(Mapping[str, Any], doc)
-    return Pause(*(str(fields.get(n, "")) for n in ("until", "reason", "iteration_id", "at")))
+    fields = cast(Mapping[str, Any], fields)
+    return Pause(*(str(fields.get(n, "")) for n in _FIELDS))
 
 
-def waiting(history: Path, now: datetime) -> Pause | None:
-    """The pause in force now (None once its time has come, or with none), never past a day
-    from when it was written."""
-    found = read(history)
+def read(history: Path) -> Pause | None:
+    """The pause written, or None (none, or a file that cannot be read: it pauses nothing)."""
+    return _pause_of(_document(history))
+
+
+def _backends(history: Path) -> dict[str, Pause]:
+    """Each backend's own pause, as written."""
+    doc = _document(history)
+    each = doc.get("backends") if doc is not None else None
+    if not isinstance(each, dict):
+        return {}
+    found = {str(k): _pause_of(v) for k, v in cast(Mapping[str, Any], each).items()}
+    return {k: p for k, p in found.items() if p is not None}
+
+
+def _in_force(found: Pause | None, now: datetime) -> Pause | None:
+    """The pause if it holds now: before its time, and never past a day from when written."""
     moment = found.moment() if found is not None else None
     if found is None or moment is None or moment <= now:
         return None
@@ -219,6 +252,43 @@ def waiting(history: Path, now: datetime) -> Pause | None:
     return found
 
 
+def waiting(history: Path, now: datetime) -> Pause | None:
+    """The pause in force now (None once its time has come, or with none), never past a day
+    from when it was written."""
+    return _in_force(read(history), now)
+
+
+def paused_backends(history: Path, now: datetime) -> dict[str, Pause]:
+    """The backends whose own pause holds now (a file of no backends: none)."""
+    each = {k: _in_force(p, now) for k, p in _backends(history).items() if k}
+    return {k: p for k, p in each.items() if p is not None}
+
+
+def holding(history: Path, now: datetime, scope: str, backends: Collection[str]) -> Pause | None:
+    """The pause that holds every agent now: with scope "all", the whole one; with
+    "backend", the one that ends first once every backend the daemon could send is paused
+    (None while one is free: it runs meanwhile). A pause that names no backend holds all."""
+    whole = waiting(history, now)
+    if whole is None or scope == "all" or not whole.backend:
+        return whole
+    each = paused_backends(history, now)
+    if not backends or any(b not in each for b in backends):
+        return None
+    return min((each[b] for b in backends), key=lambda p: p.moment() or now)
+
+
 def clear(history: Path) -> None:
     """The pause is over: its file goes."""
     (history / LIMIT_FILE).unlink(missing_ok=True)
+
+
+def shown(
+    history: Path, now: datetime, scope: str, backends: Collection[str]
+) -> tuple[Pause | None, str]:
+    """The pause to show, and the backends it holds while the others run ('' when it holds
+    every agent, or none)."""
+    whole = waiting(history, now)
+    held = holding(history, now, scope, backends)
+    if whole is None or held is not None:
+        return held, ""
+    return whole, ", ".join(sorted(paused_backends(history, now)))

@@ -28,14 +28,15 @@ _SHOWN = 300
 _DEPTH_MAX = 64
 
 
-def _without_ids(value: Any, depth: int = 0) -> Any:
+def without_ids(value: Any, depth: int = 0) -> Any:
+    """The value with the keys that name one call (ids) left out, at every depth."""
     if depth > _DEPTH_MAX:
         return None
     if isinstance(value, dict):
         items = cast(dict[str, Any], value).items()
-        return {k: _without_ids(v, depth + 1) for k, v in items if k not in _IDS}
+        return {k: without_ids(v, depth + 1) for k, v in items if k not in _IDS}
     if isinstance(value, list):
-        return [_without_ids(v, depth + 1) for v in cast(list[Any], value)]
+        return [without_ids(v, depth + 1) for v in cast(list[Any], value)]
     return value
 
 
@@ -75,8 +76,8 @@ def step_of(body: bytes) -> Step | None:
     items = _conversation(doc)
     if items is None or len(items) < 2:
         return None
-    root = [doc.get("model"), doc.get("system"), doc.get("instructions"), _without_ids(items[0])]
-    last = _without_ids(items[-2:])
+    root = [doc.get("model"), doc.get("system"), doc.get("instructions"), without_ids(items[0])]
+    last = without_ids(items[-2:])
     shown = printable(json.dumps(last, sort_keys=True, default=str), _SHOWN)
     return Step(_digest(root), _digest(last), shown)
 

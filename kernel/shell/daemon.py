@@ -28,7 +28,7 @@ from kernel.host.context import Context, log_line
 from kernel.isolation import blockers, gitops, jails, procs, rayengine
 from kernel.isolation.daemonlock import DaemonLock
 from kernel.isolation.paths import discover
-from kernel.loop import modelrun
+from kernel.loop import modelrun, tournament
 from kernel.loop.analysis import analyse, read_inbox
 from kernel.loop.following import PROPOSAL_WAITS, Follower, forge_said
 from kernel.loop.loop import Loop, for_planner, passed_over, planning_history
@@ -474,7 +474,7 @@ class Daemon:
                 resume = self.ctx.paths.command("resume")
                 self.ctx.log(f"halted: {before.reason}; run `{resume}` to continue")
                 return EXIT_HALTED
-            paused = limits.waiting(self.ctx.paths.history, datetime.now(UTC))
+            paused = self._holding(datetime.now(UTC))
             if paused is not None:
                 self.ctx.log(f"limited until {paused.until}: {paused.reason}")
                 return EXIT_LIMITED
@@ -614,26 +614,41 @@ class Daemon:
         its reset; the daemon sleeps until then (a change wakes it to look again). Once it has
         passed, the pause is cleared and said. Returns whether the loop waited."""
         history, now = self.ctx.paths.history, datetime.now(UTC)
-        paused = limits.waiting(history, now)
-        if paused is None:
+        if limits.waiting(history, now) is None:
             if limits.read(history) is not None:
                 limits.clear(history)
                 self.status.update(limited_until="")
                 self.ctx.log("the usage limit has reset: the daemon goes on")
                 self.ctx.store.event("limit", "the usage limit has reset: resumed by itself")
             return False
+        paused, others = limits.shown(history, now, *self._scope())
+        if paused is None:
+            return False
         moment = paused.moment() or now
         until = f"{moment:%Y-%m-%d %H:%M:%S}Z"
         if self.status.data.get("limited_until") != paused.until:
             self.status.update(limited_until=paused.until)
-            self.ctx.log(f"limited until {until}: {paused.reason}")
-            self.ctx.store.event("limit", f"waiting until {until}: {paused.reason}")
+            said = f" for {others}: the portfolio's other agents run meanwhile" if others else ""
+            self.ctx.log(f"limited until {until}{said}: {paused.reason}")
+            self.ctx.store.event("limit", f"waiting until {until}{said}: {paused.reason}")
+        if others:
+            return False
         self._phase(
             "limited", f"the model's usage limit: no agent runs until {until}, then by itself"
         )
         left = (moment - now).total_seconds()
         self._sleep(min(max(left, 0.05), self.ctx.config.daemon.poll_interval_s))
         return True
+
+    def _scope(self) -> tuple[str, set[str]]:
+        """What a usage limit pauses ([daemon] limit_scope), and the backends it may send."""
+        config = self.ctx.config
+        names = tournament.backends(config.candidates, self.ctx.backend().name)
+        return config.daemon.limit_scope, names
+
+    def _holding(self, now: datetime) -> limits.Pause | None:
+        """The usage limit that holds every agent now (None: one may run)."""
+        return limits.holding(self.ctx.paths.history, now, *self._scope())
 
     def _while_halted(self, hstate: halt.HaltState) -> bool:
         """Halted: run no agent, but keep taking in (and setting aside) inbox files and reporting.

@@ -18,7 +18,7 @@ from kernel.host.answers import Backend
 from kernel.host.context import Context
 from kernel.isolation import gitops, ignored, jails, rayengine
 from kernel.isolation.daemonlock import DaemonLock
-from kernel.loop import modelrun, reporting
+from kernel.loop import modelrun, reporting, tournament
 from kernel.loop.analysis import read_setup
 from kernel.loop.following import forge_said
 from kernel.loop.quarantine import read_quarantine
@@ -162,12 +162,17 @@ def _agent_log(live: dict[str, Any], detail: str) -> tuple[str, tuple[str, ...]]
     return detail, tuple(printable(line) for line in text.splitlines()[-5:])
 
 
+def _limited(ctx: Context, backend: str) -> tuple[limits.Pause | None, str]:
+    """The usage limit to show, and the backends it pauses while the others run."""
+    scope = ctx.config.daemon.limit_scope, tournament.backends(ctx.config.candidates, backend)
+    return limits.shown(ctx.paths.history, datetime.now(UTC), *scope)
+
+
 def read_status(ctx: Context) -> DaemonStatus:
     """The daemon's status, from its live file, the halt state, the lock and the record index."""
     live, unreadable = reporting.read_live(ctx.paths.history)
     running = DaemonLock(ctx.paths.lock).held_elsewhere()
     hstate = halt.read_halt(ctx.paths.history)
-    paused = limits.waiting(ctx.paths.history, datetime.now(UTC))
     latest = ctx.store.summaries(limit=1)
     spent = budget.spent_on(ctx.store)
     held = budget.held_now(ctx.paths.history, read_journal(ctx.paths.running))
@@ -180,6 +185,7 @@ def read_status(ctx: Context) -> DaemonStatus:
     )
     since = live.get("since") if running else None
     backend = _status_backend(ctx, live if running else {})
+    paused, limited_for = _limited(ctx, backend.name)
     as_of = live.get("gaps_as_of")
     caps = ctx.config.budget
     return DaemonStatus(
@@ -194,6 +200,8 @@ def read_status(ctx: Context) -> DaemonStatus:
         halt_reason=hstate.reason,
         limited_until=paused.moment() if paused is not None else None,
         limit_reason=paused.reason if paused is not None else "",
+        limit_backend=paused.backend if paused is not None else "",
+        limited_for=limited_for,
         config_problem=ctx.config_problem,
         backend=backend.name,
         backend_reason=backend.reason,
@@ -323,6 +331,11 @@ def _checkout_lines(status: DaemonStatus) -> list[str]:
     return lines
 
 
+def _for(status: DaemonStatus) -> str:
+    """Which backends a limit pauses while the others run ('' when it holds every agent)."""
+    return f" for {status.limited_for} (the others run)" if status.limited_for else ""
+
+
 def _bare_status(status: DaemonStatus, problem: str) -> str:
     daemon = f"running (pid {status.pid}): {status.phase}" if status.running else "not running"
     halted = f"YES: {status.halt_reason}; run `{status.command} resume`" if status.halted else "no"
@@ -332,7 +345,7 @@ def _bare_status(status: DaemonStatus, problem: str) -> str:
         f"daemon:      {daemon}",
         f"halted:      {halted}",
         *(
-            [f"limited:     until {status.limited_until:%Y-%m-%d %H:%M:%S}Z"]
+            [f"limited:     until {status.limited_until:%Y-%m-%d %H:%M:%S}Z{_for(status)}"]
             if status.limited_until
             else []
         ),

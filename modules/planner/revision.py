@@ -195,9 +195,12 @@ def revise(gap: Gap, track: Track, fs: FileSystemPort) -> Revision:
         return Revision(
             category,
             documents=_ending(latest),
-            phases=("loops: when a tool call gives the same result twice, change the approach",),
-            note=f"{where}: the run repeated one model request with no change and was ended; "
-            "retried once, scope as before",
+            phases=(
+                "loops: when a tool call gives the same result twice, or turns change nothing, "
+                "change the approach",
+            ),
+            note=f"{where}: the run went round in circles (one step repeated with no change, "
+            "or turns that changed nothing) and was ended; retried once, scope as before",
         )
     if category == FailureCategory.TYPE_ERROR:
         return Revision(

@@ -132,6 +132,13 @@ def _daemon_tile(digest: HistoryDigest) -> str:
             f'<div class="tile bad" id="daemon"><b>HALTED</b><span>{escape(shorten(halt.reason, 160))}'
             f"<br>{escape(where)}{'; ' if where else ''}run <code>{escape(digest.command)} resume</code></span></div>"
         )
+    if daemon.limited_until is not None and daemon.limited_for:
+        until = f"{daemon.limited_until:%Y-%m-%d %H:%M:%S}Z"
+        return (
+            f'<div class="tile" id="daemon"><b>limited until {until}</b><span>'
+            f"{escape(daemon.limited_for)}'s usage limit: the portfolio's other agents run "
+            f"meanwhile. {escape(where)}</span></div>"
+        )
     if daemon.limited_until is not None:
         until = f"{daemon.limited_until:%Y-%m-%d %H:%M:%S}Z"
         return (

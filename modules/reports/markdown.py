@@ -56,7 +56,7 @@ CATEGORY_HINTS: dict[FailureCategory, str] = {
     FailureCategory.AGENT_ERROR: "the agent exited with an error or reported failure",
     FailureCategory.AGENT_TIMEOUT: "the agent ran past its time limit and was ended",
     FailureCategory.MERGE_BLOCKED: "the branch moved or the checkout is in the way",
-    FailureCategory.STUCK: "the model requests repeated with no change, so the run was ended early",
+    FailureCategory.STUCK: "the run repeated one step with no change, or its turns changed nothing, so it was ended early",
     FailureCategory.UNKNOWN: "no category fits",
 }
 

@@ -110,10 +110,17 @@ def status_lines(status: DaemonStatus, now: datetime | None = None) -> list[str]
         "halted:      "
         + (f"YES: {status.halt_reason}; run `{status.command} resume`" if status.halted else "no")
     )
-    if status.limited_until is not None:
+    if status.limited_until is not None and status.limited_for:
         out.append(
-            f"limited:     until {status.limited_until:%Y-%m-%d %H:%M:%S}Z: no agent runs until "
-            f"then, and the daemon resumes by itself ({status.limit_reason})"
+            f"limited:     until {status.limited_until:%Y-%m-%d %H:%M:%S}Z for "
+            f"{status.limited_for}: the portfolio's other agents run meanwhile, and "
+            f"{status.limited_for} resumes by itself ({status.limit_reason})"
+        )
+    elif status.limited_until is not None:
+        met = f" ({status.limit_backend}'s limit)" if status.limit_backend else ""
+        out.append(
+            f"limited:     until {status.limited_until:%Y-%m-%d %H:%M:%S}Z{met}: no agent runs "
+            f"until then, and the daemon resumes by itself ({status.limit_reason})"
         )
     if status.config_problem:
         then = (

@@ -82,7 +82,9 @@ def _work(base: str, rounds: int) -> None:
         for call in calls:
             args = json.loads(call["function"]["arguments"])
             path = Path(args["path"])
-            path.write_text(path.read_text().replace(args["old"], args["new"]))
+            text = path.read_text()
+            if args["old"] in text:  # as the CLIs' edit tools, no write when nothing matches
+                path.write_text(text.replace(args["old"], args["new"]))
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": "done"})
 
 

@@ -9,6 +9,7 @@ STUCK long before its time cap, with the tokens it spent in the record."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from datetime import datetime
@@ -162,6 +163,26 @@ def test_a_model_repeating_one_tool_call_ends_stuck_before_its_time_cap(tmp_path
     assert "STUCK" in report
     [stuck] = [c["argv"] for c in notify_fakes.calls(told) if c["argv"][0] == "stuck"]
     assert "8 identical model requests in a row" in stuck[1]
+
+
+def test_model_requests_that_change_nothing_in_the_checkout_end_stuck(tmp_path: Path) -> None:
+    # each request differs (no repeat), and none changes a byte of the checkout
+    misses = [call("replace", path="calc.py", old=f"no text {n}", new="x") for n in range(60)]
+    with serving(misses) as model:
+        repo = _repo(tmp_path, model, "timeout_s = 240\nstuck_turns = 6\n", rounds=100)
+        done = seed(repo, "once", env={"SEED_TEST_KEY": KEY})
+        asked = len(model.requests)
+
+    assert done.returncode == 1, done.stderr
+    [record] = records(repo)
+    assert (record["outcome"], record["failure_category"]) == ("FAILURE", "STUCK"), record["reason"]
+    assert "no change to the checkout in 6 turns in a row (model requests)" in record["reason"]
+    # the first request has no step yet (no turn); the next 6 change nothing (the agent may
+    # have sent its next requests as the seventh answer's last bytes reached it, before the
+    # gateway counted that answer: those still go)
+    assert asked in (7, 8, 9), (asked, record["reason"])
+    spent = re.search(r"\(([\d,]+) tokens spent\)", record["reason"])
+    assert spent is not None and 7 * 1050 <= int(spent[1].replace(",", "")) <= asked * 1050
 
 
 def _claude_limited(tmp: Path, network: str) -> tuple[int, dict[str, Any], float]:

@@ -68,6 +68,30 @@ def test_the_pause_lasts_a_day_at_most_and_a_backoff_without_a_reset(tmp_path: P
     assert limits.waiting(tmp_path, now) is None
 
 
+def test_each_backends_pause_holds_all_only_when_every_backend_is_paused(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    limits.pause(tmp_path, now + timedelta(seconds=60), "claude's 429", "i1", "claude")
+    both = {"claude", "codex"}
+    assert limits.holding(tmp_path, now, "all", both) is not None  # the default: all wait
+    assert limits.holding(tmp_path, now, "backend", both) is None  # codex runs meanwhile
+    assert limits.shown(tmp_path, now, "backend", both)[1] == "claude"
+    assert limits.holding(tmp_path, now, "backend", {"claude"}) is not None  # no other
+    limits.pause(tmp_path, now + timedelta(seconds=30), "codex's 429", "i2", "codex")
+    first = limits.holding(tmp_path, now, "backend", both)
+    assert first is not None and first.backend == "codex"  # the daemon wakes at the first reset
+    assert set(limits.paused_backends(tmp_path, now + timedelta(seconds=31))) == {"claude"}
+    whole = limits.waiting(tmp_path, now)
+    assert whole is not None and whole.moment() == now + timedelta(seconds=60)
+
+
+def test_a_pause_that_names_no_backend_holds_every_agent(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    until = (now + timedelta(seconds=60)).isoformat()
+    doc = {"until": until, "reason": "429", "iteration_id": "i1", "at": now.isoformat()}
+    (tmp_path / limits.LIMIT_FILE).write_text(json.dumps(doc))  # as written before backends
+    assert limits.holding(tmp_path, now, "backend", {"claude", "codex"}) is not None
+
+
 def _chat(n: int, result: str = "done") -> bytes:
     """The agent's n-th request: the same tool call and result each time (new ids)."""
     messages: list[dict[str, object]] = [{"role": "user", "content": "fix calc.py"}]
