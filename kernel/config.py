@@ -122,7 +122,7 @@ class AgentConfig(_Section):
     gateway, each answered alike (a retry after an error answer does not count), or as many
     identical tool calls with the same result in a row in the agent's log where the gateway
     does not serve the run; 0: never."""
-    stuck_turns: int = Field(default=50, ge=0, le=100_000)
+    stuck_turns: int = Field(default=100, ge=0, le=100_000)
     """Ends a run as STUCK when this many of its turns (model requests through the gateway,
     else tool calls in its log) bring no change to its checkout; 0: never (docs/limits.md)."""
     repair_rounds: int = Field(default=2, ge=0, le=5)
