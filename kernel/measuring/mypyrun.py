@@ -225,6 +225,27 @@ def _kept(words: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     return tuple(kept), tuple(dropped), config
 
 
+def _merged(commands: Sequence[Sequence[str]]) -> tuple[list[str], int]:
+    """One run for a tox env's several mypy commands: the first's words and the paths of each
+    later one with the same flags, each a flag that takes no value (`mypy src`, then
+    `mypy tests`); (words, how many commands are left out)."""
+    first = list(commands[0])
+
+    def flags(words: Sequence[str]) -> list[str] | None:
+        found = [w for w in words if w.startswith("-")]
+        plain = all(w.partition("=")[0] in _BOOL_FLAGS or "=" in w for w in found)
+        return found if plain else None
+
+    merged, left = first, 0
+    for later in commands[1:]:
+        same = flags(first) is not None and flags(later) == flags(first)
+        if same:
+            merged += [w for w in later if not w.startswith("-") and w not in merged]
+        else:
+            left += 1
+    return merged, left
+
+
 def _clean(path: str) -> bool:
     """A repository-relative path that stays inside the tree."""
     norm = posixpath.normpath(path)
@@ -234,9 +255,15 @@ def _clean(path: str) -> bool:
 def _command(read: Read) -> tuple[str, list[str], str] | None:
     """(where, words after `mypy`, its tox env's name or "") of the project's own mypy command
     in tox or nox."""
-    for section, words in _tox_commands(read("tox.ini")):
+    commands = _tox_commands(read("tox.ini"))
+    if commands:
+        section = commands[0][0]
+        words, left = _merged([w for s, w in commands if s == section])
         env = section.split(":", 1)[1].strip() if ":" in section else ""
-        return f"`mypy` in tox.ini [{section}]", words, env if _ENV_NAME.match(env) else ""
+        where = f"`mypy` in tox.ini [{section}]"
+        if left:
+            where += f" (its first command; {left} more with other flags not run)"
+        return where, words, env if _ENV_NAME.match(env) else ""
     match = _NOX_RUN.search(read("noxfile.py") or "")
     if match:
         return "`mypy` in noxfile.py", _STRING.findall(match["rest"]), ""

@@ -70,6 +70,16 @@ def test_the_tox_command_names_what_is_checked_and_only_safe_flags_are_kept() ->
     assert setup.dropped == ("--junit-xml", "out.xml", "--install-types")
 
 
+def test_a_tox_envs_mypy_commands_are_one_run_where_their_flags_agree() -> None:
+    tox = (
+        "[testenv:mypy]\ncommands =\n    mypy --strict src\n    mypy --strict tests\n"
+        "    mypy -p other\n"
+    )
+    setup = mypyrun.configured(_reader({"tox.ini": tox}))
+    assert setup.args == ("--strict", "src", "tests")
+    assert "1 more with other flags not run" in setup.where
+
+
 def test_the_frozen_configuration_drops_what_writes_and_keeps_its_plugins(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     (tree / "tools").mkdir(parents=True)
