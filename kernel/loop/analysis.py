@@ -126,12 +126,13 @@ SETUP_FILE = "setup.json"
 
 
 def setup_problems(
-    ctx: Context, tree: str, measurements: Measurements
+    ctx: Context, tree: str, measurements: Measurements, *, own_imports: bool = False
 ) -> tuple[Measurements, list[str]]:
     """The test run's findings that are the environment's, not the code's, taken out of what
     gaps come from and each said once with what to run: modules of the project imported from
     outside the tree under test (seed's problem, never an agent's), and a module the
-    repository holds that the test environment cannot import (the person's setup)."""
+    repository holds that the test environment cannot import (the person's setup, unless
+    `own_imports`: the project's own run imports every test module, so it is seed's)."""
     pytest = measurements.get(Tool.PYTEST)
     if pytest is None:
         return measurements, []
@@ -162,7 +163,8 @@ def setup_problems(
                 "interpreter that has it; until then the tests are not measured"
             )
     for name, where in sorted(missing.items()):
-        problems.append(installed.cannot_import(python, root, name, where))
+        said = installed.cannot_import(python, root, name, where)
+        problems.append(_seeds_own(name, where) if own_imports else said)
     if not problems:
         return measurements, []
     if missing or not pytest.ran:  # the suite's results say nothing about the code
@@ -173,6 +175,15 @@ def setup_problems(
             for m in measurements.items
         )
     return Measurements(tree=measurements.tree, items=items), problems
+
+
+def _seeds_own(name: str, where: str) -> str:
+    """The line for a module seed's runs cannot import where the project's own run can."""
+    return (
+        f"setup: seed's runs cannot import `{name}` ({where}), though the project's own "
+        "`python -m pytest` imports every test module: this is seed's to solve, not your "
+        "setup (please report it); until then those tests are not measured"
+    )
 
 
 def _outside_text(ctx: Context, outside: list[Diagnostic]) -> str:
@@ -279,7 +290,10 @@ def analyse(
     roadmap, left_out = read_roadmap(root, head)
     for note in left_out:
         ctx.log(note)
-    measured, setup = setup_problems(ctx, tree, measurements)
+    pytest = measurements.get(Tool.PYTEST)
+    plain = plain_differences(ctx, head, tree, pytest)  # before setup_problems, which reads it
+    own = bool(plain_ran(ctx, pytest) and plainrun.collected_all(ctx.paths.state))
+    measured, setup = setup_problems(ctx, tree, measurements, own_imports=own)
     _tell_setup(ctx, setup)
     left_out = [*setup, *left_out]
     ctx.start_host()
@@ -310,7 +324,7 @@ def analyse(
         *offline,
         # tox's default posargs select other tests than seed's run does
         *(pytestconfig.tox_selection(read_at(root, head)) if pytest else ()),
-        *plain_differences(ctx, head, tree, pytest),
+        *plain,
     )
     if differences:
         report = report.model_copy(update={"differences": differences})
@@ -319,12 +333,17 @@ def analyse(
     )
 
 
+def plain_ran(ctx: Context, pytest: Measurement | None) -> bool:
+    """Whether this analysis has a plain run of its own (run now, or kept for the same key)."""
+    return ctx.config.analysis.plain_run and pytest is not None and not pytest.timed_out
+
+
 def plain_differences(
     ctx: Context, head: str, tree: str, pytest: Measurement | None
 ) -> tuple[str, ...]:
     """What the project's own pytest run (plainrun.py) finds that seed's run of the same tree
     does not: none where seed's run gave nothing to compare with."""
-    if not ctx.config.analysis.plain_run or pytest is None or not pytest.ran or pytest.timed_out:
+    if pytest is None or not plain_ran(ctx, pytest):
         return ()
     place = Export(ctx.paths.root, ctx.paths.exports, tree, "plain")
     try:

@@ -102,10 +102,18 @@ def said(
         return kept_lines(state)
     plain = run_plain(export(), target)
     lines = compare(plain, seed_run, gitops.out(root, "rev-parse", "--short", head))
+    # whether the project's own run imported every test module it found (analysis.py reads it)
+    clean = not plain.why_not and bool(plain.tests) and not plain.broken
     with contextlib.suppress(OSError):
         state.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(state / STATE_FILE, json.dumps({"key": key, "lines": list(lines)}))
+        text = json.dumps({"key": key, "lines": list(lines), "clean": clean})
+        atomic_write_text(state / STATE_FILE, text)
     return lines
+
+
+def collected_all(state: Path) -> bool:
+    """Whether the latest plain run ran tests and could import every test module it found."""
+    return read_state(state).get("clean") is True
 
 
 def read_state(state: Path) -> dict[str, Any]:

@@ -196,3 +196,31 @@ def test_an_iterations_report_names_what_seeds_runs_measured_otherwise(tmp_path:
     report = (root / "history" / record["iteration_id"] / "report.md").read_text()
     assert "## Where seed's runs differ from the project's own" in report
     assert ONLY_SEED in report, report
+
+
+# a stand-in for a way seed's runs import otherwise than the project's own (they turn off
+# pytest's plugin autoload): the tree's root leaves sys.path in seed's runs only
+SEEDS_OWN = {
+    ".gitignore": "__pycache__/\nhistory/\n",
+    "helpers/__init__.py": "VALUE = 1\n",
+    "conftest.py": (
+        "import os\nimport sys\n\n"
+        "if os.environ.get('PYTEST_DISABLE_PLUGIN_AUTOLOAD'):\n"
+        "    here = os.path.dirname(os.path.realpath(__file__))\n"
+        "    sys.path[:] = [p for p in sys.path if os.path.realpath(p or '.') != here]\n"
+    ),
+    "tests/test_h.py": "import helpers\n\n\ndef test_value() -> None:\n    assert helpers.VALUE == 1\n",
+}
+
+
+@needs_bwrap
+def test_a_module_only_seeds_runs_cannot_import_is_seeds_problem_not_the_persons_setup(
+    tmp_path: Path,
+) -> None:
+    root = make_repo(tmp_path / "repo", SEEDS_OWN, config=_QUALITY)
+    report = _gaps(root)
+    errors = "\n".join(str(e) for e in cast(list[object], report["errors"]))
+    assert "seed's runs cannot import `helpers`" in errors, errors
+    assert "this is seed's to solve, not your setup" in errors, errors
+    assert "pip install" not in errors, errors  # no advice about what is installed
+    assert report["gaps"] == [], report["gaps"]
