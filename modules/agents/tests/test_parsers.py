@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, time
+from typing import Any
 
 import pytest
 
@@ -470,7 +471,7 @@ def test_codex_turn_failed_on_a_usage_limit_is_a_limit() -> None:
 
 # Claude Code 2.1.332 on a claude.ai login at its 5-hour limit (the lines of a real run against
 # the scripted model, tests/agents_real/test_limits.py; usage and other fields cut)
-CLAUDE_LOGIN_LIMIT = [
+CLAUDE_LOGIN_LIMIT: list[dict[str, Any]] = [
     {
         "type": "rate_limit_event",
         "rate_limit_info": {
