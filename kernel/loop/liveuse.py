@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from domain import AgentReport
 from kernel.errors import SeedError
@@ -54,7 +55,32 @@ def _fingerprint(sources: Sequence[Path]) -> Fingerprint:
     return tuple(found)
 
 
-class UsageWatch:
+class Watch:
+    """A thread beside a run: started on enter; on exit stopped, and a reading under way
+    waited for, so nothing is acted on after the run."""
+
+    def __init__(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class UsageWatch(Watch):
     """A thread that reads what the agent used so far whenever its output changed."""
 
     def __init__(
@@ -70,8 +96,7 @@ class UsageWatch:
         self.read = read
         self.show = show
         self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="seed-usage", daemon=True)
+        super().__init__("seed-usage")
 
     def _loop(self) -> None:
         # an empty or absent output is nothing to read
@@ -91,17 +116,3 @@ class UsageWatch:
                     self.show(text)
                     shown = text
             pause = max(self.interval_s, (time.monotonic() - started) * _COST_SHARE)
-
-    def __enter__(self) -> UsageWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        """Stop; a reading under way is waited for, so nothing is shown after the run."""
-        self._stop.set()
-        self._thread.join()

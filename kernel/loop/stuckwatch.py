@@ -14,9 +14,9 @@ import contextlib
 import threading
 import time
 from pathlib import Path
-from types import TracebackType
 
 from kernel.isolation import trees
+from kernel.loop.liveuse import Watch
 from kernel.records.logsteps import LINE_MAX, LogRepeats, Reader
 
 LOOK_EVERY_S = 2.0
@@ -62,7 +62,7 @@ class Still:
             return f"no change to the checkout in {self._turns} turns in a row ({self.unit})"
 
 
-class LogWatch:
+class LogWatch(Watch):
     """A thread that reads the run's log as it grows and sets `ended` once it shows the run
     stuck (the process group is then ended, as at the time cap)."""
 
@@ -74,8 +74,7 @@ class LogWatch:
         self._reader = Reader()
         self._repeats = LogRepeats(repeats)
         self._still = still
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="seed-stuck", daemon=True)
+        super().__init__("seed-stuck")
         self._offset = 0
         self._partial = b""
         self._skipping = False
@@ -116,16 +115,3 @@ class LogWatch:
             if why:
                 return why
         return ""
-
-    def __enter__(self) -> LogWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
