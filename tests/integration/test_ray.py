@@ -164,7 +164,9 @@ import os, pathlib, sys, time
 here, shared, name, action = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 with (shared / f"{name}.count").open("a") as count:
     count.write("ran\n")
-(shared / f"{name}.started").write_text(str(here))
+# whole or not at all: the test reads it the moment it exists
+(shared / f"{name}.started.part").write_text(str(here))
+(shared / f"{name}.started.part").rename(shared / f"{name}.started")
 if action == "sleep":
     time.sleep(120)
 elif action == "link":
