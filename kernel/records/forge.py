@@ -261,15 +261,21 @@ class GitHub:
         the branch moved, 405 when the forge does not allow it now: both a ForgeError)."""
         self._call("PUT", f"/pulls/{number}/merge", {"sha": sha})
 
+    def _listed(self, path: str, what: str) -> list[dict[str, Any]]:
+        """A GET that answers a JSON list, its objects (anything else in it left out)."""
+        answer = self._request("GET", path)
+        if not isinstance(answer, list):
+            raise ForgeError(f"the forge's {what} are not a list")
+        items = cast(list[object], answer)
+        return [cast(dict[str, Any], item) for item in items if isinstance(item, dict)]
+
     def change_requests(self, number: int) -> list[Review]:
         """GET /repos/{owner}/{repo}/pulls/{number}/reviews (chronological, the first 100):
         state CHANGES_REQUESTED by a trusted author_association, with the commit reviewed."""
-        answer = self._request("GET", f"/pulls/{number}/reviews?per_page=100")
-        if not isinstance(answer, list):
-            raise ForgeError(f"the forge's reviews of #{number} are not a list")
         found: list[Review] = []
-        for item in cast(list[object], answer):
-            fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+        for fields in self._listed(
+            f"/pulls/{number}/reviews?per_page=100", f"reviews of #{number}"
+        ):
             review_id, body, commit = fields.get("id"), fields.get("body"), fields.get("commit_id")
             if (
                 isinstance(review_id, int)
@@ -284,12 +290,9 @@ class GitHub:
     def review_lines(self, number: int, review: int) -> list[str]:
         """GET /repos/{owner}/{repo}/pulls/{number}/reviews/{review}/comments (the first 100):
         the review's comments on lines, by a trusted author, each "path:line: body"."""
-        answer = self._request("GET", f"/pulls/{number}/reviews/{review}/comments?per_page=100")
-        if not isinstance(answer, list):
-            raise ForgeError(f"the forge's comments of review {review} are not a list")
+        where = f"/pulls/{number}/reviews/{review}/comments?per_page=100"
         lines: list[str] = []
-        for item in cast(list[object], answer):
-            fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+        for fields in self._listed(where, f"comments of review {review}"):
             path, line, body = fields.get("path"), fields.get("line"), fields.get("body")
             if fields.get("author_association") in TRUSTED and isinstance(body, str):
                 at = f":{line}" if isinstance(line, int) else ""
@@ -299,14 +302,10 @@ class GitHub:
     def last_word(self, number: int) -> str:
         """GET /repos/{owner}/{repo}/issues/{number}/comments (oldest first, the first 100):
         the latest body by a trusted author."""
-        answer = self._request("GET", f"/issues/{number}/comments?per_page=100")
-        if not isinstance(answer, list):
-            raise ForgeError(f"the forge's comments of #{number} are not a list")
         said = ""
-        for comment in cast(list[object], answer):
-            if not isinstance(comment, dict):
-                continue
-            fields = cast(dict[str, Any], comment)
+        for fields in self._listed(
+            f"/issues/{number}/comments?per_page=100", f"comments of #{number}"
+        ):
             body = fields.get("body")
             if fields.get("author_association") in TRUSTED and isinstance(body, str):
                 said = body
@@ -316,12 +315,8 @@ class GitHub:
         """GET /repos/{owner}/{repo}/issues?labels=…&state=open (the first 100; pull requests,
         which the endpoint lists too, and untrusted authors left out)."""
         query = urllib.parse.urlencode({"labels": label, "state": "open", "per_page": "100"})
-        answer = self._request("GET", f"/issues?{query}")
-        if not isinstance(answer, list):
-            raise ForgeError("the forge's issues are not a list")
         found: list[Issue] = []
-        for item in cast(list[object], answer):
-            fields = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+        for fields in self._listed(f"/issues?{query}", "issues"):
             number, title, body = fields.get("number"), fields.get("title"), fields.get("body")
             if (
                 isinstance(number, int)
