@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kernel.bounds import printable
-from kernel.records.repeats import without_ids
+from kernel.records.repeats import Streaks, without_ids
 
 LINE_MAX = 1 << 20
 """Bytes of one log line read (a longer one is skipped whole)."""
@@ -128,32 +128,22 @@ def _codex(event: dict[str, Any]) -> Seen:
     return Seen((_step("codex", call, without_ids(item)),), turns=1)
 
 
-@dataclass
-class _Count:
-    digest: str = ""
-    times: int = 0
-
-
 class LogRepeats:
     """The counts of one run's conversations in its log; `seen` says when one reached `limit`."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         """Steps alike in a row that end the run (0: never)."""
-        self._counts: dict[str, _Count] = {}
+        self._streaks = Streaks()
 
     def seen(self, step: Step) -> str:
         """Count one step; why the run is stuck ('' while it is not)."""
         if self.limit <= 0:
             return ""
-        count = self._counts.setdefault(step.conversation, _Count())
-        if count.digest == step.digest:
-            count.times += 1
-        else:
-            count.digest, count.times = step.digest, 1
-        if count.times < self.limit:
+        times = self._streaks.count(step.conversation, step.digest)
+        if times < self.limit:
             return ""
         return (
-            f"{count.times} identical tool calls in a row in the agent's log, each with the "
+            f"{times} identical tool calls in a row in the agent's log, each with the "
             f"same result; the repeated call: {step.shown}"
         )

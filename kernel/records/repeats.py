@@ -82,11 +82,18 @@ def step_of(body: bytes) -> Step | None:
     return Step(_digest(root), _digest(last), shown)
 
 
-@dataclass
-class _Count:
-    step: str = ""
-    answer: str = ""
-    times: int = 0
+class Streaks:
+    """How many times in a row each conversation brought the same key."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[str, int]] = {}
+
+    def count(self, conversation: str, key: str) -> int:
+        """Count one key in its conversation; how many alike in a row, this one included."""
+        last, times = self._last.get(conversation, ("", 0))
+        times = times + 1 if last == key else 1
+        self._last[conversation] = (key, times)
+        return times
 
 
 class Repeats:
@@ -95,7 +102,7 @@ class Repeats:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         """Requests alike in a row that end the run (0: never)."""
-        self._counts: dict[str, _Count] = {}
+        self._streaks = Streaks()
 
     def seen(self, request: bytes, status: int, answer: bytes) -> str:
         """Count one answered request; why the run is stuck ('' while it is not)."""
@@ -105,14 +112,10 @@ class Repeats:
         if step is None:
             return ""
         shape = hashlib.sha256(_NUMBERS.sub(b"0", answer)).hexdigest()
-        count = self._counts.setdefault(step.conversation, _Count())
-        if count.step == step.step and count.answer == shape:
-            count.times += 1
-        else:
-            count.step, count.answer, count.times = step.step, shape, 1
-        if count.times < self.limit:
+        times = self._streaks.count(step.conversation, f"{step.step} {shape}")
+        if times < self.limit:
             return ""
         return (
-            f"{count.times} identical model requests in a row, each answered alike; "
+            f"{times} identical model requests in a row, each answered alike; "
             f"the repeated step: {step.shown}"
         )
